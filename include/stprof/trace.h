@@ -1,0 +1,254 @@
+/*
+ * stprof/trace.h - the .stp trace model, writer and reader.
+ *
+ * Everything in stprof reads what this header describes.  A trace holds the
+ * events of ONE process image: allocations and frees (host heap, device,
+ * managed, pinned), an allocator's own segment reservations, API calls
+ * (kernel launches, copies, sets, syncs, framework ops) with the address
+ * ranges they read and wrote, and markers (iterations, phases, modules).
+ *
+ * Invariants a consumer may rely on:
+ *   - stp_reader_next() returns events in increasing `seq` order.  Sequence
+ *     numbers are per process, start at 0 and are dense; a gap means events
+ *     were lost (stp_trace_stats.lost_events counts them).
+ *   - `time_ns` is CLOCK_MONOTONIC of the recording machine.  It is
+ *     non-decreasing per thread, and almost so across threads.
+ *   - String and stack ids are >= 1; 0 means "none".  An id in an event is
+ *     always defined before the event is returned.
+ *   - Memory use of a reader is bounded by the distinct strings and stack
+ *     nodes plus the recording's flush window, never by the trace length.
+ *
+ * The byte format is specified in docs/trace-format.md.
+ */
+#ifndef STPROF_TRACE_H
+#define STPROF_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STP_FORMAT_MAJOR 1
+#define STP_FORMAT_MINOR 0
+
+typedef enum stp_event_type {
+	STP_EV_PROCESS = 1,  /* the process this trace belongs to (first event) */
+	STP_EV_THREAD = 2,   /* a thread was seen (or renamed) */
+	STP_EV_MODULE = 3,   /* an ELF object mapped into the process */
+	STP_EV_ALLOC = 4,    /* an object was allocated */
+	STP_EV_FREE = 5,     /* an object was freed */
+	STP_EV_SEGMENT_RESERVE = 6, /* an allocator reserved memory (cudaMalloc by a cache) */
+	STP_EV_SEGMENT_RELEASE = 7, /* ... and gave it back */
+	STP_EV_API = 8,      /* a kernel, copy, set, sync or framework op */
+	STP_EV_MARKER = 9,   /* iteration / phase / module / annotation */
+	STP_EV_TYPE_MAX = 9
+} stp_event_type;
+
+typedef enum stp_mem_kind {
+	STP_MEM_HOST = 0,
+	STP_MEM_DEVICE = 1,
+	STP_MEM_MANAGED = 2,
+	STP_MEM_PINNED = 3
+} stp_mem_kind;
+
+typedef enum stp_api_kind {
+	STP_API_OTHER = 0,
+	STP_API_KERNEL = 1,
+	STP_API_MEMCPY = 2,
+	STP_API_MEMSET = 3,
+	STP_API_SYNC = 4,
+	STP_API_OP = 5 /* a framework operator (aten::mm, ...) */
+} stp_api_kind;
+
+typedef enum stp_marker_kind {
+	STP_MARK_ITER_BEGIN = 1,   /* value = iteration index */
+	STP_MARK_ITER_END = 2,
+	STP_MARK_PHASE_BEGIN = 3,  /* name = phase ("forward", "backward", ...), value = micro-batch */
+	STP_MARK_PHASE_END = 4,
+	STP_MARK_MODULE_ENTER = 5, /* name = module path ("layers.3.attn") */
+	STP_MARK_MODULE_EXIT = 6,
+	STP_MARK_ANNOTATION = 7,   /* free-form name and value */
+	STP_MARK_KIND_MAX = 7
+} stp_marker_kind;
+
+/* Access modes of an API's address range. */
+#define STP_ACCESS_READ 1u
+#define STP_ACCESS_WRITE 2u
+
+typedef struct stp_range {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t mode; /* STP_ACCESS_* bits */
+} stp_range;
+
+typedef struct stp_process_info {
+	uint32_t pid, ppid;
+	int32_t rank, local_rank, world_size; /* -1 when not set */
+	uint32_t cmdline;          /* string id: argv joined by spaces */
+	uint32_t exe;              /* string id: /proc/self/exe */
+	uint32_t hostname;         /* string id */
+	uint64_t start_realtime_ns; /* CLOCK_REALTIME at start */
+	uint64_t start_monotonic_ns;
+} stp_process_info;
+
+typedef struct stp_thread_info {
+	uint32_t tid;
+	uint32_t name; /* string id, 0 when unnamed */
+} stp_thread_info;
+
+#define STP_BUILD_ID_MAX 32
+typedef struct stp_module_info {
+	uint32_t path;     /* string id */
+	uint64_t base;     /* lowest mapped address */
+	uint64_t size;     /* span of the PT_LOAD segments */
+	uint64_t bias;     /* load bias: runtime address - ELF virtual address */
+	uint32_t build_id_len;
+	uint8_t build_id[STP_BUILD_ID_MAX];
+} stp_module_info;
+
+typedef struct stp_alloc_info {
+	uint64_t addr;
+	uint64_t size;      /* bytes the allocator handed out (may be rounded) */
+	uint64_t requested; /* bytes the caller asked for */
+	uint32_t stack;     /* stack id, 0 = none */
+	uint8_t kind;       /* stp_mem_kind */
+	int32_t device;     /* -1 for host */
+	uint64_t stream;    /* 0 = default */
+	uint32_t pool;      /* allocator pool, 0 = default */
+} stp_alloc_info;
+
+typedef struct stp_free_info {
+	uint64_t addr;
+	uint64_t size;  /* 0 when the freeing API does not say */
+	uint8_t kind;
+	int32_t device;
+	uint64_t stream;
+	uint32_t pool;
+} stp_free_info;
+
+/* SEGMENT_RESERVE uses all fields; SEGMENT_RELEASE leaves stack 0. */
+typedef stp_alloc_info stp_segment_info;
+
+typedef struct stp_api_info {
+	uint8_t kind;        /* stp_api_kind */
+	uint32_t name;       /* string id: kernel / op name */
+	int32_t device;
+	uint64_t stream;
+	uint64_t end_ns;     /* begin is the event's time_ns; end >= begin */
+	uint32_t stack;      /* host call path of the launch, 0 = none */
+	uint32_t nranges;
+	const stp_range *ranges; /* valid until the next stp_reader_next() */
+} stp_api_info;
+
+typedef struct stp_marker_info {
+	uint8_t kind;    /* stp_marker_kind */
+	uint32_t name;   /* string id, 0 = none */
+	int64_t value;
+} stp_marker_info;
+
+typedef struct stp_event {
+	uint8_t type;    /* stp_event_type */
+	uint32_t tid;
+	uint64_t seq;
+	uint64_t time_ns;
+	union {
+		stp_process_info process;
+		stp_thread_info thread;
+		stp_module_info module;
+		stp_alloc_info alloc;
+		stp_free_info free;
+		stp_segment_info segment;
+		stp_api_info api;
+		stp_marker_info marker;
+	} u;
+} stp_event;
+
+/* ---------------------------------------------------------------- writer */
+
+/*
+ * A single-threaded writer for tools, converters and tests.  (The collector
+ * has its own multi-threaded buffering on top of the same encoder.)  Events
+ * must be appended in increasing seq order; seq is assigned by the writer
+ * when ev->seq is STP_SEQ_AUTO.
+ */
+typedef struct stp_writer stp_writer;
+#define STP_SEQ_AUTO UINT64_MAX
+
+stp_writer *stp_writer_open(const char *path, char *err, size_t errlen);
+/* Interns a string; returns its id (>= 1). Same text -> same id. */
+uint32_t stp_writer_string(stp_writer *w, const char *s);
+/* Interns a call path, innermost frame first; returns its stack id (>= 1),
+ * 0 when n == 0. */
+uint32_t stp_writer_stack(stp_writer *w, const uint64_t *ips, uint32_t n);
+/* Appends an event. tid, time_ns and the payload are taken as given. */
+int stp_writer_event(stp_writer *w, const stp_event *ev);
+/* Flushes buffered chunks to the file (the file stays open). */
+int stp_writer_flush(stp_writer *w);
+/* Writes the end record and closes; exit_status: the process's wait status
+ * encoded as in docs/trace-format.md (STP_END_*). Returns 0 on success. */
+int stp_writer_close(stp_writer *w, uint32_t end_reason, int32_t end_value);
+/* Closes without an end record (simulates a killed program). */
+void stp_writer_abandon(stp_writer *w);
+
+/* End reasons carried by the END chunk. */
+#define STP_END_EXIT 1    /* value = exit status */
+#define STP_END_SIGNAL 2  /* value = signal number */
+#define STP_END_EXEC 3    /* the image was replaced by execve */
+#define STP_END_DETACH 4  /* recording stopped, process went on */
+
+/* ---------------------------------------------------------------- reader */
+
+typedef struct stp_reader stp_reader;
+
+typedef struct stp_trace_header {
+	uint16_t major, minor;
+	uint64_t flags;
+} stp_trace_header;
+
+typedef struct stp_trace_stats {
+	uint64_t bytes;          /* bytes consumed so far */
+	uint64_t chunks;
+	uint64_t events;         /* events returned so far */
+	uint64_t by_type[STP_EV_TYPE_MAX + 1];
+	uint64_t strings, stack_nodes;
+	uint64_t lost_events;    /* gaps in the sequence numbers */
+	int whole;               /* an END chunk was read */
+	uint32_t end_reason;     /* STP_END_*, 0 when not whole */
+	int32_t end_value;
+	uint64_t first_time_ns, last_time_ns;
+} stp_trace_stats;
+
+/* Opens a trace. On failure returns NULL and writes a one-line message
+ * ("FILE: offset N: what") into err. */
+stp_reader *stp_reader_open(const char *path, char *err, size_t errlen);
+/* Next event in seq order: 1 = *ev filled, 0 = end of trace, -1 = error
+ * (stp_reader_error() says what; the events before it were all returned). */
+int stp_reader_next(stp_reader *r, stp_event *ev);
+const char *stp_reader_error(const stp_reader *r);
+/* The trace ended cleanly at a chunk boundary without an END chunk is NOT an
+ * error (the program was killed); stats.whole says so. */
+const stp_trace_stats *stp_reader_stats(const stp_reader *r);
+const stp_trace_header *stp_reader_header(const stp_reader *r);
+const char *stp_reader_path(const stp_reader *r);
+/* String by id; "" for 0 or an unknown id. */
+const char *stp_reader_string(const stp_reader *r, uint32_t id);
+/* Frames of a stack, innermost first, at most max. Returns the depth. */
+uint32_t stp_reader_stack(const stp_reader *r, uint32_t stack, uint64_t *ips, uint32_t max);
+/* Number of stack ids defined so far (ids are 1..n). */
+uint32_t stp_reader_stack_count(const stp_reader *r);
+/* Parent node and innermost frame of a stack id (the stack trie). */
+int stp_reader_stack_node(const stp_reader *r, uint32_t stack, uint32_t *parent, uint64_t *ip);
+void stp_reader_close(stp_reader *r);
+
+/* Names for printing. */
+const char *stp_event_type_name(unsigned type);
+const char *stp_mem_kind_name(unsigned kind);
+const char *stp_api_kind_name(unsigned kind);
+const char *stp_marker_kind_name(unsigned kind);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,82 @@
+/*
+ * stprof/trace_codec.h - the byte-level encoder of the .stp format, for
+ * writers that manage their own buffers (the collector's per-thread buffers,
+ * stp_writer).  Readers use stprof/trace.h.  docs/trace-format.md is the spec.
+ *
+ * A file is a 24-byte header followed by chunks.  A chunk is a 20-byte header
+ * (magic, type, tid, payload length, CRC-32C) and a payload of records.  Delta
+ * state (stp_enc_state) starts afresh in every chunk, so each chunk decodes on
+ * its own; only string and stack ids refer to definitions in earlier chunks.
+ *
+ * Every encode function writes into out[0..cap) and returns the bytes
+ * written, or 0 when they do not fit, in which case neither out nor the state
+ * changed: the caller flushes the chunk and encodes again into a fresh one.
+ * Nothing here allocates, locks or calls into libc beyond memcpy, so the
+ * collector may call it from any context, signal handlers included.
+ */
+#ifndef STPROF_TRACE_CODEC_H
+#define STPROF_TRACE_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STP_FILE_MAGIC "\x89STP\r\n\x1a\n"
+#define STP_FILE_HEADER_SIZE 24u
+#define STP_CHUNK_MAGIC 0x43505453u /* "STPC" little-endian */
+#define STP_CHUNK_HEADER_SIZE 20u
+#define STP_CHUNK_MAX_PAYLOAD (64u << 20) /* readers refuse larger chunks */
+
+enum stp_chunk_type {
+	STP_CHUNK_DEFS = 1,      /* definitions, and events that came with them */
+	STP_CHUNK_EVENTS = 2,    /* one thread's events, in seq order */
+	STP_CHUNK_WATERMARK = 3, /* every seq below the mark has been written */
+	STP_CHUNK_END = 4        /* the process image ended; last chunk */
+};
+
+/* Record tags below 16 are stp_event_type; these are definitions. */
+enum stp_def_tag {
+	STP_DEF_STRING = 16,
+	STP_DEF_STACK = 17
+};
+
+typedef struct stp_enc_state {
+	uint32_t tid;       /* the chunk's thread; an event of another tid says so */
+	uint64_t prev_seq;  /* UINT64_MAX at chunk start */
+	uint64_t prev_time;
+	uint64_t prev_addr;
+	uint64_t prev_ip;
+	uint32_t prev_stack;
+} stp_enc_state;
+
+void stp_enc_reset(stp_enc_state *s, uint32_t tid);
+
+/* An event record; api ranges are included. */
+size_t stp_enc_event(uint8_t *out, size_t cap, stp_enc_state *s, const stp_event *ev);
+/* Upper bound of stp_enc_event's output for ev. */
+size_t stp_enc_event_bound(const stp_event *ev);
+/* Definitions (DEFS chunks only). Ids are dense: 1, 2, 3, ... in file order. */
+size_t stp_enc_string(uint8_t *out, size_t cap, uint32_t id, const char *s, size_t len);
+size_t stp_enc_stack(uint8_t *out, size_t cap, stp_enc_state *s, uint32_t id, uint32_t parent,
+                     uint64_t ip);
+
+/* The file header: magic, version, header size, flags. */
+void stp_file_header(uint8_t out[STP_FILE_HEADER_SIZE]);
+/* Fills a chunk header in front of a payload already in place. */
+void stp_chunk_header(uint8_t out[STP_CHUNK_HEADER_SIZE], unsigned type, uint32_t tid,
+                      const uint8_t *payload, uint32_t len);
+/* Whole chunks with tiny payloads; out must hold 64 bytes. */
+size_t stp_chunk_watermark(uint8_t *out, uint64_t next_seq);
+size_t stp_chunk_end(uint8_t *out, uint32_t reason, int32_t value, uint64_t next_seq);
+
+uint32_t stp_crc32c(uint32_t crc, const void *data, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
