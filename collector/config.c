@@ -8,6 +8,9 @@
  *   STPROF_MIN_SIZE   smallest allocation recorded, bytes (default 0: all)
  *   STPROF_DEPTH      frames per call path, 0..256 (default 32)
  *   STPROF_FLUSH_MS   flush period in ms, 1..100 (default 50)
+ *   STPROF_UNWIND     fast (default) | libunwind | check: how call paths are
+ *                     walked; check runs both and records how often they
+ *                     differ (an annotation "stprof.unwind_mismatches")
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,12 +77,23 @@ int stc_config_set(stc_config *c, const char *name, const char *value)
 		c->flush_ms = (uint32_t)v;
 		return 0;
 	}
+	if (!strcmp(name, "UNWIND")) {
+		if (!strcmp(value, "fast"))
+			c->unwind = STC_UNWIND_FAST;
+		else if (!strcmp(value, "libunwind"))
+			c->unwind = STC_UNWIND_LIBUNWIND;
+		else if (!strcmp(value, "check"))
+			c->unwind = STC_UNWIND_CHECK;
+		else
+			return -1;
+		return 0;
+	}
 	return -1;
 }
 
 void stc_config_from_env(stc_config *c)
 {
-	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS"};
+	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND"};
 	char var[32];
 	stc_config_defaults(c);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

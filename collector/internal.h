@@ -40,7 +40,9 @@ typedef struct stc_config {
 	uint64_t min_size;   /* STPROF_MIN_SIZE: smaller allocations are not recorded */
 	uint32_t depth;      /* STPROF_DEPTH: frames per call path, 0 = none */
 	uint32_t flush_ms;   /* STPROF_FLUSH_MS: flush period, 1..100 */
+	uint32_t unwind;     /* STPROF_UNWIND: STC_UNWIND_* */
 } stc_config;
+enum { STC_UNWIND_FAST = 0, STC_UNWIND_LIBUNWIND = 1, STC_UNWIND_CHECK = 2 };
 
 STC_HIDDEN extern stc_config g_cfg;
 /* Parses one option (name without the STPROF_ prefix); returns 0 if the
@@ -155,6 +157,10 @@ STC_HIDDEN void stc_unwind_init(void);
 /* Fills up to max return addresses of the calling thread, innermost first,
  * starting at the caller of the interposed function. */
 STC_HIDDEN uint32_t stc_unwind(uint64_t *ips, uint32_t max);
+STC_HIDDEN void stc_unwind_thread_init(void);
+STC_HIDDEN void stc_unwind_invalidate(void);
+/* With STPROF_UNWIND=check: call paths compared with libunwind's, mismatches. */
+STC_HIDDEN void stc_unwind_check_counts(uint64_t *checked, uint64_t *mismatched);
 STC_HIDDEN void stc_modules_scan(void);
 STC_HIDDEN void stc_modules_atfork_child(void);
 

@@ -31,6 +31,7 @@ _Atomic int g_state;
 pid_t g_pid;
 STC_TLS int t_busy;
 
+void stprof_mark_v1(int kind, const char *name, int64_t value);
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
 static int exit_status;
 
@@ -112,7 +113,15 @@ static void on_exit_status(int status, void *arg) { exit_status = status; }
 void stc_finish(uint32_t reason, int32_t value)
 {
 	int expect = STC_ON;
-	if (getpid() != g_pid || !atomic_compare_exchange_strong(&g_state, &expect, STC_FINISHED))
+	if (getpid() != g_pid)
+		return;
+	if (g_cfg.unwind == STC_UNWIND_CHECK && atomic_load(&g_state) == STC_ON && stc_out_ready()) {
+		uint64_t checked, bad;
+		stc_unwind_check_counts(&checked, &bad);
+		stprof_mark_v1(STP_MARK_ANNOTATION, "stprof.unwind_checked", (int64_t)checked);
+		stprof_mark_v1(STP_MARK_ANNOTATION, "stprof.unwind_mismatches", (int64_t)bad);
+	}
+	if (!atomic_compare_exchange_strong(&g_state, &expect, STC_FINISHED))
 		return;
 	int was = t_busy;
 	t_busy = 1;

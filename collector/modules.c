@@ -64,6 +64,8 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
 		if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs &&
 		    info->dlpi_adds == last_adds && info->dlpi_subs == last_subs)
 			return 1; /* nothing was loaded or unloaded since the last scan */
+		if (last_subs != ~0ull && info->dlpi_subs != last_subs)
+			stc_unwind_invalidate(); /* unloaded code: its addresses may be reused */
 		last_adds = info->dlpi_adds;
 		last_subs = info->dlpi_subs;
 	}

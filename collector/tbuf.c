@@ -122,6 +122,7 @@ stc_tbuf *stc_tbuf_self(void)
 	spin_unlock(&b->lock);
 	t_buf = b;
 	pthread_setspecific(exit_key, b);
+	stc_unwind_thread_init();
 	emit_thread(b->tid);
 	return b;
 }
