@@ -40,7 +40,7 @@ static void usage(FILE *f)
 	        "Analysis:\n"
 	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
 	        "      --iterations MODE   auto (markers, else detect; default), markers, detect, none\n"
-	        "      --detect-window N   allocations examined to detect iterations (4194304)\n"
+	        "      --detect-window N   allocations examined to detect iterations (2097152)\n"
 	        "      --partial           when the trace is damaged, report what was read before the\n"
 	        "                          damage (the exit status is still 1)\n\n"
 	        "Pattern thresholds (defaults are DrGPUM's):\n"

@@ -168,9 +168,8 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		s->pub.peak_class_bytes[c] += o->size;
 		d->res.peak_class_bytes[c] += o->size;
 	}
-	uint64_t logical = d->have_ranges ? 0 : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
-	if (d->have_ranges)
-		logical = det_access_level(d) - det_access_alloc_level(d, slot);
+	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
+	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
 	if (freed) {
 		s->pub.frees++;
 		s->pub.life_time[det_time_bucket(life)]++;
@@ -190,10 +189,8 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		stp_det_instance in = {.alloc_seq = o->alloc_seq, .free_seq = UINT64_MAX, .alloc_ns = o->alloc_ns,
 		                       .free_ns = UINT64_MAX, .addr = o->addr, .size = o->size, .distance = logical,
 		                       .at_ns = o->alloc_ns, .until_ns = d->end_ns, .other_site = UINT32_MAX};
-		det_finding_add(d, STP_PAT_LEAK, o->site, o->size, (double)o->size * (double)life, logical, &in);
+		det_finding_add(d, STP_PAT_LEAK, o->site, 1, o->size, (double)o->size * (double)life, logical, &in);
 	}
-	if (d->have_ranges)
-		det_access_free_obj(d, slot, freed, p->ns);
 	if (freed && d->niters)
 		det_latefree_object(d, o, p->ns, p->ib, p->seg);
 	o->site = d->obj_free;
@@ -269,6 +266,8 @@ static void on_free(stp_det *d, pass2 *p, const stp_event *ev)
 	ss->live_objects--;
 	if (o->space == p->primary)
 		series_note(d, p, ss->live_bytes);
+	if (d->have_ranges)
+		det_access_free_event(d, ev);
 	finish_obj(d, p, (uint32_t)slot, 1, ev->seq);
 }
 

@@ -19,7 +19,7 @@ void stp_det_options_default(stp_det_options *o)
 	o->late_free_min_segments = 2;
 	o->late_free_min_peers = 5;
 	o->iter_mode = STP_DET_ITER_AUTO;
-	o->detect_max_allocs = 4u << 20;
+	o->detect_max_allocs = 2u << 20;
 	o->series_points = 1000;
 }
 

@@ -167,19 +167,20 @@ stp_det_class det_classify(const stp_det *d, uint32_t ib_alloc, uint32_t seg_all
 int det_crosses_iterations(const stp_det *d, uint32_t ib_alloc, uint32_t ib_free);
 
 /* findings (findings.c) */
-void det_finding_add(stp_det *d, stp_det_pattern p, uint32_t site, uint64_t bytes, double waste,
-                     uint64_t distance, const stp_det_instance *inst);
+void det_finding_add(stp_det *d, stp_det_pattern p, uint32_t site, uint64_t objects, uint64_t bytes,
+                     double waste, uint64_t distance, const stp_det_instance *inst);
 
 /* access.c: only used when d->have_ranges */
 int det_access_init(stp_det *d);
 void det_access_free(stp_det *d);
 int det_access_alloc(stp_det *d, uint32_t slot, const stp_event *ev);
-/* An object's life ends (freed, or at the end of the trace at time ns). */
-void det_access_free_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns);
-uint64_t det_access_alloc_level(const stp_det *d, uint32_t slot);
+/* An object's life ends (freed, or at the end of the trace at time ns):
+ * its patterns; returns its lifetime in API levels. */
+uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns);
+/* The free event about to end an object (its stream orders the free). */
+void det_access_free_event(stp_det *d, const stp_event *ev);
 int det_access_api(stp_det *d, const stp_event *ev);
 int det_access_finish(stp_det *d); /* redundant allocation, after the pass */
-uint64_t det_access_level(const stp_det *d);
 
 /* latefree.c */
 int det_latefree_init(stp_det *d);

@@ -9,8 +9,8 @@
 
 #include "det.h"
 
-void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t bytes, double waste,
-                     uint64_t distance, const stp_det_instance *inst)
+void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t objects, uint64_t bytes,
+                     double waste, uint64_t distance, const stp_det_instance *inst)
 {
 	uint64_t key = ((uint64_t)site << 8 | (uint64_t)pat) + 1, idx;
 	if (!det_map_get(&d->fidx, key, &idx)) {
@@ -28,7 +28,7 @@ void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t by
 		d->facc[d->nfacc++] = (det_finding_acc){.f = {.pattern = pat, .site = site}, .worst_waste = -1};
 	}
 	det_finding_acc *a = &d->facc[idx];
-	a->f.objects++;
+	a->f.objects += objects;
 	a->f.bytes += bytes;
 	a->f.waste_byte_ns += waste;
 	if (distance > a->f.max_distance)
@@ -37,6 +37,6 @@ void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t by
 		a->worst_waste = waste;
 		a->f.worst = *inst;
 	}
-	d->res.pattern_objects[pat]++;
+	d->res.pattern_objects[pat] += objects;
 	d->res.pattern_waste[pat] += waste;
 }

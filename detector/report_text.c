@@ -173,9 +173,12 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 		fprintf(f, "  %u. %s: %s object%s, %s, waste %s", i + 1, stp_det_pattern_title(x->pattern),
 		        rf_count(x->objects, b[0], 64), x->objects == 1 ? "" : "s", rf_bytes(x->bytes, b[1], 64),
 		        rf_byte_time(x->waste_byte_ns, b[2], 64));
-		if (x->max_distance)
+		if (x->pattern == STP_PAT_DEAD_WRITE)
+			fprintf(f, ", up to %" PRIu64 " overwritten write%s per object", x->max_distance,
+			        x->max_distance == 1 ? "" : "s");
+		else if (x->max_distance)
 			fprintf(f, ", distance %" PRIu64 " %s", x->max_distance,
-			        x->pattern == STP_PAT_LATE_FREE ? "phase boundaries" : r->logical_unit);
+			        x->pattern == STP_PAT_LATE_FREE ? "segments" : r->logical_unit);
 		fputc('\n', f);
 		print_path(d, f, x->site, o->frames, "       ");
 		fprintf(f, "       -> %s\n", stp_det_suggestion(d, x, sug, sizeof sug));

@@ -279,7 +279,7 @@ const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, 
 		break;
 	case STP_PAT_LATE_FREE:
 		snprintf(buf, len, "Freed %s after most objects allocated in the same phase were gone (%" PRIu64
-		         " phase boundaries later than usual): free it at the end of the phase that last uses it.",
+		         " timeline segments later than the other call sites' objects): free it at the end of the phase that last uses it.",
 		         fmt_ns(span, t, sizeof t), w->distance);
 		break;
 	default:

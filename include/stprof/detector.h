@@ -55,7 +55,7 @@ typedef struct stp_det_options {
 	uint32_t late_free_min_segments;
 	uint32_t late_free_min_peers; /* peers needed to judge (5) */
 	stp_det_iter_mode iter_mode;
-	uint32_t detect_max_allocs; /* allocations examined by detection (4M) */
+	uint32_t detect_max_allocs; /* allocations examined by detection (2M) */
 	uint32_t series_points;     /* memory-over-time samples (1000) */
 	/* Progress: called now and then with the pass (1 or 2) and the bytes
 	 * read so far out of total; NULL for none. */

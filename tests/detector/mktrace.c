@@ -17,6 +17,10 @@ int main(int argc, char **argv)
 		scenario_train(&g, 0);
 	else if (!strcmp(argv[1], "train-cut"))
 		scenario_train(&g, 1);
+	else if (!strcmp(argv[1], "patterns"))
+		scenario_patterns(&g);
+	else if (!strcmp(argv[1], "streams"))
+		scenario_streams(&g);
 	else {
 		fprintf(stderr, "mktrace: unknown scenario %s\n", argv[1]);
 		tg_abandon(&g);

@@ -121,9 +121,119 @@ static void test_train_cut(void)
 	remove(path);
 }
 
+static const stp_det_finding *finding(stp_det *d, stp_det_pattern p, uint64_t off)
+{
+	const stp_det_result *r = stp_det_result_of(d);
+	const stp_det_site *s = site_at(d, off);
+	for (uint32_t i = 0; s && i < r->nfindings; i++)
+		if (r->findings[i].pattern == p && &r->sites[r->findings[i].site] == s)
+			return &r->findings[i];
+	return NULL;
+}
+
+static unsigned count_findings(stp_det *d, stp_det_pattern p)
+{
+	const stp_det_result *r = stp_det_result_of(d);
+	unsigned n = 0;
+	for (uint32_t i = 0; i < r->nfindings; i++)
+		n += r->findings[i].pattern == p;
+	return n;
+}
+
+static void test_patterns(void)
+{
+	const char *path = check_tmp("patterns.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_patterns(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK(r->have_accesses);
+	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
+		CHECK(r->pattern_available[p] == (p != STP_PAT_LATE_FREE));
+	const stp_det_finding *f;
+	CHECK((f = finding(d, STP_PAT_UNUSED_ALLOC, 0x110)) && f->objects == 1 && f->max_distance == 18);
+	CHECK((f = finding(d, STP_PAT_EARLY_ALLOC, 0x120)) && f->objects == 1 && f->max_distance == 4);
+	CHECK((f = finding(d, STP_PAT_LATE_DEALLOC, 0x130)) && f->objects == 1 && f->max_distance == 2);
+	CHECK((f = finding(d, STP_PAT_DEAD_WRITE, 0x120)) && f->objects == 1 && f->max_distance == 1);
+	CHECK((f = finding(d, STP_PAT_TEMP_IDLE, 0x120)) && f->objects == 1 && f->max_distance == 2);
+	CHECK((f = finding(d, STP_PAT_REDUNDANT_ALLOC, 0x140)) && f->max_distance == 3 &&
+	      f->worst.other_site < r->nsites && &r->sites[f->worst.other_site] == site_at(d, 0x120));
+	CHECK((f = finding(d, STP_PAT_REDUNDANT_ALLOC, 0x120)) && f->max_distance == 1 &&
+	      f->worst.other_site < r->nsites && &r->sites[f->worst.other_site] == site_at(d, 0x130));
+	CHECK((f = finding(d, STP_PAT_LEAK, 0x150)) && f->objects == 1 && f->bytes == 64);
+	CHECK_EQ_U(count_findings(d, STP_PAT_EARLY_ALLOC), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_DEALLOC), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_UNUSED_ALLOC), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_DEAD_WRITE), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_TEMP_IDLE), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_REDUNDANT_ALLOC), 2);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LEAK), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_FREE), 0);
+	/* thresholds: idleness needs 3 idle levels now, early 4 */
+	stp_det_options o;
+	stp_det_options_default(&o);
+	o.idle_min_apis = 3;
+	o.early_min_apis = 4;
+	stp_det_free(d);
+	d = run(path, &o);
+	CHECK(d != NULL);
+	if (d) {
+		CHECK_EQ_U(count_findings(d, STP_PAT_TEMP_IDLE), 0);
+		CHECK_EQ_U(count_findings(d, STP_PAT_EARLY_ALLOC), 0);
+		stp_det_free(d);
+	}
+	remove(path);
+}
+
+static void test_streams(void)
+{
+	const char *path = check_tmp("streams.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_streams(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_finding *f;
+	CHECK((f = finding(d, STP_PAT_EARLY_ALLOC, 0x170)) && f->max_distance == 3);
+	CHECK(finding(d, STP_PAT_EARLY_ALLOC, 0x160) == NULL);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_DEALLOC), 0);
+	stp_det_free(d);
+	remove(path);
+}
+
+static void test_late_free(void)
+{
+	const char *path = check_tmp("late.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_train(&g, 0);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	/* the +0x500 buffers: allocated in forward, freed after the optimizer;
+	 * forward's other objects die within 2 segments (forward -> backward):
+	 * rel 5, R 2, distance 3 */
+	const stp_det_finding *f = finding(d, STP_PAT_LATE_FREE, 0x500);
+	CHECK(f && f->objects == 5 && f->bytes == 100000 && f->max_distance == 3);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_FREE), 1);
+	CHECK(finding(d, STP_PAT_LEAK, 0x400) != NULL);
+	stp_det_free(d);
+	remove(path);
+}
+
 int main(void)
 {
 	test_train();
 	test_train_cut();
+	test_patterns();
+	test_streams();
+	test_late_free();
 	return check_done();
 }

@@ -79,6 +79,12 @@ static inline void tg_free(tg *g, uint64_t addr)
 	ev.u.free = (stp_free_info){.addr = addr, .device = -1};
 	tg_emit(g, &ev);
 }
+static inline void tg_free_k(tg *g, uint64_t addr, int32_t dev, uint64_t stream)
+{
+	stp_event ev = {.type = STP_EV_FREE};
+	ev.u.free = (stp_free_info){.addr = addr, .kind = STP_MEM_DEVICE, .device = dev, .stream = stream};
+	tg_emit(g, &ev);
+}
 static inline void tg_mark(tg *g, int kind, const char *name, int64_t value)
 {
 	stp_event ev = {.type = STP_EV_MARKER};
