@@ -131,6 +131,12 @@ struct stp_det {
 	struct det_access *acc;
 	struct det_latefree *lf;
 
+	/* allocation wrappers: the innermost frames (after the plumbing) that
+	 * nearly every call site shares; paths are shown below them */
+	uint64_t wrap_ip[8];
+	uint32_t wrap_n;
+	int wrap_done;
+
 	/* outputs owned here */
 	stp_det_site *out_sites;
 	stp_det_finding *out_findings;

@@ -27,6 +27,10 @@ int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64
 /* Fills *out for ip.  `caller` is 1 for a return address (every frame but
  * the innermost): its line is looked up at ip - 1. */
 void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *out);
+/* 1 when function names and lines are looked up (the symbolizer is built in). */
+int det_frames_symbolized(const det_frames *f);
+/* The symbolizer's warnings so far (unreadable module, build-id mismatch). */
+uint32_t det_frames_warnings(const det_frames *f, const char **out, uint32_t max);
 /* 1 when the frame belongs to the profiler or to the allocator itself
  * (libstprof, the C library's malloc family, the dynamic loader), which the
  * report skips. */

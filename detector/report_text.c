@@ -145,6 +145,15 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 		return;
 	char b[4][64], sp[32];
 	fprintf(f, "Top call sites by bytes live at the peak (%s)\n", rf_space(&r->spaces[r->primary], sp, sizeof sp));
+	stp_det_frame w[8];
+	uint32_t nw = stp_det_wrappers(d, w, 8);
+	if (nw) {
+		char t[512];
+		fprintf(f, "  (paths are shown below the allocation wrapper%s every site goes through: ", nw > 1 ? "s" : "");
+		for (uint32_t i = 0; i < nw; i++)
+			fprintf(f, "%s%s", i ? " <- " : "", stp_det_frame_text(&w[i], t, sizeof t));
+		fprintf(f, ")\n");
+	}
 	fprintf(f, "   #   live@peak  objects    allocs  bytes allocated  class\n");
 	unsigned shown = 0;
 	for (uint32_t i = 0; i < r->nsites && shown < o->top; i++) {

@@ -138,15 +138,12 @@ int det_build_result(stp_det *d)
 
 /* ------------------------------------------------------------ frames */
 
-uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max)
+/* The frames of a stack after the profiler's and allocator's own. */
+static uint32_t raw_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max)
 {
-	if (site >= d->res.nsites || !d->rd || !max)
-		return 0;
-	uint32_t stack = d->res.sites[site].stack, n = 0, depth = 0, skipping = 1;
-	uint32_t parent;
+	uint32_t n = 0, depth = 0, skipping = 1, parent, nfirst = 0;
 	uint64_t ip;
 	stp_det_frame first[4];
-	uint32_t nfirst = 0;
 	while (stack && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0 && n < max) {
 		stp_det_frame fr;
 		det_frames_resolve(d->frames, ip, depth > 0, &fr);
@@ -164,6 +161,85 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 	for (uint32_t i = 0; !n && i < nfirst && i < max; i++)
 		out[i] = first[i], n = i + 1;
 	return n;
+}
+
+/* Wrappers: depth by depth, the frame that at least 80% of the call sites
+ * (5 or more, each with a frame beyond it) share with the same frames
+ * before it: train_alloc <- tensor_alloc in a program that allocates
+ * everything through them. */
+static void find_wrappers(stp_det *d)
+{
+	d->wrap_done = 1;
+	uint32_t ns = d->res.nsites;
+	if (ns < 5 || !d->rd)
+		return;
+	stp_det_frame *fr = malloc((size_t)ns * 9 * sizeof *fr);
+	uint32_t *nf = malloc(ns * sizeof *nf);
+	if (!fr || !nf) {
+		free(fr);
+		free(nf);
+		return;
+	}
+	for (uint32_t i = 0; i < ns; i++)
+		nf[i] = raw_frames(d, d->res.sites[i].stack, fr + (size_t)i * 9, 9);
+	for (uint32_t k = 0; k < 8; k++) {
+		/* the most common frame at depth k among sites matching so far */
+		uint64_t best = 0;
+		uint32_t best_n = 0, eligible = 0;
+		for (uint32_t i = 0; i < ns; i++) {
+			if (nf[i] < k + 2)
+				continue;
+			int match = 1;
+			for (uint32_t j = 0; j < k && match; j++)
+				match = fr[(size_t)i * 9 + j].ip == d->wrap_ip[j];
+			if (!match)
+				continue;
+			eligible++;
+			uint64_t ip = fr[(size_t)i * 9 + k].ip;
+			if (ip == best)
+				continue;
+			uint32_t c = 0;
+			for (uint32_t q = 0; q < ns; q++)
+				c += nf[q] >= k + 2 && fr[(size_t)q * 9 + k].ip == ip;
+			if (c > best_n)
+				best_n = c, best = ip;
+			if (i > 64)
+				break; /* the majority frame shows up among the first few */
+		}
+		if (!eligible || best_n * 5 < ns * 4)
+			break;
+		d->wrap_ip[k] = best;
+		d->wrap_n = k + 1;
+	}
+	free(fr);
+	free(nf);
+}
+
+uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max)
+{
+	if (!d->wrap_done)
+		find_wrappers(d);
+	uint32_t n = 0;
+	for (; n < d->wrap_n && n < max; n++)
+		det_frames_resolve(d->frames, d->wrap_ip[n], 1, &out[n]);
+	return n;
+}
+
+uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max)
+{
+	if (site >= d->res.nsites || !d->rd || !max)
+		return 0;
+	if (!d->wrap_done)
+		find_wrappers(d);
+	stp_det_frame tmp[64];
+	uint32_t n = raw_frames(d, d->res.sites[site].stack, tmp, max + d->wrap_n < 64 ? max + d->wrap_n : 64);
+	uint32_t skip = 0;
+	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
+		skip++;
+	uint32_t m = 0;
+	for (uint32_t i = skip; i < n && m < max; i++)
+		out[m++] = tmp[i];
+	return m;
 }
 
 const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)

@@ -251,9 +251,14 @@ typedef struct stp_det_frame {
 } stp_det_frame;
 
 /* Frames of a site's call path, innermost first, after dropping the
- * profiler's and the allocator's own frames.  Returns the depth (<= max).
+ * profiler's and the allocator's own frames and the wrappers below.  Returns the depth (<= max).
  * Strings stay valid until stp_det_free(). */
 uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max);
+/* The allocation wrappers that site paths are shown below (innermost
+ * first): the innermost frames nearly every call site shares (at least 80%
+ * of 5 or more sites), e.g. a program's own tensor_alloc <- xmalloc.
+ * Returns how many (<= max). */
+uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max);
 /* One line for a frame: "func (file:line)", "func (module+0xoff)" or
  * "module+0xoff". */
 const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len);
