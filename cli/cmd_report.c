@@ -41,6 +41,7 @@ static void usage(FILE *f)
 	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
 	        "      --iterations MODE   auto (markers, else detect; default), markers, detect, none\n"
 	        "      --detect-window N   allocations examined to detect iterations (2097152)\n"
+	        "      --site-depth N      frames past the allocator's own that make a call site (12)\n"
 	        "      --partial           when the trace is damaged, report what was read before the\n"
 	        "                          damage (the exit status is still 1)\n\n"
 	        "Pattern thresholds (defaults are DrGPUM's):\n"
@@ -80,7 +81,7 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
-	       O_LFP, O_PROG, O_NOPROG };
+	       O_LFP, O_PROG, O_NOPROG, O_DEPTH };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -90,7 +91,7 @@ int cmd_report(int argc, char **argv)
 		{"idle-apis", required_argument, 0, O_IDLE}, {"redundant-pct", required_argument, 0, O_RED},
 		{"late-free-quantile", required_argument, 0, O_LFQ}, {"late-free-segments", required_argument, 0, O_LFS},
 		{"late-free-peers", required_argument, 0, O_LFP}, {"progress", no_argument, 0, O_PROG},
-		{"no-progress", no_argument, 0, O_NOPROG}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"no-progress", no_argument, 0, O_NOPROG}, {"site-depth", required_argument, 0, O_DEPTH}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
@@ -131,6 +132,11 @@ int cmd_report(int argc, char **argv)
 			o.detect_max_allocs = (uint32_t)v;
 			break;
 		case O_PARTIAL: partial = 1; break;
+		case O_DEPTH:
+			if (stprof_parse_uint(optarg, 256, &v) < 0 || v < 1)
+				goto bad;
+			o.site_depth = (uint32_t)v;
+			break;
 		case O_EARLY:
 		case O_LATE:
 		case O_IDLE:

@@ -79,6 +79,34 @@ typedef struct pass2 {
 	det_map segs;
 } pass2;
 
+/* The site of a stack: its call path cut at opt.site_depth frames past the
+ * profiler's and the allocator's own (so paths that differ only further out,
+ * are one site).  Frames of a language interpreter (python3.X, libpython)
+ * end the key after two: their native paths vary with every bytecode and
+ * tell nothing about the program.  Computed once per stack id. */
+static uint64_t path_key(stp_det *d, uint32_t stack)
+{
+	uint64_t h = 0x84222325cbf29ce4ull, ip;
+	uint32_t parent, depth = 0, kept = 0, skipping = 1;
+	uint32_t interp = 0;
+	while (stack && kept < d->opt.site_depth && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
+		stp_det_frame fr = {.ip = ip, .module = det_frames_module_of(d->frames, ip)};
+		if (skipping)
+			skipping = det_frames_is_plumbing(&fr);
+		depth++;
+		stack = parent;
+		h = (h ^ ip) * 0x100000001b3ull;
+		h ^= h >> 29;
+		if (!skipping)
+			kept++;
+		/* an interpreter's own frames say nothing about the program, and
+		 * vary without end: two of them end the key */
+		if (det_frames_is_interpreter(&fr) && ++interp >= 2)
+			break;
+	}
+	return h | 1;
+}
+
 static det_site *site_for(stp_det *d, uint32_t stack, uint8_t kind, uint32_t *index)
 {
 	if (stack >= d->site_of_stack_cap) {
@@ -94,19 +122,33 @@ static det_site *site_for(stp_det *d, uint32_t stack, uint8_t kind, uint32_t *in
 	}
 	uint32_t s = d->site_of_stack[stack];
 	if (!s) {
+		uint64_t key = stack ? path_key(d, stack) : 2, v;
+		if (det_map_get(&d->site_paths, key, &v)) {
+			s = d->site_of_stack[stack] = (uint32_t)v + 1;
+			*index = s - 1;
+			return &d->sites[s - 1];
+		}
 		if (d->nsites == d->sites_cap) {
 			uint32_t nc = d->sites_cap ? d->sites_cap * 2 : 256;
 			det_site *ns = realloc(d->sites, nc * sizeof *ns);
 			if (!ns)
 				return NULL;
 			d->sites = ns;
+			stp_det_site *np = realloc(d->spub, nc * sizeof *np);
+			if (!np)
+				return NULL;
+			d->spub = np;
 			d->sites_cap = nc;
 		}
 		det_site *st = &d->sites[d->nsites];
 		memset(st, 0, sizeof *st);
-		st->pub.stack = stack;
-		st->pub.kind = kind;
 		st->leak_last_iter = INT64_MIN;
+		stp_det_site *sp = &d->spub[d->nsites];
+		memset(sp, 0, sizeof *sp);
+		sp->stack = stack;
+		sp->kind = kind;
+		if (det_map_put(&d->site_paths, key, d->nsites, NULL) < 0)
+			return NULL;
 		s = d->site_of_stack[stack] = ++d->nsites;
 	}
 	*index = s - 1;
@@ -149,6 +191,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 {
 	det_obj *o = &d->objs[slot];
 	det_site *s = &d->sites[o->site];
+	stp_det_site *sp = &d->spub[o->site];
 	uint64_t life = (freed ? p->ns : d->end_ns) - o->alloc_ns;
 	if ((int64_t)life < 0)
 		life = 0;
@@ -160,28 +203,28 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		else if (c == STP_CLASS_PERSISTENT && it >= 1 && it < (int64_t)d->niters && s->freed_in_loop > 0)
 			c = d->stats.whole ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
 	}
-	s->pub.class_objects[c]++;
-	s->pub.class_bytes[c] += o->size;
+	sp->class_objects[c]++;
+	sp->class_bytes[c] += o->size;
 	d->res.class_objects[c]++;
 	d->res.class_bytes[c] += o->size;
 	if (o->flags & DET_OBJ_AT_PEAK) {
-		s->pub.peak_class_bytes[c] += o->size;
+		sp->peak_class_bytes[c] += o->size;
 		d->res.peak_class_bytes[c] += o->size;
 	}
 	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
 	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
 	if (freed) {
-		s->pub.frees++;
-		s->pub.life_time[det_time_bucket(life)]++;
-		s->pub.life_logical[det_logical_bucket(logical)]++;
-		s->pub.byte_ns += (double)o->size * (double)life;
+		sp->frees++;
+		sp->life_time[det_time_bucket(life)]++;
+		sp->life_logical[det_logical_bucket(logical)]++;
+		sp->byte_ns += (double)o->size * (double)life;
 		if (o->ib & 1)
 			s->freed_in_loop++;
 	} else {
-		s->pub.life_time[STP_DET_TIME_BUCKETS - 1]++;
-		s->pub.life_logical[STP_DET_LOGICAL_BUCKETS - 1]++;
-		s->pub.end_bytes += o->size;
-		s->pub.end_objects++;
+		sp->life_time[STP_DET_TIME_BUCKETS - 1]++;
+		sp->life_logical[STP_DET_LOGICAL_BUCKETS - 1]++;
+		sp->end_bytes += o->size;
+		sp->end_objects++;
 	}
 	s->live_bytes -= o->size;
 	s->live_objects--;
@@ -216,15 +259,16 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	uint32_t site_idx = 0;
 	det_site *s = site_for(d, a->stack, a->kind, &site_idx);
 	uint32_t slot = obj_new(d);
+	stp_det_site *sp = s ? &d->spub[site_idx] : NULL;
 	if (!s || slot == UINT32_MAX || det_map_put(&d->live, a->addr, slot, NULL) < 0)
 		return -1;
 	det_obj *o = &d->objs[slot];
 	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
 	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si};
-	s->pub.allocs++;
-	s->pub.bytes_allocated += a->size;
-	if (a->size > s->pub.max_size)
-		s->pub.max_size = a->size;
+	sp->allocs++;
+	sp->bytes_allocated += a->size;
+	if (a->size > sp->max_size)
+		sp->max_size = a->size;
 	s->live_bytes += a->size;
 	s->live_objects++;
 	det_space_state *ss = &d->sstate[si];
@@ -245,8 +289,8 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 				if (x->space != si)
 					continue;
 				x->flags |= DET_OBJ_AT_PEAK;
-				d->sites[x->site].pub.peak_bytes += x->size;
-				d->sites[x->site].pub.peak_objects++;
+				d->spub[x->site].peak_bytes += x->size;
+				d->spub[x->site].peak_objects++;
 			}
 		}
 	}
@@ -325,7 +369,7 @@ int det_analyze(stp_det *d)
 	if (p.primary >= 0)
 		p.peak_seq = d->spaces[p.primary].peak_seq;
 	d->obj_free = UINT32_MAX;
-	if (det_map_init(&d->live, 1024) < 0 || det_map_init(&p.segs, 64) < 0)
+	if (det_map_init(&d->live, 1024) < 0 || det_map_init(&p.segs, 64) < 0 || det_map_init(&d->site_paths, 1024) < 0)
 		return -1;
 	p.npts = d->opt.series_points;
 	if (p.npts) {

@@ -21,6 +21,7 @@ void stp_det_options_default(stp_det_options *o)
 	o->iter_mode = STP_DET_ITER_AUTO;
 	o->detect_max_allocs = 2u << 20;
 	o->series_points = 1000;
+	o->site_depth = 12;
 }
 
 int det_space_index(stp_det *d, uint8_t kind, int32_t device)
@@ -247,9 +248,10 @@ void stp_det_free(stp_det *d)
 	det_map_destroy(&d->live);
 	free(d->sites);
 	free(d->site_of_stack);
+	det_map_destroy(&d->site_paths);
 	free(d->facc);
 	det_map_destroy(&d->fidx);
-	free(d->out_sites);
+	free(d->spub);
 	free(d->out_findings);
 	free(d->series);
 	free(d);

@@ -48,9 +48,8 @@ typedef struct det_obj {
 #define DET_OBJ_AT_PEAK 1u
 #define DET_OBJ_ACCESSED 2u
 
-/* A call site while pass 2 runs. */
+/* What pass 2 keeps for a call site besides its public record (d->spub). */
 typedef struct det_site {
-	stp_det_site pub;
 	uint64_t live_bytes, live_objects;
 	uint64_t freed_in_loop;     /* freed objects allocated inside an iteration */
 	int64_t leak_last_iter;     /* distinct-iteration count of never-freed objects */
@@ -121,10 +120,12 @@ struct stp_det {
 	det_obj *objs;
 	uint32_t nobjs, objs_cap, obj_free; /* free list through .site */
 	det_map live;                       /* addr -> object slot */
-	det_site *sites;
+	stp_det_site *spub;                 /* public records, sorted at the end */
+	det_site *sites;                    /* the rest, same index */
 	uint32_t nsites, sites_cap;
 	uint32_t *site_of_stack;            /* stack id -> site index + 1 */
 	uint32_t site_of_stack_cap;
+	det_map site_paths;                 /* cut call path -> site index */
 	det_finding_acc *facc;
 	uint32_t nfacc, facc_cap;
 	det_map fidx;                       /* (pattern, site) -> facc index */
@@ -138,7 +139,6 @@ struct stp_det {
 	int wrap_done;
 
 	/* outputs owned here */
-	stp_det_site *out_sites;
 	stp_det_finding *out_findings;
 	stp_det_sample *series;
 	uint32_t nseries;

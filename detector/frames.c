@@ -208,7 +208,8 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 		fr.function = sf[0].function;
 		fr.file = sf[0].file;
 		fr.line = sf[0].line;
-		if ((sf[0].flags & STP_FRAME_INLINED) && n >= 2 && sf[n - 1].function) {
+		if ((sf[0].flags & STP_FRAME_INLINED) && n >= 2 && sf[n - 1].function &&
+		    strcmp(sf[0].function, sf[n - 1].function)) {
 			size_t len = strlen(sf[0].function) + strlen(sf[n - 1].function) + 20;
 			char *t = malloc(len);
 			if (t) {
@@ -236,6 +237,19 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 }
 
 static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+const char *det_frames_module_of(const det_frames *f, uint64_t ip)
+{
+	const det_module *m = find_module(f, ip);
+	return m ? m->path : "";
+}
+
+int det_frames_is_interpreter(const stp_det_frame *fr)
+{
+	const char *b = fr->module ? strrchr(fr->module, '/') : NULL;
+	b = b ? b + 1 : (fr->module ? fr->module : "");
+	return starts(b, "python") || starts(b, "libpython");
+}
 
 int det_frames_is_plumbing(const stp_det_frame *fr)
 {

@@ -31,8 +31,12 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 int det_frames_symbolized(const det_frames *f);
 /* The symbolizer's warnings so far (unreadable module, build-id mismatch). */
 uint32_t det_frames_warnings(const det_frames *f, const char **out, uint32_t max);
+/* The path of the module holding ip ("" when none), without symbolizing. */
+const char *det_frames_module_of(const det_frames *f, uint64_t ip);
 /* 1 when the frame belongs to the profiler or to the allocator itself
  * (libstprof, the C library's malloc family, the dynamic loader), which the
  * report skips. */
 int det_frames_is_plumbing(const stp_det_frame *fr);
+/* 1 when the frame is in a language interpreter (python3.X, libpython). */
+int det_frames_is_interpreter(const stp_det_frame *fr);
 #endif

@@ -19,9 +19,10 @@ static uint64_t cut_time(const stp_det *d, uint64_t seq, uint64_t fallback)
 	return fallback;
 }
 
-static int cmp_sites(const void *a, const void *b)
+static const stp_det_site *sort_sites;
+static int cmp_site_idx(const void *a, const void *b)
 {
-	const stp_det_site *x = a, *y = b;
+	const stp_det_site *x = &sort_sites[*(const uint32_t *)a], *y = &sort_sites[*(const uint32_t *)b];
 	if (x->peak_bytes != y->peak_bytes)
 		return x->peak_bytes > y->peak_bytes ? -1 : 1;
 	if (x->bytes_allocated != y->bytes_allocated)
@@ -85,25 +86,44 @@ int det_build_result(stp_det *d)
 				r->peak_phase = (int32_t)i;
 	}
 
-	/* sites: dominant class, then sorted; findings point at the new order */
-	d->out_sites = malloc((d->nsites ? d->nsites : 1) * sizeof *d->out_sites);
-	if (!d->out_sites)
+	/* sites: dominant class, then sorted in place (out_index: old -> new);
+	 * findings point at the new order */
+	uint32_t *perm = malloc((d->nsites ? d->nsites : 1) * sizeof *perm);
+	uint32_t *pos = malloc((d->nsites ? d->nsites : 1) * sizeof *pos);
+	if (!perm || !pos) {
+		free(perm);
+		free(pos);
 		return -1;
+	}
 	for (uint32_t i = 0; i < d->nsites; i++) {
-		stp_det_site *s = &d->sites[i].pub;
+		stp_det_site *s = &d->spub[i];
 		unsigned best = 0;
 		for (unsigned c = 1; c < STP_CLASS_COUNT; c++)
 			if (s->class_bytes[c] > s->class_bytes[best])
 				best = c;
 		s->dominant = (uint8_t)best;
-		d->out_sites[i] = *s;
+		perm[i] = i;
 	}
-	qsort(d->out_sites, d->nsites, sizeof *d->out_sites, cmp_sites);
+	sort_sites = d->spub;
+	qsort(perm, d->nsites, sizeof *perm, cmp_site_idx);
 	for (uint32_t i = 0; i < d->nsites; i++) {
-		uint32_t s = d->site_of_stack[d->out_sites[i].stack] - 1;
-		d->sites[s].out_index = i;
+		d->sites[perm[i]].out_index = i;
+		pos[perm[i]] = i;
 	}
-	r->sites = d->out_sites;
+	/* apply the permutation in place: put each record where it belongs */
+	for (uint32_t i = 0; i < d->nsites; i++)
+		while (pos[i] != i) {
+			uint32_t j = pos[i];
+			stp_det_site t = d->spub[j];
+			d->spub[j] = d->spub[i];
+			d->spub[i] = t;
+			uint32_t pj = pos[j];
+			pos[j] = j;
+			pos[i] = pj;
+		}
+	free(perm);
+	free(pos);
+	r->sites = d->spub;
 	r->nsites = d->nsites;
 
 	d->out_findings = malloc((d->nfacc ? d->nfacc : 1) * sizeof *d->out_findings);
@@ -173,6 +193,8 @@ static void find_wrappers(stp_det *d)
 	uint32_t ns = d->res.nsites;
 	if (ns < 5 || !d->rd)
 		return;
+	if (ns > 2000) /* the top sites (by bytes at the peak) are enough */
+		ns = 2000;
 	stp_det_frame *fr = malloc((size_t)ns * 9 * sizeof *fr);
 	uint32_t *nf = malloc(ns * sizeof *nf);
 	if (!fr || !nf) {
@@ -247,9 +269,10 @@ const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)
 	const char *m = f->module && *f->module ? f->module : NULL;
 	const char *b = m ? strrchr(m, '/') : NULL;
 	b = b ? b + 1 : m;
-	if (f->function && f->file && f->line)
-		snprintf(buf, len, "%s (%s:%u)", f->function, f->file, f->line);
-	else if (f->function && b)
+	if (f->function && f->file && f->line) {
+		const char *fb = strrchr(f->file, '/');
+		snprintf(buf, len, "%s (%s:%u)", f->function, fb ? fb + 1 : f->file, f->line);
+	} else if (f->function && b)
 		snprintf(buf, len, "%s (%s+0x%" PRIx64 ")", f->function, b, f->offset);
 	else if (f->function)
 		snprintf(buf, len, "%s", f->function);

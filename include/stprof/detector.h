@@ -57,6 +57,8 @@ typedef struct stp_det_options {
 	stp_det_iter_mode iter_mode;
 	uint32_t detect_max_allocs; /* allocations examined by detection (2M) */
 	uint32_t series_points;     /* memory-over-time samples (1000) */
+	uint32_t site_depth;        /* frames (past the allocator's own) that make
+	                             * a call site; deeper differences merge (12) */
 	/* Progress: called now and then with the pass (1 or 2) and the bytes
 	 * read so far out of total; NULL for none. */
 	void (*progress)(void *ctx, int pass, uint64_t done, uint64_t total);
