@@ -68,7 +68,9 @@ struct det_access {
 	uint64_t max_level;
 	int32_t free_device;     /* the free event being handled */
 	uint64_t free_stream;
-	det_map streams;         /* (device, stream) -> last level */
+	det_map streams;         /* (device, stream) -> last level, past 16 */
+	uint64_t skey[16], slevel[16];
+	uint32_t nstreams;
 	uint32_t *touched;
 	uint32_t ntouched, touched_cap;
 	acc_rec *rec;
@@ -169,16 +171,37 @@ static uint32_t t_remove(stp_det *d, uint32_t n, uint32_t s)
 
 /* ------------------------------------------------------------ levels */
 
+/* Streams are few: a small array searched linearly, the map past 16. */
+static uint64_t *stream_slot(struct det_access *a, int32_t device, uint64_t stream)
+{
+	uint64_t k = stream_key(device, stream);
+	for (uint32_t i = 0; i < a->nstreams; i++)
+		if (a->skey[i] == k)
+			return &a->slevel[i];
+	if (a->nstreams < 16) {
+		a->skey[a->nstreams] = k;
+		a->slevel[a->nstreams] = 0;
+		return &a->slevel[a->nstreams++];
+	}
+	return NULL;
+}
+
 static uint64_t stream_level(struct det_access *a, int32_t device, uint64_t stream)
 {
-	uint64_t v = 0;
+	uint64_t *p = stream_slot(a, device, stream), v = 0;
+	if (p)
+		return *p;
 	det_map_get(&a->streams, stream_key(device, stream), &v);
 	return v;
 }
 
 static void set_stream_level(struct det_access *a, int32_t device, uint64_t stream, uint64_t level)
 {
-	det_map_put(&a->streams, stream_key(device, stream), level, NULL);
+	uint64_t *p = stream_slot(a, device, stream);
+	if (p)
+		*p = level;
+	else
+		det_map_put(&a->streams, stream_key(device, stream), level, NULL);
 }
 
 static uint64_t max64(uint64_t x, uint64_t y) { return x > y ? x : y; }
@@ -402,12 +425,17 @@ typedef struct red_ev {
 	uint8_t last; /* 1 = the object's last access, 0 = its first */
 } red_ev;
 
-static int cmp_rec_size(const void *a, const void *b)
+typedef struct rec_key {
+	uint64_t size;
+	uint64_t idx;
+} rec_key;
+
+static int cmp_rec_key(const void *a, const void *b)
 {
-	const acc_rec *x = a, *y = b;
+	const rec_key *x = a, *y = b;
 	if (x->size != y->size)
 		return x->size < y->size ? -1 : 1;
-	return x->first < y->first ? -1 : x->first > y->first;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 static int cmp_red_ev(const void *a, const void *b)
@@ -433,7 +461,7 @@ static uint32_t uf_find(uint32_t *up, uint32_t i)
  * list of first/last accesses is walked from the tail; an object turns Done
  * at its first access and then reuses the closest object to its left that
  * is still Initial (its last access is left of here) and not yet reused. */
-static int redundant_group(stp_det *d, const acc_rec *g, uint32_t n)
+static int redundant_group(stp_det *d, const acc_rec *all, const rec_key *keys, uint32_t n)
 {
 	red_ev *ev = malloc((size_t)n * 2 * sizeof *ev);
 	uint32_t *by_last = malloc((size_t)n * sizeof *by_last); /* positions of last events, ascending */
@@ -444,8 +472,9 @@ static int redundant_group(stp_det *d, const acc_rec *g, uint32_t n)
 		return -1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		ev[2 * i] = (red_ev){g[i].first, i, 0};
-		ev[2 * i + 1] = (red_ev){g[i].last, i, 1};
+		const acc_rec *g = &all[keys[i].idx];
+		ev[2 * i] = (red_ev){g->first, i, 0};
+		ev[2 * i + 1] = (red_ev){g->last, i, 1};
 	}
 	qsort(ev, (size_t)n * 2, sizeof *ev, cmp_red_ev);
 	uint32_t nl = 0;
@@ -476,7 +505,7 @@ static int redundant_group(stp_det *d, const acc_rec *g, uint32_t n)
 			continue;
 		uint32_t j = owner[k - 1], i = ev[p].obj;
 		up[k] = k - 1; /* reused */
-		const acc_rec *o2 = &g[i], *o1 = &g[j];
+		const acc_rec *o2 = &all[keys[i].idx], *o1 = &all[keys[j].idx];
 		uint64_t from = max64(o2->alloc_ns, o1->last_end_ns), to = o2->free_ns < o1->free_ns ? o2->free_ns : o1->free_ns;
 		uint64_t mn = o1->size < o2->size ? o1->size : o2->size;
 		double waste = to > from ? (double)mn * (double)(to - from) : 0;
@@ -494,15 +523,23 @@ int det_access_finish(stp_det *d)
 	struct det_access *a = d->acc;
 	if (!a || !a->nrec)
 		return 0;
-	qsort(a->rec, a->nrec, sizeof *a->rec, cmp_rec_size);
+	rec_key *k = malloc(a->nrec * sizeof *k);
+	if (!k)
+		return -1;
+	for (uint64_t i = 0; i < a->nrec; i++)
+		k[i] = (rec_key){a->rec[i].size, i};
+	qsort(k, a->nrec, sizeof *k, cmp_rec_key);
 	double f = 1.0 + d->opt.redundant_pct / 100.0;
 	for (uint64_t s = 0; s < a->nrec;) {
 		uint64_t e = s + 1;
-		while (e < a->nrec && (double)a->rec[e].size <= (double)a->rec[s].size * f && e - s < UINT32_MAX / 2)
+		while (e < a->nrec && (double)k[e].size <= (double)k[s].size * f && e - s < UINT32_MAX / 2)
 			e++;
-		if (e - s >= 2 && redundant_group(d, a->rec + s, (uint32_t)(e - s)) < 0)
+		if (e - s >= 2 && redundant_group(d, a->rec, k + s, (uint32_t)(e - s)) < 0) {
+			free(k);
 			return -1;
+		}
 		s = e;
 	}
+	free(k);
 	return 0;
 }

@@ -196,13 +196,14 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 		fprintf(f, "  (%u more findings; --top N shows more)\n", r->nfindings - o->top);
 	int any = 0;
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
-		if (!r->pattern_available[p]) {
+		if (!r->pattern_available[p] && p != STP_PAT_LATE_FREE) {
 			fprintf(f, "%s%s", any ? ", " : "  unavailable: ", stp_det_pattern_name(p));
 			any = 1;
 		}
 	if (any)
-		fprintf(f, "\n    (%s)\n", r->have_accesses ? "the trace has no iterations"
-		                                          : "the trace has no API access events: these patterns are not guessed");
+		fprintf(f, "\n    (the trace has no API access events: these patterns are not guessed)\n");
+	if (!r->pattern_available[STP_PAT_LATE_FREE] && !r->have_accesses)
+		fprintf(f, "  unavailable: late-free (it needs iterations)\n");
 }
 
 int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
