@@ -154,15 +154,23 @@ out:
 	return id;
 }
 
-/* ---- stack trie nodes (defs lock held) */
-typedef struct node_slot { uint64_t ip; uint32_t parent, id; } node_slot;
+/* ---- stack trie nodes (defs lock held)
+ * A node stands for an outer suffix of a call path (the trie is rooted at the
+ * outermost frame) and is keyed by a rolling hash of that suffix, so the
+ * deepest known node of a new call path is found by binary search over the
+ * depth: a few probes of a large table instead of one per frame.  A hit must
+ * also agree on depth and frame, so a 64-bit collision cannot splice paths
+ * unless those agree too.  Every depth's first slot is prefetched before the
+ * search, so the cache misses of a large table overlap. */
+typedef struct node_slot { uint64_t key, ip; uint32_t parent, id; } node_slot;
 static node_slot *ntab;
 static size_t ntab_cap, nnode;
 
-static uint64_t hash_node(uint32_t parent, uint64_t ip)
+static inline uint64_t suffix_step(uint64_t h, uint64_t ip)
 {
-	uint64_t h = (ip ^ ((uint64_t)parent << 40 | parent)) * 0x9E3779B97F4A7C15ull;
-	return h ^ (h >> 29);
+	__uint128_t p = (__uint128_t)(h ^ ip) * 0x9E3779B97F4A7C15ull;
+	uint64_t r = (uint64_t)p ^ (uint64_t)(p >> 64);
+	return r ? r : 1;
 }
 
 static int ntab_grow(void)
@@ -174,7 +182,7 @@ static int ntab_grow(void)
 	for (size_t i = 0; i < ntab_cap; i++) {
 		if (!ntab[i].id)
 			continue;
-		size_t j = hash_node(ntab[i].parent, ntab[i].ip) & (nc - 1);
+		size_t j = ntab[i].key & (nc - 1);
 		while (nt[j].id)
 			j = (j + 1) & (nc - 1);
 		nt[j] = ntab[i];
@@ -185,21 +193,56 @@ static int ntab_grow(void)
 	return 0;
 }
 
-static uint32_t intern_node(uint32_t parent, uint64_t ip)
+/* The node of the suffix with hash key, depth and outermost-inward frame ip;
+ * *slot gets the free slot where it would go. */
+static uint32_t node_find(uint64_t key, uint64_t ip, size_t *slot)
 {
-	if ((nnode + 1) * 2 > ntab_cap && ntab_grow())
-		return 0;
-	size_t j = hash_node(parent, ip) & (ntab_cap - 1);
+	size_t j = key & (ntab_cap - 1);
 	for (; ntab[j].id; j = (j + 1) & (ntab_cap - 1))
-		if (ntab[j].parent == parent && ntab[j].ip == ip)
+		if (ntab[j].key == key && ntab[j].ip == ip)
 			return ntab[j].id;
-	uint8_t *p = dreserve(40);
-	if (!p)
+	*slot = j;
+	return 0;
+}
+
+/* Interns the call path ips[0..n) (innermost first); returns the node of
+ * its innermost frame, 0 on failure. */
+static uint32_t intern_path(const uint64_t *ips, uint32_t n)
+{
+	uint64_t key[STC_DEPTH_MAX + 1];
+	key[0] = 0x243F6A8885A308D3ull;
+	if ((nnode + n) * 10 > ntab_cap * 7 && ntab_grow())
 		return 0;
-	uint32_t id = (uint32_t)++nnode;
-	dlen += stp_enc_stack(p, 40, &dstate, id, parent, ip);
-	ntab[j] = (node_slot){ip, parent, id};
-	return id;
+	for (uint32_t d = 1; d <= n; d++) {
+		key[d] = suffix_step(key[d - 1], ips[n - d]);
+		__builtin_prefetch(&ntab[key[d] & (ntab_cap - 1)]);
+	}
+	/* deepest known suffix: known suffixes form a prefix of depths */
+	uint32_t lo = 0, hi = n, node = 0;
+	size_t slot = 0;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi + 1) / 2;
+		uint32_t id = node_find(key[mid], ips[n - mid], &slot);
+		if (id) {
+			lo = mid;
+			node = id;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	for (uint32_t d = lo + 1; d <= n; d++) {
+		uint32_t id = node_find(key[d], ips[n - d], &slot);
+		if (!id) {
+			uint8_t *p = dreserve(40);
+			if (!p)
+				return 0;
+			id = (uint32_t)++nnode;
+			dlen += stp_enc_stack(p, 40, &dstate, id, node, ips[n - d]);
+			ntab[slot] = (node_slot){key[d], ips[n - d], node, id};
+		}
+		node = id;
+	}
+	return node;
 }
 
 /* ---- whole call paths: lock-free lookup */
@@ -301,9 +344,7 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	}
 	id = stk_find(t, h1, h2, &slot);
 	if (!id) {
-		uint32_t node = 0;
-		for (uint32_t i = n; i-- > 0 && (node = intern_node(node, ips[i]));)
-			;
+		uint32_t node = intern_path(ips, n);
 		if (node) {
 			stk_put(t, slot, h1, h2, node);
 			id = node;
