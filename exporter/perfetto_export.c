@@ -73,19 +73,55 @@ static int is_selected(const pf_proc *p, uint64_t seq)
 
 #define emit(p, k) pf_emit(k)
 
+/* Names an event through p->names: key identifies text, which is only
+ * looked at the first time. */
+static void name_by_key(pf_proc *p, pf_pkt *k, uint64_t key, const char *text)
+{
+	uint64_t *v = pf_map_get(&p->names, key);
+	if (v) {
+		pf_name_iid(k, *v);
+		return;
+	}
+	uint64_t iid = pf_intern_name(k, text);
+	if (pf_map_put(&p->names, key, iid) < 0)
+		k->failed = 1;
+	pf_name_iid(k, iid);
+}
+
+/* Names an event with a string literal. */
+static void name_lit(pf_proc *p, pf_pkt *k, const char *lit)
+{
+	name_by_key(p, k, PF_KEY_LITERAL | (uint64_t)(uintptr_t)lit, lit);
+}
+
+/* An annotation whose value is a string literal. */
+static void arg_lit(pf_proc *p, pf_pkt *k, const char *key, const char *lit)
+{
+	uint64_t *v = pf_map_get(&p->names, PF_KEY_VALUE | (uint64_t)(uintptr_t)lit);
+	uint64_t iid = v ? *v : pf_intern_str(k, lit);
+	if (!v && pf_map_put(&p->names, PF_KEY_VALUE | (uint64_t)(uintptr_t)lit, iid) < 0)
+		k->failed = 1;
+	pf_arg_str_iid(k, key, iid);
+}
+
+/* "512 B", "1.50 MiB": integer arithmetic (this runs once per object). */
 static const char *size_label(uint64_t b, char *buf, size_t len)
 {
-	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)b;
+	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 	int u = 0;
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
+	while (u < 6 && b >> (10 * (u + 1)))
 		u++;
-	}
-	if (u == 0)
+	if (u == 0) {
 		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.2f %s", v, unit[u]);
+		return buf;
+	}
+	uint64_t whole = b >> (10 * u);
+	uint64_t frac = (uint64_t)((double)(b & ((1ull << (10 * u)) - 1)) / (double)(1ull << (10 * u)) * 100 + 0.5);
+	if (frac == 100) {
+		whole++;
+		frac = 0;
+	}
+	snprintf(buf, len, "%" PRIu64 ".%02u %s", whole, (unsigned)frac, unit[u]);
 	return buf;
 }
 
@@ -154,12 +190,17 @@ static int draw_begin(pf_proc *p, uint32_t oi, uint64_t t, const stp_alloc_info 
 
 	char buf[64];
 	pf_pkt *k = pf_event(&p->seq, t, T_BEGIN, g->lanes[lane].uuid);
-	pf_name(k, size_label(o->size, buf, sizeof buf));
+	if (o->size < (1ull << 60))
+		name_by_key(p, k, PF_KEY_SIZE | o->size, size_label(o->size, buf, sizeof buf));
+	else
+		pf_name(k, size_label(o->size, buf, sizeof buf));
 	pf_arg_uint(k, "size", o->size);
 	if (o->requested != o->size)
 		pf_arg_uint(k, "requested", o->requested);
 	pf_arg_ptr(k, "address", o->addr);
-	pf_arg_str(k, "class", cls);
+	if (!g->cls_iid)
+		g->cls_iid = pf_intern_str(k, g->cls);
+	pf_arg_str_iid(k, "class", g->cls_iid);
 	uint64_t path = pf_call_path_iid(p, k, o->stack);
 	if (path)
 		pf_arg_str_iid(k, "call path", path);
@@ -236,9 +277,8 @@ static int do_free(pf_proc *p, uint32_t oi, uint64_t t, const stp_free_info *fr,
 				return -1;
 			o = &p->objs.v[oi];
 			pf_pkt *k = pf_event(&p->seq, te, T_INSTANT, p->streams[si].lanes[0].uuid);
-			pf_name(k, what);
+			name_lit(p, k, what);
 			pf_arg_uint(k, "size", o->size);
-			pf_arg_ptr(k, "address", o->addr);
 			if (o->flags & PF_OBJ_FLOW)
 				pf_flow_end(k, o->flow);
 			pf_extra_counter(k, s->t_req, s->requested);
@@ -290,9 +330,8 @@ static int on_alloc(pf_proc *p, const stp_event *ev, uint64_t t)
 	o->flags |= PF_OBJ_FLOW;
 	p->x->st.flows++;
 	pf_pkt *k = pf_event(&p->seq, te, T_INSTANT, p->streams[si].lanes[0].uuid);
-	pf_name(k, "alloc");
+	name_lit(p, k, "alloc");
 	pf_arg_uint(k, "size", o->size);
-	pf_arg_ptr(k, "address", o->addr);
 	uint64_t cs = pf_callstack_iid(p, k, o->stack);
 	if (cs)
 		pf_callstack(k, cs, (double)o->size);
@@ -408,9 +447,12 @@ static int on_api(pf_proc *p, const stp_event *ev, uint64_t t)
 	uint64_t track = s->lanes[li].uuid;
 	const char *name = stp_reader_string(p->r, a->name);
 	pf_pkt *k = pf_event(&p->seq, b, T_BEGIN, track);
-	pf_name(k, *name ? name : api_kind_label(a->kind));
-	if (*name)
-		pf_arg_str(k, "kind", api_kind_label(a->kind));
+	if (*name) {
+		name_by_key(p, k, PF_KEY_STRING | a->name, name);
+		arg_lit(p, k, "kind", api_kind_label(a->kind));
+	} else {
+		name_lit(p, k, api_kind_label(a->kind));
+	}
 	if (a->nranges) {
 		pf_arg_uint(k, "ranges", a->nranges);
 		pf_arg_uint(k, "bytes", bytes);
@@ -623,10 +665,9 @@ static int close_all(pf_proc *p, uint64_t t)
 			continue; /* a free slot */
 		if (o->flags & PF_OBJ_FLOW) {
 			pf_pkt *k = pf_event(&p->seq, t, T_INSTANT, p->streams[o->stream].lanes[0].uuid);
-			pf_name(k, p->x->has_window && t == p->x->hi ? "still allocated at the window's end"
-			                                              : "still allocated at the end");
+			name_lit(p, k, p->x->has_window && t == p->x->hi ? "still allocated at the window's end"
+			                                                 : "still allocated at the end");
 			pf_arg_uint(k, "size", o->size);
-			pf_arg_ptr(k, "address", o->addr);
 			pf_flow_end(k, o->flow);
 			rc |= emit(p, k);
 			o->flags &= (uint8_t)~PF_OBJ_FLOW;
@@ -880,6 +921,7 @@ out:
 	pf_tracks_free(&p);
 	pf_symbols_free(&p);
 	pf_objs_free(&p.objs);
+	pf_map_free(&p.names);
 	free(bits);
 	return rc;
 }

@@ -99,6 +99,7 @@ typedef struct pf_lane { uint64_t uuid, last_ts; int busy; } pf_lane;
 typedef struct pf_group {
 	uint16_t space;
 	const char *cls;
+	uint64_t cls_iid;          /* its annotation string iid, 0 until used */
 	char name[96];
 	uint64_t uuid;
 	pf_lane *lanes;
@@ -159,7 +160,7 @@ typedef struct pf_proc {
 	pf_map stream_ix;
 	pf_group *groups;
 	size_t ngroups, groups_cap;
-	pf_strtab group_ix;
+	pf_strtab group_text;      /* class names of the groups */
 	pf_mtrack training;
 	pf_mtrack *threads;
 	size_t nthreads, threads_cap;
@@ -174,9 +175,16 @@ typedef struct pf_proc {
 	pf_map sym_ix;             /* ip -> index in syms */
 	pf_strtab text;            /* symbol and label text */
 	pf_map paths;              /* stack id -> call path string iid */
+	pf_map names;              /* PF_KEY_* | value -> event name / string iid */
 	const uint64_t *selected;  /* --top bitmap by alloc seq, NULL: all */
 	uint64_t nselected_bits;
 } pf_proc;
+
+/* Keys of pf_proc.names: a tag in the top 4 bits. */
+#define PF_KEY_SIZE (1ull << 60)     /* a size label, by bytes */
+#define PF_KEY_STRING (2ull << 60)   /* an event name, by trace string id */
+#define PF_KEY_LITERAL (3ull << 60)  /* an event name, by a literal's address */
+#define PF_KEY_VALUE (4ull << 60)    /* an annotation string, by a literal's address */
 
 /* perfetto_tracks.c */
 uint64_t pf_new_uuid(pf_proc *p);

@@ -215,23 +215,21 @@ uint32_t pf_stream_lane(pf_proc *p, pf_stream *s, uint64_t b, uint64_t e)
 
 uint32_t pf_group_get(pf_proc *p, uint16_t space, const char *cls, uint64_t ts)
 {
-	char key[160];
-	int n = snprintf(key, sizeof key, "%u\x01%s", space, cls);
-	size_t len = n < 0 ? 0 : (size_t)n >= sizeof key ? sizeof key - 1 : (size_t)n;
-	uint64_t id;
-	if (pf_strtab_find(&p->group_ix, key, len, &id))
-		return (uint32_t)id;
+	/* Few groups (spaces x classes): a scan beats hashing the text. */
+	for (size_t i = 0; i < p->ngroups; i++)
+		if (p->groups[i].space == space && (p->groups[i].cls == cls || !strcmp(p->groups[i].cls, cls)))
+			return (uint32_t)i;
 	if (pf_grow((void **)&p->groups, &p->groups_cap, p->ngroups + 1, sizeof *p->groups) < 0)
 		return PF_NONE;
 	uint32_t ix = (uint32_t)p->ngroups;
-	const char *stored = pf_strtab_add(&p->group_ix, key, len, ix);
+	const char *stored = pf_strtab_keep(&p->group_text, cls, strlen(cls));
 	if (!stored)
 		return PF_NONE;
 	p->ngroups++;
 	pf_group *g = &p->groups[ix];
 	memset(g, 0, sizeof *g);
 	g->space = space;
-	g->cls = strchr(stored, '\x01') + 1;
+	g->cls = stored;
 	snprintf(g->name, sizeof g->name, "%s objects (%s)", p->spaces[space].name, g->cls);
 	g->uuid = pf_new_uuid(p);
 	pf_track t = {.kind = PF_TRACK_PLAIN, .uuid = g->uuid, .parent = p->uuid, .name = g->name,
@@ -399,5 +397,5 @@ void pf_tracks_free(pf_proc *p)
 	pf_map_free(&p->thread_ix);
 	pf_map_free(&p->thread_names);
 	pf_map_free(&p->segs);
-	pf_strtab_free(&p->group_ix);
+	pf_strtab_free(&p->group_text);
 }

@@ -126,6 +126,7 @@ void pf_seq_free(pf_seq *s)
 	pf_strtab_free(&s->files);
 	pf_map_free(&s->frames);
 	pf_map_free(&s->stacks);
+	pf_map_free(&s->key_cache);
 	pf_pkt *k = &s->pk;
 	free(k->flows);
 	free(k->tflows);
@@ -245,13 +246,11 @@ int pf_emit_track(pf_seq *s, uint64_t ts, const pf_track *t)
 
 pf_pkt *pf_event(pf_seq *s, uint64_t ts, int type, uint64_t track)
 {
+	static const pf_TracePacket p0 = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	static const pf_TrackEvent e0 = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	pf_pkt *k = &s->pk;
-	pf_TracePacket p0 = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	pf_TrackEvent e0 = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	Perfetto__Protos__InternedData i0 = PERFETTO__PROTOS__INTERNED_DATA__INIT;
-	k->p = p0;
-	k->ev = e0;
-	k->in = i0;
+	memcpy(&k->p, &p0, sizeof p0);
+	memcpy(&k->ev, &e0, sizeof e0);
 	k->nflows = k->ntflows = 0;
 	k->nnames = k->nkeys = k->nstrs = k->nfuncs = k->nfiles = k->nframes = k->nstacks = 0;
 	k->nframe_ids = 0;
@@ -290,7 +289,7 @@ static uint64_t intern(pf_pkt *k, pf_strtab *t, uint64_t *next, const char *text
 	return id;
 }
 
-void pf_name(pf_pkt *k, const char *name)
+uint64_t pf_intern_name(pf_pkt *k, const char *name)
 {
 	pf_seq *s = k->seq;
 	const char *stored;
@@ -305,9 +304,16 @@ void pf_name(pf_pkt *k, const char *name)
 			e->name = (char *)stored;
 		}
 	}
-	k->ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
-	k->ev.name_iid = id;
+	return id;
 }
+
+void pf_name_iid(pf_pkt *k, uint64_t iid)
+{
+	k->ev.name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
+	k->ev.name_iid = iid;
+}
+
+void pf_name(pf_pkt *k, const char *name) { pf_name_iid(k, pf_intern_name(k, name)); }
 
 static pf_DebugAnnotation *arg(pf_pkt *k, const char *key)
 {
@@ -316,8 +322,16 @@ static pf_DebugAnnotation *arg(pf_pkt *k, const char *key)
 		return NULL;
 	}
 	pf_seq *s = k->seq;
-	const char *stored;
-	uint64_t id = intern(k, &s->keys, &s->next_key, key, &stored);
+	const char *stored = NULL;
+	uint64_t id;
+	uint64_t *cached = pf_map_get(&s->key_cache, (uint64_t)(uintptr_t)key);
+	if (cached) {
+		id = *cached;
+	} else {
+		id = intern(k, &s->keys, &s->next_key, key, &stored);
+		if (pf_map_put(&s->key_cache, (uint64_t)(uintptr_t)key, id) < 0)
+			k->failed = 1;
+	}
 	if (stored) {
 		Perfetto__Protos__DebugAnnotationName *e = GROW(k, keys, nkeys, ckeys);
 		if (e) {
@@ -328,9 +342,9 @@ static pf_DebugAnnotation *arg(pf_pkt *k, const char *key)
 			e->name = (char *)stored;
 		}
 	}
-	pf_DebugAnnotation a0 = PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
+	static const pf_DebugAnnotation a0 = PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
 	pf_DebugAnnotation *a = &k->args[k->ev.n_debug_annotations];
-	*a = a0;
+	memcpy(a, &a0, sizeof a0);
 	k->argp[k->ev.n_debug_annotations++] = a;
 	a->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
 	a->name_iid = id;
@@ -619,7 +633,9 @@ int pf_emit(pf_pkt *k)
 			return -1;
 		}
 		size_t used = 0;
+		Perfetto__Protos__InternedData i0 = PERFETTO__PROTOS__INTERNED_DATA__INIT;
 		Perfetto__Protos__InternedData *in = &k->in;
+		*in = i0;
 		in->n_event_names = k->nnames;
 		in->event_names = (Perfetto__Protos__EventName **)ptr_array(k, &used, k->names, k->nnames, sizeof *k->names);
 		in->n_debug_annotation_names = k->nkeys;

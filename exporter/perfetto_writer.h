@@ -105,6 +105,7 @@ struct pf_seq {
 	uint64_t next_name, next_key, next_str, next_func, next_file, next_frame, next_stack;
 	pf_map frames;                 /* caller's frame key -> frame iid */
 	pf_map stacks;                 /* caller's stack key -> callstack iid */
+	pf_map key_cache;              /* argument key's address -> iid */
 	pf_pkt pk;
 };
 
@@ -113,9 +114,14 @@ void pf_seq_free(pf_seq *s);
 
 int pf_emit_track(pf_seq *s, uint64_t ts, const pf_track *t);
 
-/* Starts a TrackEvent packet. type: PERFETTO__PROTOS__TRACK_EVENT__TYPE__*. */
+/* Starts a TrackEvent packet. type: PERFETTO__PROTOS__TRACK_EVENT__TYPE__*.
+ * Argument keys must be string literals (or otherwise never change): their
+ * iids are cached by address. */
 pf_pkt *pf_event(pf_seq *s, uint64_t ts, int type, uint64_t track);
 void pf_name(pf_pkt *k, const char *name);
+/* The iid of an event name (added to this packet when new), and its use. */
+uint64_t pf_intern_name(pf_pkt *k, const char *name);
+void pf_name_iid(pf_pkt *k, uint64_t iid);
 void pf_arg_uint(pf_pkt *k, const char *key, uint64_t v);
 void pf_arg_int(pf_pkt *k, const char *key, int64_t v);
 void pf_arg_ptr(pf_pkt *k, const char *key, uint64_t v);
