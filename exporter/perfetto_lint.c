@@ -52,6 +52,9 @@ typedef struct seq_state {
 	int reported_first;
 	int has_default_track;
 	uint64_t default_track;
+	uint32_t default_clock;  /* TracePacketDefaults.timestamp_clock_id, 0: none */
+	uint64_t default_xc[8], default_xdc[8]; /* default extra counter tracks */
+	size_t ndefault_xc, ndefault_xdc;
 } seq_state;
 
 typedef struct track {
@@ -371,7 +374,13 @@ static void check_event(lint *l, const TracePacket *p, seq_state *s)
 		have_ts = 0; /* relative to thread descriptors: not followed here */
 	} else if (p->has_timestamp) {
 		ts = p->timestamp;
-		if (ts > (uint64_t)INT64_MAX) {
+		/* Another clock than the trace's (BOOTTIME, 6) needs the clock
+		 * snapshots to be ordered, incremental ones (>= 64) especially:
+		 * such events are not checked for nesting and flows. */
+		uint32_t clock = p->has_timestamp_clock_id ? p->timestamp_clock_id : s ? s->default_clock : 0;
+		if (clock && clock != 6)
+			have_ts = 0;
+		else if (ts > (uint64_t)INT64_MAX) {
 			V(l, STP_LINT_TIMESTAMP, "timestamp %" PRIu64 " is negative as int64 (the event is dropped)", ts);
 			have_ts = 0;
 		}
@@ -393,10 +402,12 @@ static void check_event(lint *l, const TracePacket *p, seq_state *s)
 	if (!e->has_track_uuid && s && s->has_default_track)
 		uuid = s->default_track;
 	track *t = NULL;
+	/* Without a track_uuid, slices and instants go to the thread of the
+	 * sequence or to a default track; counters are dropped. */
 	if (type >= 1 && type <= 4) {
 		if (!uuid) {
-			V(l, STP_LINT_TRACK, "%s without a track_uuid",
-			  type == 4 ? "a counter event" : type == 3 ? "an instant event" : "a slice event");
+			if (type == 4)
+				V(l, STP_LINT_TRACK, "a counter event without a track_uuid (it is dropped)");
 		} else {
 			t = track_get(l, uuid, 0);
 			if (!t || !t->declared) {
@@ -418,16 +429,20 @@ static void check_event(lint *l, const TracePacket *p, seq_state *s)
 	}
 	if (type == 4 && e->counter_value_field_case == PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD__NOT_SET)
 		V(l, STP_LINT_COUNTER, "a counter event without a value");
-	if (e->n_extra_counter_values != e->n_extra_counter_track_uuids)
-		V(l, STP_LINT_COUNTER, "%zu extra counter values for %zu extra counter tracks",
-		  e->n_extra_counter_values, e->n_extra_counter_track_uuids);
-	if (e->n_extra_double_counter_values != e->n_extra_double_counter_track_uuids)
-		V(l, STP_LINT_COUNTER, "%zu extra double counter values for %zu extra counter tracks",
-		  e->n_extra_double_counter_values, e->n_extra_double_counter_track_uuids);
+	/* Extra counter values go to the event's extra tracks, else to the
+	 * sequence's defaults. */
 	for (int pass = 0; pass < 2; pass++) {
+		size_t nv = pass ? e->n_extra_double_counter_values : e->n_extra_counter_values;
 		size_t n = pass ? e->n_extra_double_counter_track_uuids : e->n_extra_counter_track_uuids;
 		const uint64_t *u = pass ? e->extra_double_counter_track_uuids : e->extra_counter_track_uuids;
-		for (size_t i = 0; i < n; i++) {
+		if (!n && nv && s) {
+			n = pass ? s->ndefault_xdc : s->ndefault_xc;
+			u = pass ? s->default_xdc : s->default_xc;
+		}
+		if (nv > n)
+			V(l, STP_LINT_COUNTER, "%zu extra %scounter values for %zu extra counter tracks (the event is dropped)",
+			  nv, pass ? "double " : "", n);
+		for (size_t i = 0; i < n && i < nv; i++) {
 			const track *x = track_get(l, u[i], 0);
 			if (!x || !x->declared)
 				V(l, STP_LINT_TRACK, "an extra counter value for track %" PRIu64 ", which is not declared before it",
@@ -483,21 +498,29 @@ static void check_packet(lint *l, const TracePacket *p)
 			return;
 		uint32_t flags = p->has_sequence_flags ? p->sequence_flags : 0;
 		int clears = (flags & 1) || (p->has_incremental_state_cleared && p->incremental_state_cleared);
-		if (!s->cleared && !clears && !s->reported_first) {
+		if (!s->cleared && !clears && (flags & 2) && !s->reported_first) {
 			s->reported_first = 1;
 			V(l, STP_LINT_FIRST_PACKET,
-			  "the first packet of sequence %u does not clear the incremental state "
-			  "(sequence_flags 1); packets that need it are dropped until one does", s->id);
+			  "a packet of sequence %u needs incremental state (sequence_flags 2) before any packet "
+			  "cleared it (sequence_flags 1): it is skipped, as are the others until one does", s->id);
 		}
 		if (clears) {
 			s->cleared = 1;
 			s->gen++;
 			s->has_default_track = 0;
+			s->default_clock = 0;
+			s->ndefault_xc = s->ndefault_xdc = 0;
 		}
-		if (p->trace_packet_defaults && p->trace_packet_defaults->track_event_defaults &&
-		    p->trace_packet_defaults->track_event_defaults->has_track_uuid) {
-			s->has_default_track = 1;
-			s->default_track = p->trace_packet_defaults->track_event_defaults->track_uuid;
+		if (p->trace_packet_defaults && p->trace_packet_defaults->has_timestamp_clock_id)
+			s->default_clock = p->trace_packet_defaults->timestamp_clock_id;
+		if (p->trace_packet_defaults && p->trace_packet_defaults->track_event_defaults) {
+			const Perfetto__Protos__TrackEventDefaults *d = p->trace_packet_defaults->track_event_defaults;
+			s->has_default_track = d->has_track_uuid;
+			s->default_track = d->track_uuid;
+			s->ndefault_xc = d->n_extra_counter_track_uuids < 8 ? d->n_extra_counter_track_uuids : 8;
+			memcpy(s->default_xc, d->extra_counter_track_uuids, s->ndefault_xc * sizeof *s->default_xc);
+			s->ndefault_xdc = d->n_extra_double_counter_track_uuids < 8 ? d->n_extra_double_counter_track_uuids : 8;
+			memcpy(s->default_xdc, d->extra_double_counter_track_uuids, s->ndefault_xdc * sizeof *s->default_xdc);
 		}
 	} else if (is_event || p->interned_data) {
 		V(l, STP_LINT_SEQUENCE_ID, "a %s without a trusted_packet_sequence_id (it is dropped)",

@@ -241,7 +241,11 @@ static void write_case(const char *path, int c)
 		event(f, &(evspec){.ts = 70, .type = I, .track = 7, .name = "early"});
 		desc(f, 7, 1, "late", 0, 0);
 		break;
-	case NO_TRACK_UUID: event(f, &(evspec){.ts = 70, .type = I, .name = "nowhere", .no_track = 1}); break;
+	case NO_TRACK_UUID:
+		/* fine for slices and instants (a default track), not counters */
+		event(f, &(evspec){.ts = 70, .type = I, .name = "default track", .no_track = 1});
+		event(f, &(evspec){.ts = 71, .type = C, .has_value = 1, .no_track = 1});
+		break;
 	case SLICE_ON_COUNTER:
 		event(f, &(evspec){.ts = 70, .type = B, .track = 3, .name = "s"});
 		event(f, &(evspec){.ts = 71, .type = E, .track = 3});
