@@ -12,11 +12,10 @@
  * across threads (stprof/trace.h), so a late event inside the window is
  * moved to its start.
  *
- * Objects: an alloc draws, for a selected object, an instant on its stream
- * (with the allocation callstack, weight = bytes, the counters, and the start
- * of its flow) and a lifetime slice on a lane of its (space, class) group.
- * The first API call whose ranges touch the object continues the flow; the
- * free instant ends it (or a "still allocated" instant at the end).
+ * Several traces (ranks): each is one process with its own sequence, and
+ * gets a pid of its own (a synthetic one if two traces share a pid).  Traces
+ * from one host share CLOCK_MONOTONIC; from several hosts, each is moved to
+ * the realtime clock it recorded at its start.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -27,13 +26,6 @@
 
 #include "perfetto_export.h"
 
-#define T_BEGIN PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN
-#define T_END PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
-#define T_INSTANT PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT
-#define T_COUNTER PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER
-
-#define MAX_FLOWS_PER_API 256
-#define MAX_MARK_DEPTH 256
 #define PROGRESS_EVERY (4u << 20)
 
 void pf_fail(pf_export *x, const char *fmt, ...)
@@ -53,7 +45,7 @@ uint64_t pf_conv(const pf_proc *p, uint64_t t)
 }
 
 /* Time an event is written at: inside the window. */
-static uint64_t at(const pf_proc *p, uint64_t t)
+uint64_t pf_at(const pf_proc *p, uint64_t t)
 {
 	if (p->x->has_window) {
 		if (t < p->x->lo)
@@ -64,18 +56,17 @@ static uint64_t at(const pf_proc *p, uint64_t t)
 	return t;
 }
 
-static int is_selected(const pf_proc *p, uint64_t seq)
+int pf_is_selected(const pf_proc *p, uint64_t seq)
 {
 	if (!p->selected)
 		return 1;
 	return seq < p->nselected_bits && (p->selected[seq / 64] >> (seq % 64) & 1);
 }
 
-#define emit(p, k) pf_emit(k)
 
 /* Names an event through p->names: key identifies text, which is only
  * looked at the first time. */
-static void name_by_key(pf_proc *p, pf_pkt *k, uint64_t key, const char *text)
+void pf_name_key(pf_proc *p, pf_pkt *k, uint64_t key, const char *text)
 {
 	uint64_t *v = pf_map_get(&p->names, key);
 	if (v) {
@@ -89,13 +80,13 @@ static void name_by_key(pf_proc *p, pf_pkt *k, uint64_t key, const char *text)
 }
 
 /* Names an event with a string literal. */
-static void name_lit(pf_proc *p, pf_pkt *k, const char *lit)
+void pf_name_lit(pf_proc *p, pf_pkt *k, const char *lit)
 {
-	name_by_key(p, k, PF_KEY_LITERAL | (uint64_t)(uintptr_t)lit, lit);
+	pf_name_key(p, k, PF_KEY_LITERAL | (uint64_t)(uintptr_t)lit, lit);
 }
 
 /* An annotation whose value is a string literal. */
-static void arg_lit(pf_proc *p, pf_pkt *k, const char *key, const char *lit)
+void pf_arg_lit(pf_proc *p, pf_pkt *k, const char *key, const char *lit)
 {
 	uint64_t *v = pf_map_get(&p->names, PF_KEY_VALUE | (uint64_t)(uintptr_t)lit);
 	uint64_t iid = v ? *v : pf_intern_str(k, lit);
@@ -104,505 +95,7 @@ static void arg_lit(pf_proc *p, pf_pkt *k, const char *key, const char *lit)
 	pf_arg_str_iid(k, key, iid);
 }
 
-/* "512 B", "1.50 MiB": integer arithmetic (this runs once per object). */
-static const char *size_label(uint64_t b, char *buf, size_t len)
-{
-	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	int u = 0;
-	while (u < 6 && b >> (10 * (u + 1)))
-		u++;
-	if (u == 0) {
-		snprintf(buf, len, "%" PRIu64 " B", b);
-		return buf;
-	}
-	uint64_t whole = b >> (10 * u);
-	uint64_t frac = (uint64_t)((double)(b & ((1ull << (10 * u)) - 1)) / (double)(1ull << (10 * u)) * 100 + 0.5);
-	if (frac == 100) {
-		whole++;
-		frac = 0;
-	}
-	snprintf(buf, len, "%" PRIu64 ".%02u %s", whole, (unsigned)frac, unit[u]);
-	return buf;
-}
-
-/* ------------------------------------------------------------ counters */
-
-static int counters_packet(pf_proc *p, pf_space *s, uint64_t t)
-{
-	pf_pkt *k = pf_event(&p->seq, t, T_COUNTER, s->t_req);
-	pf_counter_int(k, s->requested);
-	pf_extra_counter(k, s->t_alloc, s->allocated);
-	return emit(p, k);
-}
-
-static int reserved_packet(pf_proc *p, pf_space *s, uint64_t t)
-{
-	pf_pkt *k = pf_event(&p->seq, t, T_COUNTER, s->t_resv);
-	pf_counter_int(k, s->reserved);
-	return emit(p, k);
-}
-
-/* ------------------------------------------------------------ objects */
-
-static void object_info(const pf_proc *p, const pf_obj *o, stp_alloc_info *a, stp_export_object *eo)
-{
-	memset(a, 0, sizeof *a);
-	a->addr = o->addr;
-	a->size = o->size;
-	a->requested = o->requested;
-	a->stack = o->stack;
-	a->kind = o->kind;
-	a->device = o->device;
-	a->stream = o->stream != PF_NONE ? p->streams[o->stream].stream : 0;
-	eo->trace = p->index;
-	eo->alloc_seq = o->seq;
-	eo->alloc_ns = (uint64_t)((int64_t)o->t_alloc - p->offset);
-	eo->alloc = a;
-}
-
-/* The lifetime slice's BEGIN.  a: the ALLOC payload (NULL: rebuilt). */
-static int draw_begin(pf_proc *p, uint32_t oi, uint64_t t, const stp_alloc_info *a, int clipped)
-{
-	pf_obj *o = &p->objs.v[oi];
-	const stp_export_opts *opt = &p->x->opts;
-	stp_alloc_info rebuilt;
-	stp_export_object eo;
-	object_info(p, o, &rebuilt, &eo);
-	if (a)
-		eo.alloc = a;
-	const char *cls = opt->classify ? opt->classify(opt->ctx, &eo) : NULL;
-	if (!cls || !*cls)
-		cls = "unclassified";
-	uint32_t gi = pf_group_get(p, o->space, cls, t);
-	if (gi == PF_NONE)
-		return -1;
-	pf_group *g = &p->groups[gi];
-	uint32_t lane = pf_lane_take(p, g, t);
-	if (lane == PF_NONE) {
-		p->x->st.objects_no_lane++;
-		return 0;
-	}
-	o = &p->objs.v[oi];
-	o->group = gi;
-	o->lane = lane;
-	g->lanes[lane].last_ts = t;
-	p->x->st.objects_drawn++;
-
-	char buf[64];
-	pf_pkt *k = pf_event(&p->seq, t, T_BEGIN, g->lanes[lane].uuid);
-	if (o->size < (1ull << 60))
-		name_by_key(p, k, PF_KEY_SIZE | o->size, size_label(o->size, buf, sizeof buf));
-	else
-		pf_name(k, size_label(o->size, buf, sizeof buf));
-	pf_arg_uint(k, "size", o->size);
-	if (o->requested != o->size)
-		pf_arg_uint(k, "requested", o->requested);
-	pf_arg_ptr(k, "address", o->addr);
-	if (!g->cls_iid)
-		g->cls_iid = pf_intern_str(k, g->cls);
-	pf_arg_str_iid(k, "class", g->cls_iid);
-	uint64_t path = pf_call_path_iid(p, k, o->stack);
-	if (path)
-		pf_arg_str_iid(k, "call path", path);
-	if (opt->patterns) {
-		const char *names[8];
-		size_t n = opt->patterns(opt->ctx, &eo, names, 8);
-		if (n > 8)
-			n = 8;
-		char text[512];
-		size_t len = 0;
-		for (size_t i = 0; i < n && len < sizeof text; i++) {
-			if (!names[i] || !*names[i])
-				continue;
-			int w = snprintf(text + len, sizeof text - len, "%s%s", len ? ", " : "", names[i]);
-			if (w < 0)
-				break;
-			len += (size_t)w;
-		}
-		if (len) {
-			text[len < sizeof text ? len : sizeof text - 1] = 0;
-			pf_arg_str(k, "patterns", text);
-		}
-	}
-	pf_arg_uint(k, "alloc seq", o->seq);
-	if (clipped)
-		pf_arg_bool(k, "allocated before the window", 1);
-	return emit(p, k);
-}
-
-static int draw_end(pf_proc *p, pf_obj *o, uint64_t t, int freed)
-{
-	if (o->lane == PF_NONE)
-		return 0;
-	pf_group *g = &p->groups[o->group];
-	pf_lane *l = &g->lanes[o->lane];
-	if (t < l->last_ts)
-		t = l->last_ts;
-	pf_pkt *k = pf_event(&p->seq, t, T_END, l->uuid);
-	if (!freed)
-		pf_arg_bool(k, "freed", 0);
-	if (p->saw_ranges) {
-		pf_arg_uint(k, "accesses", o->accesses);
-		if (o->flags & PF_OBJ_ACCESSED)
-			pf_arg_uint(k, "first access after (ns)", o->t_first - o->t_alloc);
-	}
-	int rc = emit(p, k);
-	pf_lane_release(g, o->lane, t);
-	o->lane = PF_NONE;
-	return rc;
-}
-
-static void space_add(pf_space *s, const pf_obj *o, int sign)
-{
-	s->requested += sign * (int64_t)o->requested;
-	s->allocated += sign * (int64_t)o->size;
-	if (s->requested < 0)
-		s->requested = 0;
-	if (s->allocated < 0)
-		s->allocated = 0;
-}
-
-/* Frees object oi at t (the FREE's stream, or its own when fr is NULL). */
-static int do_free(pf_proc *p, uint32_t oi, uint64_t t, const stp_free_info *fr, const char *what)
-{
-	pf_obj *o = &p->objs.v[oi];
-	pf_space *s = &p->spaces[o->space];
-	space_add(s, o, -1);
-	int rc = 0;
-	if (p->wstate == 1) {
-		uint64_t te = at(p, t);
-		if (o->flags & PF_OBJ_SELECTED) {
-			uint32_t si = fr ? pf_stream_get(p, o->kind, fr->device, fr->stream, te) : o->stream;
-			if (si == PF_NONE)
-				return -1;
-			o = &p->objs.v[oi];
-			pf_pkt *k = pf_event(&p->seq, te, T_INSTANT, p->streams[si].lanes[0].uuid);
-			name_lit(p, k, what);
-			pf_arg_uint(k, "size", o->size);
-			if (o->flags & PF_OBJ_FLOW)
-				pf_flow_end(k, o->flow);
-			pf_extra_counter(k, s->t_req, s->requested);
-			pf_extra_counter(k, s->t_alloc, s->allocated);
-			rc |= emit(p, k);
-			rc |= draw_end(p, o, te, 1);
-		} else {
-			rc |= counters_packet(p, s, te);
-		}
-	}
-	pf_obj_remove(&p->objs, oi);
-	return rc;
-}
-
-static int on_alloc(pf_proc *p, const stp_event *ev, uint64_t t)
-{
-	const stp_alloc_info *a = &ev->u.alloc;
-	p->x->st.objects++;
-	uint32_t old = pf_obj_find(&p->objs, a->addr);
-	if (old != PF_NONE && do_free(p, old, t, NULL, "free (address reused)") < 0)
-		return -1;
-	uint32_t sp = pf_space_get(p, a->kind, a->device, at(p, t));
-	uint32_t si = pf_stream_get(p, a->kind, a->device, a->stream, at(p, t));
-	uint32_t oi = pf_obj_new(&p->objs);
-	if (sp == PF_NONE || si == PF_NONE || oi == PF_NONE)
-		return -1;
-	pf_obj *o = &p->objs.v[oi];
-	o->addr = a->addr;
-	o->size = a->size;
-	o->requested = a->requested ? a->requested : a->size;
-	o->t_alloc = t;
-	o->seq = ev->seq;
-	o->stack = a->stack;
-	o->space = (uint16_t)sp;
-	o->kind = a->kind;
-	o->device = a->device;
-	o->stream = si;
-	if (is_selected(p, ev->seq))
-		o->flags |= PF_OBJ_SELECTED;
-	pf_obj_insert(&p->objs, oi);
-	pf_space *s = &p->spaces[sp];
-	space_add(s, o, +1);
-	if (p->wstate != 1)
-		return 0;
-	uint64_t te = at(p, t);
-	if (!(o->flags & PF_OBJ_SELECTED))
-		return counters_packet(p, s, te);
-	o->flow = p->x->next_flow++;
-	o->flags |= PF_OBJ_FLOW;
-	p->x->st.flows++;
-	pf_pkt *k = pf_event(&p->seq, te, T_INSTANT, p->streams[si].lanes[0].uuid);
-	name_lit(p, k, "alloc");
-	pf_arg_uint(k, "size", o->size);
-	uint64_t cs = pf_callstack_iid(p, k, o->stack);
-	if (cs)
-		pf_callstack(k, cs, (double)o->size);
-	pf_flow(k, o->flow);
-	pf_extra_counter(k, s->t_req, s->requested);
-	pf_extra_counter(k, s->t_alloc, s->allocated);
-	if (emit(p, k) < 0)
-		return -1;
-	return draw_begin(p, oi, te, a, 0);
-}
-
-static int on_free(pf_proc *p, const stp_event *ev, uint64_t t)
-{
-	uint32_t oi = pf_obj_find(&p->objs, ev->u.free.addr);
-	if (oi == PF_NONE) {
-		p->x->st.unmatched_frees++;
-		return 0;
-	}
-	return do_free(p, oi, t, &ev->u.free, "free");
-}
-
-static int on_segment(pf_proc *p, const stp_event *ev, uint64_t t)
-{
-	const stp_segment_info *g = &ev->u.segment;
-	uint32_t sp = pf_space_get(p, g->kind, g->device, at(p, t));
-	if (sp == PF_NONE || pf_space_reserved_track(p, &p->spaces[sp], at(p, t)) < 0)
-		return -1;
-	pf_space *s = &p->spaces[sp];
-	if (ev->type == STP_EV_SEGMENT_RESERVE) {
-		uint64_t *old = pf_map_get(&p->segs, g->addr);
-		if (old)
-			s->reserved -= (int64_t)*old;
-		if (pf_map_put(&p->segs, g->addr, g->size) < 0)
-			return -1;
-		s->reserved += (int64_t)g->size;
-	} else {
-		uint64_t *old = pf_map_get(&p->segs, g->addr);
-		uint64_t size = old ? *old : g->size;
-		pf_map_del(&p->segs, g->addr);
-		s->reserved -= (int64_t)size;
-	}
-	if (s->reserved < 0)
-		s->reserved = 0;
-	return p->wstate == 1 ? reserved_packet(p, s, at(p, t)) : 0;
-}
-
-/* ------------------------------------------------------------ API calls */
-
-static const char *api_kind_label(unsigned kind)
-{
-	switch (kind) {
-	case STP_API_KERNEL: return "kernel";
-	case STP_API_MEMCPY: return "memcpy";
-	case STP_API_MEMSET: return "memset";
-	case STP_API_SYNC: return "synchronize";
-	case STP_API_OP: return "op";
-	default: return "api call";
-	}
-}
-
-static int on_api(pf_proc *p, const stp_event *ev, uint64_t t)
-{
-	const stp_api_info *a = &ev->u.api;
-	uint64_t b = t, e = pf_conv(p, a->end_ns);
-	if (e < b)
-		e = b;
-	int visible = p->wstate == 1;
-	uint64_t flows[MAX_FLOWS_PER_API];
-	size_t nflows = 0;
-	uint64_t bytes = 0;
-	if (a->nranges)
-		p->saw_ranges = 1;
-	for (uint32_t i = 0; i < a->nranges; i++) {
-		const stp_range *r = &a->ranges[i];
-		bytes += r->size;
-		uint64_t end = r->addr + (r->size ? r->size : 1);
-		if (end < r->addr)
-			end = UINT64_MAX;
-		uint32_t oi = pf_obj_floor(&p->objs, r->addr);
-		if (oi != PF_NONE) {
-			const pf_obj *f = &p->objs.v[oi];
-			if (r->addr - f->addr >= (f->size ? f->size : 1))
-				oi = pf_obj_next(&p->objs, r->addr);
-		} else {
-			oi = pf_obj_next(&p->objs, r->addr);
-		}
-		while (oi != PF_NONE && p->objs.v[oi].addr < end) {
-			pf_obj *o = &p->objs.v[oi];
-			o->accesses++;
-			if (!(o->flags & PF_OBJ_ACCESSED)) {
-				o->flags |= PF_OBJ_ACCESSED;
-				o->t_first = b;
-			}
-			if (visible && (o->flags & PF_OBJ_FLOW) && !(o->flags & PF_OBJ_STEPPED) &&
-			    nflows < MAX_FLOWS_PER_API) {
-				o->flags |= PF_OBJ_STEPPED;
-				flows[nflows++] = o->flow;
-			}
-			oi = pf_obj_next(&p->objs, o->addr);
-		}
-	}
-	if (!visible)
-		return 0;
-	b = at(p, b);
-	e = at(p, e);
-	uint32_t si = pf_stream_get(p, STP_MEM_DEVICE, a->device, a->stream, b);
-	if (si == PF_NONE)
-		return -1;
-	pf_stream *s = &p->streams[si];
-	uint32_t li = pf_stream_lane(p, s, b, e);
-	if (li == PF_NONE)
-		return -1;
-	uint64_t track = s->lanes[li].uuid;
-	const char *name = stp_reader_string(p->r, a->name);
-	pf_pkt *k = pf_event(&p->seq, b, T_BEGIN, track);
-	if (*name) {
-		name_by_key(p, k, PF_KEY_STRING | a->name, name);
-		arg_lit(p, k, "kind", api_kind_label(a->kind));
-	} else {
-		name_lit(p, k, api_kind_label(a->kind));
-	}
-	if (a->nranges) {
-		pf_arg_uint(k, "ranges", a->nranges);
-		pf_arg_uint(k, "bytes", bytes);
-	}
-	for (size_t i = 0; i < nflows; i++)
-		pf_flow(k, flows[i]);
-	if (emit(p, k) < 0)
-		return -1;
-	p->x->st.api_slices++;
-	k = pf_event(&p->seq, e, T_END, track);
-	return emit(p, k);
-}
-
-/* ------------------------------------------------------------ markers */
-
-static const char *mark_name(pf_proc *p, const pf_mark *m, char *buf, size_t len)
-{
-	const char *s = stp_reader_string(p->r, m->name);
-	switch (m->kind) {
-	case STP_MARK_ITER_BEGIN:
-		snprintf(buf, len, "iteration %" PRId64, m->value);
-		return buf;
-	case STP_MARK_PHASE_BEGIN: return *s ? s : "phase";
-	case STP_MARK_MODULE_ENTER: return *s ? s : "module";
-	default: return *s ? s : "marker";
-	}
-}
-
-static int mark_begin_packet(pf_proc *p, pf_mtrack *mt, pf_mark *m, uint64_t t)
-{
-	char buf[64];
-	if (t < mt->last_ts)
-		t = mt->last_ts;
-	mt->last_ts = t;
-	pf_pkt *k = pf_event(&p->seq, t, T_BEGIN, mt->uuid);
-	pf_name(k, mark_name(p, m, buf, sizeof buf));
-	if (m->kind == STP_MARK_PHASE_BEGIN && m->value)
-		pf_arg_int(k, "micro-batch", m->value);
-	if (p->x->has_window && m->t < p->x->lo)
-		pf_arg_bool(k, "began before the window", 1);
-	m->emitted = 1;
-	return emit(p, k);
-}
-
-static int mark_push(pf_proc *p, pf_mtrack *mt, const stp_marker_info *mi, uint64_t t)
-{
-	if (mt->n >= MAX_MARK_DEPTH) {
-		p->x->st.unmatched_markers++;
-		return 0;
-	}
-	if (pf_grow((void **)&mt->stack, &mt->cap, mt->n + 1, sizeof *mt->stack) < 0)
-		return -1;
-	pf_mark *m = &mt->stack[mt->n++];
-	*m = (pf_mark){.kind = mi->kind, .name = mi->name, .value = mi->value, .t = t};
-	return p->wstate == 1 ? mark_begin_packet(p, mt, m, at(p, t)) : 0;
-}
-
-/* Closes stack entries from index i up, innermost first. */
-static int mark_pop_to(pf_proc *p, pf_mtrack *mt, size_t i, uint64_t t)
-{
-	int rc = 0;
-	while (mt->n > i) {
-		pf_mark *m = &mt->stack[--mt->n];
-		if (!m->emitted || p->wstate != 1)
-			continue;
-		uint64_t te = at(p, t);
-		if (te < mt->last_ts)
-			te = mt->last_ts;
-		mt->last_ts = te;
-		rc |= emit(p, pf_event(&p->seq, te, T_END, mt->uuid));
-	}
-	return rc;
-}
-
-/* Index of the innermost entry of kind (and name, if non-zero); -1. */
-static long mark_find(const pf_mtrack *mt, unsigned kind, uint32_t name)
-{
-	for (size_t i = mt->n; i-- > 0;)
-		if (mt->stack[i].kind == kind && (!name || mt->stack[i].name == name))
-			return (long)i;
-	return -1;
-}
-
-static int on_marker(pf_proc *p, const stp_event *ev, uint64_t t)
-{
-	const stp_marker_info *m = &ev->u.marker;
-	pf_mtrack *mt;
-	long i;
-	switch (m->kind) {
-	case STP_MARK_ITER_BEGIN:
-	case STP_MARK_ITER_END:
-	case STP_MARK_PHASE_BEGIN:
-	case STP_MARK_PHASE_END:
-	case STP_MARK_ANNOTATION:
-		if (pf_training_track(p, at(p, t)) < 0)
-			return -1;
-		mt = &p->training;
-		break;
-	case STP_MARK_MODULE_ENTER:
-	case STP_MARK_MODULE_EXIT:
-		mt = pf_thread_track(p, ev->tid, at(p, t));
-		if (!mt)
-			return -1;
-		break;
-	default:
-		return 0;
-	}
-	switch (m->kind) {
-	case STP_MARK_ITER_BEGIN:
-		if (mark_pop_to(p, mt, 0, t) < 0)
-			return -1;
-		return mark_push(p, mt, m, t);
-	case STP_MARK_PHASE_BEGIN:
-	case STP_MARK_MODULE_ENTER:
-		return mark_push(p, mt, m, t);
-	case STP_MARK_ITER_END:
-		i = mark_find(mt, STP_MARK_ITER_BEGIN, 0);
-		break;
-	case STP_MARK_PHASE_END:
-		i = mark_find(mt, STP_MARK_PHASE_BEGIN, m->name);
-		break;
-	case STP_MARK_MODULE_EXIT:
-		i = mark_find(mt, STP_MARK_MODULE_ENTER, m->name);
-		break;
-	default: { /* annotation: an instant */
-		if (p->wstate != 1)
-			return 0;
-		const char *s = stp_reader_string(p->r, m->name);
-		pf_pkt *k = pf_event(&p->seq, at(p, t), T_INSTANT, mt->uuid);
-		pf_name(k, *s ? s : "annotation");
-		pf_arg_int(k, "value", m->value);
-		return emit(p, k);
-	}
-	}
-	if (i < 0) {
-		p->x->st.unmatched_markers++;
-		return 0;
-	}
-	return mark_pop_to(p, mt, (size_t)i, t);
-}
-
 /* ------------------------------------------------------------ window */
-
-static int open_marks(pf_proc *p, pf_mtrack *mt, uint64_t t)
-{
-	for (size_t i = 0; i < mt->n; i++)
-		if (!mt->stack[i].emitted && mark_begin_packet(p, mt, &mt->stack[i], t) < 0)
-			return -1;
-	return 0;
-}
 
 static int draw_live(pf_proc *p, uint32_t t_node, uint64_t t)
 {
@@ -622,7 +115,7 @@ static int draw_live(pf_proc *p, uint32_t t_node, uint64_t t)
 		}
 		cur = stack[--n];
 		if (p->objs.v[cur].flags & PF_OBJ_SELECTED)
-			rc = draw_begin(p, cur, t, NULL, 1);
+			rc = pf_draw_begin(p, cur, t, NULL, 1);
 		cur = p->objs.v[cur].right;
 	}
 	free(stack);
@@ -634,15 +127,15 @@ static int window_open(pf_proc *p)
 	uint64_t t = p->x->lo;
 	p->wstate = 1;
 	for (size_t i = 0; i < p->nspaces; i++) {
-		if (counters_packet(p, &p->spaces[i], t) < 0)
+		if (pf_counters_packet(p, &p->spaces[i], t) < 0)
 			return -1;
-		if (p->spaces[i].t_resv && reserved_packet(p, &p->spaces[i], t) < 0)
+		if (p->spaces[i].t_resv && pf_reserved_packet(p, &p->spaces[i], t) < 0)
 			return -1;
 	}
-	if (p->training.uuid && open_marks(p, &p->training, t) < 0)
+	if (p->training.uuid && pf_open_marks(p, &p->training, t) < 0)
 		return -1;
 	for (size_t i = 0; i < p->nthreads; i++)
-		if (open_marks(p, &p->threads[i], t) < 0)
+		if (pf_open_marks(p, &p->threads[i], t) < 0)
 			return -1;
 	return p->objs.live ? draw_live(p, p->objs.root, t) : 0;
 }
@@ -654,9 +147,9 @@ static int close_all(pf_proc *p, uint64_t t)
 	if (p->wstate != 1)
 		return 0;
 	if (p->training.uuid)
-		rc |= mark_pop_to(p, &p->training, 0, t);
+		rc |= pf_mark_pop_to(p, &p->training, 0, t);
 	for (size_t i = 0; i < p->nthreads; i++)
-		rc |= mark_pop_to(p, &p->threads[i], 0, t);
+		rc |= pf_mark_pop_to(p, &p->threads[i], 0, t);
 	for (size_t i = 0; i < p->objs.n && rc == 0; i++) {
 		pf_obj *o = &p->objs.v[i];
 		if (!(o->flags & PF_OBJ_FLOW) && o->lane == PF_NONE)
@@ -665,119 +158,17 @@ static int close_all(pf_proc *p, uint64_t t)
 			continue; /* a free slot */
 		if (o->flags & PF_OBJ_FLOW) {
 			pf_pkt *k = pf_event(&p->seq, t, T_INSTANT, p->streams[o->stream].lanes[0].uuid);
-			name_lit(p, k, p->x->has_window && t == p->x->hi ? "still allocated at the window's end"
+			pf_name_lit(p, k, p->x->has_window && t == p->x->hi ? "still allocated at the window's end"
 			                                                 : "still allocated at the end");
 			pf_arg_uint(k, "size", o->size);
 			pf_flow_end(k, o->flow);
-			rc |= emit(p, k);
+			rc |= pf_emit(k);
 			o->flags &= (uint8_t)~PF_OBJ_FLOW;
 		}
-		rc |= draw_end(p, o, t, 0);
+		rc |= pf_draw_end(p, o, t, 0);
 	}
 	p->wstate = 2;
 	return rc;
-}
-
-/* ------------------------------------------------------------ extras */
-
-static int emit_findings(pf_proc *p)
-{
-	const stp_export_opts *o = &p->x->opts;
-	for (size_t i = 0; i < o->nfindings; i++) {
-		const stp_export_finding *f = &o->findings[i];
-		if (f->trace != p->index || !f->name || !*f->name)
-			continue;
-		uint64_t t = pf_conv(p, f->time_ns);
-		if (p->x->has_window && (t < p->x->lo || t > p->x->hi))
-			continue;
-		uint64_t track = pf_findings_track(p, t);
-		if (!track)
-			return -1;
-		pf_pkt *k = pf_event(&p->seq, t, T_INSTANT, track);
-		pf_name(k, f->name);
-		if (f->suggestion && *f->suggestion)
-			pf_arg_text(k, "suggestion", f->suggestion);
-		if (f->detail && *f->detail)
-			pf_arg_text(k, "detail", f->detail);
-		if (f->bytes)
-			pf_arg_uint(k, "bytes", f->bytes);
-		if (f->object_seq >= 0)
-			pf_arg_uint(k, "alloc seq", (uint64_t)f->object_seq);
-		if (emit(p, k) < 0)
-			return -1;
-		p->x->st.findings++;
-	}
-	return 0;
-}
-
-static int emit_series(pf_proc *p)
-{
-	const stp_export_opts *o = &p->x->opts;
-	for (size_t i = 0; i < o->nseries; i++) {
-		const stp_export_series *s = &o->series[i];
-		if (s->trace != p->index || !s->name || !s->npoints || !s->points)
-			continue;
-		char name[160], key[64];
-		snprintf(name, sizeof name, "%s%s%s", s->space ? s->space : "", s->space ? " " : "", s->name);
-		snprintf(key, sizeof key, "stprof %s bytes", s->space ? s->space : "");
-		uint64_t uuid = pf_new_uuid(p);
-		uint64_t t0 = pf_conv(p, s->points[0].time_ns);
-		pf_track tr = {.kind = PF_TRACK_COUNTER, .uuid = uuid, .parent = p->uuid, .name = name,
-		               .has_rank = 1, .rank = 500 + (int32_t)i,
-		               .description = s->unit == STP_UNIT_BYTES
-		                                  ? "A series computed by the detector (bytes), e.g. what a "
-		                                    "simulated allocator would reserve."
-		                                  : "A ratio computed by the detector, e.g. fragmentation."};
-		if (s->unit == STP_UNIT_BYTES) {
-			tr.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
-			if (s->space)
-				tr.share_key = key;
-		}
-		if (pf_emit_track(&p->seq, at(p, t0), &tr) < 0)
-			return -1;
-		int have_prev = 0, pending = 0;
-		double prev = 0, pend_v = 0;
-		for (size_t j = 0; j < s->npoints; j++) {
-			uint64_t t = pf_conv(p, s->points[j].time_ns);
-			double v = s->points[j].value;
-			if (p->x->has_window && t < p->x->lo) {
-				pending = 1; /* carried to the window's start */
-				pend_v = v;
-				continue;
-			}
-			if (p->x->has_window && t > p->x->hi)
-				break;
-			if (pending) {
-				pending = 0;
-				if (!(have_prev && pend_v == prev)) {
-					pf_pkt *k = pf_event(&p->seq, p->x->lo, T_COUNTER, uuid);
-					pf_counter_double(k, pend_v);
-					if (emit(p, k) < 0)
-						return -1;
-					prev = pend_v;
-					have_prev = 1;
-					p->x->st.series_points++;
-				}
-			}
-			if (have_prev && v == prev)
-				continue;
-			pf_pkt *k = pf_event(&p->seq, t, T_COUNTER, uuid);
-			pf_counter_double(k, v);
-			if (emit(p, k) < 0)
-				return -1;
-			prev = v;
-			have_prev = 1;
-			p->x->st.series_points++;
-		}
-		if (pending) {
-			pf_pkt *k = pf_event(&p->seq, p->x->lo, T_COUNTER, uuid);
-			pf_counter_double(k, pend_v);
-			if (emit(p, k) < 0)
-				return -1;
-			p->x->st.series_points++;
-		}
-	}
-	return 0;
 }
 
 /* ------------------------------------------------------------ a trace */
@@ -884,14 +275,14 @@ static int export_trace(pf_export *x, uint32_t index, const char *path, int64_t 
 				break;
 		}
 		switch (ev.type) {
-		case STP_EV_ALLOC: bad = on_alloc(&p, &ev, t) < 0; break;
-		case STP_EV_FREE: bad = on_free(&p, &ev, t) < 0; break;
+		case STP_EV_ALLOC: bad = pf_on_alloc(&p, &ev, t) < 0; break;
+		case STP_EV_FREE: bad = pf_on_free(&p, &ev, t) < 0; break;
 		case STP_EV_SEGMENT_RESERVE:
-		case STP_EV_SEGMENT_RELEASE: bad = on_segment(&p, &ev, t) < 0; break;
-		case STP_EV_API: bad = on_api(&p, &ev, t) < 0; break;
-		case STP_EV_MARKER: bad = on_marker(&p, &ev, t) < 0; break;
+		case STP_EV_SEGMENT_RELEASE: bad = pf_on_segment(&p, &ev, t) < 0; break;
+		case STP_EV_API: bad = pf_on_api(&p, &ev, t) < 0; break;
+		case STP_EV_MARKER: bad = pf_on_marker(&p, &ev, t) < 0; break;
 		case STP_EV_MODULE: bad = pf_module_add(&p, &ev.u.module) < 0; break;
-		case STP_EV_THREAD: bad = pf_thread_renamed(&p, ev.u.thread.tid, ev.u.thread.name, at(&p, t)) < 0; break;
+		case STP_EV_THREAD: bad = pf_thread_renamed(&p, ev.u.thread.tid, ev.u.thread.name, pf_at(&p, t)) < 0; break;
 		default: break;
 		}
 		if (bad)
@@ -906,7 +297,7 @@ static int export_trace(pf_export *x, uint32_t index, const char *path, int64_t 
 	uint64_t t_end = p.t_last;
 	if (x->has_window && p.wstate == 1 && (got > 0 || t_end > x->hi))
 		t_end = x->hi;
-	if (close_all(&p, t_end) < 0 || emit_findings(&p) < 0 || emit_series(&p) < 0)
+	if (close_all(&p, t_end) < 0 || pf_emit_findings(&p) < 0 || pf_emit_series(&p) < 0)
 		goto out;
 	if (got < 0) {
 		pf_fail(x, "%s", stp_reader_error(p.r));

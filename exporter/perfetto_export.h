@@ -1,7 +1,11 @@
 /*
  * perfetto_export.h - the state of one Perfetto export, shared by the
  * exporter's files (internal to exporter/):
- *   perfetto_export.c   the driver: reads each trace, dispatches events
+ *   perfetto_export.c   the driver: reads each trace, dispatches events,
+ *                       opens and closes the window
+ *   perfetto_memory.c   allocations, frees, segments, API calls
+ *   perfetto_markers.c  iterations, phases, modules
+ *   perfetto_extras.c   the detector's findings and series
  *   perfetto_objects.c  live objects: a pool and a treap by address
  *   perfetto_tracks.c   processes, memory spaces, streams, lanes, markers
  *   perfetto_symbols.c  frame names, call paths, interned callstacks
@@ -214,8 +218,41 @@ void pf_symbols_free(pf_proc *p);
 /* perfetto_select.c: marks the top n objects of a trace by opts->top_by. */
 int pf_select_top(pf_export *x, const char *path, int64_t offset, uint64_t **bits, uint64_t *nbits);
 
-/* perfetto_export.c helpers used by others */
-uint64_t pf_conv(const pf_proc *p, uint64_t t);
+#define T_BEGIN PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN
+#define T_END PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
+#define T_INSTANT PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT
+#define T_COUNTER PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER
+
+/* perfetto_export.c: shared helpers */
+uint64_t pf_conv(const pf_proc *p, uint64_t t);  /* trace time -> export time */
+uint64_t pf_at(const pf_proc *p, uint64_t t);    /* ... moved inside the window */
+int pf_is_selected(const pf_proc *p, uint64_t seq);
 void pf_fail(pf_export *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Event names and literal string values, cached in p->names: key says
+ * which text, and the text is only looked at the first time. */
+void pf_name_key(pf_proc *p, pf_pkt *k, uint64_t key, const char *text);
+void pf_name_lit(pf_proc *p, pf_pkt *k, const char *lit);
+void pf_arg_lit(pf_proc *p, pf_pkt *k, const char *key, const char *lit);
+
+/* perfetto_memory.c */
+int pf_on_alloc(pf_proc *p, const stp_event *ev, uint64_t t);
+int pf_on_free(pf_proc *p, const stp_event *ev, uint64_t t);
+int pf_on_segment(pf_proc *p, const stp_event *ev, uint64_t t);
+int pf_on_api(pf_proc *p, const stp_event *ev, uint64_t t);
+int pf_counters_packet(pf_proc *p, pf_space *s, uint64_t t);
+int pf_reserved_packet(pf_proc *p, pf_space *s, uint64_t t);
+/* The lifetime slice of object oi: a = its ALLOC payload (NULL: rebuilt),
+ * clipped = it was allocated before the window. */
+int pf_draw_begin(pf_proc *p, uint32_t oi, uint64_t t, const stp_alloc_info *a, int clipped);
+int pf_draw_end(pf_proc *p, pf_obj *o, uint64_t t, int freed);
+
+/* perfetto_markers.c */
+int pf_on_marker(pf_proc *p, const stp_event *ev, uint64_t t);
+int pf_open_marks(pf_proc *p, pf_mtrack *mt, uint64_t t); /* BEGINs not yet written */
+int pf_mark_pop_to(pf_proc *p, pf_mtrack *mt, size_t i, uint64_t t);
+
+/* perfetto_extras.c */
+int pf_emit_findings(pf_proc *p);
+int pf_emit_series(pf_proc *p);
 
 #endif

@@ -13,7 +13,7 @@
  * event, plus the interned ids and tracks.
  *
  * Every violation names the packet (index from 0) and the byte offset of its
- * record in the file.
+ * record in the file.  The checks made at the end are in perfetto_lint_end.c.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -21,77 +21,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perfetto_trace.pb-c.h"
-#include "perfetto_util.h"
-#include "stprof/perfetto.h"
+#include "perfetto_lint.h"
 
 #define MAX_PACKET (256u << 20)
 #define MAX_ANNOTATION_DEPTH 16
 
-typedef Perfetto__Protos__TracePacket TracePacket;
-typedef Perfetto__Protos__TrackEvent TrackEvent;
-typedef Perfetto__Protos__InternedData InternedData;
-typedef Perfetto__Protos__DebugAnnotation DebugAnnotation;
-
-/* Interned tables (InternedData field numbers). */
-enum { TB_CATEGORY = 1, TB_NAME = 2, TB_KEY = 3, TB_FUNC = 5, TB_FRAME = 6, TB_STACK = 7,
-       TB_BUILD_ID = 16, TB_MAP_PATH = 17, TB_SRC_PATH = 18, TB_MAPPING = 19, TB_STRING = 29 };
-
-static const char *const rule_names[STP_LINT_NRULES] = {
+const char *const pf_lint_rule_names[STP_LINT_NRULES] = {
 	"malformed", "sequence-id", "first-packet", "interned-id", "nesting", "track",
 	"parent", "counter", "flow", "instant-name", "timestamp",
 };
 
-const char *stp_lint_rule_name(unsigned rule) { return rule < STP_LINT_NRULES ? rule_names[rule] : "?"; }
+const char *stp_lint_rule_name(unsigned rule) { return rule < STP_LINT_NRULES ? pf_lint_rule_names[rule] : "?"; }
 
-typedef struct iid_key { uint64_t iid; uint32_t seq, gen; uint32_t table, used; } iid_key;
-
-typedef struct seq_state {
-	uint32_t id, gen;
-	int cleared;           /* incremental state cleared at least once */
-	int reported_first;
-	int has_default_track;
-	uint64_t default_track;
-	uint32_t default_clock;  /* TracePacketDefaults.timestamp_clock_id, 0: none */
-	uint64_t default_xc[8], default_xdc[8]; /* default extra counter tracks */
-	size_t ndefault_xc, ndefault_xdc;
-} seq_state;
-
-typedef struct track {
-	uint64_t uuid, parent;
-	uint64_t pkt, off;     /* first declaration */
-	uint8_t declared, counter, has_parent, reported;
-	uint32_t walk;         /* cycle check stamp */
-} track;
-
-typedef struct sev { uint64_t ts, off; uint32_t pkt, track; uint8_t type; } sev; /* slice event */
-typedef struct fev { uint64_t ts, id, off; uint32_t pkt, ix; uint8_t term; } fev; /* flow event */
-
-typedef struct lint {
-	const stp_lint_opts *o;
-	stp_lint_result *res;
-	const char *name;
-	uint64_t pkt, off;     /* current packet */
-	uint64_t printed;
-	/* interned ids */
-	iid_key *iids;
-	size_t niids, iid_cap;
-	seq_state *seqs;
-	size_t nseqs, seqs_cap;
-	pf_map seq_ix;
-	track *tracks;
-	size_t ntracks, tracks_cap;
-	pf_map track_ix;
-	sev *sevs;
-	size_t nsevs, sevs_cap;
-	fev *fevs;
-	size_t nfevs, fevs_cap;
-	int oom;
-} lint;
-
-static void violation(lint *l, unsigned rule, uint64_t pkt, uint64_t off, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void violation(lint *l, unsigned rule, uint64_t pkt, uint64_t off, const char *fmt, ...)
+void pf_lint_violation(lint *l, unsigned rule, uint64_t pkt, uint64_t off, const char *fmt, ...)
 {
 	l->res->violations++;
 	l->res->by_rule[rule]++;
@@ -99,7 +41,7 @@ static void violation(lint *l, unsigned rule, uint64_t pkt, uint64_t off, const 
 		return;
 	l->printed++;
 	fprintf(l->o->report, "%s: packet %" PRIu64 " at offset %" PRIu64 ": %s: ", l->name, pkt, off,
-	        rule_names[rule]);
+	        pf_lint_rule_names[rule]);
 	va_list ap;
 	va_start(ap, fmt);
 	vfprintf(l->o->report, fmt, ap);
@@ -107,7 +49,7 @@ static void violation(lint *l, unsigned rule, uint64_t pkt, uint64_t off, const 
 	fputc('\n', l->o->report);
 }
 
-#define V(l, rule, ...) violation(l, rule, (l)->pkt, (l)->off, __VA_ARGS__)
+#define V(l, rule, ...) pf_lint_violation(l, rule, (l)->pkt, (l)->off, __VA_ARGS__)
 
 /* ------------------------------------------------------------ interned ids */
 
@@ -245,7 +187,7 @@ static void check_interned(lint *l, const seq_state *s, const InternedData *in)
 
 /* ------------------------------------------------------------ tracks */
 
-static track *track_get(lint *l, uint64_t uuid, int create)
+track *pf_lint_track(lint *l, uint64_t uuid, int create)
 {
 	uint64_t *ix = pf_map_get(&l->track_ix, uuid);
 	if (ix)
@@ -272,7 +214,7 @@ static void check_descriptor(lint *l, const Perfetto__Protos__TrackDescriptor *d
 	}
 	if (d->process && !d->process->has_pid)
 		V(l, STP_LINT_TRACK, "the process track %" PRIu64 " has no pid (it is dropped)", d->uuid);
-	track *t = track_get(l, d->uuid, 1);
+	track *t = pf_lint_track(l, d->uuid, 1);
 	if (!t)
 		return;
 	int counter = d->counter != NULL;
@@ -294,38 +236,6 @@ static void check_descriptor(lint *l, const Perfetto__Protos__TrackDescriptor *d
 			V(l, STP_LINT_PARENT, "track %" PRIu64 " is its own parent", d->uuid);
 		t->has_parent = 1;
 		t->parent = parent;
-	}
-}
-
-static void check_parents(lint *l)
-{
-	uint32_t stamp = 0;
-	for (size_t i = 0; i < l->ntracks; i++) {
-		track *t = &l->tracks[i];
-		if (!t->declared || !t->has_parent)
-			continue;
-		track *p = track_get(l, t->parent, 0);
-		if (!p || !p->declared) {
-			violation(l, STP_LINT_PARENT, t->pkt, t->off,
-			          "track %" PRIu64 " has parent %" PRIu64 ", which is never declared", t->uuid, t->parent);
-			continue;
-		}
-	}
-	/* Cycles: walk up from each track; a track met twice in one walk. */
-	for (size_t i = 0; i < l->ntracks; i++) {
-		track *t = &l->tracks[i];
-		if (!t->declared || t->walk)
-			continue;
-		stamp++;
-		track *c = t;
-		while (c && c->declared && !c->walk) {
-			c->walk = stamp;
-			c = c->has_parent ? track_get(l, c->parent, 0) : NULL;
-		}
-		if (c && c->walk == stamp && !c->reported && c->has_parent && c->parent != c->uuid) {
-			c->reported = 1;
-			violation(l, STP_LINT_PARENT, c->pkt, c->off, "track %" PRIu64 " is its own ancestor", c->uuid);
-		}
 	}
 }
 
@@ -409,7 +319,7 @@ static void check_event(lint *l, const TracePacket *p, seq_state *s)
 			if (type == 4)
 				V(l, STP_LINT_TRACK, "a counter event without a track_uuid (it is dropped)");
 		} else {
-			t = track_get(l, uuid, 0);
+			t = pf_lint_track(l, uuid, 0);
 			if (!t || !t->declared) {
 				V(l, STP_LINT_TRACK, "an event on track %" PRIu64 ", which is not declared before it", uuid);
 				t = NULL;
@@ -443,7 +353,7 @@ static void check_event(lint *l, const TracePacket *p, seq_state *s)
 			V(l, STP_LINT_COUNTER, "%zu extra %scounter values for %zu extra counter tracks (the event is dropped)",
 			  nv, pass ? "double " : "", n);
 		for (size_t i = 0; i < n && i < nv; i++) {
-			const track *x = track_get(l, u[i], 0);
+			const track *x = pf_lint_track(l, u[i], 0);
 			if (!x || !x->declared)
 				V(l, STP_LINT_TRACK, "an extra counter value for track %" PRIu64 ", which is not declared before it",
 				  u[i]);
@@ -532,184 +442,6 @@ static void check_packet(lint *l, const TracePacket *p)
 		check_descriptor(l, p->track_descriptor);
 	else if (is_event)
 		check_event(l, p, s);
-}
-
-/* ------------------------------------------------------------ end checks */
-
-static const sev *g_sevs; /* for qsort */
-
-static int cmp_sev(const void *a, const void *b)
-{
-	const sev *x = &g_sevs[*(const uint32_t *)a], *y = &g_sevs[*(const uint32_t *)b];
-	if (x->track != y->track)
-		return x->track < y->track ? -1 : 1;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-	return i < j ? -1 : i > j;
-}
-
-static int cmp_fev(const void *a, const void *b)
-{
-	const fev *x = a, *y = b;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->ix < y->ix ? -1 : x->ix > y->ix;
-}
-
-static int cmp_sev_file(const void *a, const void *b)
-{
-	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-	const sev *x = &g_sevs[i], *y = &g_sevs[j];
-	if (x->track != y->track)
-		return x->track < y->track ? -1 : 1;
-	return i < j ? -1 : i > j;
-}
-
-/* Pairs BEGIN/END per track twice: in file order (what the writer meant)
- * and sorted by timestamp, ties in file order (what the trace processor
- * builds).  Every slice must end at the same time both ways. */
-static void check_nesting(lint *l)
-{
-	size_t n = l->nsevs;
-	if (!n)
-		return;
-	const sev *v = l->sevs;
-	uint64_t *end_file = malloc(n * sizeof *end_file);
-	uint32_t *byfile = malloc(n * sizeof *byfile);
-	uint32_t *bytime = malloc(n * sizeof *bytime);
-	uint32_t *stack = malloc(n * sizeof *stack);
-	uint8_t *bad = calloc(n, 1);
-	if (!end_file || !byfile || !bytime || !stack || !bad) {
-		l->oom = 1;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		byfile[i] = bytime[i] = (uint32_t)i;
-		end_file[i] = UINT64_MAX;
-	}
-	g_sevs = v;
-	qsort(byfile, n, sizeof *byfile, cmp_sev_file);
-	qsort(bytime, n, sizeof *bytime, cmp_sev);
-	for (size_t i = 0; i < n;) {
-		uint32_t tr = v[byfile[i]].track;
-		size_t sp = 0;
-		for (; i < n && v[byfile[i]].track == tr; i++) {
-			uint32_t e = byfile[i];
-			if (v[e].type == 1) {
-				stack[sp++] = e;
-				continue;
-			}
-			if (!sp) {
-				bad[e] = 1;
-				violation(l, STP_LINT_NESTING, v[e].pkt, v[e].off,
-				          "an END on track %" PRIu64 " with no slice open on it", l->tracks[tr].uuid);
-				continue;
-			}
-			uint32_t b = stack[--sp];
-			end_file[b] = v[e].ts;
-			if (v[e].ts < v[b].ts) {
-				bad[b] = bad[e] = 1;
-				violation(l, STP_LINT_NESTING, v[e].pkt, v[e].off,
-				          "an END at %" PRIu64 " before its BEGIN at %" PRIu64 " (packet %u)", v[e].ts,
-				          v[b].ts, v[b].pkt);
-			}
-		}
-		while (sp) {
-			uint32_t b = stack[--sp];
-			bad[b] = 1;
-			violation(l, STP_LINT_NESTING, v[b].pkt, v[b].off,
-			          "a slice on track %" PRIu64 " that never ends", l->tracks[tr].uuid);
-		}
-	}
-	for (size_t i = 0; i < n;) {
-		uint32_t tr = v[bytime[i]].track;
-		size_t sp = 0;
-		for (; i < n && v[bytime[i]].track == tr; i++) {
-			uint32_t e = bytime[i];
-			if (v[e].type == 1) {
-				stack[sp++] = e;
-				continue;
-			}
-			if (!sp) {
-				if (!bad[e])
-					violation(l, STP_LINT_NESTING, v[e].pkt, v[e].off,
-					          "once sorted by time, this END on track %" PRIu64 " closes nothing",
-					          l->tracks[tr].uuid);
-				bad[e] = 1;
-				continue;
-			}
-			uint32_t b = stack[--sp];
-			if (!bad[b] && end_file[b] != v[e].ts) {
-				bad[b] = 1;
-				violation(l, STP_LINT_NESTING, v[b].pkt, v[b].off,
-				          "slices overlap without nesting on track %" PRIu64 ": this slice ends at %" PRIu64
-				          " as written, but at %" PRIu64 " once sorted by time",
-				          l->tracks[tr].uuid, end_file[b], v[e].ts);
-			}
-		}
-		while (sp) {
-			uint32_t b = stack[--sp];
-			if (!bad[b])
-				violation(l, STP_LINT_NESTING, v[b].pkt, v[b].off,
-				          "once sorted by time, this slice on track %" PRIu64 " never ends",
-				          l->tracks[tr].uuid);
-			bad[b] = 1;
-		}
-	}
-out:
-	free(end_file);
-	free(byfile);
-	free(bytime);
-	free(stack);
-	free(bad);
-}
-
-static void check_flows(lint *l)
-{
-	if (!l->nfevs)
-		return;
-	qsort(l->fevs, l->nfevs, sizeof *l->fevs, cmp_fev);
-	pf_map active; /* flow id -> index of its source in fevs, count in high bits */
-	memset(&active, 0, sizeof active);
-	uint64_t *count = calloc(l->nfevs, sizeof *count);
-	if (!count) {
-		l->oom = 1;
-		return;
-	}
-	for (size_t i = 0; i < l->nfevs; i++) {
-		const fev *f = &l->fevs[i];
-		uint64_t *src = pf_map_get(&active, f->id);
-		if (!f->term) {
-			if (!src) {
-				if (pf_map_put(&active, f->id, i) < 0) {
-					l->oom = 1;
-					break;
-				}
-				count[i] = 1;
-			} else {
-				count[*src]++;
-			}
-		} else if (!src) {
-			violation(l, STP_LINT_FLOW, f->pkt, f->off,
-			          "flow %" PRIu64 " is terminated here but no event began it before (by time)", f->id);
-		} else {
-			pf_map_del(&active, f->id);
-		}
-	}
-	for (size_t j = 0; j < active.cap; j++) {
-		if (active.keys[j] == UINT64_MAX)
-			continue;
-		const fev *f = &l->fevs[active.vals[j]];
-		if (count[active.vals[j]] < 2)
-			violation(l, STP_LINT_FLOW, f->pkt, f->off, "flow %" PRIu64 " begins here and goes nowhere", f->id);
-	}
-	if (active.has_max && count[active.max_val] < 2) {
-		const fev *f = &l->fevs[active.max_val];
-		violation(l, STP_LINT_FLOW, f->pkt, f->off, "flow %" PRIu64 " begins here and goes nowhere", f->id);
-	}
-	pf_map_free(&active);
-	free(count);
 }
 
 /* ------------------------------------------------------------ reading */
@@ -843,9 +575,9 @@ int stp_lint_perfetto(FILE *f, const stp_lint_opts *opts, stp_lint_result *res)
 		rc = -1;
 	res->bytes = pos;
 	if (!l.oom) {
-		check_parents(&l);
-		check_nesting(&l);
-		check_flows(&l);
+		pf_lint_check_parents(&l);
+		pf_lint_check_nesting(&l);
+		pf_lint_check_flows(&l);
 	}
 	if (l.oom) {
 		if (opts->report)
