@@ -43,7 +43,7 @@ enum {
 
 typedef struct pf_obj {
 	uint64_t addr, size, requested;
-	uint64_t t_alloc, t_first;
+	uint64_t t_alloc, t_first, t_step; /* allocation, first access, flow step */
 	uint64_t seq;
 	uint64_t flow;
 	uint32_t accesses;
@@ -82,6 +82,7 @@ typedef struct pf_space {
 	char share_key[48];
 	uint64_t t_req, t_alloc, t_resv;   /* t_resv 0 until a segment is seen */
 	int64_t requested, allocated, reserved;
+	uint64_t last_ts, resv_last_ts; /* counter values never go back in time */
 } pf_space;
 
 typedef struct pf_span { uint64_t b, e; } pf_span;

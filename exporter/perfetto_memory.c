@@ -43,8 +43,21 @@ static const char *size_label(uint64_t b, char *buf, size_t len)
 
 /* ------------------------------------------------------------ counters */
 
+/* Counter values are computed in seq order; written at times that never go
+ * back per space, the trace processor's sort by time keeps that order (a
+ * free on one thread stamped a little before an alloc on another would
+ * otherwise be counted first). */
+static uint64_t counter_time(pf_space *s, uint64_t t)
+{
+	if (t < s->last_ts)
+		t = s->last_ts;
+	s->last_ts = t;
+	return t;
+}
+
 int pf_counters_packet(pf_proc *p, pf_space *s, uint64_t t)
 {
+	t = counter_time(s, t);
 	pf_pkt *k = pf_event(&p->seq, t, T_COUNTER, s->t_req);
 	pf_counter_int(k, s->requested);
 	pf_extra_counter(k, s->t_alloc, s->allocated);
@@ -53,6 +66,9 @@ int pf_counters_packet(pf_proc *p, pf_space *s, uint64_t t)
 
 int pf_reserved_packet(pf_proc *p, pf_space *s, uint64_t t)
 {
+	if (t < s->resv_last_ts)
+		t = s->resv_last_ts;
+	s->resv_last_ts = t;
 	pf_pkt *k = pf_event(&p->seq, t, T_COUNTER, s->t_resv);
 	pf_counter_int(k, s->reserved);
 	return pf_emit(k);
@@ -160,7 +176,7 @@ int pf_draw_end(pf_proc *p, pf_obj *o, uint64_t t, int freed)
 	if (p->saw_ranges) {
 		pf_arg_uint(k, "accesses", o->accesses);
 		if (o->flags & PF_OBJ_ACCESSED)
-			pf_arg_uint(k, "first access after (ns)", o->t_first - o->t_alloc);
+			pf_arg_uint(k, "first access after (ns)", o->t_first > o->t_alloc ? o->t_first - o->t_alloc : 0);
 	}
 	int rc = pf_emit(k);
 	pf_lane_release(g, o->lane, t);
@@ -188,6 +204,13 @@ static int do_free(pf_proc *p, uint32_t oi, uint64_t t, const stp_free_info *fr,
 	if (p->wstate == 1) {
 		uint64_t te = pf_at(p, t);
 		if (o->flags & PF_OBJ_SELECTED) {
+			/* Clocks of threads differ a little: a flow's end must not come
+			 * before its start or its step, or it would go nowhere. */
+			if ((o->flags & PF_OBJ_FLOW) && te < o->t_alloc)
+				te = o->t_alloc;
+			if ((o->flags & PF_OBJ_STEPPED) && te < o->t_step)
+				te = o->t_step;
+			te = counter_time(s, te);
 			uint32_t si = fr ? pf_stream_get(p, o->kind, fr->device, fr->stream, te) : o->stream;
 			if (si == PF_NONE)
 				return -1;
@@ -242,6 +265,8 @@ int pf_on_alloc(pf_proc *p, const stp_event *ev, uint64_t t)
 	uint64_t te = pf_at(p, t);
 	if (!(o->flags & PF_OBJ_SELECTED))
 		return pf_counters_packet(p, s, te);
+	te = counter_time(s, te);
+	o->t_alloc = te; /* as written: flows and accesses compare with it */
 	o->flow = p->x->next_flow++;
 	o->flags |= PF_OBJ_FLOW;
 	p->x->st.flows++;
@@ -341,9 +366,10 @@ int pf_on_api(pf_proc *p, const stp_event *ev, uint64_t t)
 				o->flags |= PF_OBJ_ACCESSED;
 				o->t_first = b;
 			}
-			if (visible && (o->flags & PF_OBJ_FLOW) && !(o->flags & PF_OBJ_STEPPED) &&
+			if (visible && (o->flags & PF_OBJ_FLOW) && !(o->flags & PF_OBJ_STEPPED) && b >= o->t_alloc &&
 			    nflows < MAX_FLOWS_PER_API) {
 				o->flags |= PF_OBJ_STEPPED;
+				o->t_step = b;
 				flows[nflows++] = o->flow;
 			}
 			oi = pf_obj_next(&p->objs, o->addr);

@@ -223,6 +223,15 @@ int sample_trace_write(const char *path, uint32_t pid, int rank, const char *hos
 	alloc(&w, AUTOGRAD, 0, DEV0 + 30 * MIB, 512, 500, st_grad, STP_MEM_DEVICE, 13);
 	release(&w, AUTOGRAD, 20, DEV0 + 30 * MIB, STP_MEM_DEVICE, 13);
 	release(&w, MAIN, 10, 0x555560000000ull, STP_MEM_HOST, 0);
+	/* Clock skew between threads: another thread touches and frees an
+	 * object a little before its allocation's timestamp. */
+	const uint64_t Z = DEV0 + 32 * MIB;
+	alloc(&w, MAIN, 10, Z, 4096, 4096, st_tmp, STP_MEM_DEVICE, 7);
+	w.t -= 3;
+	stp_range rz[1] = {{Z, 4096, STP_ACCESS_READ}};
+	api(&w, AUTOGRAD, 0, STP_API_KERNEL, "early_reader", 13, 1, rz, 1);
+	release(&w, AUTOGRAD, 1, Z, STP_MEM_DEVICE, 13);
+	w.t += 2;
 	api(&w, MAIN, 10, STP_API_SYNC, "cudaStreamSynchronize", 7, 0, NULL, 0);
 	api(&w, MAIN, 10, STP_API_SYNC, "cudaDeviceSynchronize", 0, 40, NULL, 0);
 	segment(&w, 10, 1, DEV0 + 64 * MIB, 2 * MIB);
