@@ -577,6 +577,100 @@ static void test_minimal(void)
 	remove(out);
 }
 
+/* Random traces (any event order the writer accepts, threads' clocks apart,
+ * addresses reused, markers unbalanced, ranges anywhere) export to files the
+ * lint finds nothing in, whatever the options. */
+static uint64_t rs = 0x2545F4914F6CDD1Dull;
+static uint64_t rr(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static void test_random(void)
+{
+	const char *trace = check_tmp("rand.stp"), *out = check_tmp("rand.pftrace");
+	char err[512];
+	const char *names[4] = {"forward", "backward", "layers.0", "layers.1"};
+	for (int round = 0; round < 24; round++) {
+		stp_writer *w = stp_writer_open(trace, err, sizeof err);
+		CHECK(w != NULL);
+		if (!w)
+			return;
+		uint64_t clock[4] = {1000000, 1000000, 1000000, 1000000};
+		uint64_t stacks[8];
+		for (int i = 0; i < 8; i++) {
+			uint64_t ips[6];
+			for (int d = 0; d < 6; d++)
+				ips[d] = 0x400000 + rr() % 4096;
+			stacks[i] = stp_writer_stack(w, ips, 1 + (uint32_t)(rr() % 6));
+		}
+		stp_range ranges[4];
+		for (int e = 0; e < 3000; e++) {
+			int th = (int)(rr() % 4);
+			clock[th] += rr() % 2000;
+			stp_event ev = {.seq = STP_SEQ_AUTO, .tid = 100 + (uint32_t)th, .time_ns = clock[th]};
+			uint64_t addr = 0x7f0000000000ull + (rr() % 64) * 4096;
+			switch (rr() % 10) {
+			case 0: case 1: case 2:
+				ev.type = STP_EV_ALLOC;
+				ev.u.alloc = (stp_alloc_info){.addr = addr, .size = 1 + rr() % 8192, .stack = (uint32_t)stacks[rr() % 8],
+				                              .kind = (uint8_t)(rr() % 4), .device = (int32_t)(rr() % 2),
+				                              .stream = rr() % 3};
+				ev.u.alloc.requested = ev.u.alloc.size - rr() % ev.u.alloc.size;
+				break;
+			case 3: case 4:
+				ev.type = STP_EV_FREE;
+				ev.u.free = (stp_free_info){.addr = addr, .kind = STP_MEM_DEVICE, .stream = rr() % 3};
+				break;
+			case 5: case 6: {
+				ev.type = STP_EV_API;
+				uint32_t n = (uint32_t)(rr() % 5);
+				for (uint32_t i = 0; i < n; i++)
+					ranges[i] = (stp_range){0x7f0000000000ull + rr() % (70 * 4096), rr() % 20000, 1};
+				ev.u.api = (stp_api_info){.kind = (uint8_t)(rr() % 6), .name = rr() % 2 ? stp_writer_string(w, "k") : 0,
+				                          .device = (int32_t)(rr() % 3) - 1, .stream = rr() % 3,
+				                          .end_ns = clock[th] + rr() % 5000, .nranges = n, .ranges = ranges};
+				break;
+			}
+			case 7: case 8:
+				ev.type = STP_EV_MARKER;
+				ev.u.marker = (stp_marker_info){.kind = (uint8_t)(1 + rr() % STP_MARK_KIND_MAX),
+				                                .name = rr() % 4 ? stp_writer_string(w, names[rr() % 4]) : 0,
+				                                .value = (int64_t)(rr() % 5)};
+				break;
+			default:
+				ev.type = rr() % 2 ? STP_EV_SEGMENT_RESERVE : STP_EV_SEGMENT_RELEASE;
+				ev.u.segment = (stp_segment_info){.addr = 0x7e0000000000ull + (rr() % 8) * (1u << 20),
+				                                  .size = rr() % 2 ? 1u << 20 : 0, .kind = STP_MEM_DEVICE};
+				break;
+			}
+			CHECK(stp_writer_event(w, &ev) == 0);
+		}
+		CHECK(stp_writer_close(w, STP_END_EXIT, 0) == 0);
+		stp_export_opts o = {.max_lanes = round % 3 == 0 ? 3 : 0};
+		if (round % 4 == 1)
+			o.top_n = 1 + rr() % 50, o.top_by = (unsigned)(rr() % 2);
+		if (round % 4 == 2)
+			o.has_window = 1, o.window_begin_ns = rr() % 2000000, o.window_end_ns = o.window_begin_ns + rr() % 3000000;
+		const char *traces[2] = {trace, trace};
+		stp_export_stats st;
+		int rc = stp_export_perfetto(traces, 1 + (size_t)(round % 5 == 4), out, &o, &st, err, sizeof err);
+		if (rc)
+			fprintf(stderr, "round %d: %s\n", round, err);
+		CHECK_EQ_I(rc, 0);
+		CHECK_EQ_I(lint_file(out), 0);
+		pfm m;
+		CHECK_EQ_I(pfm_load(&m, out), 0);
+		CHECK(m.first_flags_ok && m.seq_ids_ok);
+		pfm_free(&m);
+	}
+	remove(trace);
+	remove(out);
+}
+
 int main(void)
 {
 	test_sample();
@@ -585,5 +679,6 @@ int main(void)
 	test_ranks();
 	test_bad_input();
 	test_minimal();
+	test_random();
 	return check_done();
 }
