@@ -60,7 +60,17 @@ typedef struct pfm_str { uint32_t seq; int table; uint64_t iid; char *s; } pfm_s
 typedef struct pfm_stack { uint32_t seq; uint64_t iid; uint64_t frames[64]; int n; } pfm_stack;
 typedef struct pfm_frame { uint32_t seq; uint64_t iid, func, file; uint32_t line; } pfm_frame;
 
+/* Grows *arr (of elem-sized items, *cap of them) to hold n + 1. */
+static inline void *pfm_grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return arr;
+	*cap = *cap ? *cap * 2 : 64;
+	return realloc(arr, *cap * elem);
+}
+
 typedef struct pfm {
+	size_t cap_tracks, cap_events, cap_strs, cap_stacks, cap_frames;
 	pfm_track *tracks;
 	size_t ntracks;
 	pfm_event *events;
@@ -86,7 +96,7 @@ static inline const char *pfm_lookup(const pfm *m, uint32_t seq, int table, uint
 
 static inline void pfm_add_str(pfm *m, uint32_t seq, int table, uint64_t iid, const char *s, size_t len)
 {
-	m->strs = realloc(m->strs, (m->nstrs + 1) * sizeof *m->strs);
+	m->strs = pfm_grow(m->strs, &m->cap_strs, m->nstrs, sizeof *m->strs);
 	pfm_str *e = &m->strs[m->nstrs++];
 	e->seq = seq;
 	e->table = table;
@@ -144,13 +154,13 @@ static inline void pfm_packet(pfm *m, const Perfetto__Protos__TracePacket *p, ui
 			pfm_add_str(m, seq, 18, in->source_paths[i]->iid, (const char *)in->source_paths[i]->str.data,
 			            in->source_paths[i]->str.len);
 		for (size_t i = 0; i < in->n_frames; i++) {
-			m->frames = realloc(m->frames, (m->nframes + 1) * sizeof *m->frames);
+			m->frames = pfm_grow(m->frames, &m->cap_frames, m->nframes, sizeof *m->frames);
 			const Perfetto__Protos__Frame *f = in->frames[i];
 			m->frames[m->nframes++] = (pfm_frame){seq, f->iid, f->function_name_id, f->source_path_iid,
 			                                      f->line_number};
 		}
 		for (size_t i = 0; i < in->n_callstacks; i++) {
-			m->stacks = realloc(m->stacks, (m->nstacks + 1) * sizeof *m->stacks);
+			m->stacks = pfm_grow(m->stacks, &m->cap_stacks, m->nstacks, sizeof *m->stacks);
 			pfm_stack *s = &m->stacks[m->nstacks++];
 			memset(s, 0, sizeof *s);
 			s->seq = seq;
@@ -161,7 +171,7 @@ static inline void pfm_packet(pfm *m, const Perfetto__Protos__TracePacket *p, ui
 	}
 	if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR) {
 		const Perfetto__Protos__TrackDescriptor *d = p->track_descriptor;
-		m->tracks = realloc(m->tracks, (m->ntracks + 1) * sizeof *m->tracks);
+		m->tracks = pfm_grow(m->tracks, &m->cap_tracks, m->ntracks, sizeof *m->tracks);
 		pfm_track *t = &m->tracks[m->ntracks++];
 		memset(t, 0, sizeof *t);
 		t->uuid = d->uuid;
@@ -188,7 +198,7 @@ static inline void pfm_packet(pfm *m, const Perfetto__Protos__TracePacket *p, ui
 	}
 	if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT) {
 		const Perfetto__Protos__TrackEvent *e = p->track_event;
-		m->events = realloc(m->events, (m->nevents + 1) * sizeof *m->events);
+		m->events = pfm_grow(m->events, &m->cap_events, m->nevents, sizeof *m->events);
 		pfm_event *v = &m->events[m->nevents];
 		memset(v, 0, sizeof *v);
 		v->index = m->nevents++;
