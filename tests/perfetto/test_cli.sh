@@ -56,6 +56,15 @@ grep -q "2 processes" "$tmp/out" || fail "ranks summary"
 check "$tmp/ranks.pftrace"
 test "$(grep -c 'process_name: "rank' "$tmp/ranks.pftrace.txt")" = 2 || fail "two ranks"
 
+# `stprof PROGRAM` writes the timeline beside its trace (when the collector
+# is built).
+if [ -f "$B/libstprof.so" ]; then
+  "$stprof" -q --no-report -o "$tmp/run.stp" /bin/true || fail "stprof /bin/true"
+  check "$tmp/run.pftrace"
+  "$stprof" -q --no-report --no-export -o "$tmp/run2.stp" /bin/true || fail "stprof --no-export"
+  test ! -e "$tmp/run2.pftrace" || fail "--no-export wrote a timeline"
+fi
+
 # Help and usage.
 "$stprof" export --help | grep -q "^usage: stprof export" || fail "export --help"
 "$stprof" lint-perfetto -h | grep -q "^usage: stprof lint-perfetto" || fail "lint --help"
