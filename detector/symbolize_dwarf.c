@@ -996,7 +996,6 @@ sym_dwarf *sym_dwarf_open(const char *path, int demangle, char *err, size_t errl
 	d->demangle = demangle;
 	/* dated releases (20210528) predate the 0.x series */
 	d->legacy_v5_file = !strncmp(dwarf_package_version(), "20", 2);
-	dwarf_set_de_alloc_flag(0);
 	rc = SYM_DWARF_INIT(path, &d->dbg, &d->err);
 	if (rc != DW_DLV_OK) {
 		if (rc == DW_DLV_ERROR)

@@ -73,6 +73,7 @@ int sym_elf_open(sym_elf *e, const char *path, char *err, size_t errlen)
 		sym_elf_close(e);
 		return -1;
 	}
+	e->file_size = (uint64_t)st.st_size;
 	e->elf = elf_begin(e->fd, ELF_C_READ_MMAP, NULL);
 	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &eh)) {
 		snprintf(err, errlen, "not an ELF file");
@@ -115,6 +116,154 @@ int sym_elf_open(sym_elf *e, const char *path, char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+/* Reads the (decompressed) contents of the section called name. */
+static Elf_Data *section_data(Elf *elf, const char *name)
+{
+	size_t shstrndx = 0;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, name))
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return NULL;
+		return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+static uint64_t get_n(const unsigned char *p, int n, int big)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[big ? i : n - 1 - i];
+	return v;
+}
+
+/* The unit headers of a DWARF 5 .debug_rnglists / .debug_loclists: each
+ * inside the section, version 5, a sane address size, its offset array
+ * inside the unit, no bytes left over.  (libdwarf 20210528 frees memory
+ * twice on a malformed one.) */
+static int lists_ok(Elf *elf, const char *name, char *why, size_t whylen)
+{
+	Elf_Data *d = section_data(elf, name);
+	const char *ident = elf_getident(elf, NULL);
+	int big = ident && ident[EI_DATA] == ELFDATA2MSB;
+	const unsigned char *p;
+	uint64_t size, pos = 0;
+
+	if (!d)
+		return 1; /* absent: nothing for libdwarf to trip on */
+	p = d->d_buf;
+	size = d->d_size;
+	if (!p && size)
+		return 0;
+	while (pos < size) {
+		uint64_t len, hdr = 4, end;
+		int offsize = 4;
+
+		if (size - pos < 4)
+			goto bad;
+		len = get_n(p + pos, 4, big);
+		if (len == 0xffffffffu) {
+			if (size - pos < 12)
+				goto bad;
+			len = get_n(p + pos + 4, 8, big);
+			hdr = 12;
+			offsize = 8;
+		} else if (len >= 0xfffffff0u) {
+			goto bad;
+		}
+		if (len < 8 || len > size - pos - hdr)
+			goto bad;
+		end = pos + hdr + len;
+		pos += hdr;
+		if (get_n(p + pos, 2, big) != 5 || (p[pos + 2] != 4 && p[pos + 2] != 8) || p[pos + 3])
+			goto bad;
+		if (get_n(p + pos + 4, 4, big) > (len - 8) / (uint64_t)offsize)
+			goto bad;
+		pos = end;
+	}
+	return 1;
+bad:
+	snprintf(why, whylen, "malformed %s at offset %llu", name, (unsigned long long)pos);
+	return 0;
+}
+
+/* [off, off + n * size) inside the file, without overflow. */
+static int inside(uint64_t off, uint64_t n, uint64_t size, uint64_t file_size)
+{
+	return off <= file_size && (!size || n <= (file_size - off) / size);
+}
+
+/* The ELF structure libdwarf's own reader trusts: the header tables, every
+ * section's extent, and decompressed sizes (zlib cannot expand more than
+ * about 1032 to 1, so a larger claim is a lie that would make libdwarf ask
+ * for terabytes). */
+static int layout_ok(sym_elf *e, char *why, size_t whylen)
+{
+	const char *ident = elf_getident(e->elf, NULL);
+	int is64 = ident && ident[EI_CLASS] == ELFCLASS64;
+	size_t shnum = 0, phnum = 0, shstrndx = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+
+	if (!gelf_getehdr(e->elf, &eh) || elf_getshdrnum(e->elf, &shnum) ||
+	    elf_getphdrnum(e->elf, &phnum) || elf_getshdrstrndx(e->elf, &shstrndx))
+		goto bad;
+	if (shnum && (eh.e_shentsize != (is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr)) ||
+		      !inside(eh.e_shoff, shnum, eh.e_shentsize, e->file_size) ||
+		      shstrndx >= shnum))
+		goto bad;
+	if (phnum && (eh.e_phentsize != (is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)) ||
+		      !inside(eh.e_phoff, phnum, eh.e_phentsize, e->file_size)))
+		goto bad;
+	while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		GElf_Chdr ch;
+		Elf_Data *raw;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			goto bad;
+		if (sh.sh_type == SHT_NOBITS)
+			continue;
+		if (!inside(sh.sh_offset, 1, sh.sh_size, e->file_size))
+			goto bad;
+		if ((sh.sh_flags & SHF_COMPRESSED) &&
+		    (!gelf_getchdr(scn, &ch) || ch.ch_size / 1100 > sh.sh_size + 4096))
+			goto bad;
+		name = elf_strptr(e->elf, shstrndx, sh.sh_name);
+		if (name && !strncmp(name, ".zdebug", 7)) {
+			/* "ZLIB" and the 8-byte big-endian size */
+			raw = elf_rawdata(scn, NULL);
+			if (!raw || raw->d_size < 12 || memcmp(raw->d_buf, "ZLIB", 4) ||
+			    get_n((const unsigned char *)raw->d_buf + 4, 8, 1) / 1100 >
+				    sh.sh_size + 4096)
+				goto bad;
+		}
+	}
+	return 1;
+bad:
+	snprintf(why, whylen, "malformed ELF headers");
+	return 0;
+}
+
+int sym_elf_dwarf_sane(sym_elf *e, char *why, size_t whylen)
+{
+	return layout_ok(e, why, whylen) && lists_ok(e->elf, ".debug_rnglists", why, whylen) &&
+	       lists_ok(e->elf, ".debug_loclists", why, whylen);
 }
 
 void sym_elf_close(sym_elf *e)

@@ -190,6 +190,7 @@ void sym_file_load(sym_file *f, const sym_file_config *cfg, sym_warn_fn warn, vo
 {
 	char err[256], want[2 * STP_BUILD_ID_MAX + 1], have[2 * STP_BUILD_ID_MAX + 1];
 	const char *dwarf_path = NULL;
+	sym_elf *dwarf_elf = NULL;
 
 	if (f->loaded)
 		return;
@@ -222,10 +223,13 @@ void sym_file_load(sym_file *f, const sym_file_config *cfg, sym_warn_fn warn, vo
 			      f->path, want, have[0] ? have : "none");
 		}
 	}
-	if (f->debug_ok && f->debug.has_dwarf)
+	if (f->debug_ok && f->debug.has_dwarf) {
+		dwarf_elf = &f->debug;
 		dwarf_path = f->debug_path;
-	else if (f->main_ok && !f->mismatch && f->main.has_dwarf)
+	} else if (f->main_ok && !f->mismatch && f->main.has_dwarf) {
+		dwarf_elf = &f->main;
 		dwarf_path = f->path;
+	}
 	if ((f->main_ok && sym_symtab_add_elf(&f->syms, &f->main)) ||
 	    (f->debug_ok && sym_symtab_add_elf(&f->syms, &f->debug)) ||
 	    sym_symtab_finish(&f->syms)) {
@@ -233,11 +237,14 @@ void sym_file_load(sym_file *f, const sym_file_config *cfg, sym_warn_fn warn, vo
 		sym_symtab_free(&f->syms);
 	}
 	if (dwarf_path && !(cfg->options & STP_SYM_NO_DWARF) && sym_dwarf_available()) {
-		f->dwarf = sym_dwarf_open(dwarf_path, !(cfg->options & STP_SYM_NO_DEMANGLE), err,
-					  sizeof(err));
-		if (!f->dwarf)
-			warnf(warn, warn_arg, "%s: %s: %s; using ELF symbols only", f->path,
-			      dwarf_path, err);
+		if (sym_elf_dwarf_sane(dwarf_elf, err, sizeof(err)))
+			f->dwarf = sym_dwarf_open(dwarf_path, !(cfg->options & STP_SYM_NO_DEMANGLE),
+						  err, sizeof(err));
+		if (!f->dwarf && dwarf_path == f->path)
+			warnf(warn, warn_arg, "%s: %s; using ELF symbols only", f->path, err);
+		else if (!f->dwarf)
+			warnf(warn, warn_arg, "%s: debug file %s: %s; using ELF symbols only",
+			      f->path, dwarf_path, err);
 	}
 }
 

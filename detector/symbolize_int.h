@@ -43,11 +43,16 @@ typedef struct sym_elf {
 	const char *debuglink;  /* .gnu_debuglink file name, NULL if none */
 	int has_dwarf;          /* .debug_info with contents */
 	int has_symtab;         /* .symtab (not only .dynsym) */
+	uint64_t file_size;
 } sym_elf;
 
 /* Opens path with libelf.  On failure returns -1 with a reason in err. */
 int sym_elf_open(sym_elf *e, const char *path, char *err, size_t errlen);
 void sym_elf_close(sym_elf *e);
+/* Checks what libdwarf cannot be trusted to reject safely: header tables
+ * and sections inside the file, sane decompressed sizes, well-formed
+ * range and location list headers.  0 with a reason in why otherwise. */
+int sym_elf_dwarf_sane(sym_elf *e, char *why, size_t whylen);
 
 /* ---------------------------------------------------------------- symtab */
 

@@ -20,6 +20,12 @@
 
 static char dir[64], path[96];
 
+static void cleanup(void)
+{
+	unlink(path);
+	rmdir(dir);
+}
+
 static uint64_t load64(const uint8_t *p)
 {
 	uint64_t v;
@@ -51,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!mkdtemp(dir))
 			abort();
 		snprintf(path, sizeof(path), "%s/module.so", dir);
+		atexit(cleanup);
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size))
