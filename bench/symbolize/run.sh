@@ -63,3 +63,45 @@ run "libtorch_cpu.so, 5000 addresses" 5000 funcs "$torch"
 run "python3 (with libpython), 3000 addresses" 3000 funcs "$python"
 run "libc, 2000 addresses, ELF symbols only" 2000 text "$libc" -n
 run "libc, 2000 addresses, DWARF when libc6-dbg is installed" 2000 text "$libc"
+
+# A real process: a small PyTorch training loop under symbolize_capture.so,
+# which records the distinct return addresses of a sample of malloc stacks
+# and the module map; all of them are then symbolized as one trace would be.
+capture=$STPROF_BUILD/libsymbolize_capture.so
+if [ -r "$capture" ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  STP_CAPTURE_OUT=$work/capture LD_PRELOAD=$capture /usr/bin/python3 -c '
+import torch
+m = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for i in range(20):
+    loss = m(torch.randn(64, 256)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'
+  echo "PyTorch training loop, every distinct return address of sampled malloc stacks:"
+  for i in 1 2 3; do
+    "$bench" -m -q "$work/capture" 2>&1 | sed "s|^$work/capture|  capture|"
+  done
+  "$bench" -m "$work/capture" 2>/dev/null | python3 -c '
+import collections, re, sys
+total, named = collections.Counter(), collections.Counter()
+for line in sys.stdin:
+    last = line.rstrip("\n").split("\t")[-1]
+    m = re.match(r"^([^ ]+)\+0x[0-9a-f]+$", last)
+    if m:
+        total[m.group(1)] += 1
+        continue
+    m = re.search(r"\(([^()]*?)(:\d+)?\)$", last)
+    mod = m.group(1) if m else "?"
+    if m and m.group(2):
+        mod = "DWARF"
+    total[mod] += 1
+    named[mod] += 1
+print("  frames with a function name, by module (top 5):")
+for mod, n in total.most_common(5):
+    print("    %-28s %6d of %6d" % (mod, named[mod], n))
+'
+else
+  echo "PyTorch capture: no $capture or no torch for /usr/bin/python3, skipped"
+fi

@@ -3,9 +3,13 @@
  * what it finds (to compare with addr2line).
  *
  *   symbolize_bench [-n] [-r] [-q] [-N] MODULE [ADDRFILE]
+ *   symbolize_bench -m [-n] [-q] [-N] CAPTURE
  *
  * MODULE is registered at bias 0, so addresses are its ELF virtual
  * addresses.  ADDRFILE (default stdin) holds hex addresses, one a line.
+ * With -m, CAPTURE is what symbolize_capture.so wrote for a real process:
+ * its module map ("module BASE SIZE BIAS BUILDID|- PATH") and the return
+ * addresses of its stacks ("ip ADDR"), looked up as return addresses.
  * Every address is looked up once; the first lookup pays for opening the
  * file, then each distinct address costs its own lookup.  Prints, on
  * stderr, the wall time of the first lookup, of all of them, the CPU time
@@ -42,7 +46,7 @@ static double cpu_now(void)
 
 int main(int argc, char **argv)
 {
-	int ret = 0, quiet = 0, opt;
+	int ret = 0, quiet = 0, capture = 0, opt;
 	unsigned options = 0;
 	uint64_t *addrs = NULL;
 	size_t n = 0, cap = 0;
@@ -52,14 +56,16 @@ int main(int argc, char **argv)
 	stp_sym_stats st;
 	double t0, t1, t2, c0, c2;
 
-	while ((opt = getopt(argc, argv, "rqnN")) != -1) {
+	while ((opt = getopt(argc, argv, "mrqnN")) != -1) {
 		switch (opt) {
+		case 'm': capture = ret = 1; break;
 		case 'r': ret = 1; break;
 		case 'q': quiet = 1; break;
 		case 'n': options |= STP_SYM_NO_DWARF; break;
 		case 'N': options |= STP_SYM_NO_DEMANGLE; break;
 		default:
-			fprintf(stderr, "usage: %s [-n] [-r] [-q] [-N] MODULE [ADDRFILE]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n] [-r] [-q] [-N] MODULE [ADDRFILE]\n"
+					"       %s -m [-n] [-q] [-N] CAPTURE\n", argv[0], argv[0]);
 			return 2;
 		}
 	}
@@ -67,24 +73,55 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [-n] [-r] [-q] [-N] MODULE [ADDRFILE]\n", argv[0]);
 		return 2;
 	}
-	if (optind + 1 < argc && !(in = fopen(argv[optind + 1], "r"))) {
+	if (capture && !(in = fopen(argv[optind], "r"))) {
+		perror(argv[optind]);
+		return 1;
+	}
+	if (!capture && optind + 1 < argc && !(in = fopen(argv[optind + 1], "r"))) {
 		perror(argv[optind + 1]);
 		return 1;
 	}
+	s = stp_sym_new();
+	stp_sym_set_options(s, options);
 	while (fgets(line, sizeof(line), in)) {
+		char *p = line;
+
+		if (capture && !strncmp(line, "module ", 7)) {
+			uint64_t base, size, bias;
+			uint8_t id[STP_BUILD_ID_MAX];
+			size_t idlen = 0;
+
+			line[strcspn(line, "\n")] = 0;
+			base = strtoull(line + 7, &p, 16);
+			size = strtoull(p, &p, 16);
+			bias = strtoull(p, &p, 16);
+			while (*p == ' ')
+				p++;
+			while (idlen < sizeof(id) && sscanf(p, "%2hhx", &id[idlen]) == 1) {
+				idlen++;
+				p += 2;
+			}
+			p = strchr(p, ' ');
+			if (p && stp_sym_add_module(s, p + 1, base, size, bias, id, idlen))
+				fprintf(stderr, "cannot add %s\n", p + 1);
+			continue;
+		}
+		if (capture) {
+			if (strncmp(line, "ip ", 3))
+				continue;
+			p = line + 3;
+		}
 		if (n == cap) {
 			cap = cap ? cap * 2 : 4096;
 			addrs = realloc(addrs, cap * sizeof(*addrs));
 			if (!addrs)
 				return 1;
 		}
-		addrs[n] = strtoull(line, NULL, 16);
+		addrs[n] = strtoull(p, NULL, 16);
 		if (addrs[n])
 			n++;
 	}
-	s = stp_sym_new();
-	stp_sym_set_options(s, options);
-	if (stp_sym_add_module(s, argv[optind], 0, UINT64_MAX / 2, 0, NULL, 0)) {
+	if (!capture && stp_sym_add_module(s, argv[optind], 0, UINT64_MAX / 2, 0, NULL, 0)) {
 		fprintf(stderr, "cannot add %s\n", argv[optind]);
 		return 1;
 	}
@@ -111,10 +148,11 @@ int main(int argc, char **argv)
 	stp_sym_get_stats(s, &st);
 	fprintf(stderr,
 		"%s: %zu addresses: first lookup %.1f ms, all %.1f ms (CPU %.1f ms; %.2f "
-		"us/address after the first); %" PRIu64 " ELF symbols, DWARF %s, %u CUs parsed\n",
+		"us/address after the first); %u of %u modules read, %" PRIu64
+		" ELF symbols, %u with DWARF, %u CUs parsed\n",
 		argv[optind], n, (t1 - t0) * 1e3, (t2 - t0) * 1e3, (c2 - c0) * 1e3,
-		n > 1 ? (t2 - t1) * 1e6 / (double)(n - 1) : 0.0, st.elf_symbols,
-		st.dwarf_loaded ? "yes" : "no", st.cus_loaded);
+		n > 1 ? (t2 - t1) * 1e6 / (double)(n - 1) : 0.0, st.files_loaded, st.modules,
+		st.elf_symbols, st.dwarf_loaded, st.cus_loaded);
 	for (size_t i = 0; i < stp_sym_warning_count(s); i++)
 		fprintf(stderr, "warning: %s\n", stp_sym_warning(s, i));
 	stp_sym_free(s);

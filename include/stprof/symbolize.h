@@ -51,7 +51,8 @@ typedef struct stp_frame {
 	const char *module;       /* path of the module holding ip, NULL if none */
 	uint64_t module_offset;   /* ip - bias: the ELF virtual address (addr2line's) */
 	const char *function;     /* demangled name, NULL if unknown */
-	uint64_t function_offset; /* ip - start of the ELF symbol (SYMTAB frames) */
+	uint64_t function_offset; /* ip - start of the ELF symbol holding ip (set on
+				   * the outermost frame only; 0 if no symbol) */
 	const char *file;         /* source file as DWARF names it, NULL if unknown */
 	uint32_t line, column;    /* 0 if unknown */
 	uint32_t flags;           /* STP_FRAME_* */
@@ -94,8 +95,8 @@ int stp_sym_add_module_info(stp_symbolizer *s, const stp_reader *r, const stp_mo
  * inlined calls (STP_FRAME_INLINED) and then the function that contains
  * them.  Returns the number of frames ip has (>= 1), which may exceed max
  * (as snprintf does); out[i] for i < min(result, max) are valid.  An ip in
- * no module gives one frame with module NULL.  Returns 0 only when max < 0
- * or s is NULL.
+ * no module gives one frame with module NULL.  Returns 0 only on bad
+ * arguments (s NULL, max < 0, out NULL with max > 0).
  */
 int stp_sym_lookup(stp_symbolizer *s, uint64_t ip, int is_return_address, stp_frame *out,
 		   int max);
