@@ -6,6 +6,26 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBUNWIND REQUIRED IMPORTED_TARGET libunwind)
 pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
 pkg_check_modules(LIBDWARF IMPORTED_TARGET libdwarf)
+if(NOT LIBDWARF_FOUND)
+  # Debian 12's libdwarf-dev (20210528) ships no pkg-config file: find it by
+  # hand and give it the same target name.  Code includes <libdwarf.h>.
+  find_path(LIBDWARF_INCLUDE_DIR libdwarf.h PATH_SUFFIXES libdwarf libdwarf-0)
+  find_library(LIBDWARF_LIBRARY dwarf)
+  if(LIBDWARF_INCLUDE_DIR AND LIBDWARF_LIBRARY)
+    add_library(PkgConfig::LIBDWARF INTERFACE IMPORTED)
+    set_target_properties(PkgConfig::LIBDWARF PROPERTIES
+      INTERFACE_INCLUDE_DIRECTORIES ${LIBDWARF_INCLUDE_DIR}
+      INTERFACE_LINK_LIBRARIES ${LIBDWARF_LIBRARY})
+    set(LIBDWARF_FOUND 1)
+  endif()
+endif()
+if(LIBDWARF_FOUND)
+  set_property(TARGET PkgConfig::LIBDWARF APPEND PROPERTY
+    INTERFACE_COMPILE_DEFINITIONS STPROF_HAVE_LIBDWARF=1)
+  message(STATUS "stprof: libdwarf found (source lines in symbolization)")
+else()
+  message(STATUS "stprof: no libdwarf; symbolization gives ELF symbol names only")
+endif()
 pkg_check_modules(PROTOBUFC IMPORTED_TARGET libprotobuf-c)
 find_program(PROTOC_C protoc-c)
 find_program(PROTOC protoc)
