@@ -1,0 +1,171 @@
+/*
+ * allocsim_arena.c - storage every allocator model shares: the block arena
+ * (index 0 is the nil block), the segment table, the slot -> block map, a
+ * bump allocator for simulated addresses, and the tree checker the tests use.
+ *
+ * Invariants: freed blocks and segments are recycled through free lists, so
+ * the arena's size is bounded by the most blocks alive at once; B[0] stays
+ * all zeros.  Out of memory aborts: a model cannot go on without its blocks,
+ * and the sizes involved are bounded by the live state.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "allocsim_internal.h"
+
+static void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n);
+	if (!q) {
+		fprintf(stderr, "stprof: allocsim: out of memory (%zu bytes)\n", n);
+		abort();
+	}
+	return q;
+}
+
+uint32_t sb_new(sim_base *m)
+{
+	uint32_t i;
+	if (m->freeB) {
+		i = m->freeB;
+		m->freeB = m->B[i].next;
+	} else {
+		if (m->nB == m->capB) {
+			uint32_t cap = m->capB ? m->capB * 2 : 1024;
+			m->B = xrealloc(m->B, (size_t)cap * sizeof *m->B);
+			m->capB = cap;
+		}
+		i = m->nB++;
+	}
+	memset(&m->B[i], 0, sizeof m->B[i]);
+	m->B[i].flags = SB_LIVE;
+	return i;
+}
+
+void sb_delete(sim_base *m, uint32_t i)
+{
+	memset(&m->B[i], 0, sizeof m->B[i]);
+	m->B[i].next = m->freeB;
+	m->freeB = i;
+}
+
+uint32_t sg_new(sim_base *m)
+{
+	uint32_t s;
+	if (m->freeS) {
+		s = m->freeS;
+		m->freeS = m->S[s].next_free;
+	} else {
+		if (m->nS == m->capS) {
+			uint32_t cap = m->capS ? m->capS * 2 : 64;
+			m->S = xrealloc(m->S, (size_t)cap * sizeof *m->S);
+			m->capS = cap;
+		}
+		s = m->nS++;
+	}
+	memset(&m->S[s], 0, sizeof m->S[s]);
+	m->S[s].live = 1;
+	return s;
+}
+
+void sg_delete(sim_base *m, uint32_t s)
+{
+	memset(&m->S[s], 0, sizeof m->S[s]);
+	m->S[s].next_free = m->freeS;
+	m->freeS = s;
+}
+
+int sim_slots_reserve(sim_base *m, uint32_t slot)
+{
+	if (slot < m->nslot)
+		return 0;
+	uint32_t n = m->nslot ? m->nslot : 1024;
+	while (n <= slot)
+		n *= 2;
+	m->slot_block = xrealloc(m->slot_block, (size_t)n * sizeof *m->slot_block);
+	memset(m->slot_block + m->nslot, 0, (size_t)(n - m->nslot) * sizeof *m->slot_block);
+	m->nslot = n;
+	return 0;
+}
+
+/* Addresses only break ties between equal-size blocks; they grow
+ * monotonically (a real cudaMalloc may reuse freed ranges). */
+uint64_t sim_va_alloc(sim_base *m, uint64_t size, uint64_t align)
+{
+	uint64_t a = (m->next_va + align - 1) & ~(align - 1);
+	m->next_va = a + size;
+	return a;
+}
+
+void sim_base_init(sim_base *m, const sim_ops *ops, const allocsim_config *c)
+{
+	memset(m, 0, sizeof *m);
+	m->ops = ops;
+	m->cfg = *c;
+	m->next_va = 0x7f0000000000ull;
+	m->nS = 1; /* segment 0 = none */
+	m->capS = 64;
+	m->S = xrealloc(NULL, m->capS * sizeof *m->S);
+	memset(m->S, 0, sizeof *m->S);
+	m->nB = 1; /* block 0 = nil */
+	m->capB = 1024;
+	m->B = xrealloc(NULL, m->capB * sizeof *m->B);
+	memset(m->B, 0, sizeof *m->B);
+}
+
+void sim_base_release(sim_base *m)
+{
+	free(m->B);
+	free(m->S);
+	free(m->slot_block);
+	free(m->site_splits);
+}
+
+void sim_note_split(sim_base *m, uint32_t stack)
+{
+	m->splits++;
+	if (!m->count_sites || !stack)
+		return;
+	if (stack >= m->nsite_splits) {
+		uint32_t n = m->nsite_splits ? m->nsite_splits : 256;
+		while (n <= stack)
+			n *= 2;
+		m->site_splits = xrealloc(m->site_splits, (size_t)n * sizeof *m->site_splits);
+		memset(m->site_splits + m->nsite_splits, 0, (size_t)(n - m->nsite_splits) * sizeof *m->site_splits);
+		m->nsite_splits = n;
+	}
+	m->site_splits[stack]++;
+}
+
+static long verify_rec(const sim_block *B, uint32_t x, uint32_t parent, int *ok, const sim_block **prev)
+{
+	if (!x)
+		return 0;
+	if (B[x].parent != parent)
+		*ok = 0;
+	long hl = verify_rec(B, B[x].left, x, ok, prev);
+	if (*prev && !st_less(*prev, B[x].k1, B[x].k2))
+		*ok = 0;
+	*prev = &B[x];
+	long hr = verify_rec(B, B[x].right, x, ok, prev);
+	long h = 1 + (hl > hr ? hl : hr);
+	if (h != B[x].height || hl - hr > 1 || hr - hl > 1)
+		*ok = 0;
+	return h;
+}
+
+static long count_rec(const sim_block *B, uint32_t x)
+{
+	return x ? 1 + count_rec(B, B[x].left) + count_rec(B, B[x].right) : 0;
+}
+
+long st_verify(const sim_block *B, const sim_tree *t)
+{
+	int ok = 1;
+	const sim_block *prev = NULL;
+	verify_rec(B, t->root, 0, &ok, &prev);
+	long n = count_rec(B, t->root);
+	if (!ok || n != (long)t->count || B[0].height || B[0].left || B[0].right || B[0].parent)
+		return -1;
+	return n;
+}

@@ -1,0 +1,279 @@
+/*
+ * sim_bfc.c - a model of the BFC ("best-fit with coalescing") allocator of
+ * XLA/TSL and TensorFlow (xla/tsl/framework/bfc_allocator.cc), what JAX and
+ * TensorFlow use on GPUs.
+ *
+ * Requests are rounded up to 256 B.  Free chunks sit in 21 bins by size
+ * (bin b: [256*2^b, 256*2^(b+1)), the last unbounded), each ordered by
+ * (size, address); the search walks the bins upwards from the request's and
+ * takes the first chunk that fits.  Because the bins partition the sizes in
+ * order, that is the smallest fitting chunk, lowest address among equals,
+ * which is what one set ordered by (size, address) gives: we keep one set
+ * and compute bins only for reports.  A chunk is split when it is at least
+ * twice the request or the leftover reaches max_internal_fragmentation
+ * (128 MiB, or fragmentation_fraction * limit); the request takes the low
+ * part.  A freed chunk merges with its next, then its previous neighbour.
+ * When nothing fits, Extend adds a region: the region size doubles until it
+ * covers the request (and doubles once more after a growth that did not need
+ * it), capped by what the memory limit leaves; the first region is 2 MiB
+ * with allow_growth, the whole limit otherwise.  Regions do not coalesce
+ * (GPU sub-allocators do not support it).  With garbage_collection, wholly
+ * free regions are returned before giving up.
+ *
+ * Invariants: reserved = pool_bytes = sum of region sizes; allocated =
+ * bytes_in_use = sum of in-use chunk sizes; no two free chunks are adjacent.
+ */
+#include <string.h>
+
+#include "allocsim_internal.h"
+
+#define BFC_MIN 256ull
+#define BFC_BINS 21
+
+typedef struct bfc_model {
+	sim_base b;
+	sim_tree free;         /* free chunks: (size, address) */
+	uint64_t limit;        /* memory_limit_ */
+	uint64_t curr_region;  /* curr_region_allocation_bytes_ */
+	uint64_t max_internal_frag;
+	uint32_t *scratch;
+	size_t capscratch;
+} bfc_model;
+
+unsigned sim_bfc_bin(uint64_t size)
+{
+	uint64_t v = (size < BFC_MIN ? BFC_MIN : size) >> 8;
+	unsigned b = 63u - (unsigned)__builtin_clzll(v);
+	return b < BFC_BINS - 1 ? b : BFC_BINS - 1;
+}
+
+static uint64_t rounded_bytes(uint64_t n)
+{
+	return (n + BFC_MIN - 1) / BFC_MIN * BFC_MIN;
+}
+
+static void free_insert(bfc_model *m, uint32_t i)
+{
+	sim_block *B = m->b.B;
+	B[i].k1 = B[i].size;
+	B[i].k2 = B[i].addr;
+	st_insert(B, &m->free, i);
+}
+
+/* Extend: add a region big enough for `rounded`, within the limit and the
+ * device capacity.  force: ignore both (the request would OOM). */
+static int extend(bfc_model *m, uint64_t rounded, uint32_t stack, int force)
+{
+	uint64_t available = m->limit > m->b.reserved ? m->limit - m->b.reserved : 0;
+	available = available / BFC_MIN * BFC_MIN;
+	if (force)
+		available = UINT64_MAX / 4;
+	if (rounded > available)
+		return 0;
+	int increased = 0;
+	while (rounded > m->curr_region) {
+		m->curr_region *= 2;
+		increased = 1;
+	}
+	uint64_t bytes = m->curr_region < available ? m->curr_region : available;
+	/* the device gives less than asked: back off by 0.9 like Extend does
+	 * when the sub-allocator fails */
+	uint64_t cap = m->b.cfg.capacity;
+	if (cap && !force) {
+		uint64_t dev = cap > m->b.reserved ? cap - m->b.reserved : 0;
+		while (bytes > dev) {
+			uint64_t back = rounded_bytes((uint64_t)((double)bytes * 0.9));
+			if (back >= bytes)
+				back = bytes - BFC_MIN;
+			bytes = back;
+			if (bytes < rounded)
+				return 0;
+		}
+	}
+	if (!increased)
+		m->curr_region *= 2;
+	uint32_t s = sg_new(&m->b);
+	sim_seg *sg = &m->b.S[s];
+	sg->addr = sim_va_alloc(&m->b, bytes, 2ull << 20);
+	sg->size = bytes;
+	sg->stack = stack;
+	uint32_t i = sb_new(&m->b);
+	sim_block *B = m->b.B;
+	B[i].addr = sg->addr;
+	B[i].size = bytes;
+	B[i].seg = s;
+	B[i].flags = SB_LIVE | SB_MAPPED;
+	free_insert(m, i);
+	m->b.reserved += bytes;
+	m->b.segment_allocs++;
+	if (bytes > m->b.largest_segment)
+		m->b.largest_segment = bytes;
+	return 1;
+}
+
+/* DeallocateFreeRegions: return every wholly free region if that could
+ * make room for the request. */
+static int deallocate_free_regions(bfc_model *m, uint64_t rounded)
+{
+	if (!m->b.cfg.bfc_garbage_collection)
+		return 0;
+	size_t n = 0;
+	uint64_t total = 0;
+	for (uint32_t it = st_first(m->b.B, &m->free); it; it = st_next(m->b.B, it))
+		if (!m->b.B[it].prev && !m->b.B[it].next) {
+			if (n == m->capscratch) {
+				size_t cap = m->capscratch ? m->capscratch * 2 : 64;
+				uint32_t *sc = realloc(m->scratch, cap * sizeof *sc);
+				if (!sc)
+					abort();
+				m->scratch = sc;
+				m->capscratch = cap;
+			}
+			m->scratch[n++] = it;
+			total += m->b.B[it].size;
+		}
+	if (!total)
+		return 0;
+	uint64_t available = (m->limit > m->b.reserved ? m->limit - m->b.reserved : 0) + total;
+	if (rounded > available)
+		return 0;
+	for (size_t k = 0; k < n; k++) {
+		uint32_t i = m->scratch[k];
+		st_erase(m->b.B, &m->free, i);
+		m->b.reserved -= m->b.B[i].size;
+		m->b.segment_frees++;
+		sg_delete(&m->b, m->b.B[i].seg);
+		sb_delete(&m->b, i);
+	}
+	return 1;
+}
+
+static uint32_t find_chunk(bfc_model *m, uint64_t rounded)
+{
+	uint32_t it = st_lower_bound(m->b.B, &m->free, rounded, 0);
+	if (it)
+		st_erase(m->b.B, &m->free, it);
+	return it;
+}
+
+static int bfc_alloc(sim_base *base, uint32_t slot, uint64_t size, uint16_t stream, uint32_t stack, uint64_t *addr)
+{
+	bfc_model *m = (bfc_model *)base;
+	(void)stream; /* BFC is stream-agnostic */
+	uint64_t rounded = rounded_bytes(size ? size : 1);
+	int oom = 0;
+	uint32_t i = find_chunk(m, rounded);
+	if (!i && extend(m, rounded, stack, 0))
+		i = find_chunk(m, rounded);
+	if (!i && deallocate_free_regions(m, rounded) && extend(m, rounded, stack, 0))
+		i = find_chunk(m, rounded);
+	if (!i) {
+		oom = 1;
+		base->ooms++;
+		extend(m, rounded, stack, 1);
+		i = find_chunk(m, rounded);
+	}
+	sim_block *B = base->B;
+	if (B[i].size >= rounded * 2 || B[i].size - rounded >= m->max_internal_frag) {
+		uint32_t r = sb_new(base);
+		B = base->B;
+		B[r].addr = B[i].addr + rounded;
+		B[r].size = B[i].size - rounded;
+		B[r].seg = B[i].seg;
+		B[r].flags = SB_LIVE | SB_MAPPED;
+		B[r].split_stack = stack;
+		B[r].prev = i;
+		B[r].next = B[i].next;
+		if (B[r].next)
+			B[B[r].next].prev = r;
+		B[i].next = r;
+		B[i].size = rounded;
+		free_insert(m, r);
+		sim_note_split(base, stack);
+	}
+	B[i].flags |= SB_ALLOCATED;
+	B[i].stack = stack;
+	B[i].split_stack = 0;
+	base->allocated += B[i].size;
+	base->slot_block[slot] = i;
+	if (addr)
+		*addr = B[i].addr;
+	return oom;
+}
+
+/* MergeChunks(h1, h2): h2 (the next one) goes into h1. */
+static void merge_into(bfc_model *m, uint32_t h1, uint32_t h2)
+{
+	sim_block *B = m->b.B;
+	B[h1].next = B[h2].next;
+	if (B[h1].next)
+		B[B[h1].next].prev = h1;
+	B[h1].size += B[h2].size;
+	if (!B[h1].split_stack)
+		B[h1].split_stack = B[h2].split_stack;
+	sb_delete(&m->b, h2);
+	m->b.merges++;
+}
+
+static void bfc_free(sim_base *base, uint32_t slot)
+{
+	bfc_model *m = (bfc_model *)base;
+	uint32_t i = base->slot_block[slot];
+	base->slot_block[slot] = 0;
+	sim_block *B = base->B;
+	base->allocated -= B[i].size;
+	B[i].flags &= (uint8_t)~SB_ALLOCATED;
+	B[i].stack = 0;
+	B[i].split_stack = 0;
+	uint32_t n = B[i].next;
+	if (n && !(B[n].flags & SB_ALLOCATED)) {
+		st_erase(B, &m->free, n);
+		merge_into(m, i, n);
+	}
+	uint32_t p = B[i].prev;
+	if (p && !(B[p].flags & SB_ALLOCATED)) {
+		st_erase(B, &m->free, p);
+		merge_into(m, p, i);
+		i = p;
+	}
+	free_insert(m, i);
+}
+
+static void bfc_empty_cache(sim_base *base)
+{
+	/* BFC has no empty_cache; with garbage collection it returns wholly
+	 * free regions, which is the closest thing */
+	bfc_model *m = (bfc_model *)base;
+	int gc = base->cfg.bfc_garbage_collection;
+	base->cfg.bfc_garbage_collection = 1;
+	deallocate_free_regions(m, 0);
+	base->cfg.bfc_garbage_collection = gc;
+}
+
+static void bfc_destroy(sim_base *base)
+{
+	bfc_model *m = (bfc_model *)base;
+	free(m->scratch);
+	sim_base_release(base);
+	free(m);
+}
+
+static const sim_ops bfc_ops = {bfc_alloc, bfc_free, bfc_empty_cache, bfc_destroy};
+
+sim_base *sim_bfc_new(const allocsim_config *c)
+{
+	bfc_model *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	sim_base_init(&m->b, &bfc_ops, c);
+	uint64_t limit = c->bfc_memory_limit ? c->bfc_memory_limit : c->capacity;
+	if (!limit)
+		limit = 1ull << 50; /* growing without a limit */
+	m->limit = limit;
+	uint64_t first = c->bfc_allow_growth ? (limit < (2ull << 20) ? limit : (2ull << 20)) : limit;
+	m->curr_region = rounded_bytes(first);
+	m->max_internal_frag = c->bfc_fragmentation_fraction > 0
+	                           ? (uint64_t)(c->bfc_fragmentation_fraction * (double)limit)
+	                           : c->bfc_max_internal_fragmentation;
+	return &m->b;
+}
