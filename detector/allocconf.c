@@ -87,7 +87,7 @@ static int lex(lexer *L, tok *t)
 	return 1;
 }
 
-static int fail(lexer *L, size_t off, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(lexer *L, size_t off, const char *fmt, ...)
 {
 	char msg[200];
 	va_list ap;
@@ -385,7 +385,7 @@ int allocsim_config_parse(allocsim_config *c, const char *text, char *err, size_
 					return -1;
 				if (!(d >= 0 && d <= 1))
 					return fail(&L, v.off, "fragmentation_fraction must be in [0, 1], found '%s'", tshow(&v));
-				c->bfc_fragmentation_fraction = d;
+				c->bfc_fragmentation_fraction = d > 0 ? d : 0; /* no -0.0 */
 			} else if (key_is(&k, "raw_alignment")) {
 				if (to_u64(&L, &v, &u))
 					return -1;
@@ -444,7 +444,7 @@ typedef struct sbuf {
 	size_t len, n;
 } sbuf;
 
-static void add(sbuf *s, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void add(sbuf *s, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -498,7 +498,9 @@ char *allocsim_config_format(const allocsim_config *c, char *buf, size_t len)
 		else
 			add(&s, "capacity_mb:%llu", (unsigned long long)(c->capacity / ALLOCSIM_MIB));
 	}
-	if (c->model == ALLOCSIM_PYTORCH) {
+	/* every setting that differs from the defaults, whatever the model,
+	 * so the string parses back to the same config */
+	{
 		if (c->expandable_segments) {
 			sep(&s);
 			add(&s, "expandable_segments:True");
@@ -522,9 +524,10 @@ char *allocsim_config_format(const allocsim_config *c, char *buf, size_t len)
 		}
 		if (c->garbage_collection_threshold > 0) {
 			sep(&s);
-			add(&s, "garbage_collection_threshold:%g", c->garbage_collection_threshold);
+			add(&s, "garbage_collection_threshold:%.17g", c->garbage_collection_threshold);
 		}
-	} else if (c->model == ALLOCSIM_BFC) {
+	}
+	{
 		if (!c->bfc_allow_growth) {
 			sep(&s);
 			add(&s, "allow_growth:False");
@@ -540,13 +543,14 @@ char *allocsim_config_format(const allocsim_config *c, char *buf, size_t len)
 		}
 		if (c->bfc_fragmentation_fraction > 0) {
 			sep(&s);
-			add(&s, "fragmentation_fraction:%g", c->bfc_fragmentation_fraction);
+			add(&s, "fragmentation_fraction:%.17g", c->bfc_fragmentation_fraction);
 		}
 		if (c->bfc_garbage_collection) {
 			sep(&s);
 			add(&s, "garbage_collection:True");
 		}
-	} else if (c->raw_alignment != d.raw_alignment) {
+	}
+	if (c->raw_alignment != d.raw_alignment) {
 		sep(&s);
 		add(&s, "raw_alignment:%llu", (unsigned long long)c->raw_alignment);
 	}

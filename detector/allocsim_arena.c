@@ -169,3 +169,86 @@ long st_verify(const sim_block *B, const sim_tree *t)
 		return -1;
 	return n;
 }
+
+#define BAD(...)                                \
+	do {                                    \
+		if (why && len)                 \
+			snprintf(why, len, __VA_ARGS__); \
+		return -1;                      \
+	} while (0)
+
+int sim_check_arena(sim_base *m, void (*key_fn)(const sim_block *b, uint64_t *k1, uint64_t *k2),
+                    const sim_tree *const *sets, size_t nsets, long expect_in_sets, char *why, size_t len)
+{
+	const sim_block *B = m->B;
+	long in_sets = 0;
+	for (size_t k = 0; k < nsets; k++) {
+		long n = st_verify(B, sets[k]);
+		if (n < 0)
+			BAD("set %zu is not a valid AVL tree", k);
+		in_sets += n;
+	}
+	if (in_sets != expect_in_sets)
+		BAD("sets hold %ld blocks, expected %ld", in_sets, expect_in_sets);
+	uint64_t allocated = 0, reserved = 0;
+	for (uint32_t i = 1; i < m->nB; i++) {
+		const sim_block *b = &B[i];
+		if (!(b->flags & SB_LIVE))
+			continue;
+		if (!b->seg || b->seg >= m->nS || !m->S[b->seg].live)
+			BAD("block %u in a dead segment", i);
+		if (b->next && (B[b->next].prev != i || B[b->next].addr != b->addr + b->size || B[b->next].seg != b->seg))
+			BAD("block %u: bad next link", i);
+		if (b->prev && (B[b->prev].next != i || B[b->prev].addr + B[b->prev].size != b->addr))
+			BAD("block %u: bad prev link", i);
+		if (!b->size)
+			BAD("block %u: empty", i);
+		if (b->flags & SB_ALLOCATED) {
+			if (b->height)
+				BAD("allocated block %u is in a set", i);
+			allocated += b->size;
+			reserved += b->size;
+			continue;
+		}
+		if (!b->height)
+			BAD("free block %u is in no set", i);
+		uint64_t k1, k2;
+		if (b->flags & SB_MAPPED) {
+			key_fn(b, &k1, &k2);
+			reserved += b->size;
+		} else {
+			k1 = b->stream;
+			k2 = b->addr;
+		}
+		if (b->k1 != k1 || b->k2 != k2)
+			BAD("block %u: stale key", i);
+		if (b->next && !(B[b->next].flags & SB_ALLOCATED) && !((B[b->next].flags ^ b->flags) & SB_MAPPED))
+			BAD("blocks %u and %u: free neighbours not merged", i, b->next);
+	}
+	if (allocated != m->allocated)
+		BAD("allocated %llu, blocks say %llu", (unsigned long long)m->allocated, (unsigned long long)allocated);
+	/* whole segments: a head block must start the segment, the blocks
+	 * must cover it */
+	for (uint32_t s = 1; s < m->nS; s++) {
+		const sim_seg *g = &m->S[s];
+		if (!g->live || g->expandable)
+			continue;
+		uint64_t cover = 0;
+		int heads = 0;
+		for (uint32_t i = 1; i < m->nB; i++)
+			if ((B[i].flags & SB_LIVE) && B[i].seg == s) {
+				cover += B[i].size;
+				if (!B[i].prev) {
+					heads++;
+					if (B[i].addr != g->addr)
+						BAD("segment %u: head block at the wrong address", s);
+				}
+			}
+		if (heads != 1 || cover != g->size)
+			BAD("segment %u: blocks cover %llu of %llu (%d heads)", s, (unsigned long long)cover,
+			    (unsigned long long)g->size, heads);
+	}
+	if (reserved != m->reserved)
+		BAD("reserved %llu, blocks say %llu", (unsigned long long)m->reserved, (unsigned long long)reserved);
+	return 0;
+}

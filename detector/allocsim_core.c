@@ -366,6 +366,16 @@ int allocsim_model_snapshot(allocsim_model *am, allocsim_snapshot *s)
 	return rc;
 }
 
+sim_base *sim_model_base(allocsim_model *am)
+{
+	return am->m;
+}
+
+int sim_model_check(allocsim_model *am, char *why, size_t len)
+{
+	return am->m->ops->check(am->m, why, len);
+}
+
 void allocsim_model_destroy(allocsim_model *am)
 {
 	if (!am)

@@ -283,6 +283,8 @@ typedef struct sim_ops {
 	void (*free)(sim_base *m, uint32_t slot);
 	void (*empty_cache)(sim_base *m);
 	void (*destroy)(sim_base *m);
+	/* full consistency check (tests): 0 or -1 with a reason in why */
+	int (*check)(sim_base *m, char *why, size_t len);
 } sim_ops;
 
 struct sim_base {
@@ -332,6 +334,16 @@ uint64_t sim_pt_allocation_size(const allocsim_config *c, uint64_t size);
 uint32_t sim_pt_divisions(const allocsim_config *c, uint64_t size);
 /* BFC bin of a chunk size. */
 unsigned sim_bfc_bin(uint64_t size);
+
+/* Checks what every arena model keeps: links, tiling of segments, no two
+ * free (or unmapped) neighbours, sets hold exactly the free blocks with
+ * the right keys, allocated and reserved add up (allocsim_arena.c). key_fn
+ * gives a free block's expected (k1, k2); unmapped blocks use (stream, addr). */
+int sim_check_arena(sim_base *m, void (*key_fn)(const sim_block *b, uint64_t *k1, uint64_t *k2),
+                    const sim_tree *const *sets, size_t nsets, long expect_in_sets, char *why, size_t len);
+/* Test hook: the check of the model behind an allocsim_model. */
+int sim_model_check(allocsim_model *am, char *why, size_t len);
+sim_base *sim_model_base(allocsim_model *am);
 
 /* The generic snapshot of a model's blocks and segments (allocsim_explain.c). */
 int sim_snapshot(sim_base *m, allocsim_snapshot *s);

@@ -258,7 +258,30 @@ static void bfc_destroy(sim_base *base)
 	free(m);
 }
 
-static const sim_ops bfc_ops = {bfc_alloc, bfc_free, bfc_empty_cache, bfc_destroy};
+static void bfc_key(const sim_block *b, uint64_t *k1, uint64_t *k2)
+{
+	*k1 = b->size;
+	*k2 = b->addr;
+}
+
+static int bfc_check(sim_base *base, char *why, size_t len)
+{
+	bfc_model *m = (bfc_model *)base;
+	const sim_tree *sets[1] = {&m->free};
+	long free_blocks = 0;
+	for (uint32_t i = 1; i < base->nB; i++) {
+		const sim_block *b = &base->B[i];
+		if ((b->flags & SB_LIVE) && !(b->flags & SB_ALLOCATED))
+			free_blocks++;
+		if ((b->flags & SB_LIVE) && (b->size % BFC_MIN)) {
+			snprintf(why, len, "chunk %u size not a multiple of 256", i);
+			return -1;
+		}
+	}
+	return sim_check_arena(base, bfc_key, sets, 1, free_blocks, why, len);
+}
+
+static const sim_ops bfc_ops = {bfc_alloc, bfc_free, bfc_empty_cache, bfc_destroy, bfc_check};
 
 sim_base *sim_bfc_new(const allocsim_config *c)
 {

@@ -636,7 +636,42 @@ static void pt_destroy(sim_base *base)
 	free(m);
 }
 
-static const sim_ops pt_ops = {pt_alloc, pt_free, pt_empty_cache, pt_destroy};
+static void pt_key(const sim_block *b, uint64_t *k1, uint64_t *k2)
+{
+	*k1 = fkey(b->stream, b->size);
+	*k2 = b->addr;
+}
+
+static int pt_check(sim_base *base, char *why, size_t len)
+{
+	pt_model *m = (pt_model *)base;
+	const sim_tree *sets[4] = {&m->pools[0].blocks, &m->pools[0].unmapped, &m->pools[1].blocks,
+	                           &m->pools[1].unmapped};
+	long free_blocks = 0;
+	for (uint32_t i = 1; i < base->nB; i++) {
+		const sim_block *b = &base->B[i];
+		if (!(b->flags & SB_LIVE) || (b->flags & SB_ALLOCATED))
+			continue;
+		free_blocks++;
+		const pt_pool *p = &m->pools[(b->flags & SB_SMALL) ? 1 : 0];
+		/* the block must be reachable in its own pool's set */
+		const sim_tree *t = (b->flags & SB_MAPPED) ? &p->blocks : &p->unmapped;
+		uint32_t x = t->root;
+		while (x && x != i)
+			x = st_less(&base->B[x], b->k1, b->k2) ? base->B[x].right : base->B[x].left;
+		if (x != i) {
+			snprintf(why, len, "free block %u not found in its pool's set", i);
+			return -1;
+		}
+		if (b->size % 512) {
+			snprintf(why, len, "block %u size not a multiple of 512", i);
+			return -1;
+		}
+	}
+	return sim_check_arena(base, pt_key, sets, 4, free_blocks, why, len);
+}
+
+static const sim_ops pt_ops = {pt_alloc, pt_free, pt_empty_cache, pt_destroy, pt_check};
 
 sim_base *sim_pytorch_new(const allocsim_config *c)
 {

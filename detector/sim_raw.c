@@ -69,7 +69,16 @@ static void raw_destroy(sim_base *base)
 	free(m);
 }
 
-static const sim_ops raw_ops = {raw_alloc, raw_free, raw_empty_cache, raw_destroy};
+static int raw_check(sim_base *base, char *why, size_t len)
+{
+	if (base->allocated != base->reserved) {
+		snprintf(why, len, "raw: allocated != reserved");
+		return -1;
+	}
+	return 0;
+}
+
+static const sim_ops raw_ops = {raw_alloc, raw_free, raw_empty_cache, raw_destroy, raw_check};
 
 sim_base *sim_raw_new(const allocsim_config *c)
 {

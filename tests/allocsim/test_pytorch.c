@@ -200,6 +200,14 @@ static void test_best_fit(void)
 	CHECK_EQ_U(cur_reserved(), 40 * MiB);
 	F(3);
 	CHECK_EQ_U(AS(4, 4 * MiB, 1), x);
+	/* the same with the free block's stream sorting after the request's:
+	 * lower_bound lands on the other stream's block, which must be refused */
+	M(NULL);
+	AS(1, 1000, 7); /* stream 7 seen first */
+	AS(2, 4 * MiB, 9);
+	CHECK_EQ_U(cur_reserved(), 22 * MiB);
+	AS(3, 4 * MiB, 7);
+	CHECK_EQ_U(cur_reserved(), 42 * MiB);
 
 	/* by size: the smallest block that fits, whatever its address */
 	M(NULL);
