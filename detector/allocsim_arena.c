@@ -118,7 +118,35 @@ void sim_base_release(sim_base *m)
 	free(m->B);
 	free(m->S);
 	free(m->slot_block);
-	free(m->site_splits);
+	free(m->site_keys);
+	free(m->site_counts);
+}
+
+static int sites_grow(sim_base *m)
+{
+	uint32_t omask = m->site_mask, nmask = omask ? omask * 2 + 1 : 255;
+	uint32_t *nk = calloc((size_t)nmask + 1, sizeof *nk);
+	uint64_t *nc = calloc((size_t)nmask + 1, sizeof *nc);
+	if (!nk || !nc) {
+		free(nk);
+		free(nc);
+		return -1;
+	}
+	for (uint32_t i = 0; m->site_keys && i <= omask; i++) {
+		if (!m->site_keys[i])
+			continue;
+		uint32_t h = (m->site_keys[i] * 2654435761u) & nmask;
+		while (nk[h])
+			h = (h + 1) & nmask;
+		nk[h] = m->site_keys[i];
+		nc[h] = m->site_counts[i];
+	}
+	free(m->site_keys);
+	free(m->site_counts);
+	m->site_keys = nk;
+	m->site_counts = nc;
+	m->site_mask = nmask;
+	return 0;
 }
 
 void sim_note_split(sim_base *m, uint32_t stack)
@@ -126,15 +154,30 @@ void sim_note_split(sim_base *m, uint32_t stack)
 	m->splits++;
 	if (!m->count_sites || !stack)
 		return;
-	if (stack >= m->nsite_splits) {
-		uint32_t n = m->nsite_splits ? m->nsite_splits : 256;
-		while (n <= stack)
-			n *= 2;
-		m->site_splits = xrealloc(m->site_splits, (size_t)n * sizeof *m->site_splits);
-		memset(m->site_splits + m->nsite_splits, 0, (size_t)(n - m->nsite_splits) * sizeof *m->site_splits);
-		m->nsite_splits = n;
+	if ((m->nsites + 1) * 4 > (m->site_mask + 1) * 3 || !m->site_keys)
+		if (sites_grow(m))
+			return;
+	uint32_t h = (stack * 2654435761u) & m->site_mask;
+	while (m->site_keys[h] && m->site_keys[h] != stack)
+		h = (h + 1) & m->site_mask;
+	if (!m->site_keys[h]) {
+		m->site_keys[h] = stack;
+		m->nsites++;
 	}
-	m->site_splits[stack]++;
+	m->site_counts[h]++;
+}
+
+uint64_t sim_site_splits(const sim_base *m, uint32_t stack)
+{
+	if (!m->site_keys || !stack)
+		return 0;
+	uint32_t h = (stack * 2654435761u) & m->site_mask;
+	while (m->site_keys[h]) {
+		if (m->site_keys[h] == stack)
+			return m->site_counts[h];
+		h = (h + 1) & m->site_mask;
+	}
+	return 0;
 }
 
 static long verify_rec(const sim_block *B, uint32_t x, uint32_t parent, int *ok, const sim_block **prev)
@@ -143,11 +186,11 @@ static long verify_rec(const sim_block *B, uint32_t x, uint32_t parent, int *ok,
 		return 0;
 	if (B[x].parent != parent)
 		*ok = 0;
-	long hl = verify_rec(B, B[x].left, x, ok, prev);
+	long hl = verify_rec(B, B[x].c[0], x, ok, prev);
 	if (*prev && !st_less(*prev, B[x].k1, B[x].k2))
 		*ok = 0;
 	*prev = &B[x];
-	long hr = verify_rec(B, B[x].right, x, ok, prev);
+	long hr = verify_rec(B, B[x].c[1], x, ok, prev);
 	long h = 1 + (hl > hr ? hl : hr);
 	if (h != B[x].height || hl - hr > 1 || hr - hl > 1)
 		*ok = 0;
@@ -156,7 +199,7 @@ static long verify_rec(const sim_block *B, uint32_t x, uint32_t parent, int *ok,
 
 static long count_rec(const sim_block *B, uint32_t x)
 {
-	return x ? 1 + count_rec(B, B[x].left) + count_rec(B, B[x].right) : 0;
+	return x ? 1 + count_rec(B, B[x].c[0]) + count_rec(B, B[x].c[1]) : 0;
 }
 
 long st_verify(const sim_block *B, const sim_tree *t)
@@ -165,7 +208,7 @@ long st_verify(const sim_block *B, const sim_tree *t)
 	const sim_block *prev = NULL;
 	verify_rec(B, t->root, 0, &ok, &prev);
 	long n = count_rec(B, t->root);
-	if (!ok || n != (long)t->count || B[0].height || B[0].left || B[0].right || B[0].parent)
+	if (!ok || n != (long)t->count || B[0].height || B[0].c[0] || B[0].c[1] || B[0].parent)
 		return -1;
 	return n;
 }

@@ -188,8 +188,25 @@ void allocsim_result_clear(allocsim_result *r)
 
 /* ---------------------------------------------------------------- replay */
 
-int sim_replay(sim_base *m, const allocsim_events *e, size_t stop, const allocsim_run_opts *o,
-               allocsim_result *r)
+/* Fills the moment fields of a snapshot from event k of the log. */
+static void snap_moment(allocsim_snapshot *s, const allocsim_events *e, size_t k)
+{
+	const sim_ev *v = &e->ev[k];
+	s->time = v->time;
+	s->event = k;
+	s->request_size = 0;
+	s->request_stack = 0;
+	if (!(v->slot & SIM_EV_FREE)) {
+		s->request_size = v->size_stream & SIM_SIZE_MASK;
+		s->request_stack = v->stack;
+	}
+	for (size_t i = 0; i < s->nsegments; i++)
+		if (s->segments[i].stream < e->streams.n)
+			s->segments[i].stream = e->streams.handles[s->segments[i].stream];
+}
+
+int sim_replay_snap(sim_base *m, const allocsim_events *e, size_t stop, const allocsim_run_opts *o,
+                    allocsim_result *r, allocsim_snapshot *snap, int *snap_ok)
 {
 	sim_track t;
 	track_init(&t, o ? o->max_samples : 0);
@@ -197,6 +214,14 @@ int sim_replay(sim_base *m, const allocsim_events *e, size_t stop, const allocsi
 	sim_slots_reserve(m, e->ids.nslots ? e->ids.nslots : 1);
 	size_t n = stop < e->n ? stop : e->n;
 	const sim_ev *ev = e->ev;
+	/* snapshots at new peaks of reserved, at most one per nB events so
+	 * their cost (O(blocks)) stays amortized over the replay */
+	size_t last_snap = 0;
+	int have_snap = 0;
+	if (snap) {
+		memset(snap, 0, sizeof *snap);
+		m->count_sites = 1;
+	}
 	for (size_t k = 0; k < n; k++) {
 		const sim_ev *v = &ev[k];
 		uint64_t size = v->size_stream & SIM_SIZE_MASK;
@@ -212,12 +237,25 @@ int sim_replay(sim_base *m, const allocsim_events *e, size_t stop, const allocsi
 				t.peak_req = t.live_req;
 			t.allocs++;
 		}
+		uint64_t old_pr = t.pr;
 		track(&t, m, v->time, k);
+		if (snap && t.pr != old_pr && (!have_snap || k - last_snap >= m->nB)) {
+			allocsim_snapshot_clear(snap);
+			if (sim_snapshot(m, snap) == 0) {
+				snap_moment(snap, e, k);
+				have_snap = 1;
+				last_snap = k;
+			} else {
+				have_snap = 0;
+			}
+		}
 		if (abort_above && m->reserved > abort_above) {
 			t.aborted = 1;
 			break;
 		}
 	}
+	if (snap_ok)
+		*snap_ok = have_snap && snap->event == t.pr_event && t.pr;
 	if (r) {
 		track_result(&t, m, r, 0);
 		r->unmatched_frees = e->unmatched_frees;
@@ -225,6 +263,28 @@ int sim_replay(sim_base *m, const allocsim_events *e, size_t stop, const allocsi
 	}
 	free(t.s);
 	return 0;
+}
+
+int sim_replay(sim_base *m, const allocsim_events *e, size_t stop, const allocsim_run_opts *o,
+               allocsim_result *r)
+{
+	return sim_replay_snap(m, e, stop, o, r, NULL, NULL);
+}
+
+int allocsim_run_explained(const allocsim_events *e, const allocsim_config *c, const allocsim_run_opts *o,
+                           allocsim_result *r, allocsim_snapshot *worst, char *err, size_t errlen)
+{
+	sim_base *m = sim_new(c, err, errlen);
+	if (!m)
+		return -1;
+	int ok = 0;
+	sim_replay_snap(m, e, SIZE_MAX, o, r, worst, &ok);
+	m->ops->destroy(m);
+	if (ok)
+		return 0;
+	/* the snapshot at the final peak was skipped to bound the cost: replay */
+	allocsim_snapshot_clear(worst);
+	return allocsim_explain(e, c, r->peak_reserved_event, worst, err, errlen);
 }
 
 int allocsim_run(const allocsim_events *e, const allocsim_config *c, const allocsim_run_opts *o,
@@ -250,18 +310,8 @@ int allocsim_explain(const allocsim_events *e, const allocsim_config *c, uint64_
 	allocsim_run_opts o = {.max_samples = 2};
 	sim_replay(m, e, stop, &o, NULL);
 	int rc = sim_snapshot(m, s);
-	if (stop) {
-		const sim_ev *v = &e->ev[stop - 1];
-		s->time = v->time;
-		s->event = stop - 1;
-		if (!(v->slot & SIM_EV_FREE)) {
-			s->request_size = v->size_stream & SIM_SIZE_MASK;
-			s->request_stack = v->stack;
-		}
-	}
-	for (size_t i = 0; i < s->nsegments; i++)
-		s->segments[i].stream = s->segments[i].stream < e->streams.n ? e->streams.handles[s->segments[i].stream]
-		                                                                 : s->segments[i].stream;
+	if (!rc && stop)
+		snap_moment(s, e, stop - 1);
 	m->ops->destroy(m);
 	if (rc && err && errlen)
 		snprintf(err, errlen, "out of memory");

@@ -76,7 +76,6 @@ int sim_snapshot(sim_base *m, allocsim_snapshot *s)
 	seg_acc *acc = calloc(m->nS ? m->nS : 1, sizeof *acc);
 	size_t nacc = 0, nblocks = 0, nsite = 0;
 	site_acc *sites = NULL;
-	uint64_t *splits = NULL;
 	if (!segpos || !acc)
 		goto oom;
 	for (uint32_t i = 1; i < m->nB; i++) {
@@ -163,17 +162,12 @@ int sim_snapshot(sim_base *m, allocsim_snapshot *s)
 	s->nsegments = nacc;
 	s->nblocks = nb;
 
-	/* sites: reduce by stack, add the split counts of the explain replay */
+	/* sites: reduce by stack, add the split counts of the replay; sites
+	 * that split blocks but hold nothing now come last */
 	qsort(sites, nsite, sizeof *sites, cmp_site_acc);
-	size_t nsplit_sites = 0;
-	for (uint32_t k = 0; k < m->nsite_splits; k++)
-		nsplit_sites += m->site_splits[k] != 0;
-	s->sites = calloc(nsite + nsplit_sites + 1, sizeof *s->sites);
-	splits = m->nsite_splits ? malloc(m->nsite_splits * sizeof *splits) : NULL;
-	if (!s->sites || (m->nsite_splits && !splits))
+	s->sites = calloc(nsite + m->nsites + 1, sizeof *s->sites);
+	if (!s->sites)
 		goto oom;
-	if (splits)
-		memcpy(splits, m->site_splits, m->nsite_splits * sizeof *splits);
 	size_t ns = 0;
 	for (size_t k = 0; k < nsite;) {
 		allocsim_site *o = &s->sites[ns++];
@@ -186,25 +180,36 @@ int sim_snapshot(sim_base *m, allocsim_snapshot *s)
 			else
 				o->pinning_bytes += sites[k].bytes;
 		}
-		if (o->stack < m->nsite_splits) {
-			o->splits = splits[o->stack];
-			splits[o->stack] = 0;
+		o->splits = sim_site_splits(m, o->stack);
+	}
+	size_t with_bytes = ns;
+	for (uint32_t h = 0; m->site_keys && h <= m->site_mask; h++) {
+		uint32_t st = m->site_keys[h];
+		if (!st)
+			continue;
+		int seen = 0;
+		/* binary search among the sites that hold bytes (sorted by stack) */
+		size_t lo = 0, hi = with_bytes;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (s->sites[mid].stack < st)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		seen = lo < with_bytes && s->sites[lo].stack == st;
+		if (!seen) {
+			s->sites[ns].stack = st;
+			s->sites[ns++].splits = m->site_counts[h];
 		}
 	}
-	for (uint32_t k = 0; k < m->nsite_splits; k++)
-		if (splits[k]) {
-			s->sites[ns].stack = k;
-			s->sites[ns++].splits = splits[k];
-		}
 	s->nsites = ns;
 	qsort(s->sites, ns, sizeof *s->sites, cmp_site);
-	free(splits);
 	free(sites);
 	free(segpos);
 	free(acc);
 	return 0;
 oom:
-	free(splits);
 	free(sites);
 	free(segpos);
 	free(acc);

@@ -34,7 +34,7 @@
 
 typedef struct sim_block {
 	uint64_t k1, k2;               /* set key */
-	uint32_t left, right, parent;  /* set links */
+	uint32_t c[2], parent;         /* set links: c[0] left, c[1] right */
 	uint8_t height;                /* AVL height; 0 = not in a set */
 	uint8_t flags;
 	uint16_t stream;               /* dense stream index */
@@ -62,57 +62,37 @@ typedef struct sim_tree {
 
 /* ---------------------------------------------------------------- tree */
 
+/* a < (k1, k2), without branches */
 static inline int st_less(const sim_block *a, uint64_t k1, uint64_t k2)
 {
-	return a->k1 < k1 || (a->k1 == k1 && a->k2 < k2);
-}
-
-static inline uint8_t st_h(const sim_block *B, uint32_t i)
-{
-	return B[i].height;
+	return (a->k1 < k1) | ((a->k1 == k1) & (a->k2 < k2));
 }
 
 static inline void st_fix_height(sim_block *B, uint32_t i)
 {
-	uint8_t hl = B[B[i].left].height, hr = B[B[i].right].height;
+	uint8_t hl = B[B[i].c[0]].height, hr = B[B[i].c[1]].height;
 	B[i].height = (uint8_t)(1 + (hl > hr ? hl : hr));
 }
 
-static inline void st_replace_child(sim_block *B, sim_tree *t, uint32_t parent, uint32_t old,
-                                    uint32_t new_)
+static inline void st_replace_child(sim_block *B, sim_tree *t, uint32_t parent, uint32_t old, uint32_t new_)
 {
 	if (!parent)
 		t->root = new_;
-	else if (B[parent].left == old)
-		B[parent].left = new_;
 	else
-		B[parent].right = new_;
+		B[parent].c[B[parent].c[1] == old] = new_;
 }
 
-static inline uint32_t st_rotate_left(sim_block *B, sim_tree *t, uint32_t x)
+/* Rotates x's child on side d up into x's place: d = 1 is a left rotation
+ * (the right child rises), d = 0 a right rotation.  Returns the new root. */
+static inline uint32_t st_rotate(sim_block *B, sim_tree *t, uint32_t x, int d)
 {
-	uint32_t y = B[x].right, p = B[x].parent;
-	B[x].right = B[y].left;
-	if (B[y].left)
-		B[B[y].left].parent = x;
+	uint32_t y = B[x].c[d], p = B[x].parent, m = B[y].c[!d];
+	B[x].c[d] = m;
+	if (m)
+		B[m].parent = x;
 	B[y].parent = p;
 	st_replace_child(B, t, p, x, y);
-	B[y].left = x;
-	B[x].parent = y;
-	st_fix_height(B, x);
-	st_fix_height(B, y);
-	return y;
-}
-
-static inline uint32_t st_rotate_right(sim_block *B, sim_tree *t, uint32_t x)
-{
-	uint32_t y = B[x].left, p = B[x].parent;
-	B[x].left = B[y].right;
-	if (B[y].right)
-		B[B[y].right].parent = x;
-	B[y].parent = p;
-	st_replace_child(B, t, p, x, y);
-	B[y].right = x;
+	B[y].c[!d] = x;
 	B[x].parent = y;
 	st_fix_height(B, x);
 	st_fix_height(B, y);
@@ -125,16 +105,14 @@ static inline void st_rebalance(sim_block *B, sim_tree *t, uint32_t x)
 {
 	while (x) {
 		uint8_t old = B[x].height;
-		uint32_t l = B[x].left, r = B[x].right;
-		int bal = (int)st_h(B, l) - (int)st_h(B, r);
-		if (bal > 1) {
-			if (st_h(B, B[l].left) < st_h(B, B[l].right))
-				st_rotate_left(B, t, l);
-			x = st_rotate_right(B, t, x);
-		} else if (bal < -1) {
-			if (st_h(B, B[r].right) < st_h(B, B[r].left))
-				st_rotate_right(B, t, r);
-			x = st_rotate_left(B, t, x);
+		uint32_t l = B[x].c[0], r = B[x].c[1];
+		int bal = (int)B[l].height - (int)B[r].height;
+		if (bal > 1 || bal < -1) {
+			int d = bal < -1; /* the heavy side */
+			uint32_t h = B[x].c[d];
+			if (B[B[h].c[d]].height < B[B[h].c[!d]].height)
+				st_rotate(B, t, h, !d);
+			x = st_rotate(B, t, x, d);
 		} else {
 			st_fix_height(B, x);
 		}
@@ -147,116 +125,112 @@ static inline void st_rebalance(sim_block *B, sim_tree *t, uint32_t x)
 static inline void st_insert(sim_block *B, sim_tree *t, uint32_t i)
 {
 	uint32_t p = 0, cur = t->root;
-	int left = 0;
+	int d = 0;
 	uint64_t k1 = B[i].k1, k2 = B[i].k2;
 	while (cur) {
 		p = cur;
-		left = !st_less(&B[cur], k1, k2);
-		cur = left ? B[cur].left : B[cur].right;
+		d = st_less(&B[cur], k1, k2); /* go right when cur < key */
+		cur = B[cur].c[d];
 	}
-	B[i].left = B[i].right = 0;
+	B[i].c[0] = B[i].c[1] = 0;
 	B[i].parent = p;
 	B[i].height = 1;
 	if (!p)
 		t->root = i;
-	else if (left)
-		B[p].left = i;
 	else
-		B[p].right = i;
+		B[p].c[d] = i;
 	t->count++;
 	st_rebalance(B, t, p);
 }
 
-static inline uint32_t st_min(const sim_block *B, uint32_t x)
+static inline uint32_t st_extreme(const sim_block *B, uint32_t x, int d)
 {
 	if (!x)
 		return 0;
-	while (B[x].left)
-		x = B[x].left;
+	while (B[x].c[d])
+		x = B[x].c[d];
 	return x;
+}
+
+static inline uint32_t st_min(const sim_block *B, uint32_t x)
+{
+	return st_extreme(B, x, 0);
 }
 
 static inline uint32_t st_max(const sim_block *B, uint32_t x)
 {
-	if (!x)
-		return 0;
-	while (B[x].right)
-		x = B[x].right;
-	return x;
+	return st_extreme(B, x, 1);
 }
 
 static inline void st_erase(sim_block *B, sim_tree *t, uint32_t z)
 {
 	uint32_t start;
-	if (!B[z].left || !B[z].right) {
-		uint32_t child = B[z].left ? B[z].left : B[z].right;
+	uint32_t zl = B[z].c[0], zr = B[z].c[1];
+	if (!zl || !zr) {
+		uint32_t child = zl ? zl : zr;
 		uint32_t p = B[z].parent;
 		st_replace_child(B, t, p, z, child);
 		if (child)
 			B[child].parent = p;
 		start = p;
 	} else {
-		uint32_t y = st_min(B, B[z].right);
+		uint32_t y = st_min(B, zr);
 		if (B[y].parent != z) {
-			uint32_t yp = B[y].parent;
-			B[yp].left = B[y].right;
-			if (B[y].right)
-				B[B[y].right].parent = yp;
-			B[y].right = B[z].right;
-			B[B[z].right].parent = y;
+			uint32_t yp = B[y].parent, yr = B[y].c[1];
+			B[yp].c[0] = yr;
+			if (yr)
+				B[yr].parent = yp;
+			B[y].c[1] = zr;
+			B[zr].parent = y;
 			start = yp;
 		} else {
 			start = y;
 		}
-		B[y].left = B[z].left;
-		B[B[z].left].parent = y;
+		B[y].c[0] = zl;
+		B[zl].parent = y;
 		B[y].parent = B[z].parent;
 		st_replace_child(B, t, B[z].parent, z, y);
 		B[y].height = B[z].height;
 	}
-	B[z].left = B[z].right = B[z].parent = 0;
+	B[z].c[0] = B[z].c[1] = B[z].parent = 0;
 	B[z].height = 0;
 	t->count--;
 	st_rebalance(B, t, start);
 }
 
-/* First block whose key is >= (k1, k2), or 0. */
+/* First block whose key is >= (k1, k2), or 0.  The descent has no
+ * data-dependent branch: the comparison picks the child. */
 static inline uint32_t st_lower_bound(const sim_block *B, const sim_tree *t, uint64_t k1, uint64_t k2)
 {
 	uint32_t x = t->root, res = 0;
 	while (x) {
-		if (st_less(&B[x], k1, k2)) {
-			x = B[x].right;
-		} else {
-			res = x;
-			x = B[x].left;
-		}
+		int lt = st_less(&B[x], k1, k2);
+		res = lt ? res : x;
+		x = B[x].c[lt];
 	}
 	return res;
 }
 
-static inline uint32_t st_next(const sim_block *B, uint32_t x)
+static inline uint32_t st_step(const sim_block *B, uint32_t x, int d)
 {
-	if (B[x].right)
-		return st_min(B, B[x].right);
+	if (B[x].c[d])
+		return st_extreme(B, B[x].c[d], !d);
 	uint32_t p = B[x].parent;
-	while (p && B[p].right == x) {
+	while (p && B[p].c[d] == x) {
 		x = p;
 		p = B[p].parent;
 	}
 	return p;
 }
 
+static inline uint32_t st_next(const sim_block *B, uint32_t x)
+{
+	return st_step(B, x, 1);
+}
+
 static inline uint32_t st_prev(const sim_block *B, uint32_t x)
 {
-	if (B[x].left)
-		return st_max(B, B[x].left);
-	uint32_t p = B[x].parent;
-	while (p && B[p].left == x) {
-		x = p;
-		p = B[p].parent;
-	}
-	return p;
+	return st_step(B, x, 0);
 }
 
 static inline uint32_t st_first(const sim_block *B, const sim_tree *t)
@@ -304,10 +278,11 @@ struct sim_base {
 	uint32_t *slot_block;
 	uint32_t nslot;
 	uint64_t next_va;
-	/* explain mode: splits by stack id */
+	/* explain mode: splits by stack id (open addressing, key 0 = empty) */
 	int count_sites;
-	uint64_t *site_splits;
-	uint32_t nsite_splits;
+	uint32_t *site_keys;
+	uint64_t *site_counts;
+	uint32_t site_mask, nsites;
 	int oom_failed; /* set by a model when it could not even serve beyond capacity */
 };
 
@@ -321,6 +296,7 @@ uint64_t sim_va_alloc(sim_base *m, uint64_t size, uint64_t align);
 void sim_base_init(sim_base *m, const sim_ops *ops, const allocsim_config *c);
 void sim_base_release(sim_base *m);
 void sim_note_split(sim_base *m, uint32_t stack);
+uint64_t sim_site_splits(const sim_base *m, uint32_t stack);
 
 /* Model constructors (sim_pytorch.c, sim_bfc.c, sim_raw.c). */
 sim_base *sim_pytorch_new(const allocsim_config *c);
@@ -408,6 +384,10 @@ int64_t sim_events_free_slot(allocsim_events *e, uint64_t id, uint64_t time);
  * filling r when not NULL.  Returns 0. */
 int sim_replay(sim_base *m, const allocsim_events *e, size_t stop, const allocsim_run_opts *o,
                allocsim_result *r);
+/* The same, also keeping in *snap the state at the latest peak of reserved
+ * it could afford to snapshot; *snap_ok says whether that is the final peak. */
+int sim_replay_snap(sim_base *m, const allocsim_events *e, size_t stop, const allocsim_run_opts *o,
+                    allocsim_result *r, allocsim_snapshot *snap, int *snap_ok);
 
 /* formatting helpers (allocsim_print.c) */
 char *sim_fmt_bytes(uint64_t b, char *buf, size_t len);

@@ -272,9 +272,14 @@ static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_d
 	}
 	allocsim_run_opts ro = {.max_samples = o->max_samples};
 	for (size_t i = 0; i < nc; i++) {
-		if (allocsim_run(d->ev, &cfgs[i], &ro, &dr->results[i], err, errlen))
+		int rc = i == 0 && !o->no_explain
+		             ? allocsim_run_explained(d->ev, &cfgs[i], &ro, &dr->results[i], &dr->worst, err, errlen)
+		             : allocsim_run(d->ev, &cfgs[i], &ro, &dr->results[i], err, errlen);
+		if (rc)
 			return -1;
 		dr->nresults++;
+		if (i == 0 && !o->no_explain)
+			dr->has_worst = 1;
 	}
 	if (d->reserves) {
 		allocsim_actual *ac = &dr->actual;
@@ -289,11 +294,6 @@ static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_d
 			ac->allocated_error = ((double)r0->peak_allocated - (double)d->peak_alloc) / (double)d->peak_alloc;
 		if (d->peak_res)
 			ac->reserved_error = ((double)r0->peak_reserved - (double)d->peak_res) / (double)d->peak_res;
-	}
-	if (!o->no_explain && dr->results[0].events) {
-		if (allocsim_explain(d->ev, &cfgs[0], dr->results[0].peak_reserved_event, &dr->worst, err, errlen))
-			return -1;
-		dr->has_worst = 1;
 	}
 	if (!o->no_recommend && cfgs[0].model == ALLOCSIM_PYTORCH) {
 		size_t max = o->max_recommendations ? o->max_recommendations : 3;

@@ -148,12 +148,10 @@ static int deallocate_free_regions(bfc_model *m, uint64_t rounded)
 	return 1;
 }
 
+/* The smallest free chunk that fits (still in the set), or 0. */
 static uint32_t find_chunk(bfc_model *m, uint64_t rounded)
 {
-	uint32_t it = st_lower_bound(m->b.B, &m->free, rounded, 0);
-	if (it)
-		st_erase(m->b.B, &m->free, it);
-	return it;
+	return st_lower_bound(m->b.B, &m->free, rounded, 0);
 }
 
 static int bfc_alloc(sim_base *base, uint32_t slot, uint64_t size, uint16_t stream, uint32_t stack, uint64_t *addr)
@@ -175,21 +173,36 @@ static int bfc_alloc(sim_base *base, uint32_t slot, uint64_t size, uint16_t stre
 	}
 	sim_block *B = base->B;
 	if (B[i].size >= rounded * 2 || B[i].size - rounded >= m->max_internal_frag) {
-		uint32_t r = sb_new(base);
+		/* SplitChunk: the request takes the low part.  Here the remainder
+		 * keeps the found chunk's node, and its place in the set when its
+		 * smaller key still sorts after the predecessor */
+		uint32_t r = i;
+		uint32_t a = sb_new(base);
 		B = base->B;
-		B[r].addr = B[i].addr + rounded;
-		B[r].size = B[i].size - rounded;
-		B[r].seg = B[i].seg;
-		B[r].flags = SB_LIVE | SB_MAPPED;
+		B[a].addr = B[r].addr;
+		B[a].size = rounded;
+		B[a].seg = B[r].seg;
+		B[a].flags = SB_LIVE | SB_MAPPED;
+		B[a].prev = B[r].prev;
+		if (B[a].prev)
+			B[B[a].prev].next = a;
+		B[a].next = r;
+		B[r].prev = a;
+		B[r].addr += rounded;
+		B[r].size -= rounded;
 		B[r].split_stack = stack;
-		B[r].prev = i;
-		B[r].next = B[i].next;
-		if (B[r].next)
-			B[B[r].next].prev = r;
-		B[i].next = r;
-		B[i].size = rounded;
-		free_insert(m, r);
+		uint32_t pv = st_prev(B, r);
+		if (!pv || st_less(&B[pv], B[r].size, B[r].addr)) {
+			B[r].k1 = B[r].size;
+			B[r].k2 = B[r].addr;
+		} else {
+			st_erase(B, &m->free, r);
+			free_insert(m, r);
+		}
 		sim_note_split(base, stack);
+		i = a;
+	} else {
+		st_erase(B, &m->free, i);
 	}
 	B[i].flags |= SB_ALLOCATED;
 	B[i].stack = stack;
@@ -201,20 +214,10 @@ static int bfc_alloc(sim_base *base, uint32_t slot, uint64_t size, uint16_t stre
 	return oom;
 }
 
-/* MergeChunks(h1, h2): h2 (the next one) goes into h1. */
-static void merge_into(bfc_model *m, uint32_t h1, uint32_t h2)
-{
-	sim_block *B = m->b.B;
-	B[h1].next = B[h2].next;
-	if (B[h1].next)
-		B[B[h1].next].prev = h1;
-	B[h1].size += B[h2].size;
-	if (!B[h1].split_stack)
-		B[h1].split_stack = B[h2].split_stack;
-	sb_delete(&m->b, h2);
-	m->b.merges++;
-}
-
+/* DeallocateRaw + TryToCoalesce: the chunk merges with a free next one and
+ * a free previous one.  The surviving node is a free neighbour already in
+ * the set (the previous one if free, as in BFC), updated in place when its
+ * larger key still sorts before its successor. */
 static void bfc_free(sim_base *base, uint32_t slot)
 {
 	bfc_model *m = (bfc_model *)base;
@@ -225,18 +228,43 @@ static void bfc_free(sim_base *base, uint32_t slot)
 	B[i].flags &= (uint8_t)~SB_ALLOCATED;
 	B[i].stack = 0;
 	B[i].split_stack = 0;
-	uint32_t n = B[i].next;
-	if (n && !(B[n].flags & SB_ALLOCATED)) {
+	uint32_t p = B[i].prev, n = B[i].next;
+	int pm = p && !(B[p].flags & SB_ALLOCATED), nm = n && !(B[n].flags & SB_ALLOCATED);
+	if (!pm && !nm) {
+		free_insert(m, i);
+		return;
+	}
+	uint32_t keep = pm ? p : n;
+	if (pm && nm)
 		st_erase(B, &m->free, n);
-		merge_into(m, i, n);
+	uint64_t addr = pm ? B[p].addr : B[i].addr;
+	uint64_t size = B[i].size + (pm ? B[p].size : 0) + (nm ? B[n].size : 0);
+	uint32_t nprev = pm ? B[p].prev : B[i].prev;
+	uint32_t nnext = nm ? B[n].next : B[i].next;
+	uint32_t split_stack = pm && B[p].split_stack ? B[p].split_stack : nm ? B[n].split_stack : 0;
+	uint32_t succ = st_next(B, keep);
+	int in_place = !succ || B[succ].k1 > size || (B[succ].k1 == size && B[succ].k2 > addr);
+	if (!in_place)
+		st_erase(B, &m->free, keep);
+	sb_delete(base, i);
+	if (pm && nm)
+		sb_delete(base, n);
+	B[keep].addr = addr;
+	B[keep].size = size;
+	B[keep].prev = nprev;
+	B[keep].next = nnext;
+	B[keep].split_stack = split_stack;
+	if (nprev)
+		B[nprev].next = keep;
+	if (nnext)
+		B[nnext].prev = keep;
+	base->merges += (uint64_t)(pm + nm);
+	if (in_place) {
+		B[keep].k1 = size;
+		B[keep].k2 = addr;
+	} else {
+		free_insert(m, keep);
 	}
-	uint32_t p = B[i].prev;
-	if (p && !(B[p].flags & SB_ALLOCATED)) {
-		st_erase(B, &m->free, p);
-		merge_into(m, p, i);
-		i = p;
-	}
-	free_insert(m, i);
 }
 
 static void bfc_empty_cache(sim_base *base)

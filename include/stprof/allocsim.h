@@ -266,6 +266,13 @@ typedef struct allocsim_run_opts {
 /* Replays the whole log through one model. 0, or -1 (bad config: err). */
 int allocsim_run(const allocsim_events *e, const allocsim_config *c, const allocsim_run_opts *o,
                  allocsim_result *r, char *err, size_t errlen);
+/* allocsim_run, and the snapshot allocsim_explain would give at the
+ * result's peak reserved, mostly without a second replay: the state is
+ * captured when a new peak is reached (at most once per live-block count
+ * of events, so the cost stays linear), and replayed only if the final peak
+ * was not captured. */
+int allocsim_run_explained(const allocsim_events *e, const allocsim_config *c, const allocsim_run_opts *o,
+                           allocsim_result *r, allocsim_snapshot *worst, char *err, size_t errlen);
 /* Replays the log up to and including event `event` (e.g. a result's
  * peak_reserved_event) and takes a snapshot there, counting splits by site
  * on the way. */

@@ -175,6 +175,29 @@ static void run(allocsim_model_kind kind, const char *conf, int streams, int nev
 			maxr = replayed.series[i].reserved;
 	CHECK_EQ_U(maxr, replayed.peak_reserved); /* decimation keeps the peak */
 	allocsim_result_clear(&replayed);
+	/* the worst moment captured during the run equals a replay to it */
+	allocsim_snapshot w1, w2;
+	allocsim_result r3;
+	CHECK(allocsim_run_explained(log, &c, NULL, &r3, &w1, NULL, 0) == 0);
+	CHECK(allocsim_explain(log, &c, r3.peak_reserved_event, &w2, NULL, 0) == 0);
+	CHECK_EQ_U(r3.peak_reserved, direct.peak_reserved);
+	CHECK_EQ_U(w1.event, r3.peak_reserved_event);
+	CHECK_EQ_U(w1.event, w2.event);
+	CHECK_EQ_U(w1.reserved, w2.reserved);
+	CHECK_EQ_U(w1.reserved, r3.peak_reserved);
+	CHECK_EQ_U(w1.allocated, w2.allocated);
+	CHECK_EQ_U(w1.free_bytes, w2.free_bytes);
+	CHECK_EQ_U(w1.nblocks, w2.nblocks);
+	CHECK_EQ_U(w1.nsegments, w2.nsegments);
+	CHECK_EQ_U(w1.nsites, w2.nsites);
+	CHECK_EQ_U(w1.request_size, w2.request_size);
+	for (size_t i = 0; i < w1.nsites && i < w2.nsites; i++) {
+		CHECK_EQ_U(w1.sites[i].stack, w2.sites[i].stack);
+		CHECK_EQ_U(w1.sites[i].splits, w2.sites[i].splits);
+	}
+	allocsim_snapshot_clear(&w1);
+	allocsim_snapshot_clear(&w2);
+	allocsim_result_clear(&r3);
 	allocsim_events_destroy(log);
 
 	/* free everything */
