@@ -211,6 +211,7 @@ int sim_replay_snap(sim_base *m, const allocsim_events *e, size_t stop, const al
 	sim_track t;
 	track_init(&t, o ? o->max_samples : 0);
 	uint64_t abort_above = o ? o->abort_above : 0;
+	uint64_t abort_ooms = o && o->abort_ooms_at ? o->abort_ooms_at : UINT64_MAX;
 	sim_slots_reserve(m, e->ids.nslots ? e->ids.nslots : 1);
 	size_t n = stop < e->n ? stop : e->n;
 	const sim_ev *ev = e->ev;
@@ -249,7 +250,7 @@ int sim_replay_snap(sim_base *m, const allocsim_events *e, size_t stop, const al
 				have_snap = 0;
 			}
 		}
-		if (abort_above && m->reserved > abort_above) {
+		if ((abort_above && m->reserved > abort_above) || m->ooms >= abort_ooms) {
 			t.aborted = 1;
 			break;
 		}

@@ -293,6 +293,17 @@ int allocsim_events_free(allocsim_events *e, uint64_t id, uint64_t time)
 	return s >= 0 ? 0 : s == -1 ? 1 : -1;
 }
 
+void allocsim_events_trim(allocsim_events *e)
+{
+	if (e->n && e->n < e->cap) {
+		sim_ev *v = realloc(e->ev, e->n * sizeof *v);
+		if (v) {
+			e->ev = v;
+			e->cap = e->n;
+		}
+	}
+}
+
 size_t allocsim_events_count(const allocsim_events *e)
 {
 	return e->n;

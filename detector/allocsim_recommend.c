@@ -9,8 +9,10 @@
  *      in {2, 4, 8, 16};
  *   2. the best improving value of each knob, combined in pairs and all three.
  * A candidate is better when it has fewer OOMs, then a lower peak reserved.
- * When the base run had no OOM, a candidate stops as soon as its reserved
- * passes the base's peak (it cannot win), which bounds the cost of bad ones.
+ * A candidate stops as soon as it cannot enter the best `max`: when its
+ * OOMs pass the base's, or (no OOM in the base) when its reserved passes
+ * the base's peak, or the max-th best peak found so far.  Bad candidates
+ * therefore cost a fraction of a replay.
  */
 #include <string.h>
 
@@ -31,9 +33,42 @@ static int better(const allocsim_result *a, const allocsim_result *b)
 	return a->peak_reserved < b->peak_reserved;
 }
 
+typedef struct bar {
+	uint64_t best[8]; /* the smallest finished peaks (no OOM), ascending */
+	size_t n, max;
+} bar;
+
+static uint64_t bar_limit(const bar *b, const allocsim_result *base_r)
+{
+	if (base_r->ooms)
+		return 0;
+	uint64_t lim = base_r->peak_reserved;
+	if (b->n >= b->max && b->best[b->max - 1] < lim)
+		lim = b->best[b->max - 1];
+	return lim;
+}
+
+static void bar_add(bar *b, const allocsim_result *r)
+{
+	if (r->aborted || r->ooms)
+		return;
+	if (b->n == b->max && r->peak_reserved >= b->best[b->n - 1])
+		return;
+	size_t i = b->n < b->max ? b->n++ : b->n - 1;
+	while (i > 0 && b->best[i - 1] > r->peak_reserved) {
+		b->best[i] = b->best[i - 1];
+		i--;
+	}
+	b->best[i] = r->peak_reserved;
+}
+
+static bar g_bar; /* per allocsim_recommend call (not reentrant) */
+
 static void run_cand(const allocsim_events *e, const allocsim_result *base_r, cand *k)
 {
-	allocsim_run_opts o = {.max_samples = 2, .abort_above = base_r->ooms ? 0 : base_r->peak_reserved};
+	allocsim_run_opts o = {.max_samples = 2,
+	                       .abort_above = bar_limit(&g_bar, base_r),
+	                       .abort_ooms_at = base_r->ooms + 1};
 	if (allocsim_run(e, &k->c, &o, &k->r, NULL, 0)) {
 		memset(&k->r, 0, sizeof k->r);
 		k->r.aborted = 1;
@@ -41,6 +76,7 @@ static void run_cand(const allocsim_events *e, const allocsim_result *base_r, ca
 	allocsim_result_clear(&k->r);
 	k->ran = 1;
 	k->better = better(&k->r, base_r);
+	bar_add(&g_bar, &k->r);
 }
 
 static int same_config(const allocsim_config *a, const allocsim_config *b)
@@ -72,6 +108,8 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 		return 0;
 	size_t n = 0;
 	int best_e = -1, best_m = -1, best_r = -1;
+	memset(&g_bar, 0, sizeof g_bar);
+	g_bar.max = max < 8 ? max : 8;
 
 	if (!base->expandable_segments) {
 		k[n].c = *base;

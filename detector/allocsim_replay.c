@@ -326,7 +326,8 @@ int allocsim_collector_finish(allocsim_collector *c, const allocsim_replay_opts 
 		snprintf(err, errlen, "out of memory while collecting allocations");
 		return -1;
 	}
-	qsort(c->devs, c->ndevs, sizeof *c->devs, cmp_dev);
+	if (c->ndevs > 1)
+		qsort(c->devs, c->ndevs, sizeof *c->devs, cmp_dev);
 	size_t n = 0;
 	for (size_t i = 0; i < c->ndevs; i++)
 		n += c->devs[i].ev && c->devs[i].ev->allocs;
@@ -347,6 +348,7 @@ int allocsim_collector_finish(allocsim_collector *c, const allocsim_replay_opts 
 			continue;
 		if (d == &c->host && !fallback)
 			continue;
+		allocsim_events_trim(d->ev);
 		out->memory += allocsim_events_memory(d->ev);
 		allocsim_device_report *dr = &out->devices[k++];
 		out->ndevices = k;

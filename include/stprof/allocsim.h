@@ -255,12 +255,15 @@ int allocsim_events_alloc(allocsim_events *e, uint64_t id, uint64_t size, uint64
                           uint64_t time, uint32_t stack);
 int allocsim_events_free(allocsim_events *e, uint64_t id, uint64_t time);
 size_t allocsim_events_count(const allocsim_events *e);
+/* Gives back the log's spare capacity (call when done appending). */
+void allocsim_events_trim(allocsim_events *e);
 size_t allocsim_events_memory(const allocsim_events *e); /* bytes held */
 uint64_t allocsim_events_allocs(const allocsim_events *e);
 
 typedef struct allocsim_run_opts {
 	size_t max_samples;    /* series length bound (0 = 1024) */
 	uint64_t abort_above;  /* stop once reserved exceeds this (0 = never) */
+	uint64_t abort_ooms_at; /* stop once this many requests OOMed (0 = never) */
 } allocsim_run_opts;
 
 /* Replays the whole log through one model. 0, or -1 (bad config: err). */

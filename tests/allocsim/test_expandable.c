@@ -9,8 +9,40 @@
  */
 #include "sim_helpers.h"
 
+/* PyTorch's Note [Expandable Segments]: a model that ran at batch size N
+ * runs at N + 1; its (N+1)*A tensors land in the old N*A*B segments and
+ * leave slivers, and new (N+1)*A*B segments are needed.  Four layers, each
+ * keeping an N*A and an N*A*B tensor (A = 4 MiB, B = 3), N = 4 then 5. */
+static uint64_t batch_then_bigger_batch(const char *conf, uint64_t *peak_alloc)
+{
+	M(conf);
+	uint64_t id = 1;
+	for (uint64_t n = 4; n <= 5; n++) {
+		uint64_t first = id;
+		for (int l = 0; l < 4; l++) {
+			A(id++, n * 4 * MiB);
+			A(id++, n * 4 * MiB * 3);
+		}
+		for (uint64_t k = first; k < id; k++)
+			F(k);
+	}
+	*peak_alloc = R()->peak_allocated;
+	return R()->peak_reserved;
+}
+
 int main(void)
 {
+	/* plain segments: 256 MiB for N = 4, then each 20 MiB tensor splits a
+	 * 48 MiB segment (leaving 28, then an 8 MiB sliver) and each 60 MiB one
+	 * needs a new segment: 256 + 4 * 60 = 496 MiB for 320 MiB of tensors */
+	uint64_t pa;
+	CHECK_EQ_U(batch_then_bigger_batch(NULL, &pa), 496 * MiB);
+	CHECK_EQ_U(pa, 320 * MiB);
+	/* expandable: the tensors tile one range; 13 pages for N = 4, 16 pages
+	 * (exactly the 320 MiB) for N = 5 */
+	CHECK_EQ_U(batch_then_bigger_batch("expandable_segments:True", &pa), 320 * MiB);
+	CHECK_EQ_U(pa, 320 * MiB);
+
 	/* growth: 5 MiB maps one 20 MiB page; 30 MiB maps one more page and
 	 * merges with the free 15 MiB before it */
 	M("expandable_segments:True");
