@@ -306,8 +306,9 @@ int allocsim_config_parse(allocsim_config *c, const char *text, char *err, size_
 			} else if (key_is(&k, "large_segment_size_mb")) {
 				if (to_u64(&L, &v, &u))
 					return -1;
-				if (u < 2 || u > 1024 * 1024)
-					return fail(&L, v.off, "%s must be in [2, 1048576], found '%s'", key, tshow(&v));
+				if (u < 2 || u > 1024 * 1024 || u % 2)
+					return fail(&L, v.off, "%s must be an even number in [2, 1048576] (2 MiB pages), found '%s'",
+					            key, tshow(&v));
 				if (c->max_split_size != ALLOCSIM_UNLIMITED && c->max_split_size < u * ALLOCSIM_MIB)
 					return fail(&L, v.off, "max_split_size_mb must be >= large_segment_size_mb");
 				c->large_segment_size = u * ALLOCSIM_MIB;

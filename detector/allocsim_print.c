@@ -61,13 +61,18 @@ static void print_table_head(FILE *f)
 	fprintf(f, "  %-44s %10s %10s %7s %7s %7s %5s\n", "model", "M_a", "M_r", "E", "1-E", "segs", "OOMs");
 }
 
-void allocsim_snapshot_print(FILE *f, const allocsim_snapshot *s, size_t max_segments, allocsim_stack_namer namer,
-                             void *ctx)
+static double rel_s(uint64_t t, uint64_t t0)
+{
+	return t >= t0 ? (double)(t - t0) / 1e9 : -(double)(t0 - t) / 1e9;
+}
+
+void allocsim_snapshot_print(FILE *f, const allocsim_snapshot *s, uint64_t t0, size_t max_segments,
+                             allocsim_stack_namer namer, void *ctx)
 {
 	char a[32], b[32], c[32], d[32], nm[512];
 	fprintf(f, "  at event %" PRIu64 " (t=%.6f s): reserved %s, allocated %s, free %s in %" PRIu64
 	           " blocks (largest %s)\n",
-	        s->event, (double)s->time / 1e9, sim_fmt_bytes(s->reserved, a, sizeof a),
+	        s->event, rel_s(s->time, t0), sim_fmt_bytes(s->reserved, a, sizeof a),
 	        sim_fmt_bytes(s->allocated, b, sizeof b), sim_fmt_bytes(s->free_bytes, c, sizeof c), s->free_blocks,
 	        sim_fmt_bytes(s->largest_free, d, sizeof d));
 	if (s->request_size)
@@ -166,7 +171,7 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 				fprintf(f, "  %s: %" PRIu64 " requests would fail at %s (first: %s at t=%.6f s), %" PRIu64
 				           " retries after flushing the cache\n",
 				        res->label, res->ooms, sim_fmt_bytes(res->config.capacity, a, sizeof a),
-				        sim_fmt_bytes(res->first_oom_size, b, sizeof b), (double)res->first_oom_time / 1e9,
+				        sim_fmt_bytes(res->first_oom_size, b, sizeof b), rel_s(res->first_oom_time, r->start_time),
 				        res->alloc_retries);
 		}
 		if (dr->unmatched_frees)
@@ -174,7 +179,7 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 			        dr->unmatched_frees);
 		if (dr->has_worst && dr->nresults) {
 			fprintf(f, "Worst moment (%s, at its peak reserved):\n", dr->results[0].label);
-			allocsim_snapshot_print(f, &dr->worst, 5, namer, ctx);
+			allocsim_snapshot_print(f, &dr->worst, r->start_time, 5, namer, ctx);
 		}
 		if (dr->nrecs) {
 			fprintf(f, "Recommended settings (simulated):\n");

@@ -22,6 +22,7 @@ typedef struct cand {
 	allocsim_config c;
 	allocsim_result r;
 	int ran, better;
+	int knobs; /* settings changed from the base */
 } cand;
 
 static int better(const allocsim_result *a, const allocsim_result *b)
@@ -94,7 +95,15 @@ static int cmp_cand(const void *x, const void *y)
 		return a->r.ooms < b->r.ooms ? -1 : 1;
 	if (a->r.peak_reserved != b->r.peak_reserved)
 		return a->r.peak_reserved < b->r.peak_reserved ? -1 : 1;
+	if (a->knobs != b->knobs)
+		return a->knobs < b->knobs ? -1 : 1; /* the simpler change first */
 	return 0;
+}
+
+static int same_effect(const cand *a, const allocsim_recommendation *o)
+{
+	return a->r.peak_reserved == o->peak_reserved && a->r.ooms == o->ooms &&
+	       a->r.peak_allocated == o->peak_allocated;
 }
 
 size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base, const allocsim_result *base_r,
@@ -114,6 +123,7 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 	if (!base->expandable_segments) {
 		k[n].c = *base;
 		k[n].c.expandable_segments = 1;
+		k[n].knobs = 1;
 		run_cand(e, base_r, &k[n]);
 		if (k[n].better)
 			best_e = (int)n;
@@ -126,6 +136,7 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 			continue;
 		k[n].c = *base;
 		k[n].c.max_split_size = v;
+		k[n].knobs = 1;
 		run_cand(e, base_r, &k[n]);
 		if (k[n].better && (best_m < 0 || cmp_cand(&k[n], &k[best_m]) < 0))
 			best_m = (int)n;
@@ -138,6 +149,7 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 			k[n].c.roundup_power2_divisions[j] = divs[i];
 		if (same_config(&k[n].c, base))
 			continue;
+		k[n].knobs = 1;
 		run_cand(e, base_r, &k[n]);
 		if (k[n].better && (best_r < 0 || cmp_cand(&k[n], &k[best_r]) < 0))
 			best_r = (int)n;
@@ -166,6 +178,7 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 		if (!ok || bits < 2 || n >= MAXC)
 			continue;
 		k[n].c = c;
+		k[n].knobs = bits;
 		run_cand(e, base_r, &k[n]);
 		n++;
 	}
@@ -174,6 +187,11 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 	for (size_t i = 0; i < n && w < max; i++) {
 		if (!k[i].better)
 			break;
+		int dup = 0;
+		for (size_t j = 0; j < w; j++)
+			dup |= same_effect(&k[i], &out[j]);
+		if (dup)
+			continue; /* a simpler setting already does the same */
 		allocsim_recommendation *o = &out[w++];
 		memset(o, 0, sizeof *o);
 		allocsim_config c = k[i].c;

@@ -32,7 +32,7 @@ struct allocsim_collector {
 	dev_state *devs;
 	size_t ndevs, capdevs;
 	dev_state host;
-	uint64_t events;
+	uint64_t events, start_time;
 	int failed;
 };
 
@@ -141,7 +141,8 @@ static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev)
 
 void allocsim_collector_event(allocsim_collector *c, const stp_event *ev)
 {
-	c->events++;
+	if (!c->events++)
+		c->start_time = ev->time_ns;
 	switch (ev->type) {
 	case STP_EV_ALLOC: {
 		const stp_alloc_info *a = &ev->u.alloc;
@@ -322,6 +323,7 @@ int allocsim_collector_finish(allocsim_collector *c, const allocsim_replay_opts 
 		o = &defaults;
 	memset(out, 0, sizeof *out);
 	out->trace_events = c->events;
+	out->start_time = c->start_time;
 	if (c->failed) {
 		snprintf(err, errlen, "out of memory while collecting allocations");
 		return -1;

@@ -237,9 +237,9 @@ int allocsim_model_snapshot(allocsim_model *m, allocsim_snapshot *s);
 void allocsim_snapshot_clear(allocsim_snapshot *s);
 typedef const char *(*allocsim_stack_namer)(void *ctx, uint32_t stack, char *buf, size_t len);
 /* Prints the worst-moment explanation: where the free bytes are (up to
- * max_segments segments), which call sites split which blocks.  namer may be
- * NULL (stacks print as "stack #N"). */
-void allocsim_snapshot_print(FILE *f, const allocsim_snapshot *s, size_t max_segments,
+ * max_segments segments), which call sites split which blocks.  Times print
+ * relative to t0 (ns).  namer may be NULL (stacks print as "stack #N"). */
+void allocsim_snapshot_print(FILE *f, const allocsim_snapshot *s, uint64_t t0, size_t max_segments,
                              allocsim_stack_namer namer, void *ctx);
 
 /* ------------------------------------------------------------- event log */
@@ -345,6 +345,7 @@ typedef struct allocsim_device_report {
 typedef struct allocsim_report {
 	allocsim_device_report *devices; size_t ndevices;
 	uint64_t trace_events;     /* events read */
+	uint64_t start_time;       /* time_ns of the first event (times print relative to it) */
 	size_t memory;             /* bytes of event logs held while replaying */
 } allocsim_report;
 

@@ -123,6 +123,7 @@ static void test_reject(void)
 	BADP("large_segment_size_mb:40,max_split_size_mb:30", 43, "must be >= 40");
 	BADP("max_split_size_mb:30,large_segment_size_mb:40", 43, "max_split_size_mb must be >= large_segment_size_mb");
 	BADP("raw_alignment:48", 14, "power of 2");
+	BADP("large_segment_size_mb:3", 22, "even number");
 	BADP("name:a\x01b", 5, "printable");
 	/* a long word is reported without overflowing */
 	char longw[300];
