@@ -252,9 +252,10 @@ int64_t sim_events_free_slot(allocsim_events *e, uint64_t id, uint64_t time)
 	return s;
 }
 
-int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream, uint64_t time,
-                              uint32_t stack)
+int64_t sim_events_alloc_slot2(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream, uint64_t time,
+                               uint32_t stack, int64_t *dup_slot)
 {
+	*dup_slot = -1;
 	if (size > SIM_SIZE_MASK)
 		return -1;
 	int si = sim_stream_index(&e->streams, stream);
@@ -264,7 +265,8 @@ int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, ui
 	int64_t s = sim_idmap_add(&e->ids, id, size, &live);
 	if (s >= 0 && live) {
 		e->duplicate_allocs++;
-		if (sim_events_free_slot(e, id, time) < 0)
+		*dup_slot = sim_events_free_slot(e, id, time);
+		if (*dup_slot < 0)
 			return -1;
 		s = sim_idmap_add(&e->ids, id, size, &live);
 	}
@@ -279,6 +281,13 @@ int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, ui
 	v->time = time;
 	e->allocs++;
 	return s;
+}
+
+int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream, uint64_t time,
+                              uint32_t stack)
+{
+	int64_t dup;
+	return sim_events_alloc_slot2(e, id, size, stream, time, stack, &dup);
 }
 
 int allocsim_events_alloc(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream, uint64_t time,

@@ -378,6 +378,10 @@ struct allocsim_events {
  * collector's actual-size tracking. */
 int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream,
                               uint64_t time, uint32_t stack);
+/* The same; *dup_slot gets the slot of the live object with the same id
+ * that was freed first (-1 if none). */
+int64_t sim_events_alloc_slot2(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream,
+                               uint64_t time, uint32_t stack, int64_t *dup_slot);
 int64_t sim_events_free_slot(allocsim_events *e, uint64_t id, uint64_t time);
 
 /* Runs a log through a model up to event `stop` (exclusive; SIZE_MAX = all),

@@ -4,9 +4,9 @@
  *
  * Candidates, each simulated on the whole log:
  *   1. one knob at a time: expandable_segments:True; max_split_size_mb in
- *      {20, 64, 128, 256, 512} (only values below the largest segment the
- *      base run made: a larger one changes nothing); roundup_power2_divisions
- *      in {2, 4, 8, 16};
+ *      {20, 128, 512} (only values below the largest segment the base run
+ *      made: a larger one changes nothing); roundup_power2_divisions in
+ *      {4, 8};
  *   2. the best improving value of each knob, combined in pairs and all three.
  * A candidate is better when it has fewer OOMs, then a lower peak reserved.
  * A candidate stops as soon as it cannot enter the best `max`: when its
@@ -129,7 +129,7 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 			best_e = (int)n;
 		n++;
 	}
-	static const uint64_t split_mb[] = {20, 64, 128, 256, 512};
+	static const uint64_t split_mb[] = {20, 128, 512};
 	for (size_t i = 0; i < sizeof split_mb / sizeof *split_mb; i++) {
 		uint64_t v = split_mb[i] * ALLOCSIM_MIB;
 		if (v >= base_r->largest_segment || v == base->max_split_size || v < base->large_segment_size)
@@ -142,7 +142,7 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 			best_m = (int)n;
 		n++;
 	}
-	static const uint32_t divs[] = {2, 4, 8, 16};
+	static const uint32_t divs[] = {4, 8};
 	for (size_t i = 0; i < sizeof divs / sizeof *divs; i++) {
 		k[n].c = *base;
 		for (int j = 0; j < ALLOCSIM_POW2_INTERVALS; j++)

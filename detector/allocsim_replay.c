@@ -111,13 +111,13 @@ static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev)
 		c->failed = 1;
 		return;
 	}
-	/* an address allocated again without a free seen: free the old object */
-	if (sim_idmap_find(&d->ev->ids, a->addr) >= 0) {
-		d->ev->duplicate_allocs++;
-		actual_free(d, sim_events_free_slot(d->ev, a->addr, ev->time_ns));
-	}
+	/* an address allocated again without a free seen frees the old object
+	 * first (in the log and in the actual figures) */
 	uint64_t size = a->requested ? a->requested : a->size;
-	int64_t s = sim_events_alloc_slot(d->ev, a->addr, size, a->stream, ev->time_ns, a->stack);
+	int64_t dup;
+	int64_t s = sim_events_alloc_slot2(d->ev, a->addr, size, a->stream, ev->time_ns, a->stack, &dup);
+	if (dup >= 0)
+		actual_free(d, dup);
 	if (s < 0)
 		return;
 	if ((uint64_t)s >= d->nactual) {

@@ -5,5 +5,5 @@
 # Usage: bench/allocsim/run.sh [EVENTS]   (STPROF_BUILD = the build tree)
 set -eu
 build=${STPROF_BUILD:-build}
-events=${1:-5000000}
+events=${1:-3000000}
 exec "$build/bench_allocsim" "$events"

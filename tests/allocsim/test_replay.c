@@ -78,6 +78,7 @@ static void test_device_trace(void)
 	ev_alloc(STP_MEM_DEVICE, 1, 0x9000000, MiB, MiB, st[4]);
 	ev_alloc(STP_MEM_DEVICE, 1, 0x9100000, 3 * MiB, 3 * MiB, st[4]);
 	ev_free(STP_MEM_DEVICE, 1, 0x9000000);
+	ev_alloc(STP_MEM_DEVICE, 1, 0x9100000, 2 * MiB, 2 * MiB, st[4]); /* again, no free seen */
 	ev_free(STP_MEM_HOST, -1, 0x5000);
 	CHECK(stp_writer_close(w, STP_END_EXIT, 0) == 0);
 
@@ -136,7 +137,10 @@ static void test_device_trace(void)
 	const allocsim_device_report *d1 = &rep.devices[1];
 	CHECK_EQ_I(d1->device, 1);
 	CHECK_EQ_I(d1->actual.present, 0);
-	CHECK_EQ_U(d1->allocs, 2);
+	CHECK_EQ_U(d1->allocs, 3);
+	CHECK_EQ_U(d1->frees, 2); /* one implied by the second allocation */
+	CHECK_EQ_U(d1->results[0].duplicate_allocs, 1);
+	CHECK_EQ_U(d1->results[0].peak_requested, 4 * MiB);
 
 	/* the text report */
 	char *text = NULL;
@@ -145,7 +149,7 @@ static void test_device_trace(void)
 	allocsim_report_print(f, &rep, namer, NULL);
 	fclose(f);
 	CHECK(strstr(text, "Fragmentation (device 0, 4 allocations)") != NULL);
-	CHECK(strstr(text, "Fragmentation (device 1, 2 allocations)") != NULL);
+	CHECK(strstr(text, "Fragmentation (device 1, 3 allocations)") != NULL);
 	CHECK(strstr(text, "actual (segment events in the trace)") != NULL);
 	CHECK(strstr(text, "model error vs actual: M_a +0.0%, M_r +0.0%") != NULL);
 	CHECK(strstr(text, "Worst moment") != NULL);
