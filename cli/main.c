@@ -19,6 +19,9 @@ const struct stprof_cmd stprof_commands[] = {
 	{"record", cmd_record, "run a program and record its memory events into a trace"},
 	{"report", cmd_report, "summarize a trace: objects, peak, top call sites"},
 	{"info", cmd_info, "show a trace's header, counts and whether it is whole"},
+	{"dump", cmd_dump, "print every event of a trace, one line each"},
+	{"export", cmd_export, "write a Perfetto timeline (.pftrace) of one or more traces"},
+	{"lint-perfetto", cmd_lint_perfetto, "check a Perfetto trace for what the UI drops silently"},
 	{0, 0, 0},
 };
 
