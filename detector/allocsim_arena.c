@@ -23,7 +23,7 @@ static void *xrealloc(void *p, size_t n)
 	return q;
 }
 
-uint32_t sb_new(sim_base *m)
+uint32_t sim_block_new(sim_base *m)
 {
 	uint32_t i;
 	if (m->freeB) {
@@ -42,14 +42,14 @@ uint32_t sb_new(sim_base *m)
 	return i;
 }
 
-void sb_delete(sim_base *m, uint32_t i)
+void sim_block_delete(sim_base *m, uint32_t i)
 {
 	memset(&m->B[i], 0, sizeof m->B[i]);
 	m->B[i].next = m->freeB;
 	m->freeB = i;
 }
 
-uint32_t sg_new(sim_base *m)
+uint32_t sim_seg_new(sim_base *m)
 {
 	uint32_t s;
 	if (m->freeS) {
@@ -68,7 +68,7 @@ uint32_t sg_new(sim_base *m)
 	return s;
 }
 
-void sg_delete(sim_base *m, uint32_t s)
+void sim_seg_delete(sim_base *m, uint32_t s)
 {
 	memset(&m->S[s], 0, sizeof m->S[s]);
 	m->S[s].next_free = m->freeS;
@@ -118,33 +118,25 @@ void sim_base_release(sim_base *m)
 	free(m->B);
 	free(m->S);
 	free(m->slot_block);
-	free(m->site_keys);
-	free(m->site_counts);
+	free(m->site_tab);
 }
 
 static int sites_grow(sim_base *m)
 {
-	uint32_t omask = m->site_mask, nmask = omask ? omask * 2 + 1 : 255;
-	uint32_t *nk = calloc((size_t)nmask + 1, sizeof *nk);
-	uint64_t *nc = calloc((size_t)nmask + 1, sizeof *nc);
-	if (!nk || !nc) {
-		free(nk);
-		free(nc);
+	uint32_t omask = m->site_mask, nmask = m->site_tab ? omask * 2 + 1 : 255;
+	struct sim_site_slot *nt = calloc((size_t)nmask + 1, sizeof *nt);
+	if (!nt)
 		return -1;
-	}
-	for (uint32_t i = 0; m->site_keys && i <= omask; i++) {
-		if (!m->site_keys[i])
+	for (uint32_t i = 0; m->site_tab && i <= omask; i++) {
+		if (!m->site_tab[i].key)
 			continue;
-		uint32_t h = (m->site_keys[i] * 2654435761u) & nmask;
-		while (nk[h])
+		uint32_t h = (m->site_tab[i].key * 2654435761u) & nmask;
+		while (nt[h].key)
 			h = (h + 1) & nmask;
-		nk[h] = m->site_keys[i];
-		nc[h] = m->site_counts[i];
+		nt[h] = m->site_tab[i];
 	}
-	free(m->site_keys);
-	free(m->site_counts);
-	m->site_keys = nk;
-	m->site_counts = nc;
+	free(m->site_tab);
+	m->site_tab = nt;
 	m->site_mask = nmask;
 	return 0;
 }
@@ -154,27 +146,28 @@ void sim_note_split(sim_base *m, uint32_t stack)
 	m->splits++;
 	if (!m->count_sites || !stack)
 		return;
-	if ((m->nsites + 1) * 4 > (m->site_mask + 1) * 3 || !m->site_keys)
+	if (!m->site_tab || (m->nsites + 1) * 4 > (m->site_mask + 1) * 3)
 		if (sites_grow(m))
 			return;
 	uint32_t h = (stack * 2654435761u) & m->site_mask;
-	while (m->site_keys[h] && m->site_keys[h] != stack)
+	while (m->site_tab[h].key && m->site_tab[h].key != stack)
 		h = (h + 1) & m->site_mask;
-	if (!m->site_keys[h]) {
-		m->site_keys[h] = stack;
+	if (!m->site_tab[h].key) {
+		m->site_tab[h].key = stack;
 		m->nsites++;
 	}
-	m->site_counts[h]++;
+	if (m->site_tab[h].count < UINT32_MAX)
+		m->site_tab[h].count++;
 }
 
 uint64_t sim_site_splits(const sim_base *m, uint32_t stack)
 {
-	if (!m->site_keys || !stack)
+	if (!m->site_tab || !stack)
 		return 0;
 	uint32_t h = (stack * 2654435761u) & m->site_mask;
-	while (m->site_keys[h]) {
-		if (m->site_keys[h] == stack)
-			return m->site_counts[h];
+	while (m->site_tab[h].key) {
+		if (m->site_tab[h].key == stack)
+			return m->site_tab[h].count;
 		h = (h + 1) & m->site_mask;
 	}
 	return 0;
@@ -202,7 +195,7 @@ static long count_rec(const sim_block *B, uint32_t x)
 	return x ? 1 + count_rec(B, B[x].c[0]) + count_rec(B, B[x].c[1]) : 0;
 }
 
-long st_verify(const sim_block *B, const sim_tree *t)
+long sim_tree_verify(const sim_block *B, const sim_tree *t)
 {
 	int ok = 1;
 	const sim_block *prev = NULL;
@@ -226,7 +219,7 @@ int sim_check_arena(sim_base *m, void (*key_fn)(const sim_block *b, uint64_t *k1
 	const sim_block *B = m->B;
 	long in_sets = 0;
 	for (size_t k = 0; k < nsets; k++) {
-		long n = st_verify(B, sets[k]);
+		long n = sim_tree_verify(B, sets[k]);
 		if (n < 0)
 			BAD("set %zu is not a valid AVL tree", k);
 		in_sets += n;

@@ -205,6 +205,8 @@ static void snap_moment(allocsim_snapshot *s, const allocsim_events *e, size_t k
 			s->segments[i].stream = e->streams.handles[s->segments[i].stream];
 }
 
+#define SNAP_WEIGHT 16
+
 int sim_replay_snap(sim_base *m, const allocsim_events *e, size_t stop, const allocsim_run_opts *o,
                     allocsim_result *r, allocsim_snapshot *snap, int *snap_ok)
 {
@@ -215,8 +217,11 @@ int sim_replay_snap(sim_base *m, const allocsim_events *e, size_t stop, const al
 	sim_slots_reserve(m, e->ids.nslots ? e->ids.nslots : 1);
 	size_t n = stop < e->n ? stop : e->n;
 	const sim_ev *ev = e->ev;
-	/* snapshots at new peaks of reserved, at most one per nB events so
-	 * their cost (O(blocks)) stays amortized over the replay */
+	/* snapshots at new peaks of reserved, at most one per
+	 * SNAP_WEIGHT x (blocks + sites) events: an element of a snapshot
+	 * (walk, sorts) costs about as much as SNAP_WEIGHT replayed events, so
+	 * all snapshots together cost about one more pass over the events.  A
+	 * final peak skipped this way is explained by one replay to it. */
 	size_t last_snap = 0;
 	int have_snap = 0;
 	if (snap) {
@@ -240,7 +245,8 @@ int sim_replay_snap(sim_base *m, const allocsim_events *e, size_t stop, const al
 		}
 		uint64_t old_pr = t.pr;
 		track(&t, m, v->time, k);
-		if (snap && t.pr != old_pr && (!have_snap || k - last_snap >= m->nB)) {
+		if (snap && t.pr != old_pr &&
+		    (!have_snap || k - last_snap >= SNAP_WEIGHT * ((size_t)m->nB + m->nsites))) {
 			allocsim_snapshot_clear(snap);
 			if (sim_snapshot(m, snap) == 0) {
 				snap_moment(snap, e, k);

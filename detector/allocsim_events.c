@@ -30,15 +30,13 @@ int sim_idmap_init(sim_idmap *m)
 {
 	memset(m, 0, sizeof *m);
 	m->mask = 1023;
-	m->keys = calloc(m->mask + 1, sizeof *m->keys);
-	m->vals = calloc(m->mask + 1, sizeof *m->vals);
-	return m->keys && m->vals ? 0 : -1;
+	m->ent = calloc(m->mask + 1, sizeof *m->ent);
+	return m->ent ? 0 : -1;
 }
 
 void sim_idmap_release(sim_idmap *m)
 {
-	free(m->keys);
-	free(m->vals);
+	free(m->ent);
 	free(m->sizes);
 	free(m->free_slots);
 	memset(m, 0, sizeof *m);
@@ -47,26 +45,19 @@ void sim_idmap_release(sim_idmap *m)
 static int grow(sim_idmap *m)
 {
 	uint32_t omask = m->mask, nmask = omask * 2 + 1;
-	uint64_t *nk = calloc((size_t)nmask + 1, sizeof *nk);
-	uint32_t *nv = calloc((size_t)nmask + 1, sizeof *nv);
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
+	sim_id_ent *ne = calloc((size_t)nmask + 1, sizeof *ne);
+	if (!ne)
 		return -1;
-	}
 	for (uint32_t i = 0; i <= omask; i++) {
-		if (!m->vals[i])
+		if (!m->ent[i].val)
 			continue;
-		uint32_t h = hash64(m->keys[i], nmask);
-		while (nv[h])
+		uint32_t h = hash64(m->ent[i].key, nmask);
+		while (ne[h].val)
 			h = (h + 1) & nmask;
-		nk[h] = m->keys[i];
-		nv[h] = m->vals[i];
+		ne[h] = m->ent[i];
 	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
+	free(m->ent);
+	m->ent = ne;
 	m->mask = nmask;
 	return 0;
 }
@@ -74,8 +65,8 @@ static int grow(sim_idmap *m)
 static int64_t find(const sim_idmap *m, uint64_t id)
 {
 	uint32_t h = hash64(id, m->mask);
-	while (m->vals[h]) {
-		if (m->keys[h] == id)
+	while (m->ent[h].val) {
+		if (m->ent[h].key == id)
 			return h;
 		h = (h + 1) & m->mask;
 	}
@@ -107,7 +98,7 @@ static int64_t new_slot(sim_idmap *m, uint64_t size)
 int64_t sim_idmap_find(const sim_idmap *m, uint64_t id)
 {
 	int64_t at = find(m, id);
-	return at < 0 ? -1 : (int64_t)m->vals[at] - 1;
+	return at < 0 ? -1 : (int64_t)m->ent[at].val - 1;
 }
 
 int64_t sim_idmap_add(sim_idmap *m, uint64_t id, uint64_t size, int *was_live)
@@ -116,7 +107,7 @@ int64_t sim_idmap_add(sim_idmap *m, uint64_t id, uint64_t size, int *was_live)
 	int64_t at = find(m, id);
 	if (at >= 0) {
 		*was_live = 1;
-		return (int64_t)m->vals[at] - 1;
+		return (int64_t)m->ent[at].val - 1;
 	}
 	if ((m->count + 1) * 4 > (m->mask + 1) * 3 && grow(m))
 		return -1;
@@ -124,10 +115,10 @@ int64_t sim_idmap_add(sim_idmap *m, uint64_t id, uint64_t size, int *was_live)
 	if (s < 0)
 		return -1;
 	uint32_t h = hash64(id, m->mask);
-	while (m->vals[h])
+	while (m->ent[h].val)
 		h = (h + 1) & m->mask;
-	m->keys[h] = id;
-	m->vals[h] = (uint32_t)s + 1;
+	m->ent[h].key = id;
+	m->ent[h].val = (uint32_t)s + 1;
 	m->count++;
 	return s;
 }
@@ -137,24 +128,23 @@ int64_t sim_idmap_remove(sim_idmap *m, uint64_t id, uint64_t *size)
 	int64_t at = find(m, id);
 	if (at < 0)
 		return -1;
-	uint32_t s = m->vals[at] - 1;
+	uint32_t s = m->ent[at].val - 1;
 	/* backward-shift deletion keeps probe chains intact */
 	uint32_t i = (uint32_t)at;
 	for (;;) {
-		m->vals[i] = 0;
+		m->ent[i].val = 0;
 		uint32_t j = i;
 		for (;;) {
 			j = (j + 1) & m->mask;
-			if (!m->vals[j])
+			if (!m->ent[j].val)
 				goto done;
-			uint32_t h = hash64(m->keys[j], m->mask);
+			uint32_t h = hash64(m->ent[j].key, m->mask);
 			/* can the entry at j move to i? yes unless h lies in (i, j] */
 			if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
 				continue;
 			break;
 		}
-		m->keys[i] = m->keys[j];
-		m->vals[i] = m->vals[j];
+		m->ent[i] = m->ent[j];
 		i = j;
 	}
 done:
@@ -325,7 +315,7 @@ uint64_t allocsim_events_allocs(const allocsim_events *e)
 
 size_t allocsim_events_memory(const allocsim_events *e)
 {
-	return e->cap * sizeof *e->ev + ((size_t)e->ids.mask + 1) * (sizeof *e->ids.keys + sizeof *e->ids.vals) +
+	return e->cap * sizeof *e->ev + ((size_t)e->ids.mask + 1) * sizeof *e->ids.ent +
 	       (size_t)e->ids.capslots * sizeof *e->ids.sizes + (size_t)e->ids.capfree * sizeof *e->ids.free_slots +
 	       e->streams.cap * sizeof *e->streams.handles;
 }

@@ -165,7 +165,7 @@ int sim_snapshot(sim_base *m, allocsim_snapshot *s)
 	/* sites: reduce by stack, add the split counts of the replay; sites
 	 * that split blocks but hold nothing now come last */
 	qsort(sites, nsite, sizeof *sites, cmp_site_acc);
-	s->sites = calloc(nsite + m->nsites + 1, sizeof *s->sites);
+	s->sites = calloc(nsite + 64 + 1, sizeof *s->sites);
 	if (!s->sites)
 		goto oom;
 	size_t ns = 0;
@@ -182,12 +182,17 @@ int sim_snapshot(sim_base *m, allocsim_snapshot *s)
 		}
 		o->splits = sim_site_splits(m, o->stack);
 	}
+	/* sites that only split blocks earlier (nothing of theirs is in a
+	 * segment now): the SPLIT_ONLY_MAX with most splits, picked with a
+	 * small min-heap so the cost stays linear in the sites seen */
 	size_t with_bytes = ns;
-	for (uint32_t h = 0; m->site_keys && h <= m->site_mask; h++) {
-		uint32_t st = m->site_keys[h];
+	enum { SPLIT_ONLY_MAX = 64 };
+	allocsim_site heap[SPLIT_ONLY_MAX];
+	size_t nh = 0;
+	for (uint32_t h = 0; m->site_tab && h <= m->site_mask; h++) {
+		uint32_t st = m->site_tab[h].key;
 		if (!st)
 			continue;
-		int seen = 0;
 		/* binary search among the sites that hold bytes (sorted by stack) */
 		size_t lo = 0, hi = with_bytes;
 		while (lo < hi) {
@@ -197,12 +202,36 @@ int sim_snapshot(sim_base *m, allocsim_snapshot *s)
 			else
 				hi = mid;
 		}
-		seen = lo < with_bytes && s->sites[lo].stack == st;
-		if (!seen) {
-			s->sites[ns].stack = st;
-			s->sites[ns++].splits = m->site_counts[h];
+		if (lo < with_bytes && s->sites[lo].stack == st)
+			continue;
+		allocsim_site v = {.stack = st, .splits = m->site_tab[h].count};
+		if (nh == SPLIT_ONLY_MAX && v.splits <= heap[0].splits)
+			continue;
+		size_t i;
+		if (nh < SPLIT_ONLY_MAX) {
+			i = nh++;
+			while (i && heap[(i - 1) / 2].splits > v.splits) {
+				heap[i] = heap[(i - 1) / 2];
+				i = (i - 1) / 2;
+			}
+		} else {
+			i = 0; /* replace the smallest, sift down */
+			for (;;) {
+				size_t c = 2 * i + 1;
+				if (c >= nh)
+					break;
+				if (c + 1 < nh && heap[c + 1].splits < heap[c].splits)
+					c++;
+				if (heap[c].splits >= v.splits)
+					break;
+				heap[i] = heap[c];
+				i = c;
+			}
 		}
+		heap[i] = v;
 	}
+	for (size_t i = 0; i < nh; i++)
+		s->sites[ns++] = heap[i];
 	s->nsites = ns;
 	qsort(s->sites, ns, sizeof *s->sites, cmp_site);
 	free(sites);

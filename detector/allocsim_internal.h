@@ -244,7 +244,7 @@ static inline uint32_t st_last(const sim_block *B, const sim_tree *t)
 }
 
 /* Checks the AVL and order invariants of a tree; returns its size or -1. */
-long st_verify(const sim_block *B, const sim_tree *t);
+long sim_tree_verify(const sim_block *B, const sim_tree *t);
 
 /* ---------------------------------------------------------------- model */
 
@@ -278,19 +278,21 @@ struct sim_base {
 	uint32_t *slot_block;
 	uint32_t nslot;
 	uint64_t next_va;
-	/* explain mode: splits by stack id (open addressing, key 0 = empty) */
+	/* explain mode: splits by stack id (open addressing, key 0 = empty;
+	 * key and count side by side: one cache miss a probe) */
 	int count_sites;
-	uint32_t *site_keys;
-	uint64_t *site_counts;
+	struct sim_site_slot {
+		uint32_t key, count;
+	} *site_tab;
 	uint32_t site_mask, nsites;
 	int oom_failed; /* set by a model when it could not even serve beyond capacity */
 };
 
-/* Arena helpers (allocsim_arena.c).  sb_new may move B: re-read pointers. */
-uint32_t sb_new(sim_base *m);
-void sb_delete(sim_base *m, uint32_t i);
-uint32_t sg_new(sim_base *m);
-void sg_delete(sim_base *m, uint32_t s);
+/* Arena helpers (allocsim_arena.c).  sim_block_new may move B: re-read pointers. */
+uint32_t sim_block_new(sim_base *m);
+void sim_block_delete(sim_base *m, uint32_t i);
+uint32_t sim_seg_new(sim_base *m);
+void sim_seg_delete(sim_base *m, uint32_t s);
 int sim_slots_reserve(sim_base *m, uint32_t slot);
 uint64_t sim_va_alloc(sim_base *m, uint64_t size, uint64_t align);
 void sim_base_init(sim_base *m, const sim_ops *ops, const allocsim_config *c);
@@ -340,9 +342,14 @@ typedef struct sim_ev {
 
 /* id -> slot map with slot recycling (allocsim_events.c), also used by
  * allocsim_model. */
+typedef struct sim_id_ent {
+	uint64_t key;
+	uint32_t val; /* slot + 1; 0 = empty */
+	uint32_t pad;
+} sim_id_ent;
+
 typedef struct sim_idmap {
-	uint64_t *keys;
-	uint32_t *vals; /* slot + 1; 0 = empty */
+	sim_id_ent *ent; /* key and value side by side: one cache miss a probe */
 	uint64_t *sizes; /* per slot: size of the live object */
 	uint32_t mask, count;
 	uint32_t *free_slots;

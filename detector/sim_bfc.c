@@ -92,12 +92,12 @@ static int extend(bfc_model *m, uint64_t rounded, uint32_t stack, int force)
 	}
 	if (!increased)
 		m->curr_region *= 2;
-	uint32_t s = sg_new(&m->b);
+	uint32_t s = sim_seg_new(&m->b);
 	sim_seg *sg = &m->b.S[s];
 	sg->addr = sim_va_alloc(&m->b, bytes, 2ull << 20);
 	sg->size = bytes;
 	sg->stack = stack;
-	uint32_t i = sb_new(&m->b);
+	uint32_t i = sim_block_new(&m->b);
 	sim_block *B = m->b.B;
 	B[i].addr = sg->addr;
 	B[i].size = bytes;
@@ -142,8 +142,8 @@ static int deallocate_free_regions(bfc_model *m, uint64_t rounded)
 		st_erase(m->b.B, &m->free, i);
 		m->b.reserved -= m->b.B[i].size;
 		m->b.segment_frees++;
-		sg_delete(&m->b, m->b.B[i].seg);
-		sb_delete(&m->b, i);
+		sim_seg_delete(&m->b, m->b.B[i].seg);
+		sim_block_delete(&m->b, i);
 	}
 	return 1;
 }
@@ -177,7 +177,7 @@ static int bfc_alloc(sim_base *base, uint32_t slot, uint64_t size, uint16_t stre
 		 * keeps the found chunk's node, and its place in the set when its
 		 * smaller key still sorts after the predecessor */
 		uint32_t r = i;
-		uint32_t a = sb_new(base);
+		uint32_t a = sim_block_new(base);
 		B = base->B;
 		B[a].addr = B[r].addr;
 		B[a].size = rounded;
@@ -246,9 +246,9 @@ static void bfc_free(sim_base *base, uint32_t slot)
 	int in_place = !succ || B[succ].k1 > size || (B[succ].k1 == size && B[succ].k2 > addr);
 	if (!in_place)
 		st_erase(B, &m->free, keep);
-	sb_delete(base, i);
+	sim_block_delete(base, i);
 	if (pm && nm)
-		sb_delete(base, n);
+		sim_block_delete(base, n);
 	B[keep].addr = addr;
 	B[keep].size = size;
 	B[keep].prev = nprev;

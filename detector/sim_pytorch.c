@@ -168,7 +168,7 @@ static uint64_t try_merge(pt_model *m, uint32_t dst, uint32_t src)
 		B[dst].split_stack = B[src].split_stack;
 	uint64_t sz = B[src].size;
 	B[dst].size += sz;
-	sb_delete(&m->b, src);
+	sim_block_delete(&m->b, src);
 	m->b.merges++;
 	return sz;
 }
@@ -209,9 +209,9 @@ static void free_block(pt_model *m, uint32_t i)
 	int in_place = !succ || B[succ].k1 > nk1 || (B[succ].k1 == nk1 && B[succ].k2 > addr);
 	if (!in_place)
 		st_erase(B, &pool->blocks, keep);
-	sb_delete(&m->b, i); /* absorbed into keep */
+	sim_block_delete(&m->b, i); /* absorbed into keep */
 	if (pm && nm)
-		sb_delete(&m->b, n);
+		sim_block_delete(&m->b, n);
 	B[keep].addr = addr;
 	B[keep].size = size;
 	B[keep].prev = nprev;
@@ -283,16 +283,16 @@ static void release_block(pt_model *m, uint32_t i)
 	st_erase(B, &pool_of(m, i)->blocks, i);
 	m->b.reserved -= B[i].size;
 	m->b.segment_frees++;
-	sg_delete(&m->b, B[i].seg);
-	sb_delete(&m->b, i);
+	sim_seg_delete(&m->b, B[i].seg);
+	sim_block_delete(&m->b, i);
 }
 
 static void release_expandable_segment(pt_model *m, uint32_t i)
 {
 	sim_block *B = m->b.B;
 	st_erase(B, &pool_of(m, i)->unmapped, i);
-	sg_delete(&m->b, B[i].seg);
-	sb_delete(&m->b, i);
+	sim_seg_delete(&m->b, B[i].seg);
+	sim_block_delete(&m->b, i);
 }
 
 /* unmap_block: give back the whole pages inside a free expandable block. */
@@ -310,7 +310,7 @@ static void unmap_block(pt_model *m, uint32_t i)
 	uint64_t before = ubeg - B[i].addr;
 	uint64_t after = B[i].size - before - ulen;
 	if (before) {
-		uint32_t f = sb_new(&m->b);
+		uint32_t f = sim_block_new(&m->b);
 		B = m->b.B;
 		B[f] = B[i];
 		B[f].height = 0;
@@ -322,7 +322,7 @@ static void unmap_block(pt_model *m, uint32_t i)
 		pool_insert(m, f);
 	}
 	if (after) {
-		uint32_t f = sb_new(&m->b);
+		uint32_t f = sim_block_new(&m->b);
 		B = m->b.B;
 		B[f] = B[i];
 		B[f].height = 0;
@@ -489,7 +489,7 @@ static uint32_t find_expandable_block(pt_model *m, pt_pool *p, uint16_t stream, 
 	}
 	uint64_t page = p->small ? K_SMALL_BUFFER : m->b.cfg.large_segment_size;
 	uint64_t va = (m->va_size + page - 1) / page * page;
-	uint32_t s = sg_new(&m->b);
+	uint32_t s = sim_seg_new(&m->b);
 	sim_seg *sg = &m->b.S[s];
 	sg->addr = sim_va_alloc(&m->b, va, 1ull << 30);
 	sg->size = va;
@@ -498,7 +498,7 @@ static uint32_t find_expandable_block(pt_model *m, pt_pool *p, uint16_t stream, 
 	sg->small = (uint8_t)p->small;
 	sg->expandable = 1;
 	sg->stack = stack;
-	uint32_t i = sb_new(&m->b);
+	uint32_t i = sim_block_new(&m->b);
 	B = m->b.B;
 	B[i].addr = sg->addr;
 	B[i].size = va;
@@ -521,7 +521,7 @@ static int map_block(pt_model *m, uint32_t i, uint64_t size, int force)
 	st_erase(B, &pool_of(m, i)->unmapped, i);
 	B[i].flags |= SB_MAPPED;
 	if (bytes < B[i].size) {
-		uint32_t r = sb_new(&m->b);
+		uint32_t r = sim_block_new(&m->b);
 		B = m->b.B;
 		B[r] = B[i];
 		B[r].height = 0;
@@ -580,14 +580,14 @@ static uint32_t alloc_block(pt_model *m, pt_pool *p, uint16_t stream, uint64_t s
 		return try_allocate_expandable_block(m, p, stream, size, stack, force);
 	if (!fits_capacity(m, alloc_size, force))
 		return 0;
-	uint32_t s = sg_new(&m->b);
+	uint32_t s = sim_seg_new(&m->b);
 	sim_seg *sg = &m->b.S[s];
 	sg->addr = sim_va_alloc(&m->b, alloc_size, K_SMALL_BUFFER);
 	sg->size = alloc_size;
 	sg->stream = stream;
 	sg->small = (uint8_t)p->small;
 	sg->stack = stack;
-	uint32_t i = sb_new(&m->b);
+	uint32_t i = sim_block_new(&m->b);
 	sim_block *B = m->b.B;
 	B[i].addr = sg->addr;
 	B[i].size = alloc_size;
@@ -631,7 +631,7 @@ static int pt_alloc(sim_base *base, uint32_t slot, uint64_t orig, uint16_t strea
 	sim_block *B = base->B;
 	if (should_split(m, i, size)) {
 		uint32_t r = i; /* the remainder keeps the found block's index */
-		uint32_t a = sb_new(base);
+		uint32_t a = sim_block_new(base);
 		B = base->B;
 		B[a].addr = B[r].addr;
 		B[a].size = size;

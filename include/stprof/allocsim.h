@@ -229,7 +229,9 @@ typedef struct allocsim_snapshot {
 	uint32_t request_stack;
 	allocsim_segment_info *segments; size_t nsegments; /* by free bytes, largest first */
 	allocsim_block_info *blocks; size_t nblocks;
-	allocsim_site *sites; size_t nsites; /* by split_free_bytes, then pinning_bytes */
+	allocsim_site *sites; size_t nsites; /* by split_free_bytes, then pinning_bytes, then
+	                                      * splits; sites holding nothing now: the 64 with
+	                                      * most splits */
 } allocsim_snapshot;
 
 /* The current state of a model. */
@@ -271,9 +273,9 @@ int allocsim_run(const allocsim_events *e, const allocsim_config *c, const alloc
                  allocsim_result *r, char *err, size_t errlen);
 /* allocsim_run, and the snapshot allocsim_explain would give at the
  * result's peak reserved, mostly without a second replay: the state is
- * captured when a new peak is reached (at most once per live-block count
- * of events, so the cost stays linear), and replayed only if the final peak
- * was not captured. */
+ * captured when a new peak is reached (at most once per n events, n the
+ * snapshot's size in blocks and call sites, so the cost stays linear), and
+ * replayed only if the final peak was not captured. */
 int allocsim_run_explained(const allocsim_events *e, const allocsim_config *c, const allocsim_run_opts *o,
                            allocsim_result *r, allocsim_snapshot *worst, char *err, size_t errlen);
 /* Replays the log up to and including event `event` (e.g. a result's

@@ -51,7 +51,7 @@ int main(void)
 			in[i] = 1;
 		}
 		if (round % 97 == 0 || round < 300) {
-			CHECK(st_verify(B, &t) >= 0);
+			CHECK(sim_tree_verify(B, &t) >= 0);
 			uint64_t k1 = rnd() % 52, k2 = rnd() % (N + 2);
 			uint32_t lb = st_lower_bound(B, &t, k1, k2);
 			CHECK_EQ_U(lb, ref_lower(k1, k2));
@@ -77,7 +77,7 @@ int main(void)
 		}
 	CHECK_EQ_U(t.count, 0);
 	CHECK_EQ_U(t.root, 0);
-	CHECK(st_verify(B, &t) == 0);
+	CHECK(sim_tree_verify(B, &t) == 0);
 	CHECK(steps > 100);
 	return check_done();
 }
