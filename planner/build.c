@@ -1,0 +1,83 @@
+/*
+ * build.c - stp_plan_build: runs the steps in order and fills the stats.
+ *
+ *   work view (work.c) -> static plan (stalloc.c or greedy.c)
+ *   -> improvement (greedy.c: pl_improve) -> dynamic space (dynamic.c)
+ *
+ * The plan owns its arrays; stp_plan_free releases them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void stp_plan_opts_init(stp_plan_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->algo = STP_ALGO_STALLOC;
+	o->align = 1;
+}
+
+void stp_plan_free(stp_plan *p)
+{
+	free(p->offset);
+	free(p->group);
+	free(p->groups);
+	free(p->intervals);
+	memset(p, 0, sizeof *p);
+}
+
+int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char *err, size_t errlen)
+{
+	double t0 = pl_now();
+	memset(p, 0, sizeof *p);
+	if (stp_reqs_check(r, err, errlen) < 0)
+		return -1;
+	if (r->n >= UINT32_MAX / 4) {
+		snprintf(err, errlen, "too many requests (%zu)", r->n);
+		return -1;
+	}
+	uint64_t align = o->align ? o->align : 1;
+	p->align = align;
+	p->n = r->n;
+	p->offset = malloc((r->n + 1) * sizeof *p->offset);
+	p->group = malloc((r->n + 1) * sizeof *p->group);
+	pl_work w;
+	if (!p->offset || !p->group || pl_work_build(r, align, &w) < 0) {
+		stp_plan_free(p);
+		snprintf(err, errlen, "out of memory planning %zu requests", r->n);
+		return -1;
+	}
+	stp_plan_stats *st = &p->stats;
+	st->lower_bound = pl_lower_bound(r, 0, align);
+	st->lower_bound_all = pl_lower_bound(r, 1, align);
+	st->pinned_requests = w.pinned_extra;
+	int rc;
+	if (o->algo == STP_ALGO_GREEDY) {
+		rc = pl_greedy(&w, p->offset);
+		st->pool_stalloc = 0;
+	} else {
+		rc = pl_stalloc(r, &w, !o->no_fusion, p->offset, st);
+		if (!rc)
+			st->pool_stalloc = pl_pool(&w, p->offset);
+		if (o->verbose && !rc)
+			fprintf(stderr, "plan: STAlloc steps: pool %llu, lower bound %llu, %.3f s\n",
+			        (unsigned long long)st->pool_stalloc, (unsigned long long)st->lower_bound,
+			        pl_now() - t0);
+		if (!rc && o->algo == STP_ALGO_STALLOC)
+			rc = pl_improve(&w, st->lower_bound, p->offset, &st->improved_requests);
+	}
+	if (!rc) {
+		p->pool = pl_pool(&w, p->offset);
+		rc = pl_dynamic(r, &w, p);
+	}
+	pl_work_free(&w);
+	if (rc) {
+		stp_plan_free(p);
+		snprintf(err, errlen, "out of memory planning %zu requests", r->n);
+		return -1;
+	}
+	st->seconds = pl_now() - t0;
+	return 0;
+}
