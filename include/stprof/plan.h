@@ -67,6 +67,7 @@ typedef struct stp_reqs {
 	uint64_t begin_seq, end_seq;   /* the window cut from the trace */
 	uint64_t trace_events;
 	uint32_t notes;                /* string: what the converter had to assume */
+	int device;                    /* 1: device allocations (GPU), 0: host or unknown */
 } stp_reqs;
 
 void stp_reqs_init(stp_reqs *r);
