@@ -5,9 +5,11 @@
  * Both place one request at a time against the requests already placed that
  * overlap it in time (found with the interval index, itree.c): collect their
  * address ranges, sort by offset, walk the gaps.
- *   greedy:  requests by decreasing size (ties: longer lifetime, then
- *            earlier start); each goes to the smallest gap that holds it
- *            (best fit), else on top of the ranges it overlaps.
+ *   greedy:  pinned (persistent) requests are stacked at the bottom first,
+ *            as in the STAlloc plan; then the others by decreasing size
+ *            (ties: longer lifetime, then earlier start); each goes to the
+ *            smallest gap that holds it (best fit), else on top of the ranges
+ *            it overlaps.
  *   improve: the requests of a finished plan that reach above the lower
  *            bound are lifted out and put back, largest first, at the lowest
  *            offset where they fit; the result is kept only when the pool
@@ -104,9 +106,13 @@ int pl_greedy(const pl_work *w, uint64_t *off)
 	b.off = off;
 	if (!kv || !tmp || !ids)
 		goto out;
+	uint64_t base = 0;
 	for (size_t i = 0; i < n; i++) {
 		off[i] = STP_NO_OFFSET;
-		if (w->kind[i] != PL_DYNAMIC) {
+		if (w->kind[i] == PL_PINNED) {
+			off[i] = base;
+			base += w->size[i];
+		} else if (w->kind[i] == PL_STATIC) {
 			ids[m] = (uint32_t)i;
 			kv[m++] = (pl_kv){w->s[i], (uint32_t)i};
 		}
@@ -126,7 +132,7 @@ int pl_greedy(const pl_work *w, uint64_t *off)
 		pl_itree_query(&t, w->s[i], w->e[i], collect, &b);
 		if (b.oom)
 			goto out;
-		off[i] = find_gap(w, &b, w->size[i], 0, 1);
+		off[i] = find_gap(w, &b, w->size[i], base, 1);
 		pl_itree_set(&t, i, 1);
 	}
 	rc = 0;
@@ -153,6 +159,10 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 	*moved = 0;
 	if (!ids)
 		goto out;
+	if (pl_pool(w, off) <= lb) {
+		rc = 0; /* nothing above the bound */
+		goto out;
+	}
 	uint32_t m = 0;
 	for (size_t i = 0; i < n; i++)
 		if (w->kind[i] == PL_STATIC)

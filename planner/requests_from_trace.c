@@ -391,7 +391,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	uint32_t ordinal = 0, pre_ordinal = 0;
 	size_t cur_it = 0;  /* index into its of the iteration around the current event */
 	int in_iter = 0;
-	uint32_t gen = 0;   /* occurrence counters are per iteration: keyed with gen */
+	uint32_t gen = 0;   /* occurrence counters are per iteration: keyed with its index */
 	uint64_t unpaired_in = 0, unpaired_out = 0;
 	size_t cut = 0, cut_added = SIZE_MAX;
 	uint32_t cut_phase = 0;
@@ -413,10 +413,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		/* iteration bookkeeping for the position map */
 		while (cur_it < nits && seq >= its[cur_it].end)
 			cur_it++;
-		int now_in = cur_it < nits && seq >= its[cur_it].begin;
-		if (now_in && !in_iter)
-			gen++;
-		in_iter = now_in;
+		in_iter = cur_it < nits && seq >= its[cur_it].begin;
+		gen = (uint32_t)cur_it + 1;
 		int inwin = seq >= begin && seq < end;
 		uint64_t tick = seq - begin;
 		if (ev.type == STP_EV_MARKER && inwin && !w->cuts) {
