@@ -17,6 +17,7 @@ struct stprof_cmd {
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_run(int argc, char **argv); /* `stprof CMD ARGS...` */
 

@@ -19,6 +19,7 @@ const struct stprof_cmd stprof_commands[] = {
 	{"record", cmd_record, "run a program and record its memory events into a trace"},
 	{"report", cmd_report, "summarize a trace: objects, peak, top call sites"},
 	{"info", cmd_info, "show a trace's header, counts and whether it is whole"},
+	{"dump", cmd_dump, "print every event of a trace, one line each"},
 	{"plan", cmd_plan, "build an STAlloc allocation plan from a trace; show or verify one"},
 	{0, 0, 0},
 };

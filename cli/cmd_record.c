@@ -1,0 +1,58 @@
+/*
+ * cmd_record.c - `stprof record [OPTIONS] [--] PROGRAM [ARGS...]`: run a
+ * program with the collector and write its trace.  The exit status is the
+ * program's (or it dies of the same signal).
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+
+#include "commands.h"
+#include "record.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: stprof record [OPTIONS] [--] PROGRAM [ARGS...]\n\n"
+	           "Runs PROGRAM with the stprof collector preloaded and writes every heap\n"
+	           "allocation and free (malloc, calloc, realloc, free, posix_memalign,\n"
+	           "aligned_alloc, memalign, valloc, pvalloc; C++ new and delete), each with its\n"
+	           "native call path, plus threads, loaded modules and the program's markers,\n"
+	           "into a trace.  PROGRAM's output, exit status and signals are its own; stprof\n"
+	           "adds one line on stderr at the end (none with -q).\n\n"
+	           "Options:\n%s  -h, --help           this help\n\n"
+	           "Read the trace with `stprof report`, `stprof info`.\n",
+	        record_help);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	record_opts o = {.depth = -1, .flush_ms = -1};
+	int c;
+	while ((c = getopt_long(argc, argv, record_optstring, record_longopts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		int rc = record_apply_option(&o, c, optarg);
+		if (rc) {
+			if (rc > 0)
+				usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		stprof_err("record: no program to run");
+		usage(stderr);
+		return 2;
+	}
+	char trace[PATH_MAX];
+	int started;
+	int status = record_run(&o, argv + optind, trace, sizeof trace, &started);
+	if (status < 0)
+		return 127;
+	if (!started)
+		exit_like(status);
+	record_summary(trace, argv[optind], o.quiet);
+	exit_like(status);
+}

@@ -1,0 +1,307 @@
+/*
+ * record.c - run a program under libstprof.so: the environment it needs
+ * (LD_PRELOAD, STPROF_*), the wait, signal forwarding, and leaving the way
+ * the program left (exit code or signal).
+ *
+ * stprof itself ignores SIGINT and SIGQUIT while the program runs (a terminal
+ * sends them to the whole process group, so the program gets its own) and
+ * passes SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM on to it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "record.h"
+#include "stprof/trace_codec.h"
+#include "util.h"
+
+const char record_optstring[] = "+o:m:d:qh";
+const struct option record_longopts[] = {
+	{"output", required_argument, 0, 'o'},
+	{"min-size", required_argument, 0, 'm'},
+	{"depth", required_argument, 0, 'd'},
+	{"flush-ms", required_argument, 0, 'F'},
+	{"quiet", no_argument, 0, 'q'},
+	{"help", no_argument, 0, 'h'},
+	{0, 0, 0, 0},
+};
+const char record_help[] =
+	"  -o, --output FILE    write the trace to FILE (default: PROGRAM.stp in the\n"
+	"                       current directory); child processes and exec'd images\n"
+	"                       write FILE.<pid> (and FILE.<pid>.<n>)\n"
+	"  -m, --min-size SIZE  record only allocations of at least SIZE bytes\n"
+	"                       (e.g. 4k, 1M; default 0: every allocation)\n"
+	"  -d, --depth N        frames of call path per allocation, 0-256 (default 32;\n"
+	"                       0 records no call paths)\n"
+	"      --flush-ms N     write buffered events at least every N ms, 1-100\n"
+	"                       (default 50); bounds what a SIGKILL can lose\n"
+	"  -q, --quiet          print nothing of stprof's own\n";
+
+int record_apply_option(record_opts *o, int c, const char *arg)
+{
+	uint64_t v;
+	switch (c) {
+	case 'o':
+		o->output = arg;
+		return 0;
+	case 'm':
+		if (stprof_parse_size(arg, &v)) {
+			stprof_err("--min-size: '%s' is not a size (examples: 512, 4k, 1M)", arg);
+			return -1;
+		}
+		o->min_size = v;
+		return 0;
+	case 'd':
+		if (stprof_parse_uint(arg, 256, &v)) {
+			stprof_err("--depth: '%s' is not a number from 0 to 256", arg);
+			return -1;
+		}
+		o->depth = (int)v;
+		return 0;
+	case 'F':
+		if (stprof_parse_uint(arg, 100, &v) || v == 0) {
+			stprof_err("--flush-ms: '%s' is not a number from 1 to 100", arg);
+			return -1;
+		}
+		o->flush_ms = (int)v;
+		return 0;
+	case 'q':
+		o->quiet = 1;
+		return 0;
+	}
+	return 1;
+}
+
+static pid_t child_pid;
+
+static void forward(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+/* An stprof trace by its magic bytes. */
+static int is_trace(const char *path)
+{
+	char m[8];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, m, sizeof m);
+	close(fd);
+	return n == 8 && !memcmp(m, STP_FILE_MAGIC, 8);
+}
+
+/* Calls fn for FILE and every FILE.<digits>[.<digits>] beside it. */
+static int for_each_trace(const char *trace, void (*fn)(const char *, void *), void *arg)
+{
+	char dirbuf[PATH_MAX], basebuf[PATH_MAX], path[PATH_MAX * 2];
+	snprintf(dirbuf, sizeof dirbuf, "%s", trace);
+	snprintf(basebuf, sizeof basebuf, "%s", trace);
+	const char *dir = dirname(dirbuf), *base = basename(basebuf);
+	size_t blen = strlen(base);
+	int n = 0;
+	if (access(trace, F_OK) == 0) {
+		fn(trace, arg);
+		n++;
+	}
+	DIR *d = opendir(dir);
+	if (!d)
+		return n;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *s = e->d_name;
+		if (strncmp(s, base, blen) || s[blen] != '.')
+			continue;
+		s += blen + 1;
+		if (!*s || strspn(s, "0123456789.") != strlen(s))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if (is_trace(path)) {
+			fn(path, arg);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static void remove_one(const char *path, void *arg)
+{
+	if (is_trace(path) || !strcmp(path, (const char *)arg))
+		unlink(path);
+}
+
+int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len, int *started)
+{
+	*started = 0;
+	const char *lib = stprof_collector_path();
+	if (!lib) {
+		stprof_err("cannot find libstprof.so beside %s (set STPROF_LIB to its path)", stprof_self_dir());
+		return -1;
+	}
+	char want[PATH_MAX];
+	if (o->output) {
+		snprintf(want, sizeof want, "%s", o->output);
+	} else {
+		char prog[PATH_MAX];
+		snprintf(prog, sizeof prog, "%s", argv[0]);
+		snprintf(want, sizeof want, "%s.stp", basename(prog));
+	}
+	/* absolute, so that a program that changes directory still writes it */
+	if (want[0] != '/') {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof cwd)) {
+			stprof_err("cannot read the current directory: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(trace, trace_len, "%s/%s", cwd, want);
+	} else {
+		snprintf(trace, trace_len, "%s", want);
+	}
+	struct stat sb;
+	if (stat(trace, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		stprof_err("%s: exists and is not a regular file", trace);
+		return -1;
+	}
+	if (stat(trace, &sb) == 0 && !is_trace(trace)) {
+		stprof_err("%s: exists and is not an stprof trace; not overwriting it", trace);
+		return -1;
+	}
+	for_each_trace(trace, remove_one, trace);
+
+	char buf[PATH_MAX * 2];
+	const char *old = getenv("LD_PRELOAD");
+	snprintf(buf, sizeof buf, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	setenv("LD_PRELOAD", buf, 1);
+	setenv("STPROF_OUTPUT", trace, 1);
+	snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->min_size);
+	setenv("STPROF_MIN_SIZE", buf, 1);
+	if (o->depth >= 0) {
+		snprintf(buf, sizeof buf, "%d", o->depth);
+		setenv("STPROF_DEPTH", buf, 1);
+	}
+	if (o->flush_ms > 0) {
+		snprintf(buf, sizeof buf, "%d", o->flush_ms);
+		setenv("STPROF_FLUSH_MS", buf, 1);
+	}
+
+	fflush(NULL);
+	/* a pipe closed on exec tells us whether execvp worked */
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC)) {
+		stprof_err("pipe: %s", strerror(errno));
+		return -1;
+	}
+	child_pid = fork();
+	if (child_pid < 0) {
+		stprof_err("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (child_pid == 0) {
+		close(pfd[0]);
+		execvp(argv[0], argv);
+		int e = errno;
+		if (write(pfd[1], &e, sizeof e) < 0)
+			_exit(127);
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	close(pfd[1]);
+	unsetenv("LD_PRELOAD");
+	struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward};
+	sigemptyset(&ign.sa_mask);
+	sigemptyset(&fwd.sa_mask);
+	sigaction(SIGINT, &ign, NULL);
+	sigaction(SIGQUIT, &ign, NULL);
+	int fwd_sigs[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
+	for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
+		sigaction(fwd_sigs[i], &fwd, NULL);
+
+	int exec_errno = 0;
+	ssize_t got;
+	while ((got = read(pfd[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+	int status;
+	while (waitpid(child_pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			stprof_err("waitpid: %s", strerror(errno));
+			return -1;
+		}
+	if (got == sizeof exec_errno) {
+		stprof_err("%s: %s", argv[0], strerror(exec_errno));
+		unlink(trace);
+		return status;
+	}
+	*started = 1;
+	return status;
+}
+
+struct summary {
+	int n;
+	long long bytes;
+	char first_child[PATH_MAX];
+	const char *main;
+};
+
+static void sum_one(const char *path, void *arg)
+{
+	struct summary *s = arg;
+	struct stat sb;
+	if (stat(path, &sb) == 0)
+		s->bytes += sb.st_size;
+	if (strcmp(path, s->main) && !s->first_child[0])
+		snprintf(s->first_child, sizeof s->first_child, "%s", path);
+	s->n++;
+}
+
+int record_summary(const char *trace, const char *program, int quiet)
+{
+	struct summary s = {.main = trace};
+	for_each_trace(trace, sum_one, &s);
+	if (quiet)
+		return s.n;
+	char b[64];
+	if (access(trace, F_OK) != 0) {
+		stprof_err("no trace was written for %s (a static or setuid program cannot be "
+		           "recorded; see docs/record.md)", program);
+		return s.n;
+	}
+	stprof_err("trace written to %s (%s)", trace, stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
+	if (s.n > 1)
+		stprof_err("%d more trace%s for child processes or exec'd images, e.g. %s", s.n - 1,
+		           s.n > 2 ? "s" : "", s.first_child);
+	return s.n;
+}
+
+void exit_like(int status)
+{
+	if (status < 0)
+		exit(127);
+	if (WIFEXITED(status))
+		exit(WEXITSTATUS(status));
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		fflush(NULL);
+		struct rlimit nocore = {0, 0};
+		setrlimit(RLIMIT_CORE, &nocore); /* the program already dumped its own */
+		signal(sig, SIG_DFL);
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, sig);
+		sigprocmask(SIG_UNBLOCK, &s, NULL);
+		raise(sig);
+		exit(128 + sig);
+	}
+	exit(1);
+}

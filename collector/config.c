@@ -1,0 +1,105 @@
+/*
+ * config.c - the collector's options, from STPROF_* environment variables
+ * (the stprof CLI validates its flags and passes them this way).  Values that
+ * do not parse are ignored and the default stays: the collector never prints
+ * into the profiled program's output.
+ *
+ *   STPROF_OUTPUT     trace path (default stprof-<pid>.stp in the cwd)
+ *   STPROF_MIN_SIZE   smallest allocation recorded, bytes (default 0: all)
+ *   STPROF_DEPTH      frames per call path, 0..256 (default 32)
+ *   STPROF_FLUSH_MS   flush period in ms, 1..100 (default 50)
+ *   STPROF_UNWIND     fast (default) | libunwind | check: how call paths are
+ *                     walked; check runs both and records how often they
+ *                     differ (an annotation "stprof.unwind_mismatches")
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+stc_config g_cfg;
+
+void stc_config_defaults(stc_config *c)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->output, sizeof c->output, "stprof-%d.stp", (int)getpid());
+	c->depth = STC_DEPTH_DEFAULT;
+	c->flush_ms = STC_FLUSH_MS_DEFAULT;
+}
+
+/* Digits only, no sign, no overflow. */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+	if (!s || !*s)
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		unsigned d = (unsigned)(*s - '0');
+		if (v > (max - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int stc_config_set(stc_config *c, const char *name, const char *value)
+{
+	uint64_t v;
+	if (!name || !value)
+		return -1;
+	if (!strcmp(name, "OUTPUT")) {
+		size_t n = strlen(value);
+		if (n == 0 || n >= sizeof c->output)
+			return -1;
+		memcpy(c->output, value, n + 1);
+		return 0;
+	}
+	if (!strcmp(name, "MIN_SIZE")) {
+		if (parse_u64(value, UINT64_MAX, &v))
+			return -1;
+		c->min_size = v;
+		return 0;
+	}
+	if (!strcmp(name, "DEPTH")) {
+		if (parse_u64(value, STC_DEPTH_MAX, &v))
+			return -1;
+		c->depth = (uint32_t)v;
+		return 0;
+	}
+	if (!strcmp(name, "FLUSH_MS")) {
+		if (parse_u64(value, 100, &v) || v == 0)
+			return -1;
+		c->flush_ms = (uint32_t)v;
+		return 0;
+	}
+	if (!strcmp(name, "UNWIND")) {
+		if (!strcmp(value, "fast"))
+			c->unwind = STC_UNWIND_FAST;
+		else if (!strcmp(value, "libunwind"))
+			c->unwind = STC_UNWIND_LIBUNWIND;
+		else if (!strcmp(value, "check"))
+			c->unwind = STC_UNWIND_CHECK;
+		else
+			return -1;
+		return 0;
+	}
+	return -1;
+}
+
+void stc_config_from_env(stc_config *c)
+{
+	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND"};
+	char var[32];
+	stc_config_defaults(c);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		snprintf(var, sizeof var, "STPROF_%s", names[i]);
+		const char *v = getenv(var);
+		if (v)
+			stc_config_set(c, names[i], v);
+	}
+}

@@ -1,0 +1,381 @@
+/*
+ * defs.c - interning of call paths and strings, and the DEFS buffer.
+ *
+ * Call paths are stored as a trie: a node is (parent node, return address)
+ * with a dense id; a stack id is its innermost node.  New nodes and strings
+ * are encoded into the DEFS buffer, which output.c always writes before any
+ * EVENTS chunk (so an id is defined in the file before it is used).
+ *
+ * The hot path is a lock-free lookup of a whole call path by a 128-bit hash
+ * in an open-addressed table (a slot is published by a release store of its
+ * first key word).  A miss takes the defs lock, adds the nodes and the slot.
+ * When the table fills past half it is copied into one twice the size and
+ * the pointer swapped; old tables stay mapped (readers may still be in them)
+ * and a reader that misses in one retries under the lock.  Two different call
+ * paths are taken as one only if their 64-bit hashes, depths and innermost and
+ * outermost frames all agree: about n^2/2^65 for n distinct paths (3e-8 for
+ * a million).
+ */
+#include <string.h>
+
+#include "internal.h"
+
+static pthread_mutex_t defs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- the DEFS buffer: [chunk header space][payload] */
+static uint8_t *dbuf;
+static size_t dcap, dlen;
+static stp_enc_state dstate;
+
+void stc_defs_lock(void) { pthread_mutex_lock(&defs_mu); }
+void stc_defs_unlock(void) { pthread_mutex_unlock(&defs_mu); }
+
+/* Room for n more payload bytes (defs lock held). */
+static uint8_t *dreserve(size_t n)
+{
+	if (STP_CHUNK_HEADER_SIZE + dlen + n > dcap) {
+		size_t nc = dcap ? dcap : (64u << 10);
+		while (STP_CHUNK_HEADER_SIZE + dlen + n > nc)
+			nc *= 2;
+		uint8_t *nb = stc_mem_alloc(nc);
+		if (!nb)
+			return NULL;
+		if (dbuf) {
+			memcpy(nb, dbuf, STP_CHUNK_HEADER_SIZE + dlen);
+			stc_mem_free(dbuf, dcap);
+		}
+		dbuf = nb;
+		dcap = nc;
+	}
+	return dbuf + STP_CHUNK_HEADER_SIZE + dlen;
+}
+
+void stc_defs_flush_locked(void)
+{
+	stc_defs_lock();
+	if (dlen) {
+		stc_out_chunk_locked(STP_CHUNK_DEFS, 0, dbuf, dlen);
+		dlen = 0;
+		stp_enc_reset(&dstate, 0);
+	}
+	stc_defs_unlock();
+}
+
+void stc_emit_def_event(stp_event *ev)
+{
+	uint32_t tid = stc_gettid();
+	stc_defs_lock();
+	ev->tid = tid;
+	ev->seq = atomic_fetch_add(&g_seq, 1);
+	ev->time_ns = stc_now();
+	size_t bound = stp_enc_event_bound(ev);
+	uint8_t *p = dreserve(bound);
+	if (p)
+		dlen += stp_enc_event(p, bound, &dstate, ev);
+	stc_defs_unlock();
+}
+
+/* ---- strings (defs lock held for every access) */
+typedef struct str_slot { uint64_t hash; uint32_t id, len; const char *text; } str_slot;
+static str_slot *stab;
+static size_t stab_cap, nstr;
+static char *sarena;
+static size_t sarena_left;
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+	return h ^ (h >> 31);
+}
+
+static const char *sarena_copy(const char *s, size_t n)
+{
+	if (n + 1 > sarena_left) {
+		size_t sz = n + 1 > (64u << 10) ? n + 1 : (64u << 10);
+		sarena = stc_mem_alloc(sz);
+		if (!sarena) {
+			sarena_left = 0;
+			return NULL;
+		}
+		sarena_left = sz;
+	}
+	char *d = sarena;
+	memcpy(d, s, n);
+	d[n] = 0;
+	sarena += n + 1;
+	sarena_left -= n + 1;
+	return d;
+}
+
+static int stab_grow(void)
+{
+	size_t nc = stab_cap ? stab_cap * 2 : 1024;
+	str_slot *nt = stc_mem_alloc(nc * sizeof *nt);
+	if (!nt)
+		return -1;
+	for (size_t i = 0; i < stab_cap; i++) {
+		if (!stab[i].id)
+			continue;
+		size_t j = stab[i].hash & (nc - 1);
+		while (nt[j].id)
+			j = (j + 1) & (nc - 1);
+		nt[j] = stab[i];
+	}
+	stc_mem_free(stab, stab_cap * sizeof *stab);
+	stab = nt;
+	stab_cap = nc;
+	return 0;
+}
+
+uint32_t stc_intern_string(const char *s, size_t len)
+{
+	uint64_t h = hash_bytes(s, len);
+	uint32_t id = 0;
+	stc_defs_lock();
+	if ((nstr + 1) * 2 > stab_cap && stab_grow())
+		goto out;
+	size_t j = h & (stab_cap - 1);
+	for (; stab[j].id; j = (j + 1) & (stab_cap - 1))
+		if (stab[j].hash == h && stab[j].len == len && !memcmp(stab[j].text, s, len)) {
+			id = stab[j].id;
+			goto out;
+		}
+	const char *copy = sarena_copy(s, len);
+	uint8_t *p = dreserve(len + 32);
+	if (!copy || !p)
+		goto out;
+	id = (uint32_t)++nstr;
+	dlen += stp_enc_string(p, len + 32, id, s, len);
+	stab[j] = (str_slot){h, id, (uint32_t)len, copy};
+out:
+	stc_defs_unlock();
+	return id;
+}
+
+/* ---- stack trie nodes (defs lock held)
+ * A node stands for an outer suffix of a call path (the trie is rooted at the
+ * outermost frame) and is keyed by a rolling hash of that suffix, so the
+ * deepest known node of a new call path is found by binary search over the
+ * depth: a few probes of a large table instead of one per frame.  A hit must
+ * also agree on depth and frame, so a 64-bit collision cannot splice paths
+ * unless those agree too.  Every depth's first slot is prefetched before the
+ * search, so the cache misses of a large table overlap. */
+typedef struct node_slot { uint64_t key, ip; uint32_t parent, id; } node_slot;
+static node_slot *ntab;
+static size_t ntab_cap, nnode;
+
+static inline uint64_t suffix_step(uint64_t h, uint64_t ip)
+{
+	__uint128_t p = (__uint128_t)(h ^ ip) * 0x9E3779B97F4A7C15ull;
+	uint64_t r = (uint64_t)p ^ (uint64_t)(p >> 64);
+	return r ? r : 1;
+}
+
+static int ntab_grow(void)
+{
+	size_t nc = ntab_cap ? ntab_cap * 2 : 4096;
+	node_slot *nt = stc_mem_alloc(nc * sizeof *nt);
+	if (!nt)
+		return -1;
+	for (size_t i = 0; i < ntab_cap; i++) {
+		if (!ntab[i].id)
+			continue;
+		size_t j = ntab[i].key & (nc - 1);
+		while (nt[j].id)
+			j = (j + 1) & (nc - 1);
+		nt[j] = ntab[i];
+	}
+	stc_mem_free(ntab, ntab_cap * sizeof *ntab);
+	ntab = nt;
+	ntab_cap = nc;
+	return 0;
+}
+
+/* The node of the suffix with hash key, depth and outermost-inward frame ip;
+ * *slot gets the free slot where it would go. */
+static uint32_t node_find(uint64_t key, uint64_t ip, size_t *slot)
+{
+	size_t j = key & (ntab_cap - 1);
+	for (; ntab[j].id; j = (j + 1) & (ntab_cap - 1))
+		if (ntab[j].key == key && ntab[j].ip == ip)
+			return ntab[j].id;
+	*slot = j;
+	return 0;
+}
+
+/* Interns the call path ips[0..n) (innermost first); returns the node of
+ * its innermost frame, 0 on failure. */
+static uint32_t intern_path(const uint64_t *ips, uint32_t n)
+{
+	uint64_t key[STC_DEPTH_MAX + 1];
+	key[0] = 0x243F6A8885A308D3ull;
+	if ((nnode + n) * 10 > ntab_cap * 7 && ntab_grow())
+		return 0;
+	for (uint32_t d = 1; d <= n; d++) {
+		key[d] = suffix_step(key[d - 1], ips[n - d]);
+		__builtin_prefetch(&ntab[key[d] & (ntab_cap - 1)]);
+	}
+	/* deepest known suffix: known suffixes form a prefix of depths */
+	uint32_t lo = 0, hi = n, node = 0;
+	size_t slot = 0;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi + 1) / 2;
+		uint32_t id = node_find(key[mid], ips[n - mid], &slot);
+		if (id) {
+			lo = mid;
+			node = id;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	for (uint32_t d = lo + 1; d <= n; d++) {
+		uint32_t id = node_find(key[d], ips[n - d], &slot);
+		if (!id) {
+			uint8_t *p = dreserve(40);
+			if (!p)
+				return 0;
+			id = (uint32_t)++nnode;
+			dlen += stp_enc_stack(p, 40, &dstate, id, node, ips[n - d]);
+			ntab[slot] = (node_slot){key[d], ips[n - d], node, id};
+		}
+		node = id;
+	}
+	return node;
+}
+
+/* ---- whole call paths: lock-free lookup */
+typedef struct stk_slot {
+	_Atomic uint64_t h1;
+	uint64_t h2;
+	uint32_t id;
+} stk_slot;
+typedef struct stk_table {
+	size_t mask, used;
+	stk_slot slots[];
+} stk_table;
+static stk_table *_Atomic stk_tab;
+
+static stk_table *stk_new(size_t cap)
+{
+	stk_table *t = stc_mem_alloc(sizeof *t + cap * sizeof(stk_slot));
+	if (t)
+		t->mask = cap - 1;
+	return t;
+}
+
+/* 64x64->128 multiply, folded: the mixing step of wyhash-like hashes. */
+static inline uint64_t mum(uint64_t a, uint64_t b)
+{
+	__uint128_t p = (__uint128_t)a * b;
+	return (uint64_t)p ^ (uint64_t)(p >> 64);
+}
+
+/* Each frame is mixed with a key of its position, independently of the
+ * others, so the multiplies run in parallel; h1 sums them.  h2 adds the exact
+ * depth and outermost/innermost frames, so a collision also needs those
+ * equal.  (A serial chain of multiplies cost ~50 ns at depth 32.) */
+static inline void path_hash(const uint64_t *ips, uint32_t n, uint64_t *h1, uint64_t *h2)
+{
+	uint64_t a = 0, b = 0;
+	uint32_t i = 0;
+	for (; i + 1 < n; i += 2) {
+		uint64_t k = 0x9E3779B97F4A7C15ull * (i + 1);
+		a += mum(ips[i] ^ k, 0xA0761D6478BD642Full ^ k);
+		b += mum(ips[i + 1] ^ (k + 0x5851F42D4C957F2Dull), 0xE7037ED1A0B428DBull ^ k);
+	}
+	if (i < n)
+		a += mum(ips[i] ^ (0x9E3779B97F4A7C15ull * (i + 1)), 0x8EBC6AF09C88C6E3ull);
+	a = mum(a ^ b, 0x589965CC75374CC3ull) ^ n;
+	*h1 = a ? a : 1; /* 0 marks an empty slot */
+	*h2 = ips[0] ^ (ips[n - 1] << 1) ^ ((uint64_t)n << 56);
+}
+
+static inline uint32_t stk_find(const stk_table *t, uint64_t h1, uint64_t h2, size_t *slot)
+{
+	for (size_t i = h1 & t->mask;; i = (i + 1) & t->mask) {
+		uint64_t k = atomic_load_explicit(&t->slots[i].h1, memory_order_acquire);
+		if (!k) {
+			*slot = i;
+			return 0;
+		}
+		if (k == h1 && t->slots[i].h2 == h2)
+			return t->slots[i].id;
+	}
+}
+
+static void stk_put(stk_table *t, size_t i, uint64_t h1, uint64_t h2, uint32_t id)
+{
+	t->slots[i].h2 = h2;
+	t->slots[i].id = id;
+	atomic_store_explicit(&t->slots[i].h1, h1, memory_order_release);
+	t->used++;
+}
+
+uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
+{
+	uint64_t h1, h2;
+	size_t slot = 0;
+	if (!n)
+		return 0;
+	path_hash(ips, n, &h1, &h2);
+	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
+	uint32_t id = t ? stk_find(t, h1, h2, &slot) : 0;
+	if (STC_LIKELY(id))
+		return id;
+
+	stc_defs_lock();
+	t = atomic_load_explicit(&stk_tab, memory_order_relaxed);
+	if (!t || (t->used + 1) * 2 > t->mask + 1) {
+		stk_table *nt = stk_new(t ? (t->mask + 1) * 2 : 1u << 14);
+		if (!nt)
+			goto out;
+		for (size_t i = 0; t && i <= t->mask; i++) {
+			uint64_t k = atomic_load_explicit(&t->slots[i].h1, memory_order_relaxed);
+			if (k) {
+				size_t s = 0;
+				stk_find(nt, k, t->slots[i].h2, &s);
+				stk_put(nt, s, k, t->slots[i].h2, t->slots[i].id);
+			}
+		}
+		atomic_store_explicit(&stk_tab, nt, memory_order_release);
+		t = nt;
+	}
+	id = stk_find(t, h1, h2, &slot);
+	if (!id) {
+		uint32_t node = intern_path(ips, n);
+		if (node) {
+			stk_put(t, slot, h1, h2, node);
+			id = node;
+		}
+	}
+out:
+	stc_defs_unlock();
+	return id;
+}
+
+void stc_defs_init(void)
+{
+	stp_enc_reset(&dstate, 0);
+}
+
+/* In a fork child: the new trace starts with no definitions.  The tables are
+ * this process's private copies; dropping them is enough. */
+void stc_defs_atfork_child(void)
+{
+	pthread_mutex_init(&defs_mu, NULL);
+	dlen = 0;
+	stp_enc_reset(&dstate, 0);
+	if (stab)
+		memset(stab, 0, stab_cap * sizeof *stab);
+	nstr = 0;
+	if (ntab)
+		memset(ntab, 0, ntab_cap * sizeof *ntab);
+	nnode = 0;
+	stk_table *t = atomic_load(&stk_tab);
+	if (t) {
+		memset(t->slots, 0, (t->mask + 1) * sizeof(stk_slot));
+		t->used = 0;
+	}
+}

@@ -1,0 +1,180 @@
+/*
+ * internal.h - the host collector's shared state (libstprof.so).  Internal to
+ * collector/.
+ *
+ * Lock order, outermost first; no path takes them in another order:
+ *     thread buffer (stc_tbuf.lock)  ->  output (g_out lock)  ->  defs (g_defs lock)
+ * The module scanner's lock is only ever try-locked.  Nothing is held while
+ * unwinding or while calling into the dynamic loader (dl_iterate_phdr): a
+ * thread inside dlopen holds the loader lock and may call malloc.
+ *
+ * Memory for our own structures comes from mmap (stc_mem_*), never from the
+ * heap we are recording.  Every interposed entry point sets a thread-local
+ * "busy" flag so that allocations made by our own code, libunwind or libc
+ * on our behalf are passed through unrecorded.
+ */
+#ifndef STPROF_COLLECTOR_INTERNAL_H
+#define STPROF_COLLECTOR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "stprof/trace_codec.h"
+
+#define STC_HIDDEN __attribute__((visibility("hidden")))
+#define STC_EXPORT __attribute__((visibility("default")))
+#define STC_TLS __attribute__((tls_model("initial-exec"))) __thread
+#define STC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define STC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---------------------------------------------------------------- config */
+#define STC_DEPTH_DEFAULT 32
+#define STC_DEPTH_MAX 256
+#define STC_FLUSH_MS_DEFAULT 50
+
+typedef struct stc_config {
+	char output[4096];   /* STPROF_OUTPUT, or "stprof-<pid>.stp" */
+	uint64_t min_size;   /* STPROF_MIN_SIZE: smaller allocations are not recorded */
+	uint32_t depth;      /* STPROF_DEPTH: frames per call path, 0 = none */
+	uint32_t flush_ms;   /* STPROF_FLUSH_MS: flush period, 1..100 */
+	uint32_t unwind;     /* STPROF_UNWIND: STC_UNWIND_* */
+} stc_config;
+enum { STC_UNWIND_FAST = 0, STC_UNWIND_LIBUNWIND = 1, STC_UNWIND_CHECK = 2 };
+
+STC_HIDDEN extern stc_config g_cfg;
+/* Parses one option (name without the STPROF_ prefix); returns 0 if the
+ * value was accepted, -1 if rejected (the option keeps its default). */
+STC_HIDDEN int stc_config_set(stc_config *c, const char *name, const char *value);
+STC_HIDDEN void stc_config_defaults(stc_config *c);
+STC_HIDDEN void stc_config_from_env(stc_config *c);
+
+/* ---------------------------------------------------------------- state */
+enum { STC_OFF = 0, STC_INITIALIZING = 1, STC_ON = 2, STC_FINISHED = 3 };
+STC_HIDDEN extern _Atomic int g_state;
+STC_HIDDEN extern pid_t g_pid;           /* the process the state belongs to */
+STC_HIDDEN extern STC_TLS int t_busy;    /* inside the collector on this thread */
+
+/* ---------------------------------------------------------------- memory */
+STC_HIDDEN void *stc_mem_alloc(size_t n); /* zeroed, page-granular, never fails silently: NULL */
+STC_HIDDEN void stc_mem_free(void *p, size_t n);
+
+/* ---------------------------------------------------------------- real functions */
+typedef struct stc_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+	int (*sigaction)(int, const void *, void *);
+	void (*_exit)(int) __attribute__((noreturn));
+	void (*_Exit)(int) __attribute__((noreturn));
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execveat)(int, const char *, char *const[], char *const[], int);
+	int (*fexecve)(int, char *const[], char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+} stc_real;
+STC_HIDDEN extern stc_real g_real;
+/* Resolves g_real with dlsym(RTLD_NEXT); allocations made meanwhile come
+ * from a static bootstrap arena. */
+STC_HIDDEN void stc_real_resolve(void);
+STC_HIDDEN int stc_real_resolved(void);
+STC_HIDDEN void *stc_boot_alloc(size_t n, size_t align);
+STC_HIDDEN int stc_boot_owns(const void *p);
+
+/* ---------------------------------------------------------------- events */
+/* Records an event from the calling thread: assigns seq and time, encodes it
+ * into the thread's buffer.  ev->type and payload must be set. */
+STC_HIDDEN void stc_emit(stp_event *ev);
+/* Records a definition-carried event (process, thread, module) into the
+ * DEFS buffer with a fresh seq. */
+STC_HIDDEN void stc_emit_def_event(stp_event *ev);
+STC_HIDDEN uint64_t stc_now(void);
+STC_HIDDEN uint32_t stc_gettid(void);
+
+/* ---------------------------------------------------------------- thread buffers */
+#define STC_TBUF_SIZE (64u << 10)
+typedef struct stc_tbuf {
+	atomic_int lock;
+	atomic_int owned;       /* a live thread uses it */
+	uint32_t tid;
+	stp_enc_state st;
+	size_t len;             /* payload bytes after the header space */
+	struct stc_tbuf *next;  /* registry, append-only */
+	uint8_t data[STC_TBUF_SIZE];
+} stc_tbuf;
+
+STC_HIDDEN void stc_tbuf_init(void);
+STC_HIDDEN stc_tbuf *stc_tbuf_self(void);
+/* Writes every buffer (blocking on each one's lock) and a watermark. */
+STC_HIDDEN void stc_tbuf_flush_all(void);
+/* From a fatal-signal handler: only buffers whose lock is free. */
+STC_HIDDEN void stc_tbuf_flush_all_try(void);
+STC_HIDDEN void stc_tbuf_atfork_child(void);
+STC_HIDDEN void stc_tbuf_announce(void);
+STC_HIDDEN extern atomic_uint_fast64_t g_seq;
+
+/* ---------------------------------------------------------------- output */
+STC_HIDDEN int stc_out_open(void);            /* opens the trace file, writes header */
+STC_HIDDEN int stc_out_ready(void);
+/* Writes a chunk whose payload sits at buf+STP_CHUNK_HEADER_SIZE (header
+ * filled here).  The DEFS buffer is written first. Caller holds no output lock. */
+STC_HIDDEN void stc_out_chunk(unsigned type, uint32_t tid, uint8_t *buf, size_t payload_len);
+/* Same, with the output lock already held by the caller (stc_out_lock). */
+STC_HIDDEN void stc_out_chunk_locked(unsigned type, uint32_t tid, uint8_t *buf, size_t payload_len);
+STC_HIDDEN void stc_out_lock(void);
+STC_HIDDEN int stc_out_trylock(void);
+STC_HIDDEN void stc_out_unlock(void);
+STC_HIDDEN void stc_out_watermark_locked(uint64_t next_seq);
+/* Writes the END chunk and closes. Returns the offset the END started at, or
+ * -1 when nothing was written. */
+STC_HIDDEN long long stc_out_end_locked(uint32_t reason, int32_t value);
+/* Undoes an END written before an execve that failed. */
+STC_HIDDEN void stc_out_undo_end(long long offset);
+STC_HIDDEN void stc_out_atfork_child(void);
+
+/* ---------------------------------------------------------------- defs */
+STC_HIDDEN void stc_defs_init(void);
+STC_HIDDEN uint32_t stc_intern_string(const char *s, size_t len);
+/* Interns a call path (innermost first); returns its stack id, 0 on failure. */
+STC_HIDDEN uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n);
+/* Writes the pending definitions; caller holds the output lock. */
+STC_HIDDEN void stc_defs_flush_locked(void);
+STC_HIDDEN void stc_defs_lock(void);
+STC_HIDDEN void stc_defs_unlock(void);
+STC_HIDDEN void stc_defs_atfork_child(void);
+
+/* ---------------------------------------------------------------- unwind / modules */
+STC_HIDDEN void stc_unwind_init(void);
+/* Fills up to max return addresses of the calling thread, innermost first,
+ * starting at the caller of the interposed function. */
+STC_HIDDEN uint32_t stc_unwind(uint64_t *ips, uint32_t max);
+STC_HIDDEN void stc_unwind_thread_init(void);
+STC_HIDDEN void stc_unwind_invalidate(void);
+/* With STPROF_UNWIND=check: call paths compared with libunwind's, mismatches. */
+STC_HIDDEN void stc_unwind_check_counts(uint64_t *checked, uint64_t *mismatched);
+STC_HIDDEN void stc_modules_scan(void);
+STC_HIDDEN void stc_modules_atfork_child(void);
+
+/* ---------------------------------------------------------------- lifecycle */
+STC_HIDDEN void stc_init(void);
+STC_HIDDEN void stc_flusher_start(void);
+STC_HIDDEN void stc_flusher_atfork_child(void);
+/* First event in a process: opens the output (lazily in fork children). */
+STC_HIDDEN int stc_ensure_output(void);
+STC_HIDDEN void stc_signals_install(void);
+STC_HIDDEN void stc_finish(uint32_t reason, int32_t value);
+STC_HIDDEN void stc_emergency_finish(int sig);
+
+/* ---------------------------------------------------------------- recording */
+STC_HIDDEN void stc_record_alloc(void *p, size_t size);
+STC_HIDDEN void stc_record_free(void *p);
+#endif

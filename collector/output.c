@@ -1,0 +1,184 @@
+/*
+ * output.c - the trace file of this process image.
+ *
+ * Naming: the configured path if it does not exist yet (stprof record removes
+ * an old one), else <path>.<pid>, else <path>.<pid>.<n>: so a fork child or an
+ * exec'd image never overwrites another image's trace.  Every write goes
+ * through one lock; chunks are written whole with write(2), so a SIGKILL
+ * leaves the file ending at a chunk boundary.
+ *
+ * The program may close or dup2 over our descriptor (daemons close every
+ * fd): before each write we check that the fd still refers to our file, and
+ * reopen it by path when it does not.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+static int out_fd = -1;
+static dev_t out_dev;
+static ino_t out_ino;
+static char out_path[4096 + 32];
+static atomic_int out_ready;
+static int out_failed;
+static long long out_offset;
+
+void stc_out_lock(void) { pthread_mutex_lock(&out_mu); }
+int stc_out_trylock(void) { return pthread_mutex_trylock(&out_mu) == 0; }
+void stc_out_unlock(void) { pthread_mutex_unlock(&out_mu); }
+int stc_out_ready(void) { return atomic_load_explicit(&out_ready, memory_order_acquire); }
+
+static int write_all(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	while (n) {
+		ssize_t w = write(out_fd, b, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		b += w;
+		n -= (size_t)w;
+		out_offset += w;
+	}
+	return 0;
+}
+
+/* Makes sure out_fd is still our file. */
+static int check_fd(void)
+{
+	struct stat sb;
+	if (fstat(out_fd, &sb) == 0 && sb.st_dev == out_dev && sb.st_ino == out_ino)
+		return 0;
+	int fd = open(out_path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) || sb.st_dev != out_dev || sb.st_ino != out_ino || lseek(fd, out_offset, SEEK_SET) < 0) {
+		close(fd);
+		return -1;
+	}
+	/* keep the number the program gave away out of its low range */
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	if (hi >= 0) {
+		close(fd);
+		fd = hi;
+	}
+	out_fd = fd;
+	return 0;
+}
+
+static int try_open(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	if (hi >= 0) {
+		close(fd);
+		fd = hi;
+	}
+	return fd;
+}
+
+int stc_out_open(void)
+{
+	const char *base = g_cfg.output;
+	int pid = (int)getpid();
+	int fd = try_open(base);
+	if (fd >= 0)
+		snprintf(out_path, sizeof out_path, "%s", base);
+	for (int n = 0; fd < 0 && errno == EEXIST && n < 1000; n++) {
+		if (n == 0)
+			snprintf(out_path, sizeof out_path, "%s.%d", base, pid);
+		else
+			snprintf(out_path, sizeof out_path, "%s.%d.%d", base, pid, n);
+		fd = try_open(out_path);
+	}
+	if (fd < 0) {
+		out_failed = 1;
+		return -1;
+	}
+	struct stat sb;
+	fstat(fd, &sb);
+	out_fd = fd;
+	out_dev = sb.st_dev;
+	out_ino = sb.st_ino;
+	out_offset = 0;
+	out_failed = 0;
+	uint8_t h[STP_FILE_HEADER_SIZE];
+	stp_file_header(h);
+	if (write_all(h, sizeof h))
+		out_failed = 1;
+	atomic_store_explicit(&out_ready, 1, memory_order_release);
+	return 0;
+}
+
+void stc_out_chunk_locked(unsigned type, uint32_t tid, uint8_t *buf, size_t len)
+{
+	if (out_failed || out_fd < 0)
+		return;
+	if (check_fd()) {
+		out_failed = 1;
+		return;
+	}
+	stp_chunk_header(buf, type, tid, buf + STP_CHUNK_HEADER_SIZE, (uint32_t)len);
+	if (write_all(buf, STP_CHUNK_HEADER_SIZE + len))
+		out_failed = 1;
+}
+
+void stc_out_chunk(unsigned type, uint32_t tid, uint8_t *buf, size_t len)
+{
+	stc_out_lock();
+	stc_defs_flush_locked();
+	stc_out_chunk_locked(type, tid, buf, len);
+	stc_out_unlock();
+}
+
+void stc_out_watermark_locked(uint64_t next_seq)
+{
+	uint8_t c[64];
+	size_t n = stp_chunk_watermark(c, next_seq);
+	if (!out_failed && out_fd >= 0 && !check_fd() && write_all(c, n))
+		out_failed = 1;
+}
+
+long long stc_out_end_locked(uint32_t reason, int32_t value)
+{
+	if (out_failed || out_fd < 0 || check_fd())
+		return -1;
+	uint8_t c[64];
+	long long at = out_offset;
+	size_t n = stp_chunk_end(c, reason, value, atomic_load(&g_seq));
+	if (write_all(c, n)) {
+		out_failed = 1;
+		return -1;
+	}
+	return at;
+}
+
+void stc_out_undo_end(long long offset)
+{
+	if (offset < 0 || out_fd < 0)
+		return;
+	if (ftruncate(out_fd, offset) == 0 && lseek(out_fd, offset, SEEK_SET) == offset)
+		out_offset = offset;
+	else
+		out_failed = 1;
+}
+
+void stc_out_atfork_child(void)
+{
+	pthread_mutex_init(&out_mu, NULL);
+	if (out_fd >= 0)
+		close(out_fd); /* the parent's file: it keeps writing it */
+	out_fd = -1;
+	out_failed = 0;
+	atomic_store(&out_ready, 0);
+}

@@ -1,0 +1,190 @@
+/*
+ * preload.c - the heap interposers: malloc, calloc, realloc, reallocarray,
+ * free, posix_memalign, aligned_alloc, memalign, valloc, pvalloc (C++ new
+ * and delete reach malloc and free).
+ *
+ * Ordering rule: an allocation is recorded after the real call returns, a
+ * free before the real call; so when another thread receives the same
+ * address, its ALLOC always gets a later seq than our FREE.  realloc records
+ * FREE(old) before and ALLOC(new) after; if it fails the old block lives on
+ * and is recorded again.
+ *
+ * Before the real functions are resolved (dlsym may allocate), requests are
+ * served from the bootstrap arena (realfn.c).  Calls made while the collector
+ * itself is running on this thread (t_busy) are passed through unrecorded.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+
+static inline int recording(void)
+{
+	return atomic_load_explicit(&g_state, memory_order_relaxed) == STC_ON && !t_busy;
+}
+
+static void record_alloc_stack(void *p, size_t size, const uint64_t *ips, uint32_t depth)
+{
+	stp_event ev = {.type = STP_EV_ALLOC};
+	ev.u.alloc.addr = (uint64_t)(uintptr_t)p;
+	ev.u.alloc.size = ev.u.alloc.requested = size;
+	ev.u.alloc.device = -1;
+	ev.u.alloc.stack = depth ? stc_intern_stack(ips, depth) : 0;
+	stc_emit(&ev);
+}
+
+__attribute__((noinline)) void stc_record_alloc(void *p, size_t size)
+{
+	uint64_t ips[STC_DEPTH_MAX];
+	t_busy = 1;
+	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
+	record_alloc_stack(p, size, ips, d);
+	t_busy = 0;
+}
+
+void stc_record_free(void *p)
+{
+	t_busy = 1;
+	stp_event ev = {.type = STP_EV_FREE};
+	ev.u.free.addr = (uint64_t)(uintptr_t)p;
+	ev.u.free.device = -1;
+	stc_emit(&ev);
+	t_busy = 0;
+}
+
+/* With a minimum size, a free is recorded when the block could have been
+ * recorded: usable size >= requested size >= minimum. */
+static inline int free_wanted(void *p)
+{
+	return !g_cfg.min_size || g_real.malloc_usable_size(p) >= g_cfg.min_size;
+}
+
+static inline int resolve_or_boot(void)
+{
+	if (STC_LIKELY(stc_real_resolved()))
+		return 1;
+	if (t_busy)
+		return 0; /* inside dlsym on this thread: use the bootstrap arena */
+	t_busy = 1;
+	stc_real_resolve();
+	t_busy = 0;
+	return 1;
+}
+
+STC_EXPORT void *malloc(size_t n)
+{
+	if (STC_UNLIKELY(!resolve_or_boot()))
+		return stc_boot_alloc(n, 16);
+	void *p = g_real.malloc(n);
+	if (p && recording() && n >= g_cfg.min_size)
+		stc_record_alloc(p, n);
+	return p;
+}
+
+STC_EXPORT void free(void *p)
+{
+	if (!p || STC_UNLIKELY(stc_boot_owns(p)))
+		return;
+	if (STC_UNLIKELY(!resolve_or_boot()))
+		return; /* cannot happen: p came from a real allocator */
+	if (recording() && free_wanted(p))
+		stc_record_free(p);
+	g_real.free(p);
+}
+
+STC_EXPORT void *calloc(size_t n, size_t m)
+{
+	if (STC_UNLIKELY(!resolve_or_boot())) {
+		size_t t;
+		if (__builtin_mul_overflow(n, m, &t))
+			return NULL;
+		return stc_boot_alloc(t, 16);
+	}
+	void *p = g_real.calloc(n, m);
+	if (p && recording() && n * m >= g_cfg.min_size)
+		stc_record_alloc(p, n * m);
+	return p;
+}
+
+static void *realloc_common(void *p, size_t n)
+{
+	if (STC_UNLIKELY(!p || stc_boot_owns(p))) {
+		void *q = malloc(n);
+		if (q && p) /* from the bootstrap arena: its size is unknown, copy what fits */
+			memcpy(q, p, n);
+		return q;
+	}
+	if (!recording())
+		return g_real.realloc(p, n);
+	uint64_t ips[STC_DEPTH_MAX];
+	t_busy = 1;
+	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
+	size_t old_size = g_real.malloc_usable_size(p);
+	int old_rec = old_size >= g_cfg.min_size;
+	if (old_rec)
+		stc_record_free(p), t_busy = 1;
+	void *q = g_real.realloc(p, n);
+	if (q && n >= g_cfg.min_size)
+		record_alloc_stack(q, n, ips, d);
+	else if (!q && n && old_rec)
+		record_alloc_stack(p, old_size, ips, d); /* failed: the old block lives on */
+	t_busy = 0;
+	return q;
+}
+
+STC_EXPORT void *realloc(void *p, size_t n)
+{
+	if (STC_UNLIKELY(!resolve_or_boot()))
+		return stc_boot_alloc(n, 16);
+	return realloc_common(p, n);
+}
+
+STC_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+	size_t t;
+	if (__builtin_mul_overflow(n, m, &t)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, t);
+}
+
+STC_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (STC_UNLIKELY(!resolve_or_boot())) {
+		*out = stc_boot_alloc(n, align);
+		return *out ? 0 : ENOMEM;
+	}
+	int rc = g_real.posix_memalign(out, align, n);
+	if (rc == 0 && recording() && n >= g_cfg.min_size)
+		stc_record_alloc(*out, n);
+	return rc;
+}
+
+#define ALIGNED(name, call, size_expr, boot_align) \
+	STC_EXPORT void *name \
+	{ \
+		if (STC_UNLIKELY(!resolve_or_boot())) \
+			return stc_boot_alloc(size_expr, boot_align); \
+		void *p = call; \
+		if (p && recording() && (size_expr) >= g_cfg.min_size) \
+			stc_record_alloc(p, size_expr); \
+		return p; \
+	}
+
+ALIGNED(aligned_alloc(size_t align, size_t n), g_real.aligned_alloc(align, n), n, align)
+ALIGNED(memalign(size_t align, size_t n), g_real.memalign(align, n), n, align)
+ALIGNED(valloc(size_t n), g_real.valloc(n), n, 4096)
+ALIGNED(pvalloc(size_t n), g_real.pvalloc(n), n, 4096)
+
+STC_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (!p || stc_boot_owns(p))
+		return 0;
+	if (STC_UNLIKELY(!resolve_or_boot()))
+		return 0;
+	return g_real.malloc_usable_size(p);
+}
