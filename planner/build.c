@@ -71,6 +71,8 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 	if (!rc) {
 		p->pool = pl_pool(&w, p->offset);
 		rc = pl_dynamic(r, &w, p);
+		if (!rc)
+			rc = pl_dynamic_replay(r, p);
 	}
 	pl_work_free(&w);
 	if (rc) {

@@ -206,3 +206,109 @@ out:
 	free(ids);
 	return rc;
 }
+
+typedef struct live_blk {
+	uint64_t off, size;
+} live_blk;
+
+int pl_dynamic_replay(const stp_reqs *r, stp_plan *p)
+{
+	size_t n = r->n, m = 0;
+	if (!p->stats.dynamic_requests)
+		return 0;
+	pl_kv *ev = malloc((2 * n + 1) * sizeof *ev), *tmp = malloc((2 * n + 1) * sizeof *tmp);
+	live_blk *lv = malloc((n + 1) * sizeof *lv);
+	uint64_t *where = malloc((n + 1) * sizeof *where);
+	if (!ev || !tmp || !lv || !where) {
+		free(ev), free(tmp), free(lv), free(where);
+		return -1;
+	}
+	uint64_t fallback = 0, peak = 0, fit = 0;
+	for (size_t i = 0; i < n; i++) {
+		const stp_req *q = &r->req[i];
+		if (!(q->flags & STP_REQ_DYNAMIC) || p->group[i] == STP_NO_GROUP)
+			continue;
+		if (q->t_end <= q->t_start) {
+			/* live across the iteration boundary: counted as fallback all along */
+			fallback += pl_align_up(q->size, p->align);
+			continue;
+		}
+		ev[m++] = (pl_kv){q->t_start << 1 | 1, (uint32_t)i};
+		ev[m++] = (pl_kv){q->t_end << 1, (uint32_t)i};
+	}
+	peak = fallback;
+	pl_sort_kv(ev, tmp, m);
+	size_t nl = 0;
+	for (size_t j = 0; j < m; j++) {
+		uint32_t i = ev[j].v;
+		uint64_t sz = pl_align_up(r->req[i].size, p->align);
+		if (!(ev[j].k & 1)) {
+			if (where[i] == STP_NO_OFFSET) {
+				fallback -= sz;
+				continue;
+			}
+			size_t lo = 0, hi = nl;
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (lv[mid].off < where[i])
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo < nl && lv[lo].off == where[i]) {
+				memmove(&lv[lo], &lv[lo + 1], (nl - lo - 1) * sizeof *lv);
+				nl--;
+			}
+			continue;
+		}
+		/* best fit over the group's intervals minus the live dynamic blocks */
+		const stp_dyn_group *G = &p->groups[p->group[i]];
+		uint64_t best = STP_NO_OFFSET, best_len = UINT64_MAX;
+		for (uint32_t k = 0; k < G->count; k++) {
+			uint64_t a = p->intervals[G->first + k].offset, b = a + p->intervals[G->first + k].size;
+			size_t lo = 0, hi = nl;
+			while (lo < hi) { /* first live block ending after a */
+				size_t mid = (lo + hi) / 2;
+				if (lv[mid].off + lv[mid].size <= a)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			uint64_t cur = a;
+			for (size_t x = lo; cur < b; x++) {
+				uint64_t gap_end = x < nl && lv[x].off < b ? lv[x].off : b;
+				if (gap_end > cur && gap_end - cur >= sz && gap_end - cur < best_len) {
+					best = cur;
+					best_len = gap_end - cur;
+				}
+				if (x >= nl || lv[x].off >= b)
+					break;
+				if (lv[x].off + lv[x].size > cur)
+					cur = lv[x].off + lv[x].size;
+			}
+		}
+		where[i] = best;
+		if (best == STP_NO_OFFSET) {
+			fallback += sz;
+			if (fallback > peak)
+				peak = fallback;
+			continue;
+		}
+		fit++;
+		size_t lo = 0, hi = nl;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (lv[mid].off < best)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		memmove(&lv[lo + 1], &lv[lo], (nl - lo) * sizeof *lv);
+		lv[lo] = (live_blk){best, sz};
+		nl++;
+	}
+	p->stats.dynamic_fit = fit;
+	p->stats.dynamic_fallback_peak = peak;
+	free(ev), free(tmp), free(lv), free(where);
+	return 0;
+}

@@ -169,10 +169,42 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 			ids[m++] = (uint32_t)i;
 	if (pl_itree_init(&t, w->s, w->e, n, ids, m) < 0)
 		goto out;
+	uint64_t budget = 32 * (uint64_t)n + 10000000;
 	for (int round = 0; round < 4; round++) {
 		uint64_t pool = pl_pool(w, off);
 		if (pool <= lb)
 			break;
+		/* compaction: every request, lowest first, drops to the lowest
+		 * offset free of those already dropped.  Each new offset is at most
+		 * the old one, so the layout stays valid even when cut short. */
+		free(kv), free(tmp);
+		kv = malloc((m + 1) * sizeof *kv);
+		tmp = malloc((m + 1) * sizeof *tmp);
+		if (!kv || !tmp)
+			goto out;
+		for (uint32_t j = 0; j < m; j++) {
+			kv[j] = (pl_kv){off[ids[j]], ids[j]};
+			pl_itree_set(&t, ids[j], 0);
+		}
+		pl_sort_kv(kv, tmp, m);
+		b.visits = 0;
+		uint32_t c = 0;
+		for (; c < m && b.visits < budget; c++) {
+			uint32_t i = kv[c].v;
+			b.n = 0;
+			pl_itree_query(&t, w->s[i], w->e[i], collect, &b);
+			if (b.oom)
+				goto out;
+			uint64_t o = find_gap(w, &b, w->size[i], floor, 0);
+			if (o < off[i]) {
+				off[i] = o;
+				(*moved)++;
+			}
+			pl_itree_set(&t, i, 1);
+		}
+		if (c < m || pl_pool(w, off) <= lb)
+			break;
+		pool = pl_pool(w, off);
 		size_t k = 0;
 		for (uint32_t j = 0; j < m; j++) {
 			uint32_t i = ids[j];
@@ -196,7 +228,6 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 		for (size_t j = 0; j < k; j++)
 			kv[j].k = UINT64_MAX - w->size[kv[j].v];
 		pl_sort_kv(kv, tmp, k);
-		uint64_t budget = 32 * (uint64_t)n + 10000000;
 		b.visits = 0;
 		size_t done = 0;
 		for (size_t j = 0; j < k; j++)

@@ -80,6 +80,10 @@ int pl_greedy(const pl_work *w, uint64_t *off);
 int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved);
 /* Dynamic reusable space per HomoLayer group. */
 int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p);
+/* Replays the trace's dynamic requests against their groups' reusable space
+ * (best fit, as the runtime's dynamic allocator would) and fills
+ * stats.dynamic_fit and stats.dynamic_fallback_peak. */
+int pl_dynamic_replay(const stp_reqs *r, stp_plan *p);
 /* Pool of a placement: max offset + size over placed requests. */
 uint64_t pl_pool(const pl_work *w, const uint64_t *off);
 

@@ -24,7 +24,7 @@
 #define TRAILER 8
 
 enum { SEC_ENTRIES = 1, SEC_GROUPS, SEC_INTERVALS, SEC_PHASES, SEC_LAYERS, SEC_STRINGS, SEC_SOURCE, SEC_MAX = SEC_SOURCE };
-static const uint32_t rec_size[SEC_MAX + 1] = {0, 72, 48, 16, 32, 32, 1, 72};
+static const uint32_t rec_size[SEC_MAX + 1] = {0, 72, 48, 16, 32, 32, 1, 80};
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -140,6 +140,7 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put64(src + 48, p->stats.lower_bound_all);
 	put64(src + 56, p->stats.persistent_bytes);
 	put64(src + 64, p->stats.pool_stalloc);
+	put64(src + 72, p->stats.improved_requests);
 	put32(b + size - 8, pl_crc32c(0, b, size - 8));
 	memcpy(b + size - 4, "PEND", 4);
 	FILE *f = fopen(path, "wb");
@@ -270,6 +271,7 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 	p->stats.lower_bound_all = get64(src + 48);
 	p->stats.persistent_bytes = get64(src + 56);
 	p->stats.pool_stalloc = get64(src + 64);
+	p->stats.improved_requests = get64(src + 72);
 	/* groups and intervals */
 	p->ngroups = (uint32_t)cnt[SEC_GROUPS];
 	p->nintervals = (uint32_t)cnt[SEC_INTERVALS];

@@ -57,8 +57,14 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 		        ratio(greedy_pool, st->lower_bound), greedy_s,
 		        greedy_pool < p->pool ? "  (smaller than this plan)" : "");
 	if (ndyn) {
-		fprintf(f, "dynamic:        %" PRIu64 " requests in %u HomoLayer groups; bound with them %s (%.4f x pool)\n",
-		        ndyn, p->ngroups, bytes(st->lower_bound_all, b1, sizeof b1), ratio(st->lower_bound_all, p->pool));
+		fprintf(f, "dynamic:        %" PRIu64 " requests in %u HomoLayer groups; the bound with them is %s\n", ndyn,
+		        p->ngroups, bytes(st->lower_bound_all, b1, sizeof b1));
+		if (st->seconds > 0) /* replayed only when planned, not when read from a file */
+			fprintf(f, "  replayed at the recorded sizes: %" PRIu64 " fit their reusable space, the rest peak at "
+			           "%s in the fallback;\n  pool + fallback peak = %s = %.4f x the bound with them\n",
+			        st->dynamic_fit, bytes(st->dynamic_fallback_peak, b1, sizeof b1),
+			        bytes(p->pool + st->dynamic_fallback_peak, b2, sizeof b2),
+			        ratio(p->pool + st->dynamic_fallback_peak, st->lower_bound_all));
 	}
 	if (st->pinned_requests)
 		fprintf(f, "pinned:         %" PRIu64 " requests live across the cyclic cut are kept for the whole iteration\n",

@@ -13,7 +13,10 @@
  * the child generates the requests, resets its peak-RSS counter
  * (/proc/self/clear_refs), plans, and reports (VmHWM - VmRSS before) / N as
  * the planner's working bytes per request; the request array itself is
- * sizeof(stp_req) per request more.  Greedy-by-size is skipped above
+ * sizeof(stp_req) per request more (the B/request column includes it).
+ * With dynamic requests (MoE), the trace's own dynamic requests are replayed
+ * into their reusable space: the share that fits, and (pool + the fallback
+ * allocator's peak) against the bound with them, both without persistent bytes.  Greedy-by-size is skipped above
  * $BENCH_GREEDY_MAX requests (default 100000): it is quadratic at worst.
  */
 #include <stdio.h>
@@ -49,6 +52,7 @@ static void reset_peak(void)
 
 typedef struct result {
 	double seconds, ratio, np_ratio, bytes_per_req;
+	double dyn_ratio, dyn_fit; /* (pool + fallback peak) / bound with dynamic; share of dynamic requests that fit */
 	size_t n;
 	int ok;
 } result;
@@ -104,6 +108,11 @@ static result run_one(const char *kind, size_t n, stp_plan_algo algo)
 		x.np_ratio = (double)(p.pool - p.stats.persistent_bytes) /
 		             (double)(p.stats.lower_bound - p.stats.persistent_bytes);
 		x.bytes_per_req = (double)(peak - base) * 1024.0 / (double)r.n;
+		if (p.stats.dynamic_requests) {
+			x.dyn_ratio = (double)(p.pool + p.stats.dynamic_fallback_peak - p.stats.persistent_bytes) /
+			              (double)(p.stats.lower_bound_all - p.stats.persistent_bytes);
+			x.dyn_fit = (double)p.stats.dynamic_fit / (double)p.stats.dynamic_requests;
+		}
 		x.ok = stp_plan_verify(&r, &p, err, sizeof err) == 0;
 		if (!x.ok)
 			fprintf(stderr, "INVALID PLAN: %s\n", err);
@@ -126,8 +135,8 @@ static int gen_main(int argc, char **argv)
 	const char *algos[] = {"stalloc", "stalloc-only", "greedy"};
 	const char *gm = getenv("BENCH_GREEDY_MAX");
 	size_t greedy_max = gm ? strtoul(gm, NULL, 10) : 100000;
-	printf("%-22s %9s %-13s %9s %11s %14s %10s %s\n", "trace", "requests", "algorithm", "time s", "pool/bound",
-	       "non-persist.", "B/request", "verified");
+	printf("%-22s %9s %-13s %9s %11s %14s %10s %8s  %s\n", "trace", "requests", "algorithm", "time s", "pool/bound",
+	       "non-persist.", "B/request", "verified", "dynamic: non-persistent (pool+fallback)/bound, fit");
 	int bad = 0;
 	for (int a = 1; a < argc; a++) {
 		size_t n = strtoul(argv[a], NULL, 10);
@@ -141,8 +150,11 @@ static int gen_main(int argc, char **argv)
 				result x = run_one(kinds[k], n, algo);
 				if (x.ok <= 0)
 					bad = 1;
-				printf("%-22s %9zu %-13s %9.3f %11.4f %14.4f %10.0f %s\n", kinds[k], x.n, algos[al], x.seconds,
+				printf("%-22s %9zu %-13s %9.3f %11.4f %14.4f %10.0f %8s", kinds[k], x.n, algos[al], x.seconds,
 				       x.ratio, x.np_ratio, x.bytes_per_req + sizeof(stp_req), x.ok > 0 ? "yes" : "NO");
+				if (x.dyn_fit > 0 || x.dyn_ratio > 0)
+					printf("  %.4f, %.0f%%", x.dyn_ratio, 100 * x.dyn_fit);
+				printf("\n");
 				fflush(stdout);
 			}
 		}

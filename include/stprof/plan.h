@@ -127,6 +127,8 @@ typedef struct stp_plan_stats {
 	uint64_t phase_groups, fused_groups, units, size_groups;
 	uint64_t improved_requests;  /* re-placed by the improvement step */
 	uint64_t dynamic_requests;
+	uint64_t dynamic_fit;        /* dynamic requests of the trace that fit their reusable space */
+	uint64_t dynamic_fallback_peak; /* peak bytes of those that do not (the fallback allocator's) */
 	double seconds;
 } stp_plan_stats;
 
