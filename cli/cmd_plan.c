@@ -265,7 +265,7 @@ int cmd_plan(int argc, char **argv)
 		free(given);
 		po.align = align ? align : 1;
 	} else {
-		if (!quiet)
+		if (po.verbose)
 			fprintf(stderr, "stprof: plan: reading %s\n", in);
 		if (stp_reqs_from_trace(in, &win, &r, err, sizeof err) < 0) {
 			stprof_err("%s", err);
