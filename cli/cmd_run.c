@@ -1,7 +1,8 @@
 /*
  * cmd_run.c - `stprof [OPTIONS] PROGRAM [ARGS...]`: the one-shot mode.
- * Records PROGRAM, then reports on the trace (on stderr, so the program's
- * stdout stays as it was).  The exit status is the program's.
+ * Records PROGRAM, then reports on the trace and plans its last iteration
+ * (`stprof plan`, written beside the trace), all on stderr so the program's
+ * stdout stays as it was.  The exit status is the program's.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -18,8 +19,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: stprof [OPTIONS] [--] PROGRAM [ARGS...]\n"
 	           "       stprof run [OPTIONS] [--] PROGRAM [ARGS...]\n\n"
 	           "Records PROGRAM (as `stprof record` does), then prints the report of\n"
-	           "`stprof report` on stderr.  PROGRAM's stdout, exit status and signals are\n"
-	           "unchanged.\n\n"
+	           "`stprof report` and the allocation plan summary of `stprof plan` (the plan\n"
+	           "is written beside the trace as NAME.plan) on stderr.  PROGRAM's stdout,\n"
+	           "exit status and signals are unchanged.\n\n"
 	           "Options:\n%s"
 	           "      --no-report      record only\n"
 	           "  -h, --help           this help\n",
@@ -71,6 +73,14 @@ int cmd_run(int argc, char **argv)
 		char *rargv[] = {"report", trace, NULL};
 		optind = 1;
 		cmd_report(2, rargv);
+		/* then the allocation plan of its last iteration, beside the trace */
+		char plan[PATH_MAX + 8];
+		size_t tl = strlen(trace);
+		snprintf(plan, sizeof plan, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
+		char *pargv[] = {"plan", "-o", plan, trace, NULL};
+		optind = 1;
+		fputc('\n', stdout);
+		cmd_plan(4, pargv);
 		fflush(stdout);
 		dup2(saved, 1);
 		close(saved);
