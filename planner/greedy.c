@@ -95,7 +95,7 @@ static uint64_t find_gap(const pl_work *w, gbuf *b, uint64_t size, uint64_t floo
 	return best != STP_NO_OFFSET ? best : cur;
 }
 
-int pl_greedy(const pl_work *w, uint64_t *off)
+int pl_greedy(const pl_work *w, uint64_t *off, uint64_t budget)
 {
 	size_t n = w->n, m = 0;
 	int rc = -1;
@@ -134,6 +134,10 @@ int pl_greedy(const pl_work *w, uint64_t *off)
 			goto out;
 		off[i] = find_gap(w, &b, w->size[i], base, 1);
 		pl_itree_set(&t, i, 1);
+		if (budget && b.visits > budget) {
+			rc = 1; /* gave up */
+			goto out;
+		}
 	}
 	rc = 0;
 out:

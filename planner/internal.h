@@ -74,8 +74,9 @@ size_t pl_rects_buckets(const pl_rects *r);
 /* ---- the steps of stp_plan_build */
 /* STAlloc static plan: offsets for PINNED and STATIC requests. */
 int pl_stalloc(const stp_reqs *r, const pl_work *w, int fusion, uint64_t *off, stp_plan_stats *st);
-/* Greedy by size with best fit (the baseline). */
-int pl_greedy(const pl_work *w, uint64_t *off);
+/* Greedy by size with best fit (the baseline).  budget: give up (return 1)
+ * after visiting that many overlapping requests; 0 = no limit. */
+int pl_greedy(const pl_work *w, uint64_t *off, uint64_t budget);
 /* Re-places the requests above lb, lowest fit; keeps it when the pool shrinks. */
 int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved);
 /* Dynamic reusable space per HomoLayer group. */

@@ -245,8 +245,9 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 			sp[k].t_begin = get64(e + 16);
 			sp[k].t_end = get64(e + 24);
 			if (sp[k].name >= slen) {
+				uint32_t bad = sp[k].name;
 				free(sp);
-				FAIL(at[s] + (uint64_t)k * rs[s], "string reference %u out of range", sp[k].name);
+				FAIL(at[s] + (uint64_t)k * rs[s], "string reference %u out of range", bad);
 			}
 		}
 		if (which) {

@@ -49,9 +49,9 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 		        bytes(st->lower_bound - st->persistent_bytes, b2, sizeof b2),
 		        ratio(p->pool - st->persistent_bytes, st->lower_bound - st->persistent_bytes));
 	if (st->pool_stalloc)
-		fprintf(f, "STAlloc steps:  %s = %.4f x bound; improvement re-placed %" PRIu64 " requests\n",
+		fprintf(f, "STAlloc steps:  %s = %.4f x bound; improvement re-placed %" PRIu64 " requests%s\n",
 		        bytes(st->pool_stalloc, b1, sizeof b1), ratio(st->pool_stalloc, st->lower_bound),
-		        st->improved_requests);
+		        st->improved_requests, st->greedy_layout ? " of greedy-by-size's layout, which it kept" : "");
 	if (greedy_pool)
 		fprintf(f, "greedy by size: %s = %.4f x bound (%.3f s)%s\n", bytes(greedy_pool, b1, sizeof b1),
 		        ratio(greedy_pool, st->lower_bound), greedy_s,

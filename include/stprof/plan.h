@@ -126,6 +126,7 @@ typedef struct stp_plan_stats {
 	uint64_t pinned_requests;    /* non-persistent requests pinned by the cyclic cut */
 	uint64_t phase_groups, fused_groups, units, size_groups;
 	uint64_t improved_requests;  /* re-placed by the improvement step */
+	int greedy_layout;           /* the improvement step kept greedy-by-size's (improved) layout */
 	uint64_t dynamic_requests;
 	uint64_t dynamic_fit;        /* dynamic requests of the trace that fit their reusable space */
 	uint64_t dynamic_fallback_peak; /* peak bytes of those that do not (the fallback allocator's) */

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_plan_real.sh - plans real traces: the bundled example program and a
-# PyTorch CPU training step recorded by `stprof record`.  Skipped (77) while
+# PyTorch CPU training run (examples/torch_transformer.py) recorded by
+# `stprof record`.  The pool must be within 1% of the lower bound.  Skipped (77) while
 # the collector or the programs are not there.  Every plan is verified and
 # its pool/bound ratio printed.
 set -eu
@@ -15,6 +16,8 @@ plan_one() { # trace
   "$ST" plan -o "$T/p.plan" "$1" >"$T/out.txt" || { cat "$T/out.txt"; echo "FAIL: plan $1"; exit 1; }
   cat "$T/out.txt"
   "$ST" plan -q --verify "$T/p.plan" || { echo "FAIL: verify $1"; exit 1; }
+  ratio=$(sed -n 's/.*pool \/ bound = \([0-9.]*\).*/\1/p' "$T/out.txt")
+  awk -v r="$ratio" 'BEGIN { exit !(r <= 1.01) }' || { echo "FAIL: $1: pool/bound $ratio > 1.01"; exit 1; }
   ran=$((ran + 1))
 }
 if [ -x "$B/train" ] || [ -x "$B/examples/train" ]; then
@@ -22,20 +25,10 @@ if [ -x "$B/train" ] || [ -x "$B/examples/train" ]; then
   "$ST" record -o "$T/ex.stp" "$ex" >/dev/null 2>&1 && plan_one "$T/ex.stp"
 fi
 PY=${STPROF_PYTHON:-}
-if [ -n "$PY" ] && "$PY" -c "import torch" 2>/dev/null; then
-  cat >"$T/tiny.py" <<'PYEOF'
-import torch
-torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256))
-opt = torch.optim.Adam(model.parameters())
-x = torch.randn(64, 256)
-for it in range(4):
-    loss = model(x).pow(2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-PYEOF
-  "$ST" record -o "$T/py.stp" "$PY" "$T/tiny.py" >/dev/null 2>&1 && plan_one "$T/py.stp"
+if [ -n "$PY" ] && [ -f "$S/examples/torch_transformer.py" ] && "$PY" -c "import torch" 2>/dev/null; then
+  # allocations of 512 bytes and more: the tensors, not the interpreter's small objects
+  "$ST" record -q -m 512 -o "$T/py.stp" "$PY" "$S/examples/torch_transformer.py" --iters 4 >/dev/null 2>&1 &&
+    plan_one "$T/py.stp"
 fi
 [ $ran -gt 0 ] || { echo "skip: nothing could be recorded"; exit 77; }
 echo "test_plan_real: planned $ran real traces"
