@@ -84,9 +84,12 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 		if (!rc)
 			st->pool_stalloc = pl_pool(&w, p->offset);
 		if (o->verbose && !rc)
-			fprintf(stderr, "plan: STAlloc steps: pool %llu, lower bound %llu, %.3f s\n",
-			        (unsigned long long)st->pool_stalloc, (unsigned long long)st->lower_bound,
-			        pl_now() - t0);
+			fprintf(stderr,
+			        "plan: STAlloc steps: %llu HomoPhase groups (%llu fusions), %llu units in %llu sizes; "
+			        "pool %llu, lower bound %llu, %.3f s\n",
+			        (unsigned long long)st->phase_groups, (unsigned long long)st->fused_groups,
+			        (unsigned long long)st->units, (unsigned long long)st->size_groups,
+			        (unsigned long long)st->pool_stalloc, (unsigned long long)st->lower_bound, pl_now() - t0);
 		if (!rc && o->algo == STP_ALGO_STALLOC)
 			rc = pl_improve(&w, st->lower_bound, p->offset, &st->improved_requests);
 		if (!rc && o->algo == STP_ALGO_STALLOC && pl_pool(&w, p->offset) > st->lower_bound)

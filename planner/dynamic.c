@@ -217,7 +217,8 @@ int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p)
 		}
 		if (d.oom)
 			goto out;
-		qsort(d.a, d.n, sizeof *d.a, cmp_kv);
+		if (d.n)
+			qsort(d.a, d.n, sizeof *d.a, cmp_kv);
 		uint64_t cur = floor;
 		for (size_t k = 0; k < d.n; k++) {
 			uint64_t o = d.a[k].k, end = o + w->size[d.a[k].v];

@@ -204,7 +204,8 @@ static uint64_t callsite_of(conv *c, uint32_t stack)
 	if (c->stack_hash[stack])
 		return c->stack_hash[stack];
 	if (!c->mods_sorted) {
-		qsort(c->mods, c->nmods, sizeof *c->mods, cmp_mod);
+		if (c->nmods)
+			qsort(c->mods, c->nmods, sizeof *c->mods, cmp_mod);
 		c->mods_sorted = 1;
 	}
 	uint64_t ips[128];
@@ -584,8 +585,10 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		outg[nout++] = (outgoing){mix(o->size ^ mix(o->callsite)), o->alloc_seq, o->req};
 	}
 	/* pair outgoing with incoming by key, in allocation order */
-	qsort(inc, ninc, sizeof *inc, cmp_incoming);
-	qsort(outg, nout, sizeof *outg, cmp_outgoing);
+	if (ninc)
+		qsort(inc, ninc, sizeof *inc, cmp_incoming);
+	if (nout)
+		qsort(outg, nout, sizeof *outg, cmp_outgoing);
 	size_t a0 = 0;
 	for (size_t b0 = 0; b0 < nout; b0++) {
 		while (a0 < ninc && inc[a0].key < outg[b0].key)

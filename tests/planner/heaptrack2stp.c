@@ -103,5 +103,8 @@ int main(int argc, char **argv)
 		}
 	}
 	fclose(in);
+	free(hk);
+	free(nip);
+	free(npar);
 	return stp_writer_close(w, STP_END_EXIT, 0) ? 1 : 0;
 }

@@ -146,6 +146,53 @@ static void test_phases(void)
 	stp_reqs_free(&r);
 }
 
+/* activations of phase 1 freed during phase 2 while gradients of phase 2
+ * (kept until phase 3) are allocated: the groups (1,2) and (2,3) fuse */
+static void test_fusion(void)
+{
+	stp_reqs r;
+	stp_reqs_init(&r);
+	uint32_t p1 = stp_reqs_add_phase(&r, "forward", 0, 0, 10);
+	uint32_t p2 = stp_reqs_add_phase(&r, "backward", 0, 10, 30);
+	uint32_t p3 = stp_reqs_add_phase(&r, "optimizer", 0, 30, 40);
+	for (int k = 0; k < 8; k++) {
+		stp_req a = {0};
+		a.size = 1000;
+		a.t_start = (uint64_t)k;          /* forward: allocated 0..7 */
+		a.t_end = 10 + 2 * (uint64_t)(7 - k); /* backward: freed in reverse, 10..24 */
+		a.phase_start = p1;
+		a.phase_end = p2;
+		a.ordinal = (uint32_t)r.n;
+		stp_reqs_add(&r, &a);
+		stp_req g = {0};
+		g.size = 1000;
+		g.t_start = 11 + 2 * (uint64_t)(7 - k); /* a gradient right after each free */
+		g.t_end = 35;
+		g.phase_start = p2;
+		g.phase_end = p3;
+		g.ordinal = (uint32_t)r.n;
+		stp_reqs_add(&r, &g);
+	}
+	r.period = 40;
+	stp_plan p;
+	uint64_t pool = plan_ok(&r, STP_ALGO_STALLOC_ONLY, &p);
+	CHECK_EQ_U(p.stats.phase_groups, 2);
+	CHECK_EQ_U(p.stats.fused_groups, 1);
+	CHECK_EQ_U(pool, stp_lower_bound(&r, 0)); /* 8 x 1000 + 1000: one gradient overlaps */
+	stp_plan_free(&p);
+	stp_plan_opts o;
+	stp_plan_opts_init(&o);
+	o.algo = STP_ALGO_STALLOC_ONLY;
+	o.no_fusion = 1;
+	char err[256];
+	CHECK(stp_plan_build(&r, &o, &p, err, sizeof err) == 0);
+	CHECK_EQ_U(p.stats.fused_groups, 0);
+	CHECK(p.pool > pool); /* two stacked blocks */
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) == 0);
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+}
+
 /* random guillotine tilings: the optimum is the width */
 static void test_guillotine(void)
 {
@@ -355,6 +402,7 @@ int main(void)
 	test_lower_bound();
 	test_homosize_optimal();
 	test_phases();
+	test_fusion();
 	test_guillotine();
 	test_cyclic();
 	test_generator();
