@@ -29,16 +29,16 @@ void stp_plan_free(stp_plan *p)
 }
 
 /* The last part of the improvement step: greedy-by-size, improved the same
- * way, replaces the layout when its pool is smaller.  Under the same work
- * budget as the improvement rounds, so it is skipped where it would be slow. */
-static int try_greedy(const pl_work *w, stp_plan_stats *st, uint64_t *off)
+ * way, replaces the layout when its pool is smaller.  It draws on what is
+ * left of the improvement step's work budget and is dropped when that runs out. */
+static int try_greedy(const pl_work *w, stp_plan_stats *st, uint64_t *off, uint64_t *budget)
 {
 	uint64_t *alt = malloc((w->n + 1) * sizeof *alt), moved = 0;
 	if (!alt)
 		return -1;
-	int rc = pl_greedy(w, alt, 32 * (uint64_t)w->n + 10000000), complete = rc == 0;
+	int rc = pl_greedy(w, alt, budget), complete = rc == 0;
 	if (rc == 0)
-		rc = pl_improve(w, st->lower_bound, alt, &moved);
+		rc = pl_improve(w, st->lower_bound, alt, &moved, budget);
 	else if (rc == 1)
 		rc = 0; /* over budget: keep what we have */
 	if (rc == 0 && complete && pl_pool(w, alt) < pl_pool(w, off)) {
@@ -77,7 +77,7 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 	st->pinned_requests = w.pinned_extra;
 	int rc;
 	if (o->algo == STP_ALGO_GREEDY) {
-		rc = pl_greedy(&w, p->offset, 0);
+		rc = pl_greedy(&w, p->offset, NULL);
 		st->pool_stalloc = 0;
 	} else {
 		rc = pl_stalloc(r, &w, !o->no_fusion, p->offset, st);
@@ -90,10 +90,11 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 			        (unsigned long long)st->phase_groups, (unsigned long long)st->fused_groups,
 			        (unsigned long long)st->units, (unsigned long long)st->size_groups,
 			        (unsigned long long)st->pool_stalloc, (unsigned long long)st->lower_bound, pl_now() - t0);
+		uint64_t budget = pl_improve_budget(r->n);
 		if (!rc && o->algo == STP_ALGO_STALLOC)
-			rc = pl_improve(&w, st->lower_bound, p->offset, &st->improved_requests);
-		if (!rc && o->algo == STP_ALGO_STALLOC && pl_pool(&w, p->offset) > st->lower_bound)
-			rc = try_greedy(&w, st, p->offset);
+			rc = pl_improve(&w, st->lower_bound, p->offset, &st->improved_requests, &budget);
+		if (!rc && o->algo == STP_ALGO_STALLOC && budget && pl_pool(&w, p->offset) > st->lower_bound)
+			rc = try_greedy(&w, st, p->offset, &budget);
 	}
 	if (!rc) {
 		p->pool = pl_pool(&w, p->offset);

@@ -14,7 +14,10 @@
  * have sizes drawn per iteration (token routing): they are marked dynamic.
  * Weights, gradients and optimizer state are persistent; the loss-scale
  * buffer is allocated at the end of an iteration and freed early in the next
- * (a wrapping request).  Every allocation and every free is one tick.
+ * (a wrapping request).  With jitter, every layer pass also allocates op
+ * temporaries (workspaces) of random sizes, each freed a few allocations
+ * later, so lifetimes interleave instead of nesting.  Every allocation and
+ * every free is one tick.
  *
  * stp_gen_guillotine: cuts a width x period rectangle into n rectangles by
  * random guillotine cuts; as requests they tile the space exactly, so the
@@ -44,7 +47,7 @@ void stp_gen_opts_init(stp_gen_opts *o)
 /* requests per micro-batch per layer, roughly (forward + backward) */
 static size_t per_layer(const stp_gen_opts *o)
 {
-	return (o->recompute ? 19 : 16) + (o->experts ? 2 * (size_t)o->experts + 1 : 0);
+	return (o->recompute ? 19 : 16) + (o->experts ? 2 * (size_t)o->experts + 1 : 0) + (o->jitter ? 10 : 0);
 }
 
 void stp_gen_opts_for_size(stp_gen_opts *o, size_t n)
@@ -117,15 +120,50 @@ typedef struct saved {
 } saved;
 #define SAVED_MAX 64
 
+/* jitter: up to 4 pending temporaries, each freed after a random number of
+ * later allocations */
+typedef struct pending {
+	long h[4];
+	int left[4];
+} pending;
+
+static void jitter_tick(gen *g, const stp_gen_opts *o, pending *pd, uint32_t phase, uint32_t layer)
+{
+	if (!o->jitter)
+		return;
+	for (int k = 0; k < 4; k++)
+		if (pd->h[k] >= 0 && --pd->left[k] <= 0) {
+			gfree(g, pd->h[k], phase, layer);
+			pd->h[k] = -1;
+		}
+	int k = (int)(next_rand(g) % 4);
+	if (pd->h[k] >= 0 || next_rand(g) % 3 == 0)
+		return;
+	uint64_t sbh = o->seq * o->batch * o->hidden * 2;
+	uint64_t sz = (sbh / 16 + next_rand(g) % sbh) / 512 * 512 + 512;
+	pd->h[k] = galloc(g, sz, phase, layer, 50, (uint32_t)(sz / 512 % 64), 0);
+	pd->left[k] = 1 + (int)(next_rand(g) % 4);
+}
+
+static void jitter_flush(gen *g, pending *pd, uint32_t phase, uint32_t layer)
+{
+	for (int k = 0; k < 4; k++)
+		if (pd->h[k] >= 0) {
+			gfree(g, pd->h[k], phase, layer);
+			pd->h[k] = -1;
+		}
+}
+
 static void layer_forward(gen *g, const stp_gen_opts *o, saved *sv, uint32_t l, uint32_t phase,
                           int keep_all, const char *tag)
 {
+	pending pd = {{-1, -1, -1, -1}, {0, 0, 0, 0}};
 	uint64_t sbh = o->seq * o->batch * o->hidden * 2; /* bf16 activation */
 	uint32_t lseg = stp_reqs_add_layer(g->r, tag, l, g->tick, g->tick);
 	long *hs = sv->h + (size_t)l * SAVED_MAX;
 	uint32_t *ns = &sv->n[l];
 	sv->lf[l] = lseg;
-#define SAVE(x) do { long h_ = (x); if (*ns < SAVED_MAX) hs[(*ns)++] = h_; } while (0)
+#define SAVE(x) do { long h_ = (x); if (*ns < SAVED_MAX) hs[(*ns)++] = h_; jitter_tick(g, o, &pd, phase, lseg); } while (0)
 	/* layer input (the checkpoint under recompute) */
 	SAVE(galloc(g, sbh, phase, lseg, 1, 0, 0));
 	if (keep_all) {
@@ -165,6 +203,7 @@ static void layer_forward(gen *g, const stp_gen_opts *o, saved *sv, uint32_t l, 
 		gfree(g, t3, phase, lseg);
 		gfree(g, tmp, phase, lseg);
 	}
+	jitter_flush(g, &pd, phase, lseg);
 	g->r->layers[lseg].t_end = g->tick;
 #undef SAVE
 }
@@ -184,6 +223,7 @@ static void layer_backward(gen *g, const stp_gen_opts *o, saved *sv, uint32_t l,
 		sv->h[(size_t)l * SAVED_MAX] = saved_in;
 	}
 	uint32_t lseg = stp_reqs_add_layer(g->r, tag, l, g->tick, g->tick);
+	pending pd = {{-1, -1, -1, -1}, {0, 0, 0, 0}};
 	long dout = galloc(g, sbh, phase, lseg, 4, 0, 0);
 	long dfc = galloc(g, 4 * sbh, phase, lseg, 4, 1, 0);
 	long *hs = sv->h + (size_t)l * SAVED_MAX;
@@ -195,7 +235,9 @@ static void layer_backward(gen *g, const stp_gen_opts *o, saved *sv, uint32_t l,
 			gfree(g, dq, phase, lseg);
 		}
 		gfree(g, hs[k], phase, lseg);
+		jitter_tick(g, o, &pd, phase, lseg);
 	}
+	jitter_flush(g, &pd, phase, lseg);
 	gfree(g, dfc, phase, lseg);
 	gfree(g, dout, phase, lseg);
 	sv->n[l] = 0;

@@ -13,10 +13,10 @@
  *   improve: the requests of a finished plan that reach above the lower
  *            bound are lifted out and put back, largest first, at the lowest
  *            offset where they fit; the result is kept only when the pool
- *            shrinks.  Repeated while it helps (at most 4 rounds).  A round
- *            that would visit more than 32 overlapping requests per request
- *            of the plan (plus 10^7) is abandoned and undone, so the step
- *            never costs more than a few times the STAlloc steps.
+ *            shrinks.  Repeated while it helps (at most 4 rounds).  All the
+ *            rounds share one work budget (overlapping requests visited);
+ *            a re-placement cut short by it is undone, a compaction cut
+ *            short stays (it is valid at every step).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +24,7 @@
 #include "internal.h"
 
 typedef struct gbuf {
-	pl_kv *a;
+	pl_kv *a, *tmp;
 	size_t n, cap;
 	uint64_t visits; /* ids collected, for the improvement's work budget */
 	const uint64_t *off;
@@ -36,45 +36,25 @@ static void collect(uint32_t id, void *ctx)
 	gbuf *b = ctx;
 	if (b->n == b->cap) {
 		size_t nc = b->cap ? b->cap * 2 : 256;
-		pl_kv *na = realloc(b->a, nc * sizeof *na);
-		if (!na) {
+		pl_kv *na = realloc(b->a, nc * sizeof *na), *nt = na ? realloc(b->tmp, nc * sizeof *nt) : NULL;
+		if (!na || !nt) {
+			if (na)
+				b->a = na;
 			b->oom = 1;
 			return;
 		}
 		b->a = na;
+		b->tmp = nt;
 		b->cap = nc;
 	}
 	b->a[b->n++] = (pl_kv){b->off[id], id};
 	b->visits++;
 }
 
-static int cmp_kv(const void *x, const void *y)
-{
-	const pl_kv *a = x, *b = y;
-	return a->k < b->k ? -1 : a->k > b->k;
-}
-
-static void sort_small(pl_kv *a, size_t n)
-{
-	if (n > 32) {
-		qsort(a, n, sizeof *a, cmp_kv);
-		return;
-	}
-	for (size_t i = 1; i < n; i++) {
-		pl_kv x = a[i];
-		size_t j = i;
-		while (j && a[j - 1].k > x.k) {
-			a[j] = a[j - 1];
-			j--;
-		}
-		a[j] = x;
-	}
-}
-
 /* best: smallest gap >= size at or above floor; else lowest such gap; else top */
 static uint64_t find_gap(const pl_work *w, gbuf *b, uint64_t size, uint64_t floor, int best_fit)
 {
-	sort_small(b->a, b->n);
+	pl_sort_kv_small(b->a, b->tmp, b->n);
 	uint64_t cur = floor, best = STP_NO_OFFSET, best_len = UINT64_MAX;
 	for (size_t j = 0; j < b->n; j++) {
 		uint64_t o = b->a[j].k, end = o + w->size[b->a[j].v];
@@ -95,7 +75,7 @@ static uint64_t find_gap(const pl_work *w, gbuf *b, uint64_t size, uint64_t floo
 	return best != STP_NO_OFFSET ? best : cur;
 }
 
-int pl_greedy(const pl_work *w, uint64_t *off, uint64_t budget)
+int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget)
 {
 	size_t n = w->n, m = 0;
 	int rc = -1;
@@ -134,22 +114,26 @@ int pl_greedy(const pl_work *w, uint64_t *off, uint64_t budget)
 			goto out;
 		off[i] = find_gap(w, &b, w->size[i], base, 1);
 		pl_itree_set(&t, i, 1);
-		if (budget && b.visits > budget) {
+		if (budget && b.visits > *budget) {
+			*budget = 0;
 			rc = 1; /* gave up */
 			goto out;
 		}
 	}
+	if (budget)
+		*budget -= b.visits;
 	rc = 0;
 out:
 	pl_itree_free(&t);
 	free(b.a);
+	free(b.tmp);
 	free(kv);
 	free(tmp);
 	free(ids);
 	return rc;
 }
 
-int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
+int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved, uint64_t *budget)
 {
 	size_t n = w->n;
 	int rc = -1;
@@ -173,7 +157,6 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 			ids[m++] = (uint32_t)i;
 	if (pl_itree_init(&t, w->s, w->e, n, ids, m) < 0)
 		goto out;
-	uint64_t budget = 32 * (uint64_t)n + 10000000;
 	for (int round = 0; round < 4; round++) {
 		uint64_t pool = pl_pool(w, off);
 		if (pool <= lb)
@@ -193,7 +176,7 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 		pl_sort_kv(kv, tmp, m);
 		b.visits = 0;
 		uint32_t c = 0;
-		for (; c < m && b.visits < budget; c++) {
+		for (; c < m && b.visits < *budget; c++) {
 			uint32_t i = kv[c].v;
 			b.n = 0;
 			pl_itree_query(&t, w->s[i], w->e[i], collect, &b);
@@ -206,6 +189,7 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 			}
 			pl_itree_set(&t, i, 1);
 		}
+		*budget -= b.visits < *budget ? b.visits : *budget;
 		if (c < m || pl_pool(w, off) <= lb)
 			break;
 		pool = pl_pool(w, off);
@@ -236,7 +220,7 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 		size_t done = 0;
 		for (size_t j = 0; j < k; j++)
 			save[j] = off[kv[j].v];
-		for (size_t j = 0; j < k && b.visits < budget; j++, done++) {
+		for (size_t j = 0; j < k && b.visits < *budget; j++, done++) {
 			uint32_t i = kv[j].v;
 			b.n = 0;
 			pl_itree_query(&t, w->s[i], w->e[i], collect, &b);
@@ -245,6 +229,7 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 			off[i] = find_gap(w, &b, w->size[i], floor, 0);
 			pl_itree_set(&t, i, 1);
 		}
+		*budget -= b.visits < *budget ? b.visits : *budget;
 		uint64_t np = done < k ? UINT64_MAX : pl_pool(w, off);
 		if (np >= pool) {
 			for (size_t j = 0; j < k; j++)
@@ -257,6 +242,7 @@ int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved)
 out:
 	pl_itree_free(&t);
 	free(b.a);
+	free(b.tmp);
 	free(ids);
 	free(kv);
 	free(tmp);

@@ -42,6 +42,8 @@ typedef struct pl_kv {
 } pl_kv;
 /* tmp must hold n entries. */
 void pl_sort_kv(pl_kv *a, pl_kv *tmp, size_t n);
+/* The same for short arrays (insertion sort, else 8-bit digits). */
+void pl_sort_kv_small(pl_kv *a, pl_kv *tmp, size_t n);
 
 /* ---- interval index: which active intervals overlap [s, e)?
  * Built once over a fixed set of ids (their s/e never change); ids are
@@ -74,11 +76,15 @@ size_t pl_rects_buckets(const pl_rects *r);
 /* ---- the steps of stp_plan_build */
 /* STAlloc static plan: offsets for PINNED and STATIC requests. */
 int pl_stalloc(const stp_reqs *r, const pl_work *w, int fusion, uint64_t *off, stp_plan_stats *st);
-/* Greedy by size with best fit (the baseline).  budget: give up (return 1)
- * after visiting that many overlapping requests; 0 = no limit. */
-int pl_greedy(const pl_work *w, uint64_t *off, uint64_t budget);
-/* Re-places the requests above lb, lowest fit; keeps it when the pool shrinks. */
-int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved);
+/* Greedy by size with best fit (the baseline).  budget: visits of
+ * overlapping requests allowed (decremented); over it, give up and return 1.
+ * NULL = no limit. */
+int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget);
+/* Compacts, then re-places the requests above lb, lowest fit; keeps it when
+ * the pool shrinks.  Stops when *budget (visits, decremented) runs out. */
+int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved, uint64_t *budget);
+/* The improvement step's total work budget for n requests. */
+static inline uint64_t pl_improve_budget(size_t n) { return 16 * (uint64_t)n + 4000000; }
 /* Dynamic reusable space per HomoLayer group. */
 int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p);
 /* Replays the trace's dynamic requests against their groups' reusable space

@@ -42,6 +42,51 @@ void pl_sort_kv(pl_kv *a, pl_kv *tmp, size_t n)
 		memcpy(a, src, n * sizeof *a);
 }
 
+void pl_sort_kv_small(pl_kv *a, pl_kv *tmp, size_t n)
+{
+	if (n < 2)
+		return;
+	if (n <= 48) {
+		for (size_t i = 1; i < n; i++) {
+			pl_kv x = a[i];
+			size_t j = i;
+			while (j && a[j - 1].k > x.k) {
+				a[j] = a[j - 1];
+				j--;
+			}
+			a[j] = x;
+		}
+		return;
+	}
+	uint64_t all_or = 0, all_and = ~(uint64_t)0;
+	for (size_t i = 0; i < n; i++) {
+		all_or |= a[i].k;
+		all_and &= a[i].k;
+	}
+	uint64_t differ = all_or ^ all_and;
+	pl_kv *src = a, *dst = tmp;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		if (!((differ >> shift) & 0xff))
+			continue;
+		size_t cnt[256] = {0};
+		for (size_t i = 0; i < n; i++)
+			cnt[(src[i].k >> shift) & 0xff]++;
+		size_t sum = 0;
+		for (size_t d = 0; d < 256; d++) {
+			size_t c = cnt[d];
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[cnt[(src[i].k >> shift) & 0xff]++] = src[i];
+		pl_kv *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof *a);
+}
+
 static uint32_t crc_table[256];
 static int crc_ready;
 

@@ -3,7 +3,8 @@
  *
  *   bench_planner gen N...        for each N: generated traces of about N
  *                                 requests (1F1B dense, interleaved with
- *                                 recomputation, 1F1B with MoE); per
+ *                                 recomputation, 1F1B with MoE, 1F1B with
+ *                                 random-size op temporaries); per
  *                                 algorithm: planning time, pool / lower
  *                                 bound, memory per request
  *   bench_planner csv FILE...     MiniMalloc instances: pool vs the best known
@@ -66,6 +67,8 @@ static int make(const char *kind, size_t n, stp_reqs *r)
 		o.recompute = 1;
 	} else if (!strcmp(kind, "1f1b+moe")) {
 		o.experts = 8;
+	} else if (!strcmp(kind, "1f1b+jitter")) {
+		o.jitter = 1;
 	}
 	o.stage = 1;
 	stp_gen_opts_for_size(&o, n);
@@ -131,7 +134,7 @@ static result run_one(const char *kind, size_t n, stp_plan_algo algo)
 
 static int gen_main(int argc, char **argv)
 {
-	const char *kinds[] = {"1f1b", "interleaved+recompute", "1f1b+moe"};
+	const char *kinds[] = {"1f1b", "interleaved+recompute", "1f1b+moe", "1f1b+jitter"};
 	const char *algos[] = {"stalloc", "stalloc-only", "greedy"};
 	const char *gm = getenv("BENCH_GREEDY_MAX");
 	size_t greedy_max = gm ? strtoul(gm, NULL, 10) : 100000;

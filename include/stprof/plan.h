@@ -230,6 +230,7 @@ typedef struct stp_gen_opts {
 	stp_gen_schedule schedule;
 	int recompute;          /* full activation recomputation */
 	uint32_t experts;       /* > 0: MoE MLP with that many experts, varying sizes */
+	int jitter;             /* add op temporaries of random sizes with overlapping lifetimes */
 	uint64_t hidden, seq, batch; /* model shape (bytes scale with them) */
 	uint64_t seed;
 } stp_gen_opts;
