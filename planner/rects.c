@@ -12,13 +12,20 @@
  *     window, where smaller blocks can stack ("free intervals of the larger
  *     groups' plans").
  * A placement picks, among rectangles that contain [s, e) in time and are at
- * least h tall, the least tall; ties go to the one whose window starts
- * latest (Algorithm 1's "layer whose last request ends closest before").
+ * least h tall, one of the least tall *height class* (heights that share
+ * their 5 leading bits: within 1/16 of each other); within the class, the
+ * one whose window starts latest (Algorithm 1's "layer whose last request
+ * ends closest before").  With few distinct sizes (training traces) every
+ * size is its own class and this is exact best fit by height.
  *
- * Rectangles of one height live in a treap keyed by window start and
+ * Rectangles of one class live in a treap keyed by window start and
  * augmented with the largest window end, so "latest start <= s with end >= e"
- * is one descent.  Heights are kept in a sorted array of buckets.  Nodes are
- * 32 bytes and recycled; at most 2 are added per placement.
+ * is one descent (in the request's own class, rectangles shorter than it are
+ * skipped on the way).  Classes are kept in a sorted array of buckets (at
+ * most about a thousand); a placement searches at most SCAN_MAX classes that
+ * could hold it before it opens a new layer, which bounds its cost when
+ * sizes are many and scattered.
+ * Nodes are 40 bytes and recycled; at most 2 are added per placement.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +34,37 @@
 
 typedef struct rnode {
 	uint32_t a, b, maxb;
-	uint32_t l, r, prio;
-	uint64_t off;
+	uint32_t l, r;
+	uint64_t off, h;
 } rnode;
 
+/* classes searched per placement before a new layer is opened instead */
+#define SCAN_MAX 64
+
 typedef struct rbucket {
-	uint64_t h;
+	uint32_t cls;
 	uint32_t root, count;
 } rbucket;
+
+/* height class: monotone in h; heights below 16 are their own class, above
+ * that the exponent and the 4 bits after the leading one */
+static uint32_t hclass(uint64_t h)
+{
+	if (h < 16)
+		return (uint32_t)h;
+	unsigned e = 63 - (unsigned)__builtin_clzll(h);
+	return (e - 3) * 16 + (uint32_t)((h >> (e - 4)) & 15);
+}
+
+/* treap priority from the node index (no storage) */
+static uint32_t prio(uint32_t k)
+{
+	uint32_t x = k * 0x9E3779B1u;
+	x ^= x >> 15;
+	x *= 0x85EBCA77u;
+	x ^= x >> 13;
+	return x;
+}
 
 struct pl_rects {
 	rnode *nd;           /* node 0 is the null node */
@@ -43,16 +73,7 @@ struct pl_rects {
 	uint32_t nb, bcap;
 	uint64_t top;        /* offset of the unbounded rectangle over [0, T) */
 	uint32_t T;
-	uint64_t rng;
 };
-
-static uint32_t rnd(pl_rects *R)
-{
-	R->rng ^= R->rng << 13;
-	R->rng ^= R->rng >> 7;
-	R->rng ^= R->rng << 17;
-	return (uint32_t)R->rng;
-}
 
 pl_rects *pl_rects_new(size_t hint, uint64_t top_offset, uint32_t T)
 {
@@ -71,7 +92,6 @@ pl_rects *pl_rects_new(size_t hint, uint64_t top_offset, uint32_t T)
 	R->nn = 1;
 	R->top = top_offset;
 	R->T = T;
-	R->rng = 0x9E3779B97F4A7C15ull;
 	return R;
 }
 
@@ -124,7 +144,7 @@ static uint32_t merge(rnode *nd, uint32_t a, uint32_t b)
 {
 	if (!a || !b)
 		return a ? a : b;
-	if (nd[a].prio > nd[b].prio) {
+	if (prio(a) > prio(b)) {
 		nd[a].r = merge(nd, nd[a].r, b);
 		pull(nd, a);
 		return a;
@@ -138,7 +158,7 @@ static uint32_t insert(rnode *nd, uint32_t t, uint32_t k)
 {
 	if (!t)
 		return k;
-	if (nd[k].prio > nd[t].prio) {
+	if (prio(k) > prio(t)) {
 		split(nd, t, k, &nd[k].l, &nd[k].r);
 		pull(nd, k);
 		return k;
@@ -165,6 +185,22 @@ static uint32_t erase(rnode *nd, uint32_t t, uint32_t k)
 	return t;
 }
 
+/* the node with the largest a <= s whose b >= e and whose height is >= h,
+ * or 0 (h = 0: any height) */
+static uint32_t find_h(const rnode *nd, uint32_t t, uint32_t s, uint32_t e, uint64_t h)
+{
+	if (!t || nd[t].maxb < e)
+		return 0;
+	if (nd[t].a > s)
+		return find_h(nd, nd[t].l, s, e, h);
+	uint32_t got = find_h(nd, nd[t].r, s, e, h);
+	if (got)
+		return got;
+	if (nd[t].b >= e && nd[t].h >= h)
+		return t;
+	return find_h(nd, nd[t].l, s, e, h);
+}
+
 /* the node with the largest a <= s whose b >= e, or 0 */
 static uint32_t find(const rnode *nd, uint32_t t, uint32_t s, uint32_t e)
 {
@@ -185,12 +221,12 @@ static uint32_t find(const rnode *nd, uint32_t t, uint32_t s, uint32_t e)
 	return 0;
 }
 
-static uint32_t bucket_lower(const pl_rects *R, uint64_t h)
+static uint32_t bucket_lower(const pl_rects *R, uint32_t cls)
 {
 	uint32_t lo = 0, hi = R->nb;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (R->bk[mid].h < h)
+		if (R->bk[mid].cls < cls)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -202,8 +238,9 @@ static int add_rect(pl_rects *R, uint64_t off, uint64_t h, uint32_t a, uint32_t 
 {
 	if (a >= b || !h)
 		return 0;
-	uint32_t bi = bucket_lower(R, h);
-	if (bi == R->nb || R->bk[bi].h != h) {
+	uint32_t cls = hclass(h);
+	uint32_t bi = bucket_lower(R, cls);
+	if (bi == R->nb || R->bk[bi].cls != cls) {
 		if (R->nb == R->bcap) {
 			rbucket *nb = realloc(R->bk, (size_t)R->bcap * 2 * sizeof *nb);
 			if (!nb)
@@ -212,7 +249,7 @@ static int add_rect(pl_rects *R, uint64_t off, uint64_t h, uint32_t a, uint32_t 
 			R->bcap *= 2;
 		}
 		memmove(&R->bk[bi + 1], &R->bk[bi], (R->nb - bi) * sizeof *R->bk);
-		R->bk[bi] = (rbucket){h, 0, 0};
+		R->bk[bi] = (rbucket){cls, 0, 0};
 		R->nb++;
 	}
 	uint32_t k;
@@ -231,7 +268,7 @@ static int add_rect(pl_rects *R, uint64_t off, uint64_t h, uint32_t a, uint32_t 
 		}
 		k = R->nn++;
 	}
-	R->nd[k] = (rnode){a, b, b, 0, 0, rnd(R), off};
+	R->nd[k] = (rnode){a, b, b, 0, 0, off, h};
 	R->bk[bi].root = insert(R->nd, R->bk[bi].root, k);
 	R->bk[bi].count++;
 	return 0;
@@ -239,15 +276,18 @@ static int add_rect(pl_rects *R, uint64_t off, uint64_t h, uint32_t a, uint32_t 
 
 uint64_t pl_rects_place(pl_rects *R, uint64_t h, uint32_t s, uint32_t e)
 {
-	for (uint32_t bi = bucket_lower(R, h); bi < R->nb; bi++) {
+	uint32_t cls = hclass(h), tried = 0;
+	for (uint32_t bi = bucket_lower(R, cls); bi < R->nb && tried < SCAN_MAX; bi++) {
 		rbucket *B = &R->bk[bi];
 		if (!B->root || R->nd[B->root].maxb < e)
 			continue;
-		uint32_t k = find(R->nd, B->root, s, e);
+		tried++;
+		/* in the request's own class some rectangles may be shorter */
+		uint32_t k = B->cls == cls ? find_h(R->nd, B->root, s, e, h) : find(R->nd, B->root, s, e);
 		if (!k)
 			continue;
 		rnode x = R->nd[k];
-		uint64_t H = B->h;
+		uint64_t H = x.h;
 		B->root = erase(R->nd, B->root, k);
 		B->count--;
 		R->nd[k].l = R->freel;
