@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "stprof/trace_codec.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -71,6 +72,12 @@ int cmd_info(int argc, char **argv)
 		printf("trace:        %s\n", argv[optind]);
 		printf("format:       %u.%u\n", h->major, h->minor);
 		printf("size:         %s in %" PRIu64 " chunks\n", stprof_fmt_bytes(s->bytes, b1, sizeof b1), s->chunks);
+		uint64_t nev = s->events - s->by_type[STP_EV_PROCESS] - s->by_type[STP_EV_THREAD] - s->by_type[STP_EV_MODULE];
+		printf("  events      %s", stprof_fmt_bytes(s->chunk_bytes[STP_CHUNK_EVENTS], b1, sizeof b1));
+		if (nev)
+			printf(" (%.2f bytes per event)", (double)s->chunk_bytes[STP_CHUNK_EVENTS] / (double)nev);
+		printf("\n  definitions %s (strings, call-path nodes, process, threads, modules)\n",
+		       stprof_fmt_bytes(s->chunk_bytes[STP_CHUNK_DEFS], b2, sizeof b2));
 		if (have_proc) {
 			printf("process:      pid %u (parent %u)", proc.pid, proc.ppid);
 			if (proc.rank >= 0)

@@ -2,8 +2,11 @@
  * cmd_plan.c - `stprof plan`: synthesizes an allocation plan from a trace
  * (or a MiniMalloc CSV), verifies it, writes it, and says how good it is;
  * also shows and verifies plan files.  The planner itself is planner/
- * (include/stprof/plan.h).  Exit: 0 done, 1 bad input or invalid plan,
- * 2 usage.
+ * (include/stprof/plan.h).  A trace without iteration markers gets its
+ * steady iteration and phases from the detector (stp_det_run; its cheaper
+ * stp_det_timeline_run once that exists), passed to the converter as a
+ * sequence window and phase cuts.
+ * Exit: 0 done, 1 bad input or invalid plan, 2 usage.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -11,6 +14,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "stprof/detector.h"
 #include "stprof/plan.h"
 #include "util.h"
 
@@ -33,7 +37,9 @@ static void usage(FILE *f)
 	        "\n"
 	        "The iteration is cut from the trace's iteration markers (the last complete\n"
 	        "one unless --iteration); phases and layers come from phase and module\n"
-	        "markers.  A trace without iteration markers is planned as one iteration.\n"
+	        "markers.  Without iteration markers, the steady iteration the detector\n"
+	        "finds in the allocation sequence is planned (as `stprof report` shows it),\n"
+	        "else the whole trace as one iteration.\n"
 	        "\n"
 	        "Modes:\n"
 	        "  TRACE               plan a trace; writes TRACE's name with .plan unless -o\n"
@@ -48,6 +54,9 @@ static void usage(FILE *f)
 	        "  -o, --output FILE   where to write the plan (or the CSV)\n"
 	        "  -i, --iteration N   plan iteration N (the ITER_BEGIN marker's value)\n"
 	        "      --window B:E    plan trace events B <= seq < E as the iteration\n"
+	        "      --detect        find the iteration and phases from the allocation\n"
+	        "                      sequence even when the trace has markers (by default\n"
+	        "                      only when it has none); --no-detect: never\n"
 	        "  -a, --align N       round sizes and offsets to N bytes (default: 512 for\n"
 	        "                      device allocations, 16 for host ones, 1 for CSV)\n"
 	        "      --algo NAME     stalloc (default: STAlloc + improvement), stalloc-only,\n"
@@ -142,6 +151,47 @@ static int show_file(const char *path, size_t max_entries)
 	return 0;
 }
 
+/* The detector's steady iteration, when it had to find the iterations from
+ * the allocation sequence (no markers) or force says so: fills win with the
+ * window and *cuts with its phases (names copied).  1 when it did. */
+static int detected_window(const char *path, int force, stp_window *win, stp_phase_cut **cuts, char *why,
+                           size_t len)
+{
+	stp_det_options o;
+	stp_det_options_default(&o);
+	o.iter_mode = force ? STP_DET_ITER_DETECT : STP_DET_ITER_AUTO;
+	char err[512];
+	stp_det *d = stp_det_run(path, &o, err, sizeof err);
+	if (!d)
+		return 0;
+	const stp_det_timeline *tl = &stp_det_result_of(d)->timeline;
+	int used = 0;
+	if (tl->iter_source == STP_DET_SRC_DETECTED && tl->steady >= 0 && (uint32_t)tl->steady < tl->niterations) {
+		const stp_det_iteration *it = &tl->iterations[tl->steady];
+		win->use_seq = 1;
+		win->begin_seq = it->begin_seq;
+		win->end_seq = it->end_seq;
+		uint32_t np = 0;
+		if (tl->phase_source != STP_DET_SRC_NONE && it->nphases &&
+		    (uint64_t)it->first_phase + it->nphases <= tl->nphases)
+			*cuts = calloc(it->nphases, sizeof **cuts);
+		for (uint32_t k = 0; *cuts && k < it->nphases; k++) {
+			const stp_det_phase *ph = &tl->phases[it->first_phase + k];
+			char *nm = strdup(ph->name ? ph->name : "phase");
+			if (!nm)
+				break;
+			(*cuts)[np++] = (stp_phase_cut){ph->begin_seq, ph->end_seq, nm, ph->micro_batch};
+		}
+		win->cuts = *cuts;
+		win->ncuts = np;
+		snprintf(why, len, "iteration %" PRId64 " of %u detected from the allocation sequence (%s; confidence %.0f%%)",
+		         it->index, tl->niterations, tl->method ? tl->method : "detected", 100 * tl->confidence);
+		used = 1;
+	}
+	stp_det_free(d);
+	return used;
+}
+
 static char *default_output(const char *in, const char *ext)
 {
 	size_t n = strlen(in);
@@ -158,7 +208,8 @@ static char *default_output(const char *in, const char *ext)
 
 int cmd_plan(int argc, char **argv)
 {
-	enum { O_WINDOW = 256, O_ALGO, O_NOFUSION, O_ALLKINDS, O_NOVARY, O_GREEDY, O_NOGREEDY, O_CSV, O_SHOW, O_VERIFY };
+	enum { O_WINDOW = 256, O_ALGO, O_NOFUSION, O_ALLKINDS, O_NOVARY, O_GREEDY, O_NOGREEDY, O_CSV, O_SHOW, O_VERIFY,
+	       O_DETECT, O_NODETECT };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'},    {"iteration", required_argument, 0, 'i'},
 		{"window", required_argument, 0, O_WINDOW}, {"align", required_argument, 0, 'a'},
@@ -167,6 +218,7 @@ int cmd_plan(int argc, char **argv)
 		{"greedy", no_argument, 0, O_GREEDY},      {"no-greedy", no_argument, 0, O_NOGREEDY},
 		{"csv", required_argument, 0, O_CSV},      {"show", required_argument, 0, O_SHOW},
 		{"verify", required_argument, 0, O_VERIFY}, {"entries", required_argument, 0, 'n'},
+		{"detect", no_argument, 0, O_DETECT},      {"no-detect", no_argument, 0, O_NODETECT},
 		{"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
 	const char *out = NULL, *csv = NULL, *show = NULL, *verify = NULL;
@@ -175,7 +227,7 @@ int cmd_plan(int argc, char **argv)
 	stp_plan_opts po;
 	stp_plan_opts_init(&po);
 	uint64_t align = 0, v, max_entries = 50;
-	int greedy = -1, quiet = 0, c;
+	int greedy = -1, quiet = 0, detect = 0, c, chose_iteration = 0;
 	while ((c = getopt_long(argc, argv, "o:i:a:n:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
@@ -185,6 +237,7 @@ int cmd_plan(int argc, char **argv)
 				return 2;
 			}
 			win.iteration = (int64_t)v;
+			chose_iteration = 1;
 			break;
 		case O_WINDOW: {
 			char *colon = strchr(optarg, ':');
@@ -224,6 +277,8 @@ int cmd_plan(int argc, char **argv)
 			}
 			break;
 		case O_NOFUSION: po.no_fusion = 1; break;
+		case O_DETECT: detect = 1; break;
+		case O_NODETECT: detect = -1; break;
 		case O_ALLKINDS: win.device_only = 0; break;
 		case O_NOVARY: win.detect_varying = 0; break;
 		case O_GREEDY: greedy = 1; break;
@@ -267,9 +322,31 @@ int cmd_plan(int argc, char **argv)
 	} else {
 		if (po.verbose)
 			fprintf(stderr, "stprof: plan: reading %s\n", in);
-		if (stp_reqs_from_trace(in, &win, &r, err, sizeof err) < 0) {
+		stp_phase_cut *cuts = NULL;
+		char why[512] = "";
+		int detected = 0, may_detect = !win.use_seq && !chose_iteration && detect >= 0;
+		if (may_detect && detect == 1)
+			detected = detected_window(in, 1, &win, &cuts, why, sizeof why);
+		int crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
+		if (crc == 0 && may_detect && !detected && r.iteration < 0) {
+			/* no iteration markers: ask the detector, convert again */
+			detected = detected_window(in, 0, &win, &cuts, why, sizeof why);
+			if (detected) {
+				stp_reqs_free(&r);
+				crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
+			}
+		}
+		for (uint32_t k = 0; cuts && k < win.ncuts; k++)
+			free((char *)cuts[k].name);
+		free(cuts);
+		if (crc < 0) {
 			stprof_err("%s", err);
 			return 1;
+		}
+		if (detected) {
+			char note[1024];
+			snprintf(note, sizeof note, "%s; %s", why, stp_reqs_str(&r, r.notes));
+			r.notes = stp_reqs_string(&r, note);
 		}
 		po.align = align ? align : (r.device ? 512 : 16);
 	}

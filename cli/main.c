@@ -20,6 +20,8 @@ const struct stprof_cmd stprof_commands[] = {
 	{"report", cmd_report, "summarize a trace: objects, peak, top call sites"},
 	{"info", cmd_info, "show a trace's header, counts and whether it is whole"},
 	{"dump", cmd_dump, "print every event of a trace, one line each"},
+	{"export", cmd_export, "write a Perfetto timeline (.pftrace) of one or more traces"},
+	{"lint-perfetto", cmd_lint_perfetto, "check a Perfetto trace for what the UI drops silently"},
 	{"plan", cmd_plan, "build an STAlloc allocation plan from a trace; show or verify one"},
 	{0, 0, 0},
 };

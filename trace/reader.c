@@ -307,6 +307,8 @@ static int read_chunk(stp_reader *r)
 	}
 	r->stats.chunks++;
 	r->stats.bytes = r->pos;
+	if (type >= 1 && type <= 4)
+		r->stats.chunk_bytes[type] += STP_CHUNK_HEADER_SIZE + len;
 
 	if (type == STP_CHUNK_WATERMARK || type == STP_CHUNK_END) {
 		const uint8_t *p = pay, *e = pay + len;

@@ -210,6 +210,7 @@ typedef struct stp_trace_header {
 typedef struct stp_trace_stats {
 	uint64_t bytes;          /* bytes consumed so far */
 	uint64_t chunks;
+	uint64_t chunk_bytes[5]; /* bytes (headers included) by chunk type, 1..4 */
 	uint64_t events;         /* events returned so far */
 	uint64_t by_type[STP_EV_TYPE_MAX + 1];
 	uint64_t strings, stack_nodes;

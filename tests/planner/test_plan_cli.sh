@@ -32,6 +32,14 @@ grep -q "forward" "$T/show.txt" || fail "show phases"
 "$ST" plan -q --verify "$T/g.plan" || fail "verify greedy"
 "$ST" plan -q --window 0:50 -o "$T/w.plan" "$T/train.stp" || fail "window"
 
+# no iteration markers: the detector finds the steady iteration; --no-detect plans the whole trace
+"$B/plan_mktrace" "$T/nomark.stp" 6 6 3 0 1 0
+"$ST" plan -o "$T/nomark.plan" "$T/nomark.stp" >"$T/nm.txt" || fail "plan without markers"
+grep -q "detected from the allocation sequence" "$T/nm.txt" || fail "detected window: $(cat "$T/nm.txt")"
+"$ST" plan -q --verify "$T/nomark.plan" || fail "verify detected"
+"$ST" plan --no-detect -o "$T/whole.plan" "$T/nomark.stp" | grep -q "the whole trace is one iteration" || fail "--no-detect"
+"$ST" plan -q --verify "$T/whole.plan" || fail "verify whole"
+
 # the MiniMalloc instances (shared/ sits beside the checkout, or one further up for a worktree)
 mm=""
 for d in "$S/../shared" "$S/../../shared"; do

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Collector figures (make bench):
+#  1. ns per recorded event: malloc/free pairs at a 32-frame call depth,
+#     natively and under the collector (the pair costs two events); median of
+#     5 runs each; also with libunwind walking instead of our unwinder.
+#  2. trace bytes per event (event chunks only, and the whole file).
+#  3. overhead on the bundled example and on a real PyTorch run: native vs
+#     stprof vs heaptrack, wall time, median of 5 interleaved runs.
+set -eu
+B=${STPROF_BUILD:?}; S=${STPROF_SRC:?}
+PY=/usr/bin/python3
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+LIB=$B/libstprof.so
+pairs=2000000
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+storm() { # ENV... : prints the median ns per pair of 5 runs
+  for i in 1 2 3 4 5; do
+    env "$@" "$B/malloc_storm" $pairs 32 | sed 's/.*ns_per_pair=//'
+    rm -f "$T"/s.stp*
+  done | median
+}
+echo "1. cost per recorded event (malloc/free at call depth 32, $pairs pairs)"
+nat=$(storm X=1)
+fast=$(storm LD_PRELOAD="$LIB" STPROF_OUTPUT="$T/s.stp")
+lu=$(storm LD_PRELOAD="$LIB" STPROF_OUTPUT="$T/s.stp" STPROF_UNWIND=libunwind)
+nost=$(storm LD_PRELOAD="$LIB" STPROF_OUTPUT="$T/s.stp" STPROF_DEPTH=0)
+awk -v n="$nat" -v f="$fast" -v l="$lu" -v z="$nost" 'BEGIN {
+  printf "  native pair            %7.1f ns\n", n
+  printf "  stprof                 %7.1f ns per event  (pair %.1f ns)\n", (f - n) / 2, f
+  printf "  stprof, libunwind walk %7.1f ns per event\n", (l - n) / 2
+  printf "  stprof, no call paths  %7.1f ns per event\n", (z - n) / 2 }'
+
+echo "2. trace size"
+LD_PRELOAD="$LIB" STPROF_OUTPUT="$T/s.stp" "$B/malloc_storm" $pairs 32 >/dev/null
+"$B/stprof" info "$T/s.stp" | grep -E "^size|events  |definitions"
+rm -f "$T"/s.stp*
+"$B/stprof" record -q -o "$T/t.stp" -- $PY "$S/examples/torch_transformer.py" --iters 5 >/dev/null
+echo "  PyTorch run:"; "$B/stprof" info "$T/t.stp" | grep -E "^size|events  |definitions|^events"
+
+echo "3. overhead (wall time)"
+echo "  bundled example: train --layers 8 --width 256 --iters 10"
+$PY "$S/bench/collector/overhead.py" --cwd "$T" \
+  "native=$B/train --layers 8 --width 256 --iters 10" \
+  "stprof=$B/stprof record -q -o $T/e{i}.stp -- $B/train --layers 8 --width 256 --iters 10" \
+  "heaptrack=heaptrack -o $T/he{i} $B/train --layers 8 --width 256 --iters 10"
+rm -f "$T"/e*.stp* "$T"/he*
+if $PY -c 'import torch' 2>/dev/null; then
+  echo "  PyTorch: torch_transformer.py --iters 5 (/usr/bin/python3, CPU)"
+  PYTHONHASHSEED=0 $PY "$S/bench/collector/overhead.py" --cwd "$T" \
+    "native=$PY $S/examples/torch_transformer.py --iters 5" \
+    "stprof=$B/stprof record -q -o $T/p{i}.stp -- $PY $S/examples/torch_transformer.py --iters 5" \
+    "heaptrack=heaptrack -o $T/hp{i} $PY $S/examples/torch_transformer.py --iters 5"
+fi

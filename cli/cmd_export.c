@@ -1,0 +1,206 @@
+/*
+ * cmd_export.c - `stprof export TRACE... -o FILE.pftrace`: writes a Perfetto
+ * timeline of one or more traces (one process each, e.g. one per rank).
+ * docs/perfetto.md describes the tracks.  Exit 0 on success, 1 when a trace
+ * cannot be read or the file cannot be written, 2 on usage errors.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "stprof/perfetto.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: stprof export [OPTIONS] TRACE... [-o FILE.pftrace]\n\n"
+	        "Writes a Perfetto timeline of the traces (one process per trace, e.g. one per\n"
+	        "rank) that https://ui.perfetto.dev opens (\"Open trace file\").  It shows, per\n"
+	        "process: memory counters (requested, allocated, reserved), iterations and\n"
+	        "phases, module slices per thread, API calls per stream with the allocations\n"
+	        "and frees made on it, object lifetimes on lanes, arrows from each allocation\n"
+	        "to its first access and its free, and the allocation call stacks weighted by\n"
+	        "bytes: select a time range over the stream tracks and open the \"Track Event\n"
+	        "Callstacks\" tab for a flamegraph of bytes by call site.  See docs/perfetto.md.\n\n"
+	        "Options:\n"
+	        "  -o, --output FILE    the file to write (default: the first TRACE with its\n"
+	        "                       .stp suffix replaced by .pftrace)\n"
+	        "      --top N          draw only the N largest objects of each trace (lifetime\n"
+	        "                       slices, instants, flows, call stacks); counters still\n"
+	        "                       count every object\n"
+	        "      --top-by WHAT    what \"largest\" means: area (bytes x lifetime, the\n"
+	        "                       default) or size (bytes)\n"
+	        "      --window T0:T1   export only the time from T0 to T1, counted from the\n"
+	        "                       first event of the earliest trace; a time is a number\n"
+	        "                       with a unit ns, us, ms or s (no unit: ns), e.g.\n"
+	        "                       1.5s:2s; T0 or T1 may be left empty (start, end)\n"
+	        "      --max-lanes N    at most N lifetime lanes per group (default 10000);\n"
+	        "                       objects beyond are counted but not drawn\n"
+	        "  -q, --quiet          print nothing but errors\n"
+	        "  -h, --help           this help\n\n"
+	        "Exit status: 0 written, 1 a trace could not be read or the file written,\n"
+	        "2 usage error.\n");
+}
+
+/* Parses "1.5s", "200ms", "30us", "1000ns", "1000". -1 on error. */
+static int parse_time(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	double v = strtod(s, &end);
+	if (end == s || !isfinite(v) || v < 0)
+		return -1;
+	double mult = 1;
+	if (!strcmp(end, "") || !strcmp(end, "ns"))
+		mult = 1;
+	else if (!strcmp(end, "us"))
+		mult = 1e3;
+	else if (!strcmp(end, "ms"))
+		mult = 1e6;
+	else if (!strcmp(end, "s"))
+		mult = 1e9;
+	else
+		return -1;
+	v *= mult;
+	if (v >= 1.8e19)
+		return -1;
+	*out = (uint64_t)(v + 0.5);
+	return 0;
+}
+
+static int parse_window(const char *s, uint64_t *lo, uint64_t *hi)
+{
+	const char *colon = strchr(s, ':');
+	if (!colon || strchr(colon + 1, ':'))
+		return -1;
+	char a[64];
+	size_t n = (size_t)(colon - s);
+	if (n >= sizeof a)
+		return -1;
+	memcpy(a, s, n);
+	a[n] = 0;
+	*lo = 0;
+	*hi = UINT64_MAX;
+	if (n && parse_time(a, lo) < 0)
+		return -1;
+	if (colon[1] && parse_time(colon + 1, hi) < 0)
+		return -1;
+	return *hi < *lo ? -1 : 0;
+}
+
+static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
+{
+	const char *const *names = ctx;
+	if (total)
+		fprintf(stderr, "\rstprof: exporting %s: %3.0f%%", names[trace], 100.0 * (double)done / (double)total);
+}
+
+int cmd_export(int argc, char **argv)
+{
+	enum { OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES };
+	static const struct option opts[] = {
+		{"output", required_argument, 0, 'o'}, {"top", required_argument, 0, OPT_TOP},
+		{"top-by", required_argument, 0, OPT_TOP_BY}, {"window", required_argument, 0, OPT_WINDOW},
+		{"max-lanes", required_argument, 0, OPT_MAX_LANES}, {"quiet", no_argument, 0, 'q'},
+		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	stp_export_opts eo = {0};
+	const char *out = NULL;
+	int quiet = 0, c;
+	uint64_t v;
+	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h': usage(stdout); return 0;
+		case OPT_TOP:
+			if (stprof_parse_uint(optarg, UINT64_MAX, &v) < 0 || !v) {
+				stprof_err("export: --top wants a positive number, not '%s'", optarg);
+				return 2;
+			}
+			eo.top_n = v;
+			break;
+		case OPT_TOP_BY:
+			if (!strcmp(optarg, "area"))
+				eo.top_by = STP_TOP_BY_AREA;
+			else if (!strcmp(optarg, "size"))
+				eo.top_by = STP_TOP_BY_SIZE;
+			else {
+				stprof_err("export: --top-by wants area or size, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case OPT_WINDOW:
+			if (parse_window(optarg, &eo.window_begin_ns, &eo.window_end_ns) < 0) {
+				stprof_err("export: --window wants T0:T1 with T0 <= T1 (e.g. 1.5s:2s), not '%s'", optarg);
+				return 2;
+			}
+			eo.has_window = 1;
+			break;
+		case OPT_MAX_LANES:
+			if (stprof_parse_uint(optarg, UINT32_MAX - 1, &v) < 0 || !v) {
+				stprof_err("export: --max-lanes wants a positive number, not '%s'", optarg);
+				return 2;
+			}
+			eo.max_lanes = (uint32_t)v;
+			break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	const char *const *traces = (const char *const *)argv + optind;
+	size_t ntraces = (size_t)(argc - optind);
+	char *def = NULL;
+	if (!out) {
+		size_t n = strlen(traces[0]);
+		def = malloc(n + 16);
+		if (!def)
+			return 1;
+		memcpy(def, traces[0], n + 1);
+		if (n > 4 && !strcmp(def + n - 4, ".stp"))
+			def[n - 4] = 0;
+		strcat(def, ".pftrace");
+		out = def;
+	}
+	int tty = !quiet && isatty(2);
+	if (tty) {
+		eo.progress = progress;
+		eo.ctx = (void *)traces;
+	}
+	stp_export_stats st;
+	char err[1024];
+	int rc = stp_export_perfetto(traces, ntraces, out, &eo, &st, err, sizeof err);
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+	if (rc < 0) {
+		stprof_err("export: %s", err);
+		free(def);
+		return 1;
+	}
+	if (!quiet) {
+		char b[64];
+		printf("wrote %s: %s, %" PRIu64 " packets\n", out, stprof_fmt_bytes(st.bytes, b, sizeof b), st.packets);
+		printf("  %zu process%s, %" PRIu64 " events read\n", ntraces, ntraces == 1 ? "" : "es", st.events);
+		printf("  %" PRIu64 " objects, %" PRIu64 " drawn on %" PRIu64 " lanes", st.objects, st.objects_drawn,
+		       st.lanes);
+		if (st.objects_no_lane)
+			printf(" (%" PRIu64 " not drawn: more than --max-lanes live at once)", st.objects_no_lane);
+		printf("\n  %" PRIu64 " API slices, %" PRIu64 " flows, %" PRIu64 " call stacks (%" PRIu64 " frames)\n",
+		       st.api_slices, st.flows, st.callstacks, st.frames);
+		if (st.unmatched_frees)
+			printf("  %" PRIu64 " frees of addresses not allocated in the trace were skipped\n", st.unmatched_frees);
+		if (st.unmatched_markers)
+			printf("  %" PRIu64 " end markers without a begin were skipped\n", st.unmatched_markers);
+		printf("open it at https://ui.perfetto.dev (Open trace file); see docs/perfetto.md\n");
+	}
+	free(def);
+	return 0;
+}

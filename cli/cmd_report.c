@@ -1,0 +1,223 @@
+/*
+ * cmd_report.c - `stprof report [OPTIONS] TRACE`: diagnose a trace and
+ * print the report (text by default, or JSON / HTML).  Exit 0 on success,
+ * 1 when the trace is damaged or the output cannot be written, 2 on usage
+ * errors.  A trace cut short by a killed program is not damaged: the
+ * report covers what was read and says so.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "stprof/detector.h"
+#include "stprof/report.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: stprof report [OPTIONS] TRACE\n\n"
+	        "Reads a trace recorded by `stprof record` and tells where the memory went: objects\n"
+	        "allocated, freed and still live, the peak and when it happened, iterations and\n"
+	        "phases, lifetime classes (persistent / scoped / transient / init-only / leaked),\n"
+	        "the call sites holding the most memory at the peak, and inefficiency patterns\n"
+	        "(DrGPUM): early allocation, late deallocation, redundant allocation, unused\n"
+	        "allocation, memory leak, temporary idleness, dead write, plus a late-free\n"
+	        "heuristic for host traces.  Findings are listed worst first (bytes x time wasted).\n"
+	        "Patterns that need access events are reported as unavailable when the trace has\n"
+	        "none.  See docs/report.md for every definition.\n\n"
+	        "Output:\n"
+	        "  -f, --format FMT        text (default), json (docs/report-json.md) or html (one\n"
+	        "                          self-contained page with SVG plots)\n"
+	        "  -o, --output FILE       write to FILE instead of standard output\n"
+	        "  -n, --top N             call sites and findings to list (10)\n"
+	        "      --frames N          frames shown per call path (4)\n"
+	        "      --progress          progress on standard error (default when it is a terminal)\n"
+	        "      --no-progress       no progress\n\n"
+	        "Analysis:\n"
+	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
+	        "      --iterations MODE   auto (markers, else detect; default), markers, detect, none\n"
+	        "      --detect-window N   allocations examined to detect iterations (2097152)\n"
+	        "      --site-depth N      frames past the allocator's own that make a call site (12)\n"
+	        "      --partial           when the trace is damaged, report what was read before the\n"
+	        "                          damage (the exit status is still 1)\n\n"
+	        "Pattern thresholds (defaults are DrGPUM's):\n"
+	        "      --early-apis N      early allocation: at least N APIs between the allocation\n"
+	        "                          and the first access (1)\n"
+	        "      --late-apis N       late deallocation: at least N APIs between the last access\n"
+	        "                          and the free (1)\n"
+	        "      --idle-apis N       temporary idleness: at least N APIs between two accesses (2)\n"
+	        "      --redundant-pct P   redundant allocation: sizes within P%% (10)\n"
+	        "      --late-free-quantile Q  late free (host heuristic): freed later than the fraction\n"
+	        "                          Q of its peers (0.9)\n"
+	        "      --late-free-segments N  ... and at least N timeline segments after them (2)\n"
+	        "      --late-free-peers N ... judged only with at least N peers (5)\n\n"
+	        "  -h, --help              this help\n\n"
+	        "Exit status: 0 reported; 1 the trace is damaged or unreadable, or the output could\n"
+	        "not be written; 2 bad usage.\n");
+}
+
+static void progress(void *ctx, int pass, uint64_t done, uint64_t total)
+{
+	if (total)
+		fprintf(stderr, "\rstprof report: pass %d/2, %3.0f%%", pass, 100.0 * (double)done / (double)total);
+	*(int *)ctx = 1;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
+	       O_LFP, O_PROG, O_NOPROG, O_DEPTH };
+	static const struct option opts[] = {
+		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
+		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
+		{"min-size", required_argument, 0, O_MIN}, {"iterations", required_argument, 0, O_ITER},
+		{"detect-window", required_argument, 0, O_WIN}, {"partial", no_argument, 0, O_PARTIAL},
+		{"early-apis", required_argument, 0, O_EARLY}, {"late-apis", required_argument, 0, O_LATE},
+		{"idle-apis", required_argument, 0, O_IDLE}, {"redundant-pct", required_argument, 0, O_RED},
+		{"late-free-quantile", required_argument, 0, O_LFQ}, {"late-free-segments", required_argument, 0, O_LFS},
+		{"late-free-peers", required_argument, 0, O_LFP}, {"progress", no_argument, 0, O_PROG},
+		{"no-progress", no_argument, 0, O_NOPROG}, {"site-depth", required_argument, 0, O_DEPTH}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	stp_det_options o;
+	stp_det_options_default(&o);
+	stp_report_options ro;
+	stp_report_options_default(&ro);
+	const char *format = "text", *out = NULL;
+	int partial = 0, want_progress = isatty(2), c;
+	uint64_t v;
+	double x;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:n:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': format = optarg; break;
+		case 'o': out = optarg; break;
+		case 'n':
+			if (stprof_parse_uint(optarg, 1000000, &v) < 0)
+				goto bad;
+			ro.top = (unsigned)v;
+			break;
+		case O_FRAMES:
+			if (stprof_parse_uint(optarg, 16, &v) < 0)
+				goto bad;
+			ro.frames = (unsigned)v;
+			break;
+		case O_MIN:
+			if (stprof_parse_size(optarg, &o.min_size) < 0)
+				goto bad;
+			break;
+		case O_ITER:
+			if (!strcmp(optarg, "auto")) o.iter_mode = STP_DET_ITER_AUTO;
+			else if (!strcmp(optarg, "markers")) o.iter_mode = STP_DET_ITER_MARKERS;
+			else if (!strcmp(optarg, "detect")) o.iter_mode = STP_DET_ITER_DETECT;
+			else if (!strcmp(optarg, "none")) o.iter_mode = STP_DET_ITER_NONE;
+			else goto bad;
+			break;
+		case O_WIN:
+			if (stprof_parse_uint(optarg, UINT32_MAX, &v) < 0 || v < 8)
+				goto bad;
+			o.detect_max_allocs = (uint32_t)v;
+			break;
+		case O_PARTIAL: partial = 1; break;
+		case O_DEPTH:
+			if (stprof_parse_uint(optarg, 256, &v) < 0 || v < 1)
+				goto bad;
+			o.site_depth = (uint32_t)v;
+			break;
+		case O_EARLY:
+		case O_LATE:
+		case O_IDLE:
+		case O_LFS:
+		case O_LFP:
+			if (stprof_parse_uint(optarg, UINT32_MAX, &v) < 0)
+				goto bad;
+			*(c == O_EARLY ? &o.early_min_apis : c == O_LATE ? &o.late_min_apis : c == O_IDLE ? &o.idle_min_apis
+			  : c == O_LFS ? &o.late_free_min_segments : &o.late_free_min_peers) = (uint32_t)v;
+			break;
+		case O_RED:
+			if (parse_double(optarg, 0, 1000, &x) < 0)
+				goto bad;
+			o.redundant_pct = x;
+			break;
+		case O_LFQ:
+			if (parse_double(optarg, 0, 1, &x) < 0)
+				goto bad;
+			o.late_free_quantile = x;
+			break;
+		case O_PROG: want_progress = 1; break;
+		case O_NOPROG: want_progress = 0; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	int (*writer)(stp_det *, const stp_report_options *, FILE *) = NULL;
+	if (!strcmp(format, "text"))
+		writer = stp_report_text;
+	else if (!strcmp(format, "json"))
+		writer = stp_report_json;
+	else if (!strcmp(format, "html"))
+		writer = stp_report_html;
+	else {
+		stprof_err("report: unknown format '%s' (text, json or html)", format);
+		return 2;
+	}
+	int printed = 0;
+	if (want_progress) {
+		o.progress = progress;
+		o.progress_ctx = &printed;
+	}
+	char err[512];
+	stp_det *d = stp_det_run(argv[optind], &o, err, sizeof err);
+	if (printed)
+		fprintf(stderr, "\r%40s\r", "");
+	if (!d) {
+		stprof_err("%s", err);
+		return 1;
+	}
+	const stp_det_result *r = stp_det_result_of(d);
+	if (r->error && !partial) {
+		stprof_err("%s", r->error);
+		stp_det_free(d);
+		return 1;
+	}
+	FILE *f = stdout;
+	if (out && !(f = fopen(out, "w"))) {
+		stprof_err("%s: %s", out, strerror(errno));
+		stp_det_free(d);
+		return 1;
+	}
+	int rc = writer(d, &ro, f);
+	if (f != stdout) {
+		if (fclose(f) != 0)
+			rc = -1;
+	} else if (fflush(f) != 0) {
+		rc = -1;
+	}
+	if (rc < 0)
+		stprof_err("%s: write failed: %s", out ? out : "standard output", strerror(errno));
+	if (r->error)
+		stprof_err("%s", r->error);
+	int status = rc < 0 || r->error ? 1 : 0;
+	stp_det_free(d);
+	return status;
+bad:
+	stprof_err("report: bad value '%s' for an option (see stprof report --help)", optarg);
+	return 2;
+}

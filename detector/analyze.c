@@ -1,0 +1,479 @@
+/*
+ * analyze.c - pass 2: every object from allocation to free (or to the end),
+ * its class, its call site's aggregates, the snapshot at the primary peak,
+ * per-iteration counts, and the memory-over-time series.  API events go to
+ * access.c, freed objects to latefree.c as well.
+ *
+ * Memory: one 48-byte det_obj and one 16-byte map entry per live object
+ * (slots are recycled through a free list), one det_site per call site that
+ * allocates, one 4-byte index per stack id.
+ *
+ * Classes (docs/report.md): with ib(s) the number of iteration boundaries
+ * up to s and A, F the values at allocation and free,
+ *   persistent  covers a whole iteration, or lives from one iteration into
+ *               a later one (det_crosses_iterations);
+ *   init-only   allocated before the first iteration and freed before the
+ *               second begins, or allocated after the last one;
+ *   transient   A == F inside the loop and the same segment;
+ *   scoped      otherwise when freed;
+ *   leaked      never freed, from a site whose never-freed objects come
+ *               from two or more complete iterations; or never freed in a
+ *               whole trace and either not persistent, or allocated after
+ *               the first iteration by a site that frees its other objects;
+ *               live-at-end instead of the latter when the trace was cut.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "det.h"
+
+int det_crosses_iterations(const stp_det *d, uint32_t a, uint32_t f)
+{
+	uint32_t n = d->niters;
+	uint32_t k0 = a / 2;
+	if (n >= 2 && k0 <= n - 2 && f >= 2 * k0 + 3)
+		return 1;
+	uint32_t k1 = (a + 1) / 2;
+	return n >= 1 && k1 <= n - 1 && f >= 2 * k1 + 2;
+}
+
+stp_det_class det_classify(const stp_det *d, uint32_t a, uint32_t sega, uint32_t f, uint32_t segf, int freed)
+{
+	uint32_t n = d->niters;
+	if (!n)
+		return freed ? STP_CLASS_UNCLASSIFIED : (d->stats.whole ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END);
+	if (det_crosses_iterations(d, a, freed ? f : 2 * n + 2))
+		return STP_CLASS_PERSISTENT;
+	if (!freed)
+		return d->stats.whole ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
+	if (a == f) {
+		if (a == 0 || a >= 2 * n)
+			return STP_CLASS_INIT_ONLY;
+		return sega == segf ? STP_CLASS_TRANSIENT : STP_CLASS_SCOPED;
+	}
+	if (a == 0)
+		return STP_CLASS_INIT_ONLY;
+	return STP_CLASS_SCOPED;
+}
+
+/* iteration an allocation belongs to: -1 before the loop, n after it; a gap
+ * between two iterations belongs to the one before */
+static int64_t iter_of_ib(const stp_det *d, uint32_t ib)
+{
+	if (ib == 0)
+		return -1;
+	if (ib >= 2 * d->niters)
+		return d->niters;
+	return (ib - 1) / 2;
+}
+
+typedef struct pass2 {
+	uint64_t seq, ns;
+	uint32_t seg, ib;
+	int32_t primary;
+	uint64_t peak_seq;
+	uint64_t *sl, *sr; /* series: max live, max reserved per point */
+	uint32_t npts;
+	uint64_t reserved;
+	det_map segs;
+} pass2;
+
+/* The site of a stack: its call path cut at opt.site_depth frames past the
+ * profiler's and the allocator's own (so paths that differ only further out,
+ * are one site).  Frames of a language interpreter (python3.X, libpython)
+ * end the key after two: their native paths vary with every bytecode and
+ * tell nothing about the program.  Computed once per stack id. */
+static uint64_t path_key(stp_det *d, uint32_t stack)
+{
+	uint64_t h = 0x84222325cbf29ce4ull, ip;
+	uint32_t parent, depth = 0, kept = 0, skipping = 1;
+	uint32_t interp = 0;
+	while (stack && kept < d->opt.site_depth && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
+		stp_det_frame fr = {.ip = ip, .module = det_frames_module_of(d->frames, ip)};
+		if (skipping)
+			skipping = det_frames_is_plumbing(&fr);
+		depth++;
+		stack = parent;
+		h = (h ^ ip) * 0x100000001b3ull;
+		h ^= h >> 29;
+		if (!skipping)
+			kept++;
+		/* an interpreter's own frames say nothing about the program, and
+		 * vary without end: two of them end the key */
+		if (det_frames_is_interpreter(&fr) && ++interp >= 2)
+			break;
+	}
+	return h | 1;
+}
+
+static det_site *site_for(stp_det *d, uint32_t stack, uint8_t kind, uint32_t *index)
+{
+	if (stack >= d->site_of_stack_cap) {
+		uint32_t nc = d->site_of_stack_cap ? d->site_of_stack_cap : 1024;
+		while (nc <= stack)
+			nc *= 2;
+		uint32_t *n = realloc(d->site_of_stack, nc * sizeof *n);
+		if (!n)
+			return NULL;
+		memset(n + d->site_of_stack_cap, 0, (nc - d->site_of_stack_cap) * sizeof *n);
+		d->site_of_stack = n;
+		d->site_of_stack_cap = nc;
+	}
+	uint32_t s = d->site_of_stack[stack];
+	if (!s) {
+		uint64_t key = stack ? path_key(d, stack) : 2, v;
+		if (det_map_get(&d->site_paths, key, &v)) {
+			s = d->site_of_stack[stack] = (uint32_t)v + 1;
+			*index = s - 1;
+			return &d->sites[s - 1];
+		}
+		if (d->nsites == d->sites_cap) {
+			uint32_t nc = d->sites_cap ? d->sites_cap * 2 : 256;
+			det_site *ns = realloc(d->sites, nc * sizeof *ns);
+			if (!ns)
+				return NULL;
+			d->sites = ns;
+			stp_det_site *np = realloc(d->spub, nc * sizeof *np);
+			if (!np)
+				return NULL;
+			d->spub = np;
+			d->sites_cap = nc;
+		}
+		det_site *st = &d->sites[d->nsites];
+		memset(st, 0, sizeof *st);
+		st->leak_last_iter = INT64_MIN;
+		stp_det_site *sp = &d->spub[d->nsites];
+		memset(sp, 0, sizeof *sp);
+		sp->stack = stack;
+		sp->kind = kind;
+		if (det_map_put(&d->site_paths, key, d->nsites, NULL) < 0)
+			return NULL;
+		s = d->site_of_stack[stack] = ++d->nsites;
+	}
+	*index = s - 1;
+	return &d->sites[s - 1];
+}
+
+static uint32_t obj_new(stp_det *d)
+{
+	if (d->obj_free != UINT32_MAX) {
+		uint32_t s = d->obj_free;
+		d->obj_free = d->objs[s].site;
+		return s;
+	}
+	if (d->nobjs == d->objs_cap) {
+		uint32_t nc = d->objs_cap ? d->objs_cap * 2 : 4096;
+		det_obj *n = realloc(d->objs, (size_t)nc * sizeof *n);
+		if (!n)
+			return UINT32_MAX;
+		d->objs = n;
+		d->objs_cap = nc;
+	}
+	return d->nobjs++;
+}
+
+static void series_note(stp_det *d, pass2 *p, uint64_t live)
+{
+	if (!p->npts)
+		return;
+	uint64_t b = d->end_ns ? (p->ns * (p->npts - 1)) / d->end_ns : 0;
+	if (b >= p->npts)
+		b = p->npts - 1;
+	if (p->sl[b] == UINT64_MAX || live > p->sl[b])
+		p->sl[b] = live;
+	if (p->sr[b] == UINT64_MAX || p->reserved > p->sr[b])
+		p->sr[b] = p->reserved;
+}
+
+/* Ends an object's life: at a free (freed = 1) or at the end of the trace. */
+static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t free_seq)
+{
+	det_obj *o = &d->objs[slot];
+	det_site *s = &d->sites[o->site];
+	stp_det_site *sp = &d->spub[o->site];
+	uint64_t life = (freed ? p->ns : d->end_ns) - o->alloc_ns;
+	if ((int64_t)life < 0)
+		life = 0;
+	stp_det_class c = det_classify(d, o->ib, o->seg, p->ib, p->seg, freed);
+	if (!freed && d->niters) {
+		int64_t it = iter_of_ib(d, o->ib);
+		if (s->leak_iters >= 2) /* a site that keeps leaking, cut trace or not */
+			c = STP_CLASS_LEAKED;
+		else if (c == STP_CLASS_PERSISTENT && it >= 1 && it < (int64_t)d->niters && s->freed_in_loop > 0)
+			c = d->stats.whole ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
+	}
+	sp->class_objects[c]++;
+	sp->class_bytes[c] += o->size;
+	d->res.class_objects[c]++;
+	d->res.class_bytes[c] += o->size;
+	if (o->flags & DET_OBJ_AT_PEAK) {
+		sp->peak_class_bytes[c] += o->size;
+		d->res.peak_class_bytes[c] += o->size;
+	}
+	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
+	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
+	if (freed) {
+		sp->frees++;
+		sp->life_time[det_time_bucket(life)]++;
+		sp->life_logical[det_logical_bucket(logical)]++;
+		sp->byte_ns += (double)o->size * (double)life;
+		if (o->ib & 1)
+			s->freed_in_loop++;
+	} else {
+		sp->life_time[STP_DET_TIME_BUCKETS - 1]++;
+		sp->life_logical[STP_DET_LOGICAL_BUCKETS - 1]++;
+		sp->end_bytes += o->size;
+		sp->end_objects++;
+	}
+	s->live_bytes -= o->size;
+	s->live_objects--;
+	if (c == STP_CLASS_LEAKED) {
+		stp_det_instance in = {.alloc_seq = o->alloc_seq, .free_seq = UINT64_MAX, .alloc_ns = o->alloc_ns,
+		                       .free_ns = UINT64_MAX, .addr = o->addr, .size = o->size, .distance = logical,
+		                       .at_ns = o->alloc_ns, .until_ns = d->end_ns, .other_site = UINT32_MAX};
+		det_finding_add(d, STP_PAT_LEAK, o->site, 1, o->size, (double)o->size * (double)life, logical, &in);
+	}
+	if (freed && d->niters)
+		det_latefree_object(d, o, p->ns, p->ib, p->seg);
+	o->site = d->obj_free;
+	d->obj_free = slot;
+}
+
+static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
+{
+	const stp_alloc_info *a = &ev->u.alloc;
+	if (a->size < d->opt.min_size)
+		return 0;
+	int si = det_space_index(d, a->kind, a->device);
+	if (si < 0)
+		return -1;
+	uint64_t old;
+	if (det_map_get(&d->live, a->addr, &old)) { /* lost free: end the old one here */
+		det_obj *o = &d->objs[old];
+		d->sstate[o->space].live_bytes -= o->size;
+		d->sstate[o->space].live_objects--;
+		finish_obj(d, p, (uint32_t)old, 1, ev->seq);
+		det_map_del(&d->live, a->addr, NULL);
+	}
+	uint32_t site_idx = 0;
+	det_site *s = site_for(d, a->stack, a->kind, &site_idx);
+	uint32_t slot = obj_new(d);
+	stp_det_site *sp = s ? &d->spub[site_idx] : NULL;
+	if (!s || slot == UINT32_MAX || det_map_put(&d->live, a->addr, slot, NULL) < 0)
+		return -1;
+	det_obj *o = &d->objs[slot];
+	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
+	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si};
+	sp->allocs++;
+	sp->bytes_allocated += a->size;
+	if (a->size > sp->max_size)
+		sp->max_size = a->size;
+	s->live_bytes += a->size;
+	s->live_objects++;
+	det_space_state *ss = &d->sstate[si];
+	ss->live_bytes += a->size;
+	ss->live_objects++;
+	if (si == p->primary) {
+		if ((p->ib & 1) && p->ib / 2 < d->niters) {
+			stp_det_iteration *it = &d->iters[p->ib / 2];
+			it->allocs++;
+			if (ss->live_bytes > it->peak_bytes)
+				it->peak_bytes = ss->live_bytes;
+		}
+		series_note(d, p, ss->live_bytes);
+		if (ev->seq == p->peak_seq) { /* the peak: mark what is live */
+			uint64_t i = 0, k, v;
+			while (det_map_next(&d->live, &i, &k, &v)) {
+				det_obj *x = &d->objs[v];
+				if (x->space != si)
+					continue;
+				x->flags |= DET_OBJ_AT_PEAK;
+				d->spub[x->site].peak_bytes += x->size;
+				d->spub[x->site].peak_objects++;
+			}
+		}
+	}
+	if (d->have_ranges && det_access_alloc(d, slot, ev) < 0)
+		return -1;
+	return 0;
+}
+
+static void on_free(stp_det *d, pass2 *p, const stp_event *ev)
+{
+	uint64_t slot;
+	if (!det_map_del(&d->live, ev->u.free.addr, &slot))
+		return;
+	det_obj *o = &d->objs[slot];
+	det_space_state *ss = &d->sstate[o->space];
+	ss->live_bytes -= o->size;
+	ss->live_objects--;
+	if (o->space == p->primary)
+		series_note(d, p, ss->live_bytes);
+	if (d->have_ranges)
+		det_access_free_event(d, ev);
+	finish_obj(d, p, (uint32_t)slot, 1, ev->seq);
+}
+
+
+static stp_det *sort_ctx;
+static int cmp_slot(const void *a, const void *b)
+{
+	const det_obj *x = &sort_ctx->objs[*(const uint32_t *)a], *y = &sort_ctx->objs[*(const uint32_t *)b];
+	return x->alloc_seq < y->alloc_seq ? -1 : x->alloc_seq > y->alloc_seq;
+}
+
+/* Objects never freed: first the per-site count of distinct iterations
+ * they come from (in allocation order), then each one's class. */
+static int finish_live(stp_det *d, pass2 *p)
+{
+	uint64_t n = d->live.count, i = 0, k, v, m = 0;
+	uint32_t *slots = malloc((n ? n : 1) * sizeof *slots);
+	if (!slots)
+		return -1;
+	while (det_map_next(&d->live, &i, &k, &v))
+		slots[m++] = (uint32_t)v;
+	sort_ctx = d;
+	qsort(slots, m, sizeof *slots, cmp_slot);
+	int64_t last_complete = (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
+	for (uint64_t j = 0; j < m; j++) {
+		det_obj *o = &d->objs[slots[j]];
+		det_site *s = &d->sites[o->site];
+		int64_t it = iter_of_ib(d, o->ib);
+		if (it >= 0 && it < last_complete && it != s->leak_last_iter) {
+			s->leak_iters++;
+			s->leak_last_iter = it;
+		}
+	}
+	p->ib = d->nibounds;
+	p->seg = d->ncuts;
+	p->ns = d->end_ns;
+	for (uint64_t j = 0; j < m; j++)
+		finish_obj(d, p, slots[j], 0, 0);
+	free(slots);
+	return 0;
+}
+
+int det_analyze(stp_det *d)
+{
+	char err[512];
+	d->rd = stp_reader_open(d->path, err, sizeof err);
+	if (!d->rd) {
+		if (!d->error)
+			d->error = strdup(err);
+		return -1;
+	}
+	struct stat st;
+	uint64_t fsize = stat(d->path, &st) == 0 ? (uint64_t)st.st_size : 0;
+	pass2 p = {.primary = d->res.primary, .peak_seq = UINT64_MAX};
+	if (p.primary >= 0)
+		p.peak_seq = d->spaces[p.primary].peak_seq;
+	d->obj_free = UINT32_MAX;
+	if (det_map_init(&d->live, 1024) < 0 || det_map_init(&p.segs, 64) < 0 || det_map_init(&d->site_paths, 1024) < 0)
+		return -1;
+	p.npts = d->opt.series_points;
+	if (p.npts) {
+		p.sl = malloc(p.npts * sizeof *p.sl);
+		p.sr = malloc(p.npts * sizeof *p.sr);
+		if (!p.sl || !p.sr)
+			goto oom;
+		memset(p.sl, 0xff, p.npts * sizeof *p.sl);
+		memset(p.sr, 0xff, p.npts * sizeof *p.sr);
+	}
+	if (d->have_ranges && det_access_init(d) < 0)
+		goto oom;
+	if (d->niters && det_latefree_init(d) < 0)
+		goto oom;
+	stp_event ev;
+	uint64_t nev = 0;
+	int rc;
+	while ((rc = stp_reader_next(d->rd, &ev)) > 0) {
+		p.seq = ev.seq;
+		p.ns = ev.time_ns > d->t0 ? ev.time_ns - d->t0 : 0;
+		while (p.seg < d->ncuts && d->cuts[p.seg] <= ev.seq) {
+			if (d->cut_ns[p.seg] == UINT64_MAX)
+				d->cut_ns[p.seg] = p.ns;
+			p.seg++;
+		}
+		while (p.ib < d->nibounds && d->ibounds[p.ib] <= ev.seq)
+			p.ib++;
+		if ((++nev & 0xfffff) == 0 && d->opt.progress)
+			d->opt.progress(d->opt.progress_ctx, 2, stp_reader_stats(d->rd)->bytes, fsize);
+		switch (ev.type) {
+		case STP_EV_ALLOC:
+			if (on_alloc(d, &p, &ev) < 0)
+				goto oom;
+			break;
+		case STP_EV_FREE:
+			on_free(d, &p, &ev);
+			break;
+		case STP_EV_API:
+			if (d->have_ranges && det_access_api(d, &ev) < 0)
+				goto oom;
+			break;
+		case STP_EV_SEGMENT_RESERVE:
+		case STP_EV_SEGMENT_RELEASE: {
+			int si = det_space_index(d, ev.u.segment.kind, ev.u.segment.device);
+			uint64_t v;
+			if (ev.type == STP_EV_SEGMENT_RESERVE) {
+				if (si == p.primary) {
+					if (det_map_put(&p.segs, ev.u.segment.addr, ev.u.segment.size, &v) == 0)
+						p.reserved -= v;
+					p.reserved += ev.u.segment.size;
+					series_note(d, &p, d->sstate[si].live_bytes);
+				}
+			} else if (det_map_del(&p.segs, ev.u.segment.addr, &v)) {
+				p.reserved -= v;
+				if (p.primary >= 0)
+					series_note(d, &p, d->sstate[p.primary].live_bytes);
+			}
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	/* the events before an error were all seen: finish as if the trace
+	 * ended there (pass 1 recorded the error) */
+	while (p.seg < d->ncuts) {
+		if (d->cut_ns[p.seg] == UINT64_MAX)
+			d->cut_ns[p.seg] = d->end_ns;
+		p.seg++;
+	}
+	if (finish_live(d, &p) < 0)
+		goto oom;
+	if (d->have_ranges && det_access_finish(d) < 0)
+		goto oom;
+	if (d->lf && det_latefree_finish(d) < 0)
+		goto oom;
+	/* series: points with no event carry the previous value */
+	if (p.npts) {
+		d->series = calloc(p.npts, sizeof *d->series);
+		if (!d->series)
+			goto oom;
+		uint64_t l = 0, r = 0;
+		for (uint32_t i = 0; i < p.npts; i++) {
+			if (p.sl[i] != UINT64_MAX)
+				l = p.sl[i];
+			if (p.sr[i] != UINT64_MAX)
+				r = p.sr[i];
+			d->series[i] = (stp_det_sample){
+				.t_ns = p.npts > 1 ? d->end_ns * i / (p.npts - 1) : d->end_ns, .live_bytes = l, .reserved_bytes = r};
+		}
+		d->nseries = p.npts;
+	}
+	free(p.sl);
+	free(p.sr);
+	det_map_destroy(&p.segs);
+	det_map_destroy(&d->live);
+	free(d->objs);
+	d->objs = NULL;
+	return 0;
+oom:
+	free(p.sl);
+	free(p.sr);
+	det_map_destroy(&p.segs);
+	if (!d->error)
+		d->error = strdup("out of memory");
+	return -1;
+}

@@ -1,0 +1,197 @@
+/*
+ * det.h - the detector's internal state, shared by its passes.
+ *
+ *   scan.c      pass 1: spaces and peaks, markers, the allocation tokens
+ *   windows.c   iteration/phase windows from markers, cuts, steady state
+ *   period.c    iterations and phases detected from the tokens
+ *   analyze.c   pass 2: objects, classes, sites, the peak snapshot, series
+ *   access.c    API events: object lookup by range, topological levels,
+ *               DrGPUM's per-object patterns
+ *   redundant.c DrGPUM's reuse-pair algorithm
+ *   latefree.c  the host-trace late-free heuristic
+ *   findings.c  findings aggregated per (pattern, site)
+ *   result.c    the public result: sorting, names, suggestions
+ *   det.c       stp_det_run(): the passes in order
+ *
+ * Timeline model: the trace is cut at "cuts" (every iteration and phase
+ * boundary, sorted by seq); segment(s) = number of cuts <= s.  Iteration
+ * boundaries alone are "ibounds" (begin_0, end_0, begin_1, end_1, ...);
+ * ib(s) = number of ibounds <= s, so ib is odd inside an iteration.
+ */
+#ifndef STP_DET_DET_H
+#define STP_DET_DET_H
+
+#include <stdint.h>
+
+#include "frames.h"
+#include "livemap.h"
+#include "stprof/detector.h"
+#include "stprof/trace.h"
+
+/* ------------------------------------------------------------ pieces */
+
+typedef struct det_space_state {
+	uint64_t live_bytes, live_objects, reserved;
+} det_space_state;
+
+/* A live object in pass 2 (48 bytes). */
+typedef struct det_obj {
+	uint64_t addr, size;
+	uint64_t alloc_seq, alloc_ns;
+	uint32_t site;     /* internal site index */
+	uint32_t seg;      /* segment at allocation */
+	uint32_t ib;       /* iteration-boundary count at allocation */
+	uint16_t space;
+	uint8_t flags;     /* DET_OBJ_* */
+	uint8_t pad;
+} det_obj;
+#define DET_OBJ_AT_PEAK 1u
+#define DET_OBJ_ACCESSED 2u
+
+/* What pass 2 keeps for a call site besides its public record (d->spub). */
+typedef struct det_site {
+	uint64_t live_bytes, live_objects;
+	uint64_t freed_in_loop;     /* freed objects allocated inside an iteration */
+	int64_t leak_last_iter;     /* distinct-iteration count of never-freed objects */
+	uint32_t leak_iters;
+	uint32_t out_index;         /* index in the result's sites */
+} det_site;
+
+typedef struct det_finding_acc {
+	stp_det_finding f;
+	double worst_waste;
+} det_finding_acc;
+
+struct det_access;   /* access.c */
+struct det_latefree; /* latefree.c */
+
+struct stp_det {
+	stp_det_options opt;
+	stp_det_result res;
+	char *path;
+	char *command;
+	char *error;
+	det_frames *frames;
+	stp_reader *rd;            /* pass-2 reader: stacks for the frames */
+
+	/* the trace, from pass 1 */
+	uint64_t t0;               /* first event time: the origin of *_ns */
+	uint64_t end_ns;           /* last event time (since t0) */
+	uint64_t last_seq;
+	stp_trace_stats stats;
+	int have_ranges;           /* API events carry address ranges */
+	int have_iter_markers, have_phase_markers;
+
+	/* spaces */
+	stp_det_space *spaces;
+	det_space_state *sstate;
+	uint32_t nspaces, spaces_cap;
+
+	/* timeline */
+	stp_det_iteration *iters;
+	uint32_t niters, iters_cap;
+	stp_det_phase *phases;
+	uint32_t nphases, phases_cap;
+	uint64_t *cuts, *cut_ns;
+	uint32_t ncuts, cuts_cap;
+	uint64_t *ibounds;
+	uint32_t nibounds;
+	/* marker state while pass 1 runs */
+	int iter_open, phase_open, phase_depth, last_iter_cut; /* open: index + 1 */
+	uint64_t cur_max_live, cur_max_seq, cur_max_ns, cur_ns;
+	uint64_t *turn_ns;
+	char method[512];
+	char steady_why[256];
+	/* interned names (phase names): reader string id -> char* */
+	det_map names;
+	char **name_store;
+	uint32_t nnames, names_cap;
+
+	/* detection window (pass 1): per allocation a token, its seq and the
+	 * live bytes after it */
+	uint32_t *tok;
+	uint64_t *tok_seq, *tok_live;
+	uint64_t ntok, tok_cap, total_allocs;
+	/* marker iterations without phase markers: live-bytes peak per iteration */
+	uint64_t *turn_seq;
+	uint32_t nturn, turn_cap;
+
+	/* pass 2 */
+	det_obj *objs;
+	uint32_t nobjs, objs_cap, obj_free; /* free list through .site */
+	det_map live;                       /* addr -> object slot */
+	stp_det_site *spub;                 /* public records, sorted at the end */
+	det_site *sites;                    /* the rest, same index */
+	uint32_t nsites, sites_cap;
+	uint32_t *site_of_stack;            /* stack id -> site index + 1 */
+	uint32_t site_of_stack_cap;
+	det_map site_paths;                 /* cut call path -> site index */
+	det_finding_acc *facc;
+	uint32_t nfacc, facc_cap;
+	det_map fidx;                       /* (pattern, site) -> facc index */
+	struct det_access *acc;
+	struct det_latefree *lf;
+
+	/* allocation wrappers: the innermost frames (after the plumbing) that
+	 * nearly every call site shares; paths are shown below them */
+	uint64_t wrap_ip[8];
+	uint32_t wrap_n;
+	int wrap_done;
+
+	/* outputs owned here */
+	stp_det_finding *out_findings;
+	stp_det_sample *series;
+	uint32_t nseries;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+/* Index of the space (kind, device), created when new; -1 on OOM. */
+int det_space_index(stp_det *d, uint8_t kind, int32_t device);
+const char *det_intern(stp_det *d, const stp_reader *r, uint32_t sid);
+int det_push_cut(stp_det *d, uint64_t seq, uint64_t ns);
+/* Number of sorted values <= x (binary search). */
+uint32_t det_count_le(const uint64_t *v, uint32_t n, uint64_t x);
+/* Lifetime histogram buckets. */
+unsigned det_time_bucket(uint64_t ns);
+unsigned det_logical_bucket(uint64_t dist);
+
+/* passes */
+int det_scan(stp_det *d);                /* pass 1 */
+int det_windows_from_markers(stp_det *d);/* after pass 1 when markers exist */
+int det_detect_period(stp_det *d);       /* after pass 1 otherwise */
+int det_windows_finish(stp_det *d);      /* cuts and ibounds sorted */
+int det_analyze(stp_det *d);             /* pass 2 */
+void det_choose_steady(stp_det *d);
+int det_build_result(stp_det *d);
+
+/* classes (analyze.c) */
+stp_det_class det_classify(const stp_det *d, uint32_t ib_alloc, uint32_t seg_alloc, uint32_t ib_free,
+                           uint32_t seg_free, int freed);
+/* 1 when an object alive over [ib_alloc, ib_free] covers a whole iteration
+ * or crosses from one iteration into the next. */
+int det_crosses_iterations(const stp_det *d, uint32_t ib_alloc, uint32_t ib_free);
+
+/* findings (findings.c) */
+void det_finding_add(stp_det *d, stp_det_pattern p, uint32_t site, uint64_t objects, uint64_t bytes,
+                     double waste, uint64_t distance, const stp_det_instance *inst);
+
+/* access.c: only used when d->have_ranges */
+int det_access_init(stp_det *d);
+void det_access_free(stp_det *d);
+int det_access_alloc(stp_det *d, uint32_t slot, const stp_event *ev);
+/* An object's life ends (freed, or at the end of the trace at time ns):
+ * its patterns; returns its lifetime in API levels. */
+uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns);
+/* The free event about to end an object (its stream orders the free). */
+void det_access_free_event(stp_det *d, const stp_event *ev);
+int det_access_api(stp_det *d, const stp_event *ev);
+int det_access_finish(stp_det *d); /* redundant allocation, after the pass */
+
+/* latefree.c */
+int det_latefree_init(stp_det *d);
+void det_latefree_free(stp_det *d);
+int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t ib_free, uint32_t seg_free);
+int det_latefree_finish(stp_det *d);
+
+#endif

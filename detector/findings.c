@@ -1,0 +1,42 @@
+/*
+ * findings.c - findings aggregated per (pattern, call site): how many
+ * objects matched, their bytes, the summed waste (bytes x ns), the largest
+ * inefficiency distance and the worst instance (the one with the most
+ * waste).  Memory grows with the sites that have findings, not with the
+ * objects.
+ */
+#include <stdlib.h>
+
+#include "det.h"
+
+void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t objects, uint64_t bytes,
+                     double waste, uint64_t distance, const stp_det_instance *inst)
+{
+	uint64_t key = ((uint64_t)site << 8 | (uint64_t)pat) + 1, idx;
+	if (!det_map_get(&d->fidx, key, &idx)) {
+		if (d->nfacc == d->facc_cap) {
+			uint32_t nc = d->facc_cap ? d->facc_cap * 2 : 64;
+			det_finding_acc *n = realloc(d->facc, nc * sizeof *n);
+			if (!n)
+				return;
+			d->facc = n;
+			d->facc_cap = nc;
+		}
+		idx = d->nfacc;
+		if (det_map_put(&d->fidx, key, idx, NULL) < 0)
+			return;
+		d->facc[d->nfacc++] = (det_finding_acc){.f = {.pattern = pat, .site = site}, .worst_waste = -1};
+	}
+	det_finding_acc *a = &d->facc[idx];
+	a->f.objects += objects;
+	a->f.bytes += bytes;
+	a->f.waste_byte_ns += waste;
+	if (distance > a->f.max_distance)
+		a->f.max_distance = distance;
+	if (waste > a->worst_waste) {
+		a->worst_waste = waste;
+		a->f.worst = *inst;
+	}
+	d->res.pattern_objects[pat] += objects;
+	d->res.pattern_waste[pat] += waste;
+}

@@ -1,0 +1,270 @@
+/*
+ * frames.c - module table and frame cache (see frames.h).
+ *
+ * Modules are kept sorted by base; a lookup is a binary search for the last
+ * module whose base is <= ip.  Resolved frames are cached by (ip, caller) in
+ * a det_map so a hot call path is looked up once.
+ */
+#include "frames.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "livemap.h"
+
+/* The symbolizer (detector/symbolize*.c, stprof/symbolize.h) is used when it
+ * is part of the tree; without it frames stay module+offset. */
+#if defined(__has_include)
+#if __has_include("stprof/symbolize.h")
+#include "stprof/symbolize.h"
+#define DET_HAVE_SYMBOLIZER 1
+#endif
+#endif
+
+typedef struct det_module {
+	char *path;
+	const char *base_name;
+	uint64_t base, size, bias;
+} det_module;
+
+struct det_frames {
+	det_module *mods;
+	uint32_t nmods, cap;
+	stp_det_frame *cache;   /* resolved frames; det_map value = index */
+	uint32_t ncache, cache_cap;
+	det_map index;
+	char **owned;           /* strings built here ("f (inlined into g)") */
+	uint32_t nowned, owned_cap;
+#ifdef DET_HAVE_SYMBOLIZER
+	stp_symbolizer *sym;
+#endif
+};
+
+det_frames *det_frames_new(void)
+{
+	det_frames *f = calloc(1, sizeof *f);
+	if (!f)
+		return NULL;
+	if (det_map_init(&f->index, 256) < 0) {
+		free(f);
+		return NULL;
+	}
+#ifdef DET_HAVE_SYMBOLIZER
+	f->sym = stp_sym_new();
+	if (!f->sym) {
+		det_map_destroy(&f->index);
+		free(f);
+		return NULL;
+	}
+#endif
+	return f;
+}
+
+void det_frames_free(det_frames *f)
+{
+	if (!f)
+		return;
+	for (uint32_t i = 0; i < f->nmods; i++)
+		free(f->mods[i].path);
+	free(f->mods);
+	free(f->cache);
+	det_map_destroy(&f->index);
+	for (uint32_t i = 0; i < f->nowned; i++)
+		free(f->owned[i]);
+	free(f->owned);
+#ifdef DET_HAVE_SYMBOLIZER
+	stp_sym_free(f->sym);
+#endif
+	free(f);
+}
+
+int det_frames_symbolized(const det_frames *f)
+{
+#ifdef DET_HAVE_SYMBOLIZER
+	(void)f;
+	return 1;
+#else
+	(void)f;
+	return 0;
+#endif
+}
+
+uint32_t det_frames_warnings(const det_frames *f, const char **out, uint32_t max)
+{
+	uint32_t n = 0;
+#ifdef DET_HAVE_SYMBOLIZER
+	size_t c = stp_sym_warning_count(f->sym);
+	for (size_t i = 0; i < c && n < max; i++)
+		out[n++] = stp_sym_warning(f->sym, i);
+#else
+	(void)f;
+	(void)out;
+	(void)max;
+#endif
+	return n;
+}
+
+#ifdef DET_HAVE_SYMBOLIZER
+static const char *own(det_frames *f, char *s)
+{
+	if (!s)
+		return NULL;
+	if (f->nowned == f->owned_cap) {
+		uint32_t nc = f->owned_cap ? f->owned_cap * 2 : 64;
+		char **n = realloc(f->owned, nc * sizeof *n);
+		if (!n) {
+			free(s);
+			return NULL;
+		}
+		f->owned = n;
+		f->owned_cap = nc;
+	}
+	f->owned[f->nowned++] = s;
+	return s;
+}
+#endif
+
+int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64_t size, uint64_t bias,
+                          const uint8_t *build_id, uint32_t build_id_len)
+{
+#ifdef DET_HAVE_SYMBOLIZER
+	if (size && path && *path)
+		stp_sym_add_module(f->sym, path, base, size, bias, build_id, build_id_len);
+#else
+	(void)build_id;
+	(void)build_id_len;
+#endif
+	/* the same mapping seen again (a re-announced module): keep one */
+	for (uint32_t i = 0; i < f->nmods; i++)
+		if (f->mods[i].base == base && f->mods[i].size == size && !strcmp(f->mods[i].path, path))
+			return 0;
+	if (f->nmods == f->cap) {
+		uint32_t nc = f->cap ? f->cap * 2 : 32;
+		det_module *nm = realloc(f->mods, nc * sizeof *nm);
+		if (!nm)
+			return -1;
+		f->mods = nm;
+		f->cap = nc;
+	}
+	char *p = strdup(path);
+	if (!p)
+		return -1;
+	uint32_t at = f->nmods;
+	while (at > 0 && f->mods[at - 1].base > base) {
+		f->mods[at] = f->mods[at - 1];
+		at--;
+	}
+	const char *slash = strrchr(p, '/');
+	f->mods[at] = (det_module){p, slash ? slash + 1 : p, base, size, bias};
+	f->nmods++;
+	/* cached frames may now resolve differently */
+	f->ncache = 0;
+	det_map_destroy(&f->index);
+	return det_map_init(&f->index, 256);
+}
+
+static const det_module *find_module(const det_frames *f, uint64_t ip)
+{
+	uint32_t lo = 0, hi = f->nmods;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (f->mods[mid].base <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* the module just below; an earlier one may be larger (overlaps are
+	 * rare but legal after unmap/remap): scan back a little */
+	for (uint32_t i = lo, n = 0; i > 0 && n < 8; i--, n++) {
+		const det_module *m = &f->mods[i - 1];
+		if (ip >= m->base && ip - m->base < m->size)
+			return m;
+	}
+	return NULL;
+}
+
+void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *out)
+{
+	uint64_t key = ip ^ ((uint64_t)(caller != 0) << 63), idx;
+	if (key && det_map_get(&f->index, key, &idx)) {
+		*out = f->cache[idx];
+		return;
+	}
+	stp_det_frame fr = {.ip = ip, .module = "", .offset = ip};
+	const det_module *m = find_module(f, ip);
+	if (m) {
+		fr.module = m->path;
+		fr.offset = ip - m->bias;
+	}
+#ifdef DET_HAVE_SYMBOLIZER
+	/* function, file and line; an inlined call is named with the function
+	 * it was inlined into */
+	stp_frame sf[STP_SYM_MAX_FRAMES];
+	int n = stp_sym_lookup(f->sym, ip, caller, sf, STP_SYM_MAX_FRAMES);
+	if (n > STP_SYM_MAX_FRAMES)
+		n = STP_SYM_MAX_FRAMES;
+	if (n >= 1 && sf[0].function) {
+		fr.function = sf[0].function;
+		fr.file = sf[0].file;
+		fr.line = sf[0].line;
+		if ((sf[0].flags & STP_FRAME_INLINED) && n >= 2 && sf[n - 1].function &&
+		    strcmp(sf[0].function, sf[n - 1].function)) {
+			size_t len = strlen(sf[0].function) + strlen(sf[n - 1].function) + 20;
+			char *t = malloc(len);
+			if (t) {
+				snprintf(t, len, "%s (inlined into %s)", sf[0].function, sf[n - 1].function);
+				fr.function = own(f, t) ? t : sf[0].function;
+			}
+		}
+	}
+#endif
+	if (f->ncache == f->cache_cap) {
+		uint32_t nc = f->cache_cap ? f->cache_cap * 2 : 256;
+		stp_det_frame *ncch = realloc(f->cache, nc * sizeof *ncch);
+		if (!ncch) {
+			*out = fr;
+			return;
+		}
+		f->cache = ncch;
+		f->cache_cap = nc;
+	}
+	f->cache[f->ncache] = fr;
+	if (key)
+		det_map_put(&f->index, key, f->ncache, NULL);
+	f->ncache++;
+	*out = fr;
+}
+
+static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+const char *det_frames_module_of(const det_frames *f, uint64_t ip)
+{
+	const det_module *m = find_module(f, ip);
+	return m ? m->path : "";
+}
+
+int det_frames_is_interpreter(const stp_det_frame *fr)
+{
+	const char *b = fr->module ? strrchr(fr->module, '/') : NULL;
+	b = b ? b + 1 : (fr->module ? fr->module : "");
+	return starts(b, "python") || starts(b, "libpython");
+}
+
+int det_frames_is_plumbing(const stp_det_frame *fr)
+{
+	const char *b = fr->module ? strrchr(fr->module, '/') : NULL;
+	b = b ? b + 1 : (fr->module ? fr->module : "");
+	if (starts(b, "libstprof") || starts(b, "libc.so") || starts(b, "libc-") || starts(b, "ld-linux") ||
+	    starts(b, "libstdc++") || starts(b, "libc10.so"))
+		return 1;
+	if (fr->function) {
+		static const char *const alloc_fns[] = {"malloc", "calloc", "realloc", "free", "posix_memalign",
+		                                        "aligned_alloc", "memalign", "valloc", "operator new",
+		                                        "operator new[]", 0};
+		for (int i = 0; alloc_fns[i]; i++)
+			if (!strcmp(fr->function, alloc_fns[i]))
+				return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,42 @@
+/*
+ * frames.h - turns call-path addresses into printable frames.
+ *
+ * Owns the trace's module table (MODULE events) and a cache of resolved
+ * addresses.  Without a symbolizer a frame is "module+0xoffset", the offset
+ * being the ELF virtual address (ip - load bias), which `addr2line -e
+ * module 0xoffset` understands.  The symbolizer (function, file, line from
+ * DWARF) plugs in behind det_frames_resolve() and nothing else changes.
+ *
+ * Invariants: strings handed out stay valid until det_frames_free(); the
+ * module table may grow while frames are resolved (modules can be loaded
+ * late, e.g. by dlopen).
+ */
+#ifndef STP_DET_FRAMES_H
+#define STP_DET_FRAMES_H
+
+#include <stdint.h>
+
+#include "stprof/detector.h"
+
+typedef struct det_frames det_frames;
+
+det_frames *det_frames_new(void);
+void det_frames_free(det_frames *f);
+int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64_t size, uint64_t bias,
+                          const uint8_t *build_id, uint32_t build_id_len);
+/* Fills *out for ip.  `caller` is 1 for a return address (every frame but
+ * the innermost): its line is looked up at ip - 1. */
+void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *out);
+/* 1 when function names and lines are looked up (the symbolizer is built in). */
+int det_frames_symbolized(const det_frames *f);
+/* The symbolizer's warnings so far (unreadable module, build-id mismatch). */
+uint32_t det_frames_warnings(const det_frames *f, const char **out, uint32_t max);
+/* The path of the module holding ip ("" when none), without symbolizing. */
+const char *det_frames_module_of(const det_frames *f, uint64_t ip);
+/* 1 when the frame belongs to the profiler or to the allocator itself
+ * (libstprof, the C library's malloc family, the dynamic loader), which the
+ * report skips. */
+int det_frames_is_plumbing(const stp_det_frame *fr);
+/* 1 when the frame is in a language interpreter (python3.X, libpython). */
+int det_frames_is_interpreter(const stp_det_frame *fr);
+#endif

@@ -1,0 +1,290 @@
+/*
+ * period.c - iterations and phases detected from the allocation sequence
+ * when the trace has no markers.
+ *
+ * Each allocation is a token (a hash of its size and call path).  A
+ * training loop repeats its token sequence once per iteration, so:
+ *   1. candidate periods are frequent distances between repeats of the same
+ *      8-gram of tokens (see candidates());
+ *   2. each candidate P is scored by its match rate, the fraction of
+ *      positions i with tok[i] == tok[i + P]; the smallest P whose
+ *      mismatches are within 25% of the best's wins (multiples of the
+ *      period match as well as the period; a sub-period does not);
+ *   3. the periodic region starts where a window of P positions matches at
+ *      90%; the boundary inside the first period is put at the lowest live
+ *      bytes (between iterations the activations are gone), then stepped by
+ *      P, re-synchronized each time by up to P/4 positions (at most 64)
+ *      comparing 32 tokens around the previous boundary;
+ *   4. each iteration is split into "forward" and "backward" at its
+ *      live-bytes peak (the turnaround).
+ * The confidence is the match rate of P over the iterations found.  Past
+ * the examined window (opt.detect_max_allocs allocations) boundaries are
+ * extrapolated with the last iteration's length in events.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "det.h"
+
+static double match_rate_step(const uint32_t *t, uint64_t lo, uint64_t hi, uint64_t p, uint64_t step)
+{
+	if (hi <= lo + p)
+		return 0;
+	uint64_t m = 0, k = 0;
+	for (uint64_t i = lo; i + p < hi; i += step, k++)
+		m += t[i] == t[i + p];
+	return (double)m / (double)k;
+}
+
+static double match_rate(const uint32_t *t, uint64_t lo, uint64_t hi, uint64_t p)
+{
+	return match_rate_step(t, lo, hi, p, 1);
+}
+
+/* Candidate periods: the distances between repeats of the same k-gram of
+ * tokens (k = 8).  A k-gram that straddles a change of regime (forward ->
+ * optimizer) occurs once per iteration, so the iteration period shows up
+ * even when every single token repeats many times inside an iteration.  The
+ * most frequent distances and the ones with the largest count x distance
+ * (long periods) are kept. */
+#define NCAND 48
+#define KGRAM 8
+static int candidates(const uint32_t *t, uint64_t n, uint64_t *cand)
+{
+	uint64_t maxgap = n / 2;
+	uint32_t *cnt = calloc(maxgap + 1, sizeof *cnt);
+	det_map last;
+	if (!cnt || n < KGRAM || det_map_init(&last, 1024) < 0) {
+		free(cnt);
+		return cnt ? 0 : -1;
+	}
+	const uint64_t B = 0x100000001b3ull;
+	uint64_t bk = 1, h = 0;
+	for (int j = 0; j < KGRAM; j++) {
+		h = h * B + t[j];
+		if (j)
+			bk *= B;
+	}
+	for (uint64_t i = 0; i + KGRAM <= n; i++) {
+		if (i) /* roll: drop t[i-1], add t[i+KGRAM-1] */
+			h = (h - t[i - 1] * bk) * B + t[i + KGRAM - 1];
+		uint64_t key = h | 1, prev;
+		if (det_map_get(&last, key, &prev)) {
+			uint64_t g = i - prev;
+			if (g <= maxgap && cnt[g] < UINT32_MAX)
+				cnt[g]++;
+		}
+		if (det_map_put(&last, key, i, NULL) < 0) {
+			free(cnt);
+			det_map_destroy(&last);
+			return -1;
+		}
+	}
+	det_map_destroy(&last);
+	/* two rankings, NCAND/2 each: by count, and by count x gap */
+	int nc = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		double best[NCAND / 2];
+		uint64_t bg[NCAND / 2];
+		int nb = 0;
+		for (uint64_t g = 1; g <= maxgap; g++) {
+			if (cnt[g] < 2)
+				continue;
+			double sc = pass ? (double)cnt[g] * (double)g : (double)cnt[g];
+			int at = nb;
+			while (at > 0 && best[at - 1] < sc)
+				at--;
+			if (at >= NCAND / 2)
+				continue;
+			int lim = nb < NCAND / 2 ? nb : NCAND / 2 - 1;
+			for (int j = lim; j > at; j--)
+				best[j] = best[j - 1], bg[j] = bg[j - 1];
+			best[at] = sc;
+			bg[at] = g;
+			if (nb < NCAND / 2)
+				nb++;
+		}
+		for (int j = 0; j < nb; j++) {
+			int dup = 0;
+			for (int q = 0; q < nc; q++)
+				dup |= cand[q] == bg[j];
+			if (!dup)
+				cand[nc++] = bg[j];
+		}
+	}
+	free(cnt);
+	return nc;
+}
+
+/* % of the 32 tokens from a that equal those from b (a < b) */
+static uint64_t window_match(const uint32_t *t, uint64_t n, uint64_t a, uint64_t b)
+{
+	uint64_t h = 0, m = 0, w = 0;
+	for (uint64_t i = 0; i < 32 && b - h + i < n; i++, w++)
+		m += t[a - h + i] == t[b - h + i];
+	return w ? m * 100 / w : 0;
+}
+
+static uint64_t resync(const uint32_t *t, uint64_t n, uint64_t prev, uint64_t guess, uint64_t p, uint64_t *score)
+{
+	uint64_t w = p < 32 ? p : 32, r = p / 4 < 64 ? p / 4 : 64, best = guess, best_m = 0;
+	for (uint64_t k = 0; k <= 2 * r; k++) {
+		/* try 0, -1, +1, -2, +2, ... so ties keep the nearest */
+		int64_t off = (k & 1) ? -(int64_t)((k + 1) / 2) : (int64_t)(k / 2);
+		if ((int64_t)guess + off <= (int64_t)prev || guess + off + w > n)
+			continue;
+		uint64_t g = (uint64_t)((int64_t)guess + off), m = 0, h = w / 2;
+		if (prev < h || g < h)
+			h = prev < g ? prev : g;
+		for (uint64_t i = 0; i < w; i++)
+			m += t[prev - h + i] == t[g - h + i];
+		if (m > best_m) {
+			best_m = m;
+			best = g;
+		}
+	}
+	*score = best_m * 100 / (w ? w : 1);
+	return best;
+}
+
+int det_detect_period(stp_det *d)
+{
+	const uint32_t *t = d->tok;
+	uint64_t n = d->ntok;
+	if (n < 8)
+		return 0;
+	uint64_t cand[NCAND];
+	int nc = candidates(t, n, cand);
+	if (nc <= 0)
+		return nc;
+	double rate[NCAND], best_rate = 0;
+	for (int i = 0; i < nc; i++) {
+		rate[i] = match_rate_step(t, 0, n, cand[i], 3);
+		if (rate[i] > best_rate)
+			best_rate = rate[i];
+	}
+	/* the smallest period whose mismatches are within 25% (+0.1 point) of
+	 * the best one's: a sub-period (one layer) mismatches at every change
+	 * of regime, the period and its multiples do not */
+	uint64_t p = 0;
+	double tol = (1 - best_rate) * 1.25 + 0.001;
+	for (int i = 0; i < nc; i++)
+		if (1 - rate[i] <= tol && (!p || cand[i] < p) && n / cand[i] >= 2)
+			p = cand[i];
+	if (!p || best_rate < 0.5) {
+		snprintf(d->method, sizeof d->method,
+		         "no iteration markers; no periodic allocation sequence found (best match %.0f%%)",
+		         best_rate * 100);
+		return 0;
+	}
+	/* start of the periodic region: a window of p matching at >= 90% */
+	uint64_t s0 = 0, m = 0;
+	for (uint64_t i = 0; i < p && i + p < n; i++)
+		m += t[i] == t[i + p];
+	while (s0 + 2 * p <= n && m * 10 < p * 9) {
+		m -= t[s0] == t[s0 + p];
+		if (s0 + 2 * p < n)
+			m += t[s0 + p] == t[s0 + 2 * p];
+		s0++;
+	}
+	if (s0 + 2 * p > n)
+		s0 = 0;
+	/* the lowest live bytes in the second period of the region (the first
+	 * may still hold set-up allocations), then back while it repeats */
+	uint64_t from = s0 + 2 * p <= n ? s0 + p : s0, b = from;
+	for (uint64_t i = from; i < from + p && i < n; i++)
+		if (d->tok_live[i] < d->tok_live[b])
+			b = i;
+	/* step back over earlier iterations that still match well */
+	while (b >= p && window_match(t, n, b - p, b) >= 90 && match_rate(t, b - p, b + p, p) >= 0.9)
+		b -= p;
+	uint64_t *bounds = malloc((n / p + 2) * sizeof *bounds);
+	if (!bounds)
+		return -1;
+	uint32_t nb = 0;
+	bounds[nb++] = b;
+	while (bounds[nb - 1] + p <= n) {
+		uint64_t prev = bounds[nb - 1], score, next = prev + p;
+		if (next + 1 < n) {
+			next = resync(t, n, prev, prev + p, p, &score);
+			if (getenv("STP_DEBUG_PERIOD"))
+				fprintf(stderr, "period %llu: boundary %llu -> %llu score %llu (n %llu)\n", (unsigned long long)p,
+				        (unsigned long long)prev, (unsigned long long)next, (unsigned long long)score,
+				        (unsigned long long)n);
+			if (score < 50)
+				break;
+		}
+		if (next > n)
+			break;
+		bounds[nb++] = next;
+		if (next >= n)
+			break;
+	}
+	if (nb < 3) { /* fewer than two iterations */
+		free(bounds);
+		snprintf(d->method, sizeof d->method,
+		         "no iteration markers; allocation period %llu found but it repeats fewer than twice",
+		         (unsigned long long)p);
+		return 0;
+	}
+	uint32_t niter = nb - 1;
+	int extrapolate = d->total_allocs > n && bounds[nb - 1] + p >= n;
+	uint64_t ext_len = extrapolate ? d->tok_seq[bounds[nb - 1] - 1] - d->tok_seq[bounds[nb - 2]] + 1 : 0;
+	uint64_t ext_n = 0;
+	if (extrapolate && ext_len)
+		ext_n = (d->last_seq - d->tok_seq[bounds[nb - 1] < n ? bounds[nb - 1] : n - 1]) / ext_len;
+	d->iters = calloc(niter + ext_n + 1, sizeof *d->iters);
+	d->phases = calloc(2 * ((size_t)niter + ext_n + 1), sizeof *d->phases);
+	if (!d->iters || !d->phases) {
+		free(bounds);
+		return -1;
+	}
+	d->iters_cap = niter + (uint32_t)ext_n + 1;
+	d->phases_cap = 2 * d->iters_cap;
+	double conf = match_rate(t, bounds[0], bounds[nb - 1], p);
+	for (uint32_t k = 0; k < niter; k++) {
+		uint64_t lo = bounds[k], hi = bounds[k + 1], top = lo;
+		for (uint64_t i = lo; i < hi; i++)
+			if (d->tok_live[i] > d->tok_live[top])
+				top = i;
+		uint64_t bs = d->tok_seq[lo];
+		uint64_t es = hi < n ? d->tok_seq[hi] : d->tok_seq[n - 1] + 1;
+		d->iters[k] = (stp_det_iteration){.index = k, .begin_seq = bs, .end_seq = es, .begin_ns = UINT64_MAX,
+		                                  .end_ns = UINT64_MAX};
+		if (top + 1 < hi) {
+			uint64_t ts = d->tok_seq[top] + 1;
+			d->phases[d->nphases++] = (stp_det_phase){"forward", 0, (int32_t)k, bs, ts, UINT64_MAX, UINT64_MAX};
+			d->phases[d->nphases++] = (stp_det_phase){"backward", 0, (int32_t)k, ts, es, UINT64_MAX, UINT64_MAX};
+		}
+	}
+	d->niters = niter;
+	/* past the window: the last iteration's length, and its turnaround at
+	 * the same distance from the start */
+	uint64_t turn_off = 0;
+	if (d->nphases >= 2 && d->phases[d->nphases - 1].iteration == (int32_t)niter - 1)
+		turn_off = d->phases[d->nphases - 1].begin_seq - d->iters[niter - 1].begin_seq;
+	for (uint64_t j = 0; j < ext_n; j++) {
+		uint64_t bs = d->iters[d->niters - 1].end_seq, es = bs + ext_len;
+		d->iters[d->niters] = (stp_det_iteration){.index = d->niters, .begin_seq = bs, .end_seq = es,
+		                                          .begin_ns = UINT64_MAX, .end_ns = UINT64_MAX};
+		if (turn_off && turn_off < ext_len) {
+			uint64_t ts = bs + turn_off;
+			int32_t k = (int32_t)d->niters;
+			d->phases[d->nphases++] = (stp_det_phase){"forward", 0, k, bs, ts, UINT64_MAX, UINT64_MAX};
+			d->phases[d->nphases++] = (stp_det_phase){"backward", 0, k, ts, es, UINT64_MAX, UINT64_MAX};
+		}
+		d->niters++;
+	}
+	free(bounds);
+	d->res.timeline.iter_source = STP_DET_SRC_DETECTED;
+	d->res.timeline.phase_source = d->nphases ? STP_DET_SRC_DETECTED : STP_DET_SRC_NONE;
+	d->res.timeline.confidence = conf;
+	d->res.timeline.period_allocs = p;
+	snprintf(d->method, sizeof d->method,
+	         "no iteration markers; detected a period of %llu allocations (sizes and call paths) repeating %u "
+	         "times, %.1f%% of positions matching%s; phases split at each iteration's live-bytes peak",
+	         (unsigned long long)p, niter, conf * 100,
+	         ext_n ? " (iterations past the examined allocations extrapolated)" : "");
+	return 1;
+}

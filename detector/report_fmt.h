@@ -1,0 +1,28 @@
+/*
+ * report_fmt.h - number formatting shared by the report writers: bytes in
+ * binary units, durations, counts with thousands separators, escaping for
+ * JSON and HTML.  Each formatter writes into the caller's buffer.
+ */
+#ifndef STP_REPORT_FMT_H
+#define STP_REPORT_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stprof/detector.h"
+
+const char *rf_bytes(uint64_t b, char *buf, size_t len);   /* "1.50 MiB" */
+const char *rf_ns(uint64_t ns, char *buf, size_t len);     /* "1.23 s", "45.6 ms" */
+const char *rf_count(uint64_t n, char *buf, size_t len);   /* "1,234,567" */
+const char *rf_byte_time(double bns, char *buf, size_t len); /* "1.2 GiB*s" */
+void rf_json_str(FILE *f, const char *s);                  /* "..." with escapes */
+void rf_html(FILE *f, const char *s);                      /* text with &<>"' escaped */
+/* "exited with status 0", "killed by signal 9 (Killed)", ... or the
+ * incomplete note when the trace has no end record. */
+const char *rf_end(const stp_det_result *r, char *buf, size_t len);
+/* "host", "device 0", "managed 1", "pinned" */
+const char *rf_space(const stp_det_space *s, char *buf, size_t len);
+/* "iteration 4 (index 3), phase backward mb 0" or "" */
+const char *rf_peak_where(const stp_det_result *r, char *buf, size_t len);
+#endif

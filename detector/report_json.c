@@ -1,0 +1,244 @@
+/*
+ * report_json.c - the JSON report.  The schema is docs/report-json.md
+ * ("schema": "stprof-report", "version": 1); fields are only ever added
+ * within a version.  Every call site and every finding is included (the
+ * text report's --top does not apply); call paths are cut at --frames.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "report_fmt.h"
+#include "stprof/report.h"
+
+static const char *end_reason(uint32_t r)
+{
+	switch (r) {
+	case STP_END_EXIT: return "exit";
+	case STP_END_SIGNAL: return "signal";
+	case STP_END_EXEC: return "exec";
+	case STP_END_DETACH: return "detach";
+	default: return "none";
+	}
+}
+
+static void u64(FILE *f, const char *k, uint64_t v, int comma) { fprintf(f, "\"%s\":%" PRIu64 "%s", k, v, comma ? "," : ""); }
+
+static void idx_or_null(FILE *f, const char *k, int64_t v)
+{
+	if (v < 0)
+		fprintf(f, "\"%s\":null,", k);
+	else
+		fprintf(f, "\"%s\":%" PRId64 ",", k, v);
+}
+
+static void frames_json(stp_det *d, FILE *f, uint32_t site, unsigned max)
+{
+	stp_det_frame fr[16];
+	uint32_t n = stp_det_site_frames(d, site, fr, max > 16 ? 16 : (max ? max : 1));
+	fputc('[', f);
+	for (uint32_t i = 0; i < n; i++) {
+		char t[512];
+		fprintf(f, "%s{\"ip\":%" PRIu64 ",\"module\":", i ? "," : "", fr[i].ip);
+		rf_json_str(f, fr[i].module);
+		fprintf(f, ",\"offset\":%" PRIu64 ",\"function\":", fr[i].offset);
+		if (fr[i].function)
+			rf_json_str(f, fr[i].function);
+		else
+			fputs("null", f);
+		fputs(",\"file\":", f);
+		if (fr[i].file)
+			rf_json_str(f, fr[i].file);
+		else
+			fputs("null", f);
+		fprintf(f, ",\"line\":%u,\"text\":", fr[i].line);
+		rf_json_str(f, stp_det_frame_text(&fr[i], t, sizeof t));
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+static void classes_json(FILE *f, const uint64_t *objs, const uint64_t *bytes, const uint64_t *peak)
+{
+	fputc('{', f);
+	for (unsigned c = 0; c < STP_CLASS_COUNT; c++)
+		fprintf(f, "%s\"%s\":{\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"bytes_at_peak\":%" PRIu64 "}",
+		        c ? "," : "", stp_det_class_name(c), objs[c], bytes[c], peak[c]);
+	fputc('}', f);
+}
+
+static void u64_array(FILE *f, const uint64_t *v, unsigned n)
+{
+	fputc('[', f);
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", v[i]);
+	fputc(']', f);
+}
+
+int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
+{
+	stp_report_options def;
+	if (!o) {
+		stp_report_options_default(&def);
+		o = &def;
+	}
+	const stp_det_result *r = stp_det_result_of(d);
+	const stp_det_timeline *t = &r->timeline;
+	fputs("{\"schema\":\"stprof-report\",\"version\":1,\n\"trace\":{\"path\":", f);
+	rf_json_str(f, r->path);
+	fputs(",\"command\":", f);
+	rf_json_str(f, r->command);
+	fprintf(f, ",\"pid\":%u,\"whole\":%s,\"end\":{\"reason\":\"%s\",\"value\":%d},\"error\":", r->pid,
+	        r->whole ? "true" : "false", r->whole ? end_reason(r->end_reason) : "none", r->end_value);
+	if (r->error)
+		rf_json_str(f, r->error);
+	else
+		fputs("null", f);
+	fputc(',', f);
+	u64(f, "events", r->events, 1);
+	fputs("\"events_by_type\":{", f);
+	for (unsigned ty = 1; ty <= STP_EV_TYPE_MAX; ty++)
+		fprintf(f, "%s\"%s\":%" PRIu64, ty > 1 ? "," : "", stp_event_type_name(ty), r->by_type[ty]);
+	fputs("},", f);
+	u64(f, "lost_events", r->lost_events, 1);
+	u64(f, "duration_ns", r->duration_ns, 1);
+	u64(f, "unknown_frees", r->unknown_frees, 1);
+	u64(f, "reused_live", r->reused_live, 1);
+	u64(f, "small_ignored", r->small_ignored, 0);
+	fputs("},\n\"spaces\":[", f);
+	for (uint32_t i = 0; i < r->nspaces; i++) {
+		const stp_det_space *s = &r->spaces[i];
+		fprintf(f, "%s\n{\"kind\":\"%s\",\"device\":%d,\"primary\":%s,", i ? "," : "", stp_mem_kind_name(s->kind),
+		        s->device, (int32_t)i == r->primary ? "true" : "false");
+		u64(f, "allocs", s->allocs, 1);
+		u64(f, "frees", s->frees, 1);
+		u64(f, "bytes_allocated", s->bytes_allocated, 1);
+		u64(f, "bytes_freed", s->bytes_freed, 1);
+		u64(f, "live_objects_end", s->live_objects_end, 1);
+		u64(f, "live_bytes_end", s->live_bytes_end, 1);
+		u64(f, "peak_bytes", s->peak_bytes, 1);
+		u64(f, "peak_objects", s->peak_objects, 1);
+		u64(f, "peak_seq", s->peak_seq, 1);
+		u64(f, "peak_ns", s->peak_ns, 1);
+		u64(f, "reserved_peak", s->reserved_peak, 0);
+		fputc('}', f);
+	}
+	fputs("],\n\"peak\":{", f);
+	idx_or_null(f, "space", r->primary);
+	idx_or_null(f, "iteration", r->peak_iteration);
+	idx_or_null(f, "phase", r->peak_phase);
+	if (r->primary >= 0) {
+		u64(f, "bytes", r->spaces[r->primary].peak_bytes, 1);
+		u64(f, "ns", r->spaces[r->primary].peak_ns, 0);
+	} else {
+		fputs("\"bytes\":0,\"ns\":0", f);
+	}
+	fprintf(f, "},\n\"timeline\":{\"iteration_source\":\"%s\",\"phase_source\":\"%s\",\"confidence\":%.4f,\"method\":",
+	        stp_det_source_name(t->iter_source), stp_det_source_name(t->phase_source), t->confidence);
+	rf_json_str(f, t->method);
+	fprintf(f, ",\"period_allocs\":%" PRIu64 ",", t->period_allocs);
+	idx_or_null(f, "steady", t->steady);
+	fputs("\"steady_why\":", f);
+	rf_json_str(f, t->steady_why);
+	fputs(",\n\"iterations\":[", f);
+	for (uint32_t k = 0; k < t->niterations; k++) {
+		const stp_det_iteration *it = &t->iterations[k];
+		fprintf(f, "%s\n{\"index\":%" PRId64 ",", k ? "," : "", it->index);
+		u64(f, "begin_seq", it->begin_seq, 1);
+		u64(f, "end_seq", it->end_seq, 1);
+		u64(f, "begin_ns", it->begin_ns, 1);
+		u64(f, "end_ns", it->end_ns, 1);
+		u64(f, "allocs", it->allocs, 1);
+		u64(f, "peak_bytes", it->peak_bytes, 1);
+		u64(f, "first_phase", it->first_phase, 1);
+		u64(f, "phases", it->nphases, 0);
+		fputc('}', f);
+	}
+	fputs("],\n\"phases\":[", f);
+	for (uint32_t i = 0; i < t->nphases; i++) {
+		const stp_det_phase *p = &t->phases[i];
+		fprintf(f, "%s\n{\"name\":", i ? "," : "");
+		rf_json_str(f, p->name);
+		fprintf(f, ",\"micro_batch\":%" PRId64 ",\"iteration\":%d,", p->micro_batch, p->iteration);
+		u64(f, "begin_seq", p->begin_seq, 1);
+		u64(f, "end_seq", p->end_seq, 1);
+		u64(f, "begin_ns", p->begin_ns, 1);
+		u64(f, "end_ns", p->end_ns, 0);
+		fputc('}', f);
+	}
+	fputs("]},\n\"classes\":", f);
+	classes_json(f, r->class_objects, r->class_bytes, r->peak_class_bytes);
+	fputs(",\n\"logical_unit\":", f);
+	rf_json_str(f, r->logical_unit);
+	fputs(",\n\"lifetime_buckets\":{\"time\":[\"<1us\",\"<10us\",\"<100us\",\"<1ms\",\"<10ms\",\"<100ms\",\"<1s\","
+	      "\"<10s\",\"<100s\",\"<1000s\",\">=1000s\",\"never freed\"],\"logical\":[\"0\",\"1-9\",\"10-99\","
+	      "\"100-999\",\"1000-9999\",\"10000-99999\",\"100000-999999\",\">=1000000\",\"never freed\"]},\n\"sites\":[",
+	      f);
+	for (uint32_t i = 0; i < r->nsites; i++) {
+		const stp_det_site *s = &r->sites[i];
+		fprintf(f, "%s\n{\"id\":%u,\"stack\":%u,\"kind\":\"%s\",\"class\":\"%s\",", i ? "," : "", i, s->stack,
+		        stp_mem_kind_name(s->kind), stp_det_class_name(s->dominant));
+		u64(f, "allocs", s->allocs, 1);
+		u64(f, "frees", s->frees, 1);
+		u64(f, "bytes_allocated", s->bytes_allocated, 1);
+		u64(f, "max_size", s->max_size, 1);
+		u64(f, "peak_bytes", s->peak_bytes, 1);
+		u64(f, "peak_objects", s->peak_objects, 1);
+		u64(f, "end_bytes", s->end_bytes, 1);
+		u64(f, "end_objects", s->end_objects, 1);
+		fprintf(f, "\"byte_ns\":%.0f,\"classes\":", s->byte_ns);
+		classes_json(f, s->class_objects, s->class_bytes, s->peak_class_bytes);
+		fputs(",\"lifetime_time\":", f);
+		u64_array(f, s->life_time, STP_DET_TIME_BUCKETS);
+		fputs(",\"lifetime_logical\":", f);
+		u64_array(f, s->life_logical, STP_DET_LOGICAL_BUCKETS);
+		fputs(",\"frames\":", f);
+		frames_json(d, f, i, o->frames);
+		fputc('}', f);
+	}
+	fputs("],\n\"patterns\":{", f);
+	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
+		fprintf(f, "%s\"%s\":{\"available\":%s,\"objects\":%" PRIu64 ",\"waste_byte_ns\":%.0f}", p ? "," : "",
+		        stp_det_pattern_name(p), r->pattern_available[p] ? "true" : "false", r->pattern_objects[p],
+		        r->pattern_waste[p]);
+	fputs("},\n\"findings\":[", f);
+	for (uint32_t i = 0; i < r->nfindings; i++) {
+		const stp_det_finding *x = &r->findings[i];
+		const stp_det_instance *w = &x->worst;
+		char sug[1024];
+		fprintf(f, "%s\n{\"pattern\":\"%s\",\"title\":", i ? "," : "", stp_det_pattern_name(x->pattern));
+		rf_json_str(f, stp_det_pattern_title(x->pattern));
+		fprintf(f, ",\"site\":%u,", x->site);
+		u64(f, "objects", x->objects, 1);
+		u64(f, "bytes", x->bytes, 1);
+		fprintf(f, "\"waste_byte_ns\":%.0f,", x->waste_byte_ns);
+		u64(f, "max_distance", x->max_distance, 1);
+		fprintf(f, "\"distance_unit\":\"%s\",\"suggestion\":",
+		        x->pattern == STP_PAT_LATE_FREE ? "segments"
+		        : x->pattern == STP_PAT_DEAD_WRITE ? "writes"
+		                                           : r->logical_unit);
+		rf_json_str(f, stp_det_suggestion(d, x, sug, sizeof sug));
+		fputs(",\"worst\":{", f);
+		u64(f, "alloc_seq", w->alloc_seq, 1);
+		u64(f, "alloc_ns", w->alloc_ns, 1);
+		if (w->free_ns == UINT64_MAX)
+			fputs("\"free_ns\":null,", f);
+		else
+			u64(f, "free_ns", w->free_ns, 1);
+		u64(f, "addr", w->addr, 1);
+		u64(f, "size", w->size, 1);
+		u64(f, "distance", w->distance, 1);
+		u64(f, "waste_from_ns", w->at_ns, 1);
+		u64(f, "waste_until_ns", w->until_ns, 1);
+		if (w->other_site != UINT32_MAX)
+			fprintf(f, "\"other_site\":%u,\"other_size\":%" PRIu64 "}}", w->other_site, w->other_size);
+		else
+			fputs("\"other_site\":null,\"other_size\":0}}", f);
+	}
+	fputs("],\n\"series\":[", f);
+	for (uint32_t i = 0; i < r->nseries; i++)
+		fprintf(f, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", r->series[i].t_ns,
+		        r->series[i].live_bytes, r->series[i].reserved_bytes);
+	fputs("]}\n", f);
+	fflush(f);
+	return ferror(f) ? -1 : 0;
+}

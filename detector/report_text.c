@@ -1,0 +1,225 @@
+/*
+ * report_text.c - the text report: what a terminal user reads first.
+ * Sections in order: the trace (and whether it is whole), memory per space
+ * with the peak and where it fell, iterations and phases, classes, the top
+ * call sites by bytes live at the peak with their call paths, then the
+ * findings, worst (most bytes x time wasted) first, and the patterns the
+ * trace cannot show.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "report_fmt.h"
+#include "stprof/report.h"
+
+void stp_report_options_default(stp_report_options *o)
+{
+	o->top = 10;
+	o->frames = 4;
+	o->width = 100;
+}
+
+static void print_path(stp_det *d, FILE *f, uint32_t site, unsigned nframes, const char *indent)
+{
+	stp_det_frame fr[16];
+	if (nframes > 16)
+		nframes = 16;
+	uint32_t n = stp_det_site_frames(d, site, fr, nframes ? nframes : 1);
+	char b[512];
+	if (!n) {
+		fprintf(f, "%s(no call path recorded)\n", indent);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "%s%s %s\n", indent, i ? "<-" : "at", stp_det_frame_text(&fr[i], b, sizeof b));
+}
+
+static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
+{
+	char b1[64], b2[64], b3[512];
+	fprintf(f, "stprof report: %s\n", r->path);
+	if (r->command[0])
+		fprintf(f, "  command   %s (pid %u)\n", r->command, r->pid);
+	fprintf(f, "  trace     %s\n", rf_end(r, b3, sizeof b3));
+	if (r->error)
+		fprintf(f, "  ERROR     %s\n            (events before the damage are reported)\n", r->error);
+	fprintf(f, "  events    %s over %s: %s allocs, %s frees, %s API, %s markers\n", rf_count(r->events, b1, sizeof b1),
+	        rf_ns(r->duration_ns, b2, sizeof b2), rf_count(r->by_type[STP_EV_ALLOC], b3, 64),
+	        rf_count(r->by_type[STP_EV_FREE], b3 + 64, 64), rf_count(r->api_events, b3 + 128, 64),
+	        rf_count(r->marker_events, b3 + 192, 64));
+	if (r->lost_events)
+		fprintf(f, "  WARNING   %s events were lost while recording\n", rf_count(r->lost_events, b1, sizeof b1));
+	if (r->unknown_frees)
+		fprintf(f, "  note      %s frees of addresses not allocated in the trace (ignored)\n",
+		        rf_count(r->unknown_frees, b1, sizeof b1));
+	if (r->reused_live)
+		fprintf(f, "  note      %s allocations at an address still live (a lost free; the old object ends there)\n",
+		        rf_count(r->reused_live, b1, sizeof b1));
+	if (r->small_ignored)
+		fprintf(f, "  note      %s allocations under --min-size ignored\n", rf_count(r->small_ignored, b1, sizeof b1));
+	fputc('\n', f);
+}
+
+static void section_memory(const stp_det_result *r, FILE *f)
+{
+	char b[6][64];
+	if (!r->nspaces) {
+		fprintf(f, "Memory: no allocations in the trace.\n\n");
+		return;
+	}
+	for (uint32_t i = 0; i < r->nspaces; i++) {
+		const stp_det_space *s = &r->spaces[i];
+		fprintf(f, "Memory (%s)%s\n", rf_space(s, b[0], sizeof b[0]), (int32_t)i == r->primary && r->nspaces > 1 ? ", the largest" : "");
+		fprintf(f, "  objects   %s allocated (%s), %s freed, %s still live at the end (%s)\n",
+		        rf_count(s->allocs, b[1], 64), rf_bytes(s->bytes_allocated, b[2], 64), rf_count(s->frees, b[3], 64),
+		        rf_count(s->live_objects_end, b[4], 64), rf_bytes(s->live_bytes_end, b[5], 64));
+		fprintf(f, "  peak      %s live in %s objects at %s", rf_bytes(s->peak_bytes, b[1], 64),
+		        rf_count(s->peak_objects, b[2], 64), rf_ns(s->peak_ns, b[3], 64));
+		if ((int32_t)i == r->primary) {
+			char w[256];
+			if (*rf_peak_where(r, w, sizeof w))
+				fprintf(f, " (%s)", w);
+		}
+		fprintf(f, "\n");
+		if (s->reserved_peak)
+			fprintf(f, "  reserved  %s at most (allocator segments); efficiency %.1f%%\n",
+			        rf_bytes(s->reserved_peak, b[1], 64), 100.0 * (double)s->peak_bytes / (double)s->reserved_peak);
+	}
+	fputc('\n', f);
+}
+
+static void section_timeline(const stp_det_result *r, FILE *f)
+{
+	const stp_det_timeline *t = &r->timeline;
+	char b[3][64];
+	if (!t->niterations) {
+		fprintf(f, "Iterations: none (%s).\n  Classes need iterations: use stprof_iteration_begin/end markers.\n\n",
+		        t->method);
+		return;
+	}
+	fprintf(f, "Iterations: %u from %s (confidence %.0f%%)\n", t->niterations, stp_det_source_name(t->iter_source),
+	        t->confidence * 100);
+	fprintf(f, "  how       %s\n", t->method);
+	if (t->steady >= 0) {
+		const stp_det_iteration *it = &t->iterations[t->steady];
+		fprintf(f, "  steady    iteration %" PRId64 ": %s, %s allocations, peak %s (%s)\n", it->index,
+		        rf_ns(it->end_ns - it->begin_ns, b[0], 64), rf_count(it->allocs, b[1], 64),
+		        rf_bytes(it->peak_bytes, b[2], 64), t->steady_why);
+		if (it->nphases) {
+			fprintf(f, "  phases   ");
+			for (uint32_t i = 0; i < it->nphases && i < 12; i++) {
+				const stp_det_phase *p = &t->phases[it->first_phase + i];
+				fprintf(f, " %s", p->name);
+				if (p->micro_batch)
+					fprintf(f, "[%" PRId64 "]", p->micro_batch);
+			}
+			fprintf(f, "%s (%s)\n", it->nphases > 12 ? " ..." : "", stp_det_source_name(t->phase_source));
+		}
+	}
+	fputc('\n', f);
+}
+
+static void section_classes(const stp_det_result *r, FILE *f)
+{
+	char b[4][64];
+	uint64_t tot = 0, totp = 0;
+	for (unsigned c = 0; c < STP_CLASS_COUNT; c++)
+		tot += r->class_bytes[c], totp += r->peak_class_bytes[c];
+	if (!tot)
+		return;
+	fprintf(f, "Classes           objects   bytes allocated    live at peak\n");
+	for (unsigned c = 0; c < STP_CLASS_COUNT; c++) {
+		if (!r->class_objects[c])
+			continue;
+		fprintf(f, "  %-12s %12s %12s %5.1f%% %10s %5.1f%%\n", stp_det_class_name(c),
+		        rf_count(r->class_objects[c], b[0], 64), rf_bytes(r->class_bytes[c], b[1], 64),
+		        100.0 * (double)r->class_bytes[c] / (double)tot, rf_bytes(r->peak_class_bytes[c], b[2], 64),
+		        totp ? 100.0 * (double)r->peak_class_bytes[c] / (double)totp : 0.0);
+	}
+	fputc('\n', f);
+}
+
+static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f)
+{
+	if (!r->nsites || r->primary < 0)
+		return;
+	char b[4][64], sp[32];
+	fprintf(f, "Top call sites by bytes live at the peak (%s)\n", rf_space(&r->spaces[r->primary], sp, sizeof sp));
+	stp_det_frame w[8];
+	uint32_t nw = stp_det_wrappers(d, w, 8);
+	if (nw) {
+		char t[512];
+		fprintf(f, "  (paths are shown below the allocation wrapper%s every site goes through: ", nw > 1 ? "s" : "");
+		for (uint32_t i = 0; i < nw; i++)
+			fprintf(f, "%s%s", i ? " <- " : "", stp_det_frame_text(&w[i], t, sizeof t));
+		fprintf(f, ")\n");
+	}
+	fprintf(f, "   #   live@peak  objects    allocs  bytes allocated  class\n");
+	unsigned shown = 0;
+	for (uint32_t i = 0; i < r->nsites && shown < o->top; i++) {
+		const stp_det_site *s = &r->sites[i];
+		if (!s->peak_bytes && shown)
+			break;
+		shown++;
+		fprintf(f, "  %2u %11s %8s %9s %16s  %s\n", shown, rf_bytes(s->peak_bytes, b[0], 64),
+		        rf_count(s->peak_objects, b[1], 64), rf_count(s->allocs, b[2], 64),
+		        rf_bytes(s->bytes_allocated, b[3], 64), stp_det_class_name(s->dominant));
+		print_path(d, f, i, o->frames, "      ");
+	}
+	if (r->nsites > shown)
+		fprintf(f, "  (%u more call sites; --top N shows more)\n", r->nsites - shown);
+	fputc('\n', f);
+}
+
+static void section_findings(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f)
+{
+	char b[4][64], sug[1024];
+	fprintf(f, "Findings, worst first (bytes x time wasted)\n");
+	if (!r->nfindings)
+		fprintf(f, "  none\n");
+	for (uint32_t i = 0; i < r->nfindings && i < o->top; i++) {
+		const stp_det_finding *x = &r->findings[i];
+		fprintf(f, "  %u. %s: %s object%s, %s, waste %s", i + 1, stp_det_pattern_title(x->pattern),
+		        rf_count(x->objects, b[0], 64), x->objects == 1 ? "" : "s", rf_bytes(x->bytes, b[1], 64),
+		        rf_byte_time(x->waste_byte_ns, b[2], 64));
+		if (x->pattern == STP_PAT_DEAD_WRITE)
+			fprintf(f, ", up to %" PRIu64 " overwritten write%s per object", x->max_distance,
+			        x->max_distance == 1 ? "" : "s");
+		else if (x->max_distance)
+			fprintf(f, ", distance %" PRIu64 " %s", x->max_distance,
+			        x->pattern == STP_PAT_LATE_FREE ? "segments" : r->logical_unit);
+		fputc('\n', f);
+		print_path(d, f, x->site, o->frames, "       ");
+		fprintf(f, "       -> %s\n", stp_det_suggestion(d, x, sug, sizeof sug));
+	}
+	if (r->nfindings > o->top)
+		fprintf(f, "  (%u more findings; --top N shows more)\n", r->nfindings - o->top);
+	int any = 0;
+	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
+		if (!r->pattern_available[p] && p != STP_PAT_LATE_FREE) {
+			fprintf(f, "%s%s", any ? ", " : "  unavailable: ", stp_det_pattern_name(p));
+			any = 1;
+		}
+	if (any)
+		fprintf(f, "\n    (the trace has no API access events: these patterns are not guessed)\n");
+	if (!r->pattern_available[STP_PAT_LATE_FREE] && !r->have_accesses)
+		fprintf(f, "  unavailable: late-free (it needs iterations)\n");
+}
+
+int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
+{
+	stp_report_options def;
+	if (!o) {
+		stp_report_options_default(&def);
+		o = &def;
+	}
+	const stp_det_result *r = stp_det_result_of(d);
+	section_trace(d, r, f);
+	section_memory(r, f);
+	section_timeline(r, f);
+	section_classes(r, f);
+	section_sites(d, r, o, f);
+	section_findings(d, r, o, f);
+	fflush(f);
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,388 @@
+/*
+ * result.c - the public result built after pass 2: counts from the reader,
+ * window times, where the peak fell, call sites compacted and sorted by
+ * bytes live at the peak, findings sorted by waste; and the accessors that
+ * turn stacks into frames, names and suggestions.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "det.h"
+
+static uint64_t cut_time(const stp_det *d, uint64_t seq, uint64_t fallback)
+{
+	uint32_t i = det_count_le(d->cuts, d->ncuts, seq);
+	if (i && d->cuts[i - 1] == seq && d->cut_ns[i - 1] != UINT64_MAX)
+		return d->cut_ns[i - 1];
+	return fallback;
+}
+
+static const stp_det_site *sort_sites;
+static int cmp_site_idx(const void *a, const void *b)
+{
+	const stp_det_site *x = &sort_sites[*(const uint32_t *)a], *y = &sort_sites[*(const uint32_t *)b];
+	if (x->peak_bytes != y->peak_bytes)
+		return x->peak_bytes > y->peak_bytes ? -1 : 1;
+	if (x->bytes_allocated != y->bytes_allocated)
+		return x->bytes_allocated > y->bytes_allocated ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static int cmp_findings(const void *a, const void *b)
+{
+	const stp_det_finding *x = a, *y = b;
+	if (x->waste_byte_ns != y->waste_byte_ns)
+		return x->waste_byte_ns > y->waste_byte_ns ? -1 : 1;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->pattern != y->pattern)
+		return x->pattern < y->pattern ? -1 : 1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+int det_build_result(stp_det *d)
+{
+	stp_det_result *r = &d->res;
+	r->path = d->path;
+	r->command = d->command ? d->command : "";
+	r->error = d->error;
+	r->events = d->stats.events;
+	memcpy(r->by_type, d->stats.by_type, sizeof r->by_type);
+	r->api_events = d->stats.by_type[STP_EV_API];
+	r->lost_events = d->stats.lost_events;
+	r->duration_ns = d->end_ns;
+	r->whole = d->stats.whole;
+	r->end_reason = d->stats.end_reason;
+	r->end_value = d->stats.end_value;
+	r->nspaces = d->nspaces;
+	r->spaces = d->spaces;
+	r->have_accesses = d->have_ranges;
+	r->logical_unit = d->have_ranges ? "API levels" : "events";
+
+	/* window times detected in pass 1 without times come from the cuts */
+	for (uint32_t k = 0; k < d->niters; k++) {
+		stp_det_iteration *it = &d->iters[k];
+		if (it->begin_ns == UINT64_MAX)
+			it->begin_ns = cut_time(d, it->begin_seq, d->end_ns);
+		if (it->end_ns == UINT64_MAX)
+			it->end_ns = cut_time(d, it->end_seq, d->end_ns);
+	}
+	for (uint32_t i = 0; i < d->nphases; i++) {
+		stp_det_phase *p = &d->phases[i];
+		if (p->begin_ns == UINT64_MAX)
+			p->begin_ns = cut_time(d, p->begin_seq, d->end_ns);
+		if (p->end_ns == UINT64_MAX)
+			p->end_ns = cut_time(d, p->end_seq, d->end_ns);
+	}
+	if (r->primary >= 0) {
+		uint64_t ps = d->spaces[r->primary].peak_seq;
+		for (uint32_t k = 0; k < d->niters; k++)
+			if (d->iters[k].begin_seq <= ps && ps < d->iters[k].end_seq)
+				r->peak_iteration = (int32_t)k;
+		for (uint32_t i = 0; i < d->nphases; i++)
+			if (d->phases[i].begin_seq <= ps && ps < d->phases[i].end_seq)
+				r->peak_phase = (int32_t)i;
+	}
+
+	/* sites: dominant class, then sorted in place (out_index: old -> new);
+	 * findings point at the new order */
+	uint32_t *perm = malloc((d->nsites ? d->nsites : 1) * sizeof *perm);
+	uint32_t *pos = malloc((d->nsites ? d->nsites : 1) * sizeof *pos);
+	if (!perm || !pos) {
+		free(perm);
+		free(pos);
+		return -1;
+	}
+	for (uint32_t i = 0; i < d->nsites; i++) {
+		stp_det_site *s = &d->spub[i];
+		unsigned best = 0;
+		for (unsigned c = 1; c < STP_CLASS_COUNT; c++)
+			if (s->class_bytes[c] > s->class_bytes[best])
+				best = c;
+		s->dominant = (uint8_t)best;
+		perm[i] = i;
+	}
+	sort_sites = d->spub;
+	qsort(perm, d->nsites, sizeof *perm, cmp_site_idx);
+	for (uint32_t i = 0; i < d->nsites; i++) {
+		d->sites[perm[i]].out_index = i;
+		pos[perm[i]] = i;
+	}
+	/* apply the permutation in place: put each record where it belongs */
+	for (uint32_t i = 0; i < d->nsites; i++)
+		while (pos[i] != i) {
+			uint32_t j = pos[i];
+			stp_det_site t = d->spub[j];
+			d->spub[j] = d->spub[i];
+			d->spub[i] = t;
+			uint32_t pj = pos[j];
+			pos[j] = j;
+			pos[i] = pj;
+		}
+	free(perm);
+	free(pos);
+	r->sites = d->spub;
+	r->nsites = d->nsites;
+
+	d->out_findings = malloc((d->nfacc ? d->nfacc : 1) * sizeof *d->out_findings);
+	if (!d->out_findings)
+		return -1;
+	for (uint32_t i = 0; i < d->nfacc; i++) {
+		stp_det_finding f = d->facc[i].f;
+		f.site = d->sites[f.site].out_index;
+		if (f.worst.other_site != UINT32_MAX)
+			f.worst.other_site = d->sites[f.worst.other_site].out_index;
+		d->out_findings[i] = f;
+	}
+	qsort(d->out_findings, d->nfacc, sizeof *d->out_findings, cmp_findings);
+	r->findings = d->out_findings;
+	r->nfindings = d->nfacc;
+	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
+		r->pattern_available[p] = 1;
+	if (!d->have_ranges) {
+		r->pattern_available[STP_PAT_EARLY_ALLOC] = 0;
+		r->pattern_available[STP_PAT_LATE_DEALLOC] = 0;
+		r->pattern_available[STP_PAT_REDUNDANT_ALLOC] = 0;
+		r->pattern_available[STP_PAT_UNUSED_ALLOC] = 0;
+		r->pattern_available[STP_PAT_TEMP_IDLE] = 0;
+		r->pattern_available[STP_PAT_DEAD_WRITE] = 0;
+	}
+	if (!d->niters)
+		r->pattern_available[STP_PAT_LATE_FREE] = 0;
+	r->series = d->series;
+	r->nseries = d->nseries;
+	return 0;
+}
+
+/* ------------------------------------------------------------ frames */
+
+/* The frames of a stack after the profiler's and allocator's own. */
+static uint32_t raw_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max)
+{
+	uint32_t n = 0, depth = 0, skipping = 1, parent, nfirst = 0;
+	uint64_t ip;
+	stp_det_frame first[4];
+	while (stack && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0 && n < max) {
+		stp_det_frame fr;
+		det_frames_resolve(d->frames, ip, depth > 0, &fr);
+		depth++;
+		stack = parent;
+		if (skipping && det_frames_is_plumbing(&fr)) {
+			if (nfirst < 4)
+				first[nfirst++] = fr;
+			continue;
+		}
+		skipping = 0;
+		out[n++] = fr;
+	}
+	/* a path made of plumbing only: show it rather than nothing */
+	for (uint32_t i = 0; !n && i < nfirst && i < max; i++)
+		out[i] = first[i], n = i + 1;
+	return n;
+}
+
+/* Wrappers: depth by depth, the frame that at least 80% of the call sites
+ * (5 or more, each with a frame beyond it) share with the same frames
+ * before it: train_alloc <- tensor_alloc in a program that allocates
+ * everything through them. */
+static void find_wrappers(stp_det *d)
+{
+	d->wrap_done = 1;
+	uint32_t ns = d->res.nsites;
+	if (ns < 5 || !d->rd)
+		return;
+	if (ns > 2000) /* the top sites (by bytes at the peak) are enough */
+		ns = 2000;
+	stp_det_frame *fr = malloc((size_t)ns * 9 * sizeof *fr);
+	uint32_t *nf = malloc(ns * sizeof *nf);
+	if (!fr || !nf) {
+		free(fr);
+		free(nf);
+		return;
+	}
+	for (uint32_t i = 0; i < ns; i++)
+		nf[i] = raw_frames(d, d->res.sites[i].stack, fr + (size_t)i * 9, 9);
+	for (uint32_t k = 0; k < 8; k++) {
+		/* the most common frame at depth k among sites matching so far */
+		uint64_t best = 0;
+		uint32_t best_n = 0, eligible = 0;
+		for (uint32_t i = 0; i < ns; i++) {
+			if (nf[i] < k + 2)
+				continue;
+			int match = 1;
+			for (uint32_t j = 0; j < k && match; j++)
+				match = fr[(size_t)i * 9 + j].ip == d->wrap_ip[j];
+			if (!match)
+				continue;
+			eligible++;
+			uint64_t ip = fr[(size_t)i * 9 + k].ip;
+			if (ip == best)
+				continue;
+			uint32_t c = 0;
+			for (uint32_t q = 0; q < ns; q++)
+				c += nf[q] >= k + 2 && fr[(size_t)q * 9 + k].ip == ip;
+			if (c > best_n)
+				best_n = c, best = ip;
+			if (i > 64)
+				break; /* the majority frame shows up among the first few */
+		}
+		if (!eligible || best_n * 5 < ns * 4)
+			break;
+		d->wrap_ip[k] = best;
+		d->wrap_n = k + 1;
+	}
+	free(fr);
+	free(nf);
+}
+
+uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max)
+{
+	if (!d->wrap_done)
+		find_wrappers(d);
+	uint32_t n = 0;
+	for (; n < d->wrap_n && n < max; n++)
+		det_frames_resolve(d->frames, d->wrap_ip[n], 1, &out[n]);
+	return n;
+}
+
+uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max)
+{
+	if (site >= d->res.nsites || !d->rd || !max)
+		return 0;
+	if (!d->wrap_done)
+		find_wrappers(d);
+	stp_det_frame tmp[64];
+	uint32_t n = raw_frames(d, d->res.sites[site].stack, tmp, max + d->wrap_n < 64 ? max + d->wrap_n : 64);
+	uint32_t skip = 0;
+	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
+		skip++;
+	uint32_t m = 0;
+	for (uint32_t i = skip; i < n && m < max; i++)
+		out[m++] = tmp[i];
+	return m;
+}
+
+const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)
+{
+	const char *m = f->module && *f->module ? f->module : NULL;
+	const char *b = m ? strrchr(m, '/') : NULL;
+	b = b ? b + 1 : m;
+	if (f->function && f->file && f->line) {
+		const char *fb = strrchr(f->file, '/');
+		snprintf(buf, len, "%s (%s:%u)", f->function, fb ? fb + 1 : f->file, f->line);
+	} else if (f->function && b)
+		snprintf(buf, len, "%s (%s+0x%" PRIx64 ")", f->function, b, f->offset);
+	else if (f->function)
+		snprintf(buf, len, "%s", f->function);
+	else if (b)
+		snprintf(buf, len, "%s+0x%" PRIx64, b, f->offset);
+	else
+		snprintf(buf, len, "0x%" PRIx64, f->ip);
+	return buf;
+}
+
+const char *stp_det_site_where(stp_det *d, uint32_t site, char *buf, size_t len)
+{
+	stp_det_frame f;
+	if (stp_det_site_frames(d, site, &f, 1) == 0) {
+		snprintf(buf, len, "(no call path)");
+		return buf;
+	}
+	return stp_det_frame_text(&f, buf, len);
+}
+
+/* ------------------------------------------------------------ names */
+
+const char *stp_det_class_name(unsigned c)
+{
+	static const char *const n[] = {"persistent", "scoped", "transient", "init-only",
+	                                "leaked", "live-at-end", "unclassified"};
+	return c < STP_CLASS_COUNT ? n[c] : "?";
+}
+
+const char *stp_det_pattern_name(unsigned p)
+{
+	static const char *const n[] = {"early-allocation", "late-deallocation", "redundant-allocation",
+	                                "unused-allocation", "memory-leak", "temporary-idleness",
+	                                "dead-write", "late-free"};
+	return p < STP_PAT_COUNT ? n[p] : "?";
+}
+
+const char *stp_det_pattern_title(unsigned p)
+{
+	static const char *const n[] = {"Early allocation", "Late deallocation", "Redundant allocation",
+	                                "Unused allocation", "Memory leak", "Temporary idleness",
+	                                "Dead write", "Late free (host heuristic)"};
+	return p < STP_PAT_COUNT ? n[p] : "?";
+}
+
+const char *stp_det_source_name(unsigned s)
+{
+	static const char *const n[] = {"none", "markers", "detected"};
+	return s <= STP_DET_SRC_DETECTED ? n[s] : "?";
+}
+
+static const char *fmt_ns(uint64_t ns, char *b, size_t n)
+{
+	if (ns >= 1000000000ull)
+		snprintf(b, n, "%.3g s", ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(b, n, "%.3g ms", ns / 1e6);
+	else if (ns >= 1000ull)
+		snprintf(b, n, "%.3g us", ns / 1e3);
+	else
+		snprintf(b, n, "%" PRIu64 " ns", ns);
+	return b;
+}
+
+const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, size_t len)
+{
+	const stp_det_instance *w = &f->worst;
+	char t[32], where[256];
+	uint64_t span = w->until_ns > w->at_ns ? w->until_ns - w->at_ns : 0;
+	const char *unit = d->res.logical_unit;
+	switch (f->pattern) {
+	case STP_PAT_EARLY_ALLOC:
+		snprintf(buf, len, "Allocate it just before its first use: it sat unused for %s (%" PRIu64 " %s) after "
+		         "allocation.", fmt_ns(span, t, sizeof t), w->distance, unit);
+		break;
+	case STP_PAT_LATE_DEALLOC:
+		snprintf(buf, len, "Free it right after its last use: it stayed allocated for %s (%" PRIu64 " %s) after "
+		         "its last access.", fmt_ns(span, t, sizeof t), w->distance, unit);
+		break;
+	case STP_PAT_REDUNDANT_ALLOC:
+		if (w->other_site != UINT32_MAX)
+			stp_det_site_where(d, w->other_site, where, sizeof where);
+		else
+			snprintf(where, sizeof where, "another site");
+		snprintf(buf, len, "Reuse the buffer allocated at %s (%" PRIu64 " bytes, done with %" PRIu64 " %s "
+		         "earlier) instead of allocating a new one of similar size.", where, w->other_size, w->distance, unit);
+		break;
+	case STP_PAT_UNUSED_ALLOC:
+		snprintf(buf, len, "No API ever touched it: remove the allocation.");
+		break;
+	case STP_PAT_LEAK:
+		snprintf(buf, len, "Never freed: %" PRIu64 " object%s from this call site %s still live at the end. "
+		         "Free each one when its last user is done with it.", f->objects, f->objects == 1 ? "" : "s",
+		         f->objects == 1 ? "is" : "are");
+		break;
+	case STP_PAT_TEMP_IDLE:
+		snprintf(buf, len, "Idle for %s (%" PRIu64 " %s) between two uses: offload it to host memory or recompute "
+		         "it, or move the two uses closer together.", fmt_ns(span, t, sizeof t), w->distance, unit);
+		break;
+	case STP_PAT_DEAD_WRITE:
+		snprintf(buf, len, "A copy or set overwrote it before anything read the previous write: remove the "
+		         "earlier write.");
+		break;
+	case STP_PAT_LATE_FREE:
+		snprintf(buf, len, "Freed %s after most objects allocated in the same phase were gone (%" PRIu64
+		         " timeline segments later than the other call sites' objects): free it at the end of the phase that last uses it.",
+		         fmt_ns(span, t, sizeof t), w->distance);
+		break;
+	default:
+		snprintf(buf, len, "-");
+	}
+	return buf;
+}

@@ -1,0 +1,222 @@
+/*
+ * scan.c - pass 1 over the trace: the process and its modules, per memory
+ * space the allocation counts, live bytes, peak (seq and time) and reserved
+ * bytes, the markers (handed to windows.c), and, while the trace has shown
+ * no iteration marker, the allocation tokens that period.c detects
+ * iterations from.
+ *
+ * Memory: one 16-byte map entry per live object (size and space packed in
+ * the value), plus the detection window (20 bytes per allocation, at most
+ * opt.detect_max_allocs, dropped as soon as an iteration marker shows up).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "det.h"
+
+void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t live_total);
+void det_marker_live(stp_det *d, uint64_t seq, uint64_t live_total);
+void det_markers_end(stp_det *d, uint64_t seq, uint64_t ns);
+
+static inline uint32_t token_of(uint64_t size, uint32_t stack)
+{
+	uint64_t h = size * 0x9e3779b97f4a7c15ull ^ (uint64_t)stack * 0xc2b2ae3d27d4eb4full;
+	h ^= h >> 29;
+	return (uint32_t)h ^ (uint32_t)(h >> 32);
+}
+
+static int push_token(stp_det *d, uint32_t tok, uint64_t seq, uint64_t live)
+{
+	if (d->ntok == d->tok_cap) {
+		if (d->tok_cap >= d->opt.detect_max_allocs)
+			return 0;
+		uint64_t nc = d->tok_cap ? d->tok_cap * 2 : 4096;
+		if (nc > d->opt.detect_max_allocs)
+			nc = d->opt.detect_max_allocs;
+		uint32_t *t = realloc(d->tok, nc * sizeof *t);
+		if (!t)
+			return -1;
+		d->tok = t;
+		uint64_t *s = realloc(d->tok_seq, nc * sizeof *s);
+		if (!s)
+			return -1;
+		d->tok_seq = s;
+		uint64_t *l = realloc(d->tok_live, nc * sizeof *l);
+		if (!l)
+			return -1;
+		d->tok_live = l;
+		d->tok_cap = nc;
+	}
+	d->tok[d->ntok] = tok;
+	d->tok_seq[d->ntok] = seq;
+	d->tok_live[d->ntok] = live;
+	d->ntok++;
+	return 0;
+}
+
+static void drop_tokens(stp_det *d)
+{
+	free(d->tok);
+	free(d->tok_seq);
+	free(d->tok_live);
+	d->tok = NULL;
+	d->tok_seq = d->tok_live = NULL;
+	d->ntok = d->tok_cap = 0;
+}
+
+#define PACK(size, space) (((size) << 8) | (space))
+
+int det_scan(stp_det *d)
+{
+	char err[512];
+	stp_reader *r = stp_reader_open(d->path, err, sizeof err);
+	if (!r) {
+		d->error = strdup(err);
+		return -1;
+	}
+	struct stat st;
+	uint64_t fsize = stat(d->path, &st) == 0 ? (uint64_t)st.st_size : 0;
+	det_map live, segs;
+	if (det_map_init(&live, 1024) < 0 || det_map_init(&segs, 64) < 0) {
+		stp_reader_close(r);
+		return -1;
+	}
+	int want_tokens = d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_DETECT;
+	uint64_t live_total = 0, nev = 0;
+	int have_t0 = 0, rc;
+	stp_event ev;
+	while ((rc = stp_reader_next(r, &ev)) > 0) {
+		if (!have_t0) {
+			d->t0 = ev.time_ns;
+			have_t0 = 1;
+		}
+		uint64_t ns = ev.time_ns > d->t0 ? ev.time_ns - d->t0 : 0;
+		if (ns > d->end_ns)
+			d->end_ns = ns;
+		d->last_seq = ev.seq;
+		d->cur_ns = ns;
+		if ((++nev & 0xfffff) == 0 && d->opt.progress)
+			d->opt.progress(d->opt.progress_ctx, 1, stp_reader_stats(r)->bytes, fsize);
+		switch (ev.type) {
+		case STP_EV_ALLOC: {
+			const stp_alloc_info *a = &ev.u.alloc;
+			if (a->size < d->opt.min_size) {
+				d->res.small_ignored++;
+				break;
+			}
+			int si = det_space_index(d, a->kind, a->device);
+			if (si < 0)
+				goto oom;
+			uint64_t old;
+			int put = det_map_put(&live, a->addr, PACK(a->size, (uint64_t)si), &old);
+			if (put < 0)
+				goto oom;
+			if (put == 0) { /* a live address handed out again: its free was lost */
+				d->res.reused_live++;
+				uint32_t os = (uint32_t)(old & 0xff);
+				d->sstate[os].live_bytes -= old >> 8;
+				d->sstate[os].live_objects--;
+				live_total -= old >> 8;
+			}
+			stp_det_space *sp = &d->spaces[si];
+			det_space_state *ss = &d->sstate[si];
+			sp->allocs++;
+			sp->bytes_allocated += a->size;
+			ss->live_bytes += a->size;
+			ss->live_objects++;
+			live_total += a->size;
+			if (ss->live_bytes > sp->peak_bytes) {
+				sp->peak_bytes = ss->live_bytes;
+				sp->peak_objects = ss->live_objects;
+				sp->peak_seq = ev.seq;
+				sp->peak_ns = ns;
+			}
+			d->total_allocs++;
+			if (want_tokens && push_token(d, token_of(a->size, a->stack), ev.seq, live_total) < 0)
+				goto oom;
+			if (d->have_iter_markers)
+				det_marker_live(d, ev.seq, live_total);
+			break;
+		}
+		case STP_EV_FREE: {
+			uint64_t v;
+			if (!det_map_del(&live, ev.u.free.addr, &v)) {
+				d->res.unknown_frees++;
+				break;
+			}
+			uint32_t si = (uint32_t)(v & 0xff);
+			d->spaces[si].frees++;
+			d->spaces[si].bytes_freed += v >> 8;
+			d->sstate[si].live_bytes -= v >> 8;
+			d->sstate[si].live_objects--;
+			live_total -= v >> 8;
+			break;
+		}
+		case STP_EV_SEGMENT_RESERVE: {
+			int si = det_space_index(d, ev.u.segment.kind, ev.u.segment.device);
+			if (si < 0)
+				goto oom;
+			uint64_t old;
+			int put = det_map_put(&segs, ev.u.segment.addr, PACK(ev.u.segment.size, (uint64_t)si), &old);
+			if (put < 0)
+				goto oom;
+			if (put == 0)
+				d->sstate[old & 0xff].reserved -= old >> 8;
+			d->sstate[si].reserved += ev.u.segment.size;
+			if (d->sstate[si].reserved > d->spaces[si].reserved_peak)
+				d->spaces[si].reserved_peak = d->sstate[si].reserved;
+			break;
+		}
+		case STP_EV_SEGMENT_RELEASE: {
+			uint64_t v;
+			if (det_map_del(&segs, ev.u.segment.addr, &v))
+				d->sstate[v & 0xff].reserved -= v >> 8;
+			break;
+		}
+		case STP_EV_API:
+			if (ev.u.api.nranges)
+				d->have_ranges = 1;
+			break;
+		case STP_EV_MARKER:
+			det_marker(d, r, &ev, live_total);
+			if (d->have_iter_markers && d->opt.iter_mode == STP_DET_ITER_AUTO && d->tok)
+				drop_tokens(d);
+			break;
+		case STP_EV_MODULE: {
+			const stp_module_info *m = &ev.u.module;
+			if (det_frames_add_module(d->frames, stp_reader_string(r, m->path), m->base, m->size, m->bias,
+			                          m->build_id, m->build_id_len) < 0)
+				goto oom;
+			break;
+		}
+		case STP_EV_PROCESS:
+			if (!d->command) {
+				d->command = strdup(stp_reader_string(r, ev.u.process.cmdline));
+				d->res.pid = ev.u.process.pid;
+			}
+			break;
+		default:
+			break;
+		}
+	}
+	if (rc < 0)
+		d->error = strdup(stp_reader_error(r));
+	d->stats = *stp_reader_stats(r);
+	for (uint32_t i = 0; i < d->nspaces; i++) {
+		d->spaces[i].live_bytes_end = d->sstate[i].live_bytes;
+		d->spaces[i].live_objects_end = d->sstate[i].live_objects;
+		d->sstate[i] = (det_space_state){0};
+	}
+	det_markers_end(d, d->last_seq + 1, d->end_ns);
+	det_map_destroy(&live);
+	det_map_destroy(&segs);
+	stp_reader_close(r);
+	return 0;
+oom:
+	det_map_destroy(&live);
+	det_map_destroy(&segs);
+	stp_reader_close(r);
+	d->error = strdup("out of memory");
+	return -1;
+}

@@ -1,0 +1,282 @@
+/*
+ * stprof/detector.h - diagnosis of a trace: objects and lifetimes,
+ * iterations and phases, lifetime classes, inefficiency patterns.
+ *
+ * stp_det_run() reads a trace twice (streaming: memory grows with the
+ * objects live at one time, the call sites and the iteration/phase windows,
+ * never with the number of events) and returns an immutable result:
+ *
+ *   - per memory space (host, device N, ...): allocations, frees, live at
+ *     the end, peak live bytes and when;
+ *   - the timeline: iteration and phase windows, from markers when the
+ *     trace has them, otherwise detected from the period of the allocation
+ *     sequence, with the source and a confidence, and the steady-state
+ *     iteration (what the planner consumes);
+ *   - per call site (a distinct call path): counts, bytes live at the peak,
+ *     lifetime classes, lifetime histograms in decades of time and of
+ *     logical distance;
+ *   - findings: DrGPUM's patterns aggregated per call site with the worst
+ *     instance, and the host-trace late-free heuristic.
+ *
+ * Definitions and thresholds are documented in docs/report.md.
+ */
+#ifndef STPROF_DETECTOR_H
+#define STPROF_DETECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stprof/trace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------ options */
+
+typedef enum stp_det_iter_mode {
+	STP_DET_ITER_AUTO = 0,    /* markers if present, else detect */
+	STP_DET_ITER_MARKERS = 1, /* markers only (none when the trace has none) */
+	STP_DET_ITER_DETECT = 2,  /* ignore markers, detect from the allocations */
+	STP_DET_ITER_NONE = 3     /* no iterations: no classes */
+} stp_det_iter_mode;
+
+typedef struct stp_det_options {
+	uint64_t min_size;        /* objects smaller than this are ignored (0) */
+	/* DrGPUM thresholds (defaults are the paper's). */
+	uint32_t early_min_apis;  /* APIs between alloc and first access (1) */
+	uint32_t late_min_apis;   /* APIs between last access and free (1) */
+	uint32_t idle_min_apis;   /* APIs between two accesses (2) */
+	double redundant_pct;     /* size difference for a reuse pair, % (10) */
+	/* Host-trace late free: an object whose death is later than this
+	 * fraction of its peers' (0.9) and at least late_free_min_segments
+	 * timeline segments after it (2). */
+	double late_free_quantile;
+	uint32_t late_free_min_segments;
+	uint32_t late_free_min_peers; /* peers needed to judge (5) */
+	stp_det_iter_mode iter_mode;
+	uint32_t detect_max_allocs; /* allocations examined by detection (2M) */
+	uint32_t series_points;     /* memory-over-time samples (1000) */
+	uint32_t site_depth;        /* frames (past the allocator's own) that make
+	                             * a call site; deeper differences merge (12) */
+	/* Progress: called now and then with the pass (1 or 2) and the bytes
+	 * read so far out of total; NULL for none. */
+	void (*progress)(void *ctx, int pass, uint64_t done, uint64_t total);
+	void *progress_ctx;
+} stp_det_options;
+
+void stp_det_options_default(stp_det_options *o);
+
+/* ------------------------------------------------------------ timeline */
+
+typedef enum stp_det_source {
+	STP_DET_SRC_NONE = 0,     /* no iterations known */
+	STP_DET_SRC_MARKERS = 1,  /* from ITER/PHASE markers */
+	STP_DET_SRC_DETECTED = 2  /* from the allocation sequence */
+} stp_det_source;
+
+typedef struct stp_det_iteration {
+	int64_t index;            /* the marker's value, or the ordinal */
+	uint64_t begin_seq, end_seq;   /* [begin, end): seqs of the boundaries */
+	uint64_t begin_ns, end_ns;     /* times since the trace started */
+	uint64_t allocs;          /* allocations inside */
+	uint64_t peak_bytes;      /* highest live bytes inside (primary space) */
+	uint32_t first_phase, nphases; /* its phases: phases[first_phase ..] */
+} stp_det_iteration;
+
+typedef struct stp_det_phase {
+	const char *name;         /* "forward", "backward", ... */
+	int64_t micro_batch;
+	int32_t iteration;        /* index into iterations, -1 outside */
+	uint64_t begin_seq, end_seq;
+	uint64_t begin_ns, end_ns;
+} stp_det_phase;
+
+typedef struct stp_det_timeline {
+	stp_det_source iter_source, phase_source;
+	double confidence;        /* 0..1: 1 for markers; match rate when detected */
+	const char *method;       /* one line: how the windows were found */
+	uint64_t period_allocs;   /* detected: allocations per iteration, else 0 */
+	uint32_t niterations, nphases;
+	const stp_det_iteration *iterations;
+	const stp_det_phase *phases;
+	int32_t steady;           /* index of the steady-state iteration, -1 none */
+	const char *steady_why;   /* one line: why that one */
+} stp_det_timeline;
+
+/* ------------------------------------------------------------ results */
+
+typedef enum stp_det_class {
+	STP_CLASS_PERSISTENT = 0, /* lives across an iteration boundary */
+	STP_CLASS_SCOPED = 1,     /* allocated in one phase, freed in another */
+	STP_CLASS_TRANSIENT = 2,  /* allocated and freed in the same phase */
+	STP_CLASS_INIT_ONLY = 3,  /* set-up (into the first iteration) or teardown only */
+	STP_CLASS_LEAKED = 4,     /* never freed, and its site keeps leaking */
+	STP_CLASS_LIVE_AT_END = 5,/* never freed in a trace that was cut short */
+	STP_CLASS_UNCLASSIFIED = 6, /* no iterations known */
+	STP_CLASS_COUNT = 7
+} stp_det_class;
+
+typedef enum stp_det_pattern {
+	STP_PAT_EARLY_ALLOC = 0,
+	STP_PAT_LATE_DEALLOC = 1,
+	STP_PAT_REDUNDANT_ALLOC = 2,
+	STP_PAT_UNUSED_ALLOC = 3,
+	STP_PAT_LEAK = 4,
+	STP_PAT_TEMP_IDLE = 5,
+	STP_PAT_DEAD_WRITE = 6,
+	STP_PAT_LATE_FREE = 7,    /* host-trace heuristic (no accesses needed) */
+	STP_PAT_COUNT = 8
+} stp_det_pattern;
+
+/* Lifetime histogram buckets in time: [0] < 1 us, [1] < 10 us, ...
+ * [k] < 10^k us, ... [10] >= 10^9 us (1000 s); [11] never freed. */
+#define STP_DET_TIME_BUCKETS 12
+/* In logical distance (API levels, or events when the trace has no API
+ * events): [0] = 0, [1] 1-9, [2] 10-99, ... [7] >= 10^6; [8] never freed. */
+#define STP_DET_LOGICAL_BUCKETS 9
+
+typedef struct stp_det_space {
+	uint8_t kind;             /* stp_mem_kind */
+	int32_t device;
+	uint64_t allocs, frees, bytes_allocated, bytes_freed;
+	uint64_t live_objects_end, live_bytes_end;
+	uint64_t peak_bytes, peak_objects, peak_seq, peak_ns; /* ns since start */
+	uint64_t reserved_peak;   /* from SEGMENT events; 0 when none */
+} stp_det_space;
+
+typedef struct stp_det_site {
+	uint32_t stack;           /* stack id (0 = none) */
+	uint8_t kind;             /* memory kind of its first allocation */
+	uint8_t dominant;         /* stp_det_class holding most of its bytes */
+	uint64_t allocs, frees, bytes_allocated, max_size;
+	uint64_t peak_bytes, peak_objects;  /* live at the primary peak */
+	uint64_t end_bytes, end_objects;    /* live at the end */
+	uint64_t class_objects[STP_CLASS_COUNT];
+	uint64_t class_bytes[STP_CLASS_COUNT];
+	uint64_t peak_class_bytes[STP_CLASS_COUNT]; /* of its bytes live at peak */
+	uint64_t life_time[STP_DET_TIME_BUCKETS];
+	uint64_t life_logical[STP_DET_LOGICAL_BUCKETS];
+	double byte_ns;           /* sum of size x lifetime (freed objects) */
+} stp_det_site;
+
+typedef struct stp_det_instance {
+	uint64_t alloc_seq, free_seq;  /* free_seq UINT64_MAX when never freed */
+	uint64_t alloc_ns, free_ns;    /* since start */
+	uint64_t addr, size;
+	uint64_t distance;        /* inefficiency distance, API levels (or segments) */
+	uint64_t at_ns, until_ns; /* the wasted interval (since start) */
+	uint32_t other_site;      /* redundant: the site whose object to reuse, else UINT32_MAX */
+	uint64_t other_alloc_seq, other_size;
+} stp_det_instance;
+
+typedef struct stp_det_finding {
+	stp_det_pattern pattern;
+	uint32_t site;            /* index into sites */
+	uint64_t objects, bytes;  /* objects that matched, their bytes */
+	double waste_byte_ns;     /* bytes x time wasted, summed */
+	uint64_t max_distance;
+	stp_det_instance worst;   /* the instance with the most waste */
+} stp_det_finding;
+
+typedef struct stp_det_sample {
+	uint64_t t_ns;            /* since start: end of the sample's interval */
+	uint64_t live_bytes;      /* highest live bytes in the interval (primary space) */
+	uint64_t reserved_bytes;  /* highest reserved (SEGMENT events), 0 when none */
+} stp_det_sample;
+
+typedef struct stp_det_result {
+	/* the trace */
+	const char *path;
+	const char *command;      /* cmdline of the process, "" when unknown */
+	uint32_t pid;
+	uint64_t events, api_events, marker_events, lost_events;
+	uint64_t by_type[STP_EV_TYPE_MAX + 1];
+	uint64_t duration_ns;
+	int whole;                /* an end record was read */
+	uint32_t end_reason;
+	int32_t end_value;
+	const char *error;        /* reader error ("FILE: offset N: ..."), NULL if none */
+	uint64_t unknown_frees;   /* frees of addresses not live */
+	uint64_t reused_live;     /* allocations at a live address (lost free) */
+	uint64_t small_ignored;   /* allocations under min_size */
+
+	/* objects */
+	uint32_t nspaces;
+	const stp_det_space *spaces;
+	int32_t primary;          /* index of the space with the highest peak, -1 none */
+	int32_t peak_iteration;   /* iteration holding the primary peak, -1 */
+	int32_t peak_phase;       /* phase holding it, -1 */
+	uint64_t class_objects[STP_CLASS_COUNT], class_bytes[STP_CLASS_COUNT];
+	uint64_t peak_class_bytes[STP_CLASS_COUNT]; /* bytes live at peak, by class */
+
+	stp_det_timeline timeline;
+
+	uint32_t nsites;
+	const stp_det_site *sites;   /* sorted by peak_bytes, then bytes_allocated */
+
+	int have_accesses;        /* the trace has API events with ranges */
+	const char *logical_unit; /* "API levels" or "events" */
+	uint32_t nfindings;
+	const stp_det_finding *findings; /* sorted by waste, worst first */
+	uint64_t pattern_objects[STP_PAT_COUNT]; /* per pattern, objects matched */
+	double pattern_waste[STP_PAT_COUNT];
+	uint8_t pattern_available[STP_PAT_COUNT]; /* 0: needs accesses the trace lacks */
+
+	uint32_t nseries;
+	const stp_det_sample *series;
+} stp_det_result;
+
+typedef struct stp_det stp_det;
+
+/* Analyzes a trace.  Returns NULL when the file cannot be opened (err says
+ * why: "FILE: offset N: what").  A damaged file still returns a result of
+ * what was read before the damage, with result->error set. */
+stp_det *stp_det_run(const char *path, const stp_det_options *o, char *err, size_t errlen);
+const stp_det_result *stp_det_result_of(const stp_det *d);
+void stp_det_free(stp_det *d);
+
+/* The windows only (one pass, plus detection when there are no markers):
+ * the cheap call for the planner.  The timeline stays valid until
+ * stp_det_free(). */
+stp_det *stp_det_timeline_run(const char *path, const stp_det_options *o, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ frames */
+
+typedef struct stp_det_frame {
+	uint64_t ip;
+	const char *module;       /* path of the module, "" when unknown */
+	uint64_t offset;          /* ip - load bias (the module's ELF address) */
+	const char *function;     /* NULL when not symbolized */
+	const char *file;         /* NULL when unknown */
+	uint32_t line;            /* 0 when unknown */
+} stp_det_frame;
+
+/* Frames of a site's call path, innermost first, after dropping the
+ * profiler's and the allocator's own frames and the wrappers below.  Returns the depth (<= max).
+ * Strings stay valid until stp_det_free(). */
+uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max);
+/* The allocation wrappers that site paths are shown below (innermost
+ * first): the innermost frames nearly every call site shares (at least 80%
+ * of 5 or more sites), e.g. a program's own tensor_alloc <- xmalloc.
+ * Returns how many (<= max). */
+uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max);
+/* One line for a frame: "func (file:line)", "func (module+0xoff)" or
+ * "module+0xoff". */
+const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len);
+/* "where" of a site: its first frame's text ("?" when it has no stack). */
+const char *stp_det_site_where(stp_det *d, uint32_t site, char *buf, size_t len);
+
+/* ------------------------------------------------------------ names */
+
+const char *stp_det_class_name(unsigned c);    /* "persistent", ... */
+const char *stp_det_pattern_name(unsigned p);  /* "early-allocation", ... */
+const char *stp_det_pattern_title(unsigned p); /* "Early allocation", ... */
+const char *stp_det_source_name(unsigned s);   /* "none", "markers", "detected" */
+/* A concrete suggestion for a finding (one or two sentences). */
+const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

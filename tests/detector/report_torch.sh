@@ -1,0 +1,44 @@
+#!/bin/sh
+# report_torch.sh - a real PyTorch CPU training run (examples/
+# torch_transformer.py) recorded by the collector gives a sensible class
+# split: iterations and phases from its markers; memory that crosses
+# iterations (weights, gradients, optimizer state) persistent; activations
+# (allocated in a forward phase, freed in a backward one) scoped; the
+# peak inside the loop.  Skipped (77) without torch or the collector, and
+# under the sanitizers (too slow there).
+set -eu
+: "${STPROF_BUILD:?}" "${STPROF_SRC:?}"
+B=$STPROF_BUILD
+PY=${STPROF_PYTHON:-/usr/bin/python3}
+[ -f "$B/libstprof.so" ] || { echo "skipped: no collector"; exit 77; }
+[ "${STPROF_SANITIZE:-0}" = 1 ] && { echo "skipped under sanitizers"; exit 77; }
+"$PY" -c "import torch" 2>/dev/null || { echo "skipped: no torch"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+"$B/stprof" record -q -o "$T/t.stp" "$PY" "$STPROF_SRC/examples/torch_transformer.py" --iters 3 >/dev/null
+"$B/stprof" report --format json --frames 2 -o "$T/t.json" "$T/t.stp"
+python3 - "$T/t.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+tl = d['timeline']
+assert tl['iteration_source'] == 'markers' and len(tl['iterations']) == 3, tl['iteration_source']
+names = {p['name'] for p in tl['phases']}
+assert {'forward', 'backward', 'optimizer'} <= names, names
+assert d['peak']['iteration'] is not None, 'the peak is inside the loop'
+c = d['classes']
+mib = lambda k, f='bytes': c[k][f] / 2**20
+print('classes (MiB): ' + ', '.join('%s %.1f' % (k, mib(k)) for k in c if c[k]['bytes']))
+# the tensors' storage (sites in libtorch): activations scoped, state persistent
+ts = {k: 0 for k in c}
+for s in d['sites']:
+    if s['frames'] and 'libtorch' in s['frames'][0]['module']:
+        for k, v in s['classes'].items():
+            ts[k] += v['bytes']
+assert ts['scoped'] > 1 << 20, ts
+assert ts['persistent'] > 1 << 20, ts
+assert c['persistent']['bytes_at_peak'] > c['transient']['bytes_at_peak'], c
+# in the steady iteration, activations: what forward allocates and backward frees
+assert c['scoped']['objects'] > 1000, c['scoped']
+assert c['leaked']['bytes'] < 1 << 20, c['leaked']
+print('report_torch: ok')
+PY

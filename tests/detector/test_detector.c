@@ -1,0 +1,239 @@
+/*
+ * test_detector.c - the detector on crafted traces with exact answers:
+ * counts, peak and where it falls, classes per call site, the steady
+ * state, a trace cut short.
+ */
+#include "check.h"
+#include "scenarios.h"
+#include "stprof/detector.h"
+
+static stp_det *run(const char *path, const stp_det_options *o)
+{
+	char err[512];
+	stp_det *d = stp_det_run(path, o, err, sizeof err);
+	if (!d)
+		fprintf(stderr, "stp_det_run: %s\n", err);
+	return d;
+}
+
+/* the site whose call path starts at offset off of /bin/prog */
+static const stp_det_site *site_at(stp_det *d, uint64_t off)
+{
+	const stp_det_result *r = stp_det_result_of(d);
+	for (uint32_t i = 0; i < r->nsites; i++) {
+		stp_det_frame f;
+		if (stp_det_site_frames(d, i, &f, 1) == 1 && f.offset == TG_BASE + off)
+			return &r->sites[i];
+	}
+	return NULL;
+}
+
+static void test_train(void)
+{
+	const char *path = check_tmp("train.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_train(&g, 0);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK(r->whole);
+	CHECK(r->error == NULL);
+	CHECK_EQ_U(r->nspaces, 1);
+	CHECK_EQ_U(r->spaces[0].allocs, 56);
+	CHECK_EQ_U(r->spaces[0].frees, 51);
+	CHECK_EQ_U(r->spaces[0].live_objects_end, 5);
+	CHECK_EQ_U(r->spaces[0].live_bytes_end, 320);
+	CHECK_EQ_U(r->spaces[0].peak_bytes, 1220320);
+	CHECK_EQ_U(r->spaces[0].peak_objects, 11);
+	CHECK_EQ_I(r->primary, 0);
+	CHECK_EQ_U(r->timeline.niterations, 5);
+	CHECK_EQ_U(r->timeline.iter_source, STP_DET_SRC_MARKERS);
+	CHECK_EQ_U(r->timeline.phase_source, STP_DET_SRC_MARKERS);
+	CHECK_EQ_U(r->timeline.nphases, 15);
+	CHECK_EQ_I(r->peak_iteration, 4);
+	CHECK(r->peak_phase >= 0 && !strcmp(r->timeline.phases[r->peak_phase].name, "forward"));
+	CHECK_EQ_I(r->timeline.steady, 1);
+	CHECK_EQ_U(r->class_objects[STP_CLASS_PERSISTENT], 1);
+	CHECK_EQ_U(r->class_objects[STP_CLASS_SCOPED], 25);
+	CHECK_EQ_U(r->class_objects[STP_CLASS_TRANSIENT], 25);
+	CHECK_EQ_U(r->class_objects[STP_CLASS_LEAKED], 5);
+	CHECK_EQ_U(r->class_objects[STP_CLASS_INIT_ONLY], 0);
+	CHECK_EQ_U(r->nsites, 5);
+	/* sites sorted by bytes live at the peak */
+	CHECK_EQ_U(r->sites[0].peak_bytes, 1000000);
+	CHECK_EQ_U(r->sites[1].peak_bytes, 200000);
+	const stp_det_site *w = site_at(d, 0x100), *a = site_at(d, 0x200), *t = site_at(d, 0x300), *l = site_at(d, 0x400),
+	                   *lf = site_at(d, 0x500);
+	CHECK(w && a && t && l && lf);
+	if (w && a && t && l && lf) {
+		CHECK_EQ_U(w->dominant, STP_CLASS_PERSISTENT);
+		CHECK_EQ_U(a->dominant, STP_CLASS_SCOPED);
+		CHECK_EQ_U(a->class_objects[STP_CLASS_SCOPED], 20);
+		CHECK_EQ_U(t->class_objects[STP_CLASS_TRANSIENT], 25);
+		CHECK_EQ_U(l->class_objects[STP_CLASS_LEAKED], 5);
+		CHECK_EQ_U(l->end_objects, 5);
+		CHECK_EQ_U(lf->class_objects[STP_CLASS_SCOPED], 5);
+		CHECK_EQ_U(a->peak_objects, 4);
+		/* lifetimes: the weights live 140+ events, the temps one event */
+		CHECK_EQ_U(t->life_logical[1], 25);
+		CHECK_EQ_U(l->life_time[STP_DET_TIME_BUCKETS - 1], 5);
+	}
+	/* the leak is a finding with its call site */
+	int leak = 0;
+	for (uint32_t i = 0; i < r->nfindings; i++)
+		if (r->findings[i].pattern == STP_PAT_LEAK && &r->sites[r->findings[i].site] == l) {
+			leak = 1;
+			CHECK_EQ_U(r->findings[i].objects, 5);
+			CHECK_EQ_U(r->findings[i].bytes, 320);
+		}
+	CHECK(leak);
+	CHECK(!r->pattern_available[STP_PAT_EARLY_ALLOC]);
+	CHECK(r->pattern_available[STP_PAT_LEAK]);
+	stp_det_free(d);
+	remove(path);
+}
+
+static void test_train_cut(void)
+{
+	const char *path = check_tmp("train-cut.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_train(&g, 1);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK(!r->whole);
+	CHECK(r->error == NULL);
+	CHECK_EQ_U(r->timeline.niterations, 5);
+	/* live at the end: weights (persistent), 5 leaks (4 complete iterations
+	 * of them: a leaky site), the late buffer of iteration 4 (live-at-end) */
+	CHECK_EQ_U(r->spaces[0].live_objects_end, 7);
+	CHECK_EQ_U(r->class_objects[STP_CLASS_PERSISTENT], 1);
+	CHECK_EQ_U(r->class_objects[STP_CLASS_LEAKED], 5);
+	CHECK_EQ_U(r->class_objects[STP_CLASS_LIVE_AT_END], 1);
+	CHECK_EQ_I(r->timeline.steady, 1);
+	stp_det_free(d);
+	remove(path);
+}
+
+static const stp_det_finding *finding(stp_det *d, stp_det_pattern p, uint64_t off)
+{
+	const stp_det_result *r = stp_det_result_of(d);
+	const stp_det_site *s = site_at(d, off);
+	for (uint32_t i = 0; s && i < r->nfindings; i++)
+		if (r->findings[i].pattern == p && &r->sites[r->findings[i].site] == s)
+			return &r->findings[i];
+	return NULL;
+}
+
+static unsigned count_findings(stp_det *d, stp_det_pattern p)
+{
+	const stp_det_result *r = stp_det_result_of(d);
+	unsigned n = 0;
+	for (uint32_t i = 0; i < r->nfindings; i++)
+		n += r->findings[i].pattern == p;
+	return n;
+}
+
+static void test_patterns(void)
+{
+	const char *path = check_tmp("patterns.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_patterns(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK(r->have_accesses);
+	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
+		CHECK(r->pattern_available[p] == (p != STP_PAT_LATE_FREE));
+	const stp_det_finding *f;
+	CHECK((f = finding(d, STP_PAT_UNUSED_ALLOC, 0x110)) && f->objects == 1 && f->max_distance == 18);
+	CHECK((f = finding(d, STP_PAT_EARLY_ALLOC, 0x120)) && f->objects == 1 && f->max_distance == 4);
+	CHECK((f = finding(d, STP_PAT_LATE_DEALLOC, 0x130)) && f->objects == 1 && f->max_distance == 2);
+	CHECK((f = finding(d, STP_PAT_DEAD_WRITE, 0x120)) && f->objects == 1 && f->max_distance == 1);
+	CHECK((f = finding(d, STP_PAT_TEMP_IDLE, 0x120)) && f->objects == 1 && f->max_distance == 2);
+	CHECK((f = finding(d, STP_PAT_REDUNDANT_ALLOC, 0x140)) && f->max_distance == 3 &&
+	      f->worst.other_site < r->nsites && &r->sites[f->worst.other_site] == site_at(d, 0x120));
+	CHECK((f = finding(d, STP_PAT_REDUNDANT_ALLOC, 0x120)) && f->max_distance == 1 &&
+	      f->worst.other_site < r->nsites && &r->sites[f->worst.other_site] == site_at(d, 0x130));
+	CHECK((f = finding(d, STP_PAT_LEAK, 0x150)) && f->objects == 1 && f->bytes == 64);
+	CHECK_EQ_U(count_findings(d, STP_PAT_EARLY_ALLOC), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_DEALLOC), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_UNUSED_ALLOC), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_DEAD_WRITE), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_TEMP_IDLE), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_REDUNDANT_ALLOC), 2);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LEAK), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_FREE), 0);
+	/* thresholds: idleness needs 3 idle levels now, early 4 */
+	stp_det_options o;
+	stp_det_options_default(&o);
+	o.idle_min_apis = 3;
+	o.early_min_apis = 4;
+	stp_det_free(d);
+	d = run(path, &o);
+	CHECK(d != NULL);
+	if (d) {
+		CHECK_EQ_U(count_findings(d, STP_PAT_TEMP_IDLE), 0);
+		CHECK_EQ_U(count_findings(d, STP_PAT_EARLY_ALLOC), 0);
+		stp_det_free(d);
+	}
+	remove(path);
+}
+
+static void test_streams(void)
+{
+	const char *path = check_tmp("streams.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_streams(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_finding *f;
+	CHECK((f = finding(d, STP_PAT_EARLY_ALLOC, 0x170)) && f->max_distance == 3);
+	CHECK(finding(d, STP_PAT_EARLY_ALLOC, 0x160) == NULL);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_DEALLOC), 0);
+	stp_det_free(d);
+	remove(path);
+}
+
+static void test_late_free(void)
+{
+	const char *path = check_tmp("late.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_train(&g, 0);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	/* the +0x500 buffers: allocated in forward, freed after the optimizer;
+	 * forward's other objects die within 2 segments (forward -> backward):
+	 * rel 5, R 2, distance 3 */
+	const stp_det_finding *f = finding(d, STP_PAT_LATE_FREE, 0x500);
+	CHECK(f && f->objects == 5 && f->bytes == 100000 && f->max_distance == 3);
+	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_FREE), 1);
+	CHECK(finding(d, STP_PAT_LEAK, 0x400) != NULL);
+	stp_det_free(d);
+	remove(path);
+}
+
+int main(void)
+{
+	test_train();
+	test_train_cut();
+	test_patterns();
+	test_streams();
+	test_late_free();
+	return check_done();
+}

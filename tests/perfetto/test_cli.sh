@@ -1,0 +1,96 @@
+#!/bin/sh
+# test_cli.sh - `stprof export` and `stprof lint-perfetto` end to end: every
+# export decodes with protoc against the trimmed schema and passes the lint;
+# the options work; bad input gets a one-line error and the documented exit
+# status.  Exit 77 (skipped) when protoc is missing.
+set -eu
+B=${STPROF_BUILD:?}
+S=${STPROF_SRC:?}
+stprof=$B/stprof
+mk=$B/pftrace_mktrace
+command -v protoc >/dev/null 2>&1 || { echo "protoc is not installed: skipped"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Every export: protoc decodes it (exit 0) and the lint finds nothing.
+check() {
+  protoc --decode=perfetto.protos.Trace -I "$S/exporter/proto" "$S/exporter/proto/perfetto_trace.proto" \
+    <"$1" >"$1.txt" || fail "protoc cannot decode $1"
+  "$stprof" lint-perfetto "$1" >"$1.lint" || { cat "$1.lint"; fail "lint: $1"; }
+  grep -q "no violations" "$1.lint" || fail "lint summary of $1"
+}
+
+"$mk" "$tmp/a.stp"
+"$stprof" export "$tmp/a.stp" >"$tmp/out" || fail "export a.stp"
+test -s "$tmp/a.pftrace" || fail "default output name"
+grep -q "wrote $tmp/a.pftrace" "$tmp/out" || fail "summary"
+check "$tmp/a.pftrace"
+t="$tmp/a.pftrace.txt"
+grep -q 'process_name: "python3.11"' "$t" || fail "process descriptor"
+grep -q 'name: "cuda:0 requested"' "$t" || fail "counter track"
+grep -q 'unit: UNIT_SIZE_BYTES' "$t" || fail "counter unit"
+grep -q 'name: "lifetimes"' "$t" || fail "lane tracks"
+grep -q 'callstack_iid:' "$t" || fail "callstacks"
+grep -q 'callstack_weight:' "$t" || fail "callstack weight"
+grep -q 'flow_ids:' "$t" || fail "flows"
+grep -q 'terminating_flow_ids:' "$t" || fail "flow ends"
+grep -q 'first_packet_on_sequence: true' "$t" || fail "first packet"
+
+"$stprof" export -q -o "$tmp/top.pftrace" --top 3 --top-by size "$tmp/a.stp" >"$tmp/out" || fail "export --top"
+test ! -s "$tmp/out" || fail "-q printed"
+check "$tmp/top.pftrace"
+test "$(grep -c 'name: "lifetimes"' "$tmp/top.pftrace.txt")" -ge 1 || fail "top lanes"
+
+"$stprof" export -o "$tmp/win.pftrace" --window 2us:6us "$tmp/a.stp" >/dev/null || fail "export --window"
+check "$tmp/win.pftrace"
+"$stprof" export -o "$tmp/win2.pftrace" --window 0.000003s: --max-lanes 1 "$tmp/a.stp" >"$tmp/out" ||
+  fail "export --window T0: --max-lanes"
+check "$tmp/win2.pftrace"
+grep -q "not drawn" "$tmp/out" || fail "max-lanes note"
+
+"$mk" "$tmp/r0.stp" 4242 0 node0 5000000000
+"$mk" "$tmp/r1.stp" 4242 1 node1 7000000000
+"$stprof" export -o "$tmp/ranks.pftrace" "$tmp/r0.stp" "$tmp/r1.stp" >"$tmp/out" || fail "export ranks"
+grep -q "2 processes" "$tmp/out" || fail "ranks summary"
+check "$tmp/ranks.pftrace"
+test "$(grep -c 'process_name: "rank' "$tmp/ranks.pftrace.txt")" = 2 || fail "two ranks"
+
+# `stprof PROGRAM` writes the timeline beside its trace (when the collector
+# is built).
+if [ -f "$B/libstprof.so" ]; then
+  "$stprof" -q --no-report -o "$tmp/run.stp" /bin/true || fail "stprof /bin/true"
+  check "$tmp/run.pftrace"
+  "$stprof" -q --no-report --no-export -o "$tmp/run2.stp" /bin/true || fail "stprof --no-export"
+  test ! -e "$tmp/run2.pftrace" || fail "--no-export wrote a timeline"
+fi
+
+# Help and usage.
+"$stprof" export --help | grep -q "^usage: stprof export" || fail "export --help"
+"$stprof" lint-perfetto -h | grep -q "^usage: stprof lint-perfetto" || fail "lint --help"
+"$stprof" --help | grep -q "lint-perfetto" || fail "listed in stprof --help"
+set +e
+"$stprof" export 2>/dev/null; test $? = 2 || fail "export without a trace: exit 2"
+"$stprof" export --top 0 "$tmp/a.stp" 2>/dev/null; test $? = 2 || fail "--top 0: exit 2"
+"$stprof" export --top-by colour "$tmp/a.stp" 2>/dev/null; test $? = 2 || fail "--top-by: exit 2"
+for w in 5s:1s 1parsec:2s abc 1s:2s:3s; do
+  "$stprof" export --window "$w" "$tmp/a.stp" 2>/dev/null; test $? = 2 || fail "--window $w: exit 2"
+done
+"$stprof" lint-perfetto 2>/dev/null; test $? = 2 || fail "lint without a file: exit 2"
+
+# Bad input: one line naming the file, exit 1 (lint: 2 when unreadable).
+"$stprof" export -o "$tmp/x.pftrace" "$tmp/missing.stp" 2>"$tmp/err"; test $? = 1 || fail "missing trace: exit 1"
+test "$(wc -l <"$tmp/err")" = 1 && grep -q "missing.stp" "$tmp/err" || fail "missing trace message"
+printf 'garbage, not a trace' >"$tmp/g.stp"
+"$stprof" export -o "$tmp/x.pftrace" "$tmp/g.stp" 2>"$tmp/err"; test $? = 1 || fail "garbage trace: exit 1"
+test "$(wc -l <"$tmp/err")" = 1 && grep -q "g.stp" "$tmp/err" || fail "garbage trace message"
+"$stprof" export -o /nonexistent/dir/x.pftrace "$tmp/a.stp" 2>"$tmp/err"; test $? = 1 || fail "unwritable: exit 1"
+grep -q "/nonexistent/dir/x.pftrace" "$tmp/err" || fail "unwritable message"
+"$stprof" lint-perfetto "$tmp/missing.pftrace" 2>/dev/null; test $? = 2 || fail "lint missing: exit 2"
+"$stprof" lint-perfetto "$tmp/g.stp" >"$tmp/out"; test $? = 1 || fail "lint garbage: exit 1"
+grep -q "packet 0 at offset 0: malformed" "$tmp/out" || { cat "$tmp/out"; fail "lint garbage message"; }
+# A file with one bad packet (an instant on an undeclared track).
+head -c 200 "$tmp/a.pftrace" >/dev/null
+"$stprof" lint-perfetto -q "$tmp/g.stp"; test $? = 1 || fail "lint -q exit"
+set -e
+echo "ok"
