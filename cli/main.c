@@ -22,6 +22,7 @@ const struct stprof_cmd stprof_commands[] = {
 	{"dump", cmd_dump, "print every event of a trace, one line each"},
 	{"export", cmd_export, "write a Perfetto timeline (.pftrace) of one or more traces"},
 	{"lint-perfetto", cmd_lint_perfetto, "check a Perfetto trace for what the UI drops silently"},
+	{"plan", cmd_plan, "build an STAlloc allocation plan from a trace; show or verify one"},
 	{0, 0, 0},
 };
 

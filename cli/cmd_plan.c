@@ -1,0 +1,415 @@
+/*
+ * cmd_plan.c - `stprof plan`: synthesizes an allocation plan from a trace
+ * (or a MiniMalloc CSV), verifies it, writes it, and says how good it is;
+ * also shows and verifies plan files.  The planner itself is planner/
+ * (include/stprof/plan.h).  A trace without iteration markers gets its
+ * steady iteration and phases from the detector (stp_det_run; its cheaper
+ * stp_det_timeline_run once that exists), passed to the converter as a
+ * sequence window and phase cuts.
+ * Exit: 0 done, 1 bad input or invalid plan, 2 usage.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "stprof/detector.h"
+#include "stprof/plan.h"
+#include "util.h"
+
+#define GREEDY_AUTO_MAX 200000
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: stprof plan [OPTIONS] TRACE [-o PLAN]\n"
+	        "       stprof plan --csv IN.csv -o OUT.csv [OPTIONS]\n"
+	        "       stprof plan --show PLAN\n"
+	        "       stprof plan --verify PLAN|OUT.csv\n"
+	        "\n"
+	        "Builds an STAlloc allocation plan for one steady-state iteration of a\n"
+	        "recorded program: a fixed offset inside one memory pool for every request\n"
+	        "whose size and lifetime repeat, and, for requests whose size varies (MoE),\n"
+	        "the address ranges they may reuse per layer group.  The plan is proven\n"
+	        "free of overlaps before it is written, and the pool is compared with the\n"
+	        "lower bound (the most bytes ever live at once) and with greedy-by-size.\n"
+	        "\n"
+	        "The iteration is cut from the trace's iteration markers (the last complete\n"
+	        "one unless --iteration); phases and layers come from phase and module\n"
+	        "markers.  Without iteration markers, the steady iteration the detector\n"
+	        "finds in the allocation sequence is planned (as `stprof report` shows it),\n"
+	        "else the whole trace as one iteration.\n"
+	        "\n"
+	        "Modes:\n"
+	        "  TRACE               plan a trace; writes TRACE's name with .plan unless -o\n"
+	        "  --csv IN.csv        plan a MiniMalloc instance (id,lower,upper,size; half-open\n"
+	        "                      lifetimes); -o writes it back with an offset column\n"
+	        "  --show PLAN         print a plan file: pool, bounds, phases, every entry's\n"
+	        "                      offset and signature, the dynamic reusable space\n"
+	        "  --verify FILE       prove a plan file, or a CSV with an offset column, free of\n"
+	        "                      overlaps in time and address (exit 1 when not)\n"
+	        "\n"
+	        "Options:\n"
+	        "  -o, --output FILE   where to write the plan (or the CSV)\n"
+	        "  -i, --iteration N   plan iteration N (the ITER_BEGIN marker's value)\n"
+	        "      --window B:E    plan trace events B <= seq < E as the iteration\n"
+	        "      --detect        find the iteration and phases from the allocation\n"
+	        "                      sequence even when the trace has markers (by default\n"
+	        "                      only when it has none); --no-detect: never\n"
+	        "  -a, --align N       round sizes and offsets to N bytes (default: 512 for\n"
+	        "                      device allocations, 16 for host ones, 1 for CSV)\n"
+	        "      --algo NAME     stalloc (default: STAlloc + improvement), stalloc-only,\n"
+	        "                      or greedy (greedy by size, best fit)\n"
+	        "      --no-fusion     do not fuse HomoPhase groups\n"
+	        "      --all-kinds     plan host and device allocations together\n"
+	        "      --no-varying    do not treat size-varying requests as dynamic\n"
+	        "      --greedy        always run the greedy baseline for the summary (it is\n"
+	        "                      skipped above %d requests: it is quadratic at worst)\n"
+	        "      --no-greedy     never run it\n"
+	        "  -n, --entries N     --show: print at most N entries (default 50, 0 = all)\n"
+	        "  -q, --quiet         print nothing but errors\n"
+	        "  -v, --verbose       print the planner's steps\n"
+	        "  -h, --help          this help\n"
+	        "\n"
+	        "The file format is docs/plan-format.md; the algorithm and where it departs\n"
+	        "from the STAlloc paper, docs/planner.md.\n",
+	        GREEDY_AUTO_MAX);
+}
+
+static int is_plan_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return 0;
+	char m[8] = {0};
+	size_t got = fread(m, 1, 8, f);
+	fclose(f);
+	return got == 8 && !memcmp(m, "STPPLAN\0", 8);
+}
+
+static int verify_file(const char *path, int quiet)
+{
+	char err[1024];
+	stp_reqs r;
+	stp_plan p;
+	if (is_plan_file(path)) {
+		if (stp_plan_read(path, &r, &p, err, sizeof err) < 0) {
+			stprof_err("%s", err);
+			return 1;
+		}
+	} else {
+		uint64_t *off = NULL;
+		if (stp_reqs_read_csv(path, &r, &off, err, sizeof err) < 0) {
+			stprof_err("%s", err);
+			return 1;
+		}
+		if (!off) {
+			stprof_err("%s: no offset column to verify", path);
+			stp_reqs_free(&r);
+			return 1;
+		}
+		memset(&p, 0, sizeof p);
+		p.n = r.n;
+		p.offset = off;
+		p.align = 1;
+		for (size_t i = 0; i < r.n; i++) {
+			if (off[i] > UINT64_MAX - r.req[i].size) {
+				stprof_err("%s: buffer %u: offset too large", path, r.req[i].ordinal);
+				stp_reqs_free(&r);
+				stp_plan_free(&p);
+				return 1;
+			}
+			if (off[i] + r.req[i].size > p.pool)
+				p.pool = off[i] + r.req[i].size;
+		}
+	}
+	int rc = stp_plan_verify(&r, &p, err, sizeof err);
+	if (rc < 0)
+		stprof_err("%s: INVALID: %s", path, err);
+	else if (!quiet)
+		printf("%s: valid: %zu requests, pool %" PRIu64 " bytes, no two overlap in time and address\n", path, r.n,
+		       p.pool);
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+	return rc < 0 ? 1 : 0;
+}
+
+static int show_file(const char *path, size_t max_entries)
+{
+	char err[1024];
+	stp_reqs r;
+	stp_plan p;
+	if (stp_plan_read(path, &r, &p, err, sizeof err) < 0) {
+		stprof_err("%s", err);
+		return 1;
+	}
+	printf("plan file:      %s\n", path);
+	stp_plan_show(stdout, &r, &p, max_entries);
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+	return 0;
+}
+
+/* The detector's steady iteration, when it had to find the iterations from
+ * the allocation sequence (no markers) or force says so: fills win with the
+ * window and *cuts with its phases (names copied).  1 when it did. */
+static int detected_window(const char *path, int force, stp_window *win, stp_phase_cut **cuts, char *why,
+                           size_t len)
+{
+	stp_det_options o;
+	stp_det_options_default(&o);
+	o.iter_mode = force ? STP_DET_ITER_DETECT : STP_DET_ITER_AUTO;
+	char err[512];
+	stp_det *d = stp_det_run(path, &o, err, sizeof err);
+	if (!d)
+		return 0;
+	const stp_det_timeline *tl = &stp_det_result_of(d)->timeline;
+	int used = 0;
+	if (tl->iter_source == STP_DET_SRC_DETECTED && tl->steady >= 0 && (uint32_t)tl->steady < tl->niterations) {
+		const stp_det_iteration *it = &tl->iterations[tl->steady];
+		win->use_seq = 1;
+		win->begin_seq = it->begin_seq;
+		win->end_seq = it->end_seq;
+		uint32_t np = 0;
+		if (tl->phase_source != STP_DET_SRC_NONE && it->nphases &&
+		    (uint64_t)it->first_phase + it->nphases <= tl->nphases)
+			*cuts = calloc(it->nphases, sizeof **cuts);
+		for (uint32_t k = 0; *cuts && k < it->nphases; k++) {
+			const stp_det_phase *ph = &tl->phases[it->first_phase + k];
+			char *nm = strdup(ph->name ? ph->name : "phase");
+			if (!nm)
+				break;
+			(*cuts)[np++] = (stp_phase_cut){ph->begin_seq, ph->end_seq, nm, ph->micro_batch};
+		}
+		win->cuts = *cuts;
+		win->ncuts = np;
+		snprintf(why, len, "iteration %" PRId64 " of %u detected from the allocation sequence (%s; confidence %.0f%%)",
+		         it->index, tl->niterations, tl->method ? tl->method : "detected", 100 * tl->confidence);
+		used = 1;
+	}
+	stp_det_free(d);
+	return used;
+}
+
+static char *default_output(const char *in, const char *ext)
+{
+	size_t n = strlen(in);
+	char *o = malloc(n + strlen(ext) + 1);
+	if (!o)
+		return NULL;
+	memcpy(o, in, n + 1);
+	char *dot = strrchr(o, '.'), *slash = strrchr(o, '/');
+	if (dot && (!slash || dot > slash))
+		*dot = 0;
+	strcat(o, ext);
+	return o;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	enum { O_WINDOW = 256, O_ALGO, O_NOFUSION, O_ALLKINDS, O_NOVARY, O_GREEDY, O_NOGREEDY, O_CSV, O_SHOW, O_VERIFY,
+	       O_DETECT, O_NODETECT };
+	static const struct option opts[] = {
+		{"output", required_argument, 0, 'o'},    {"iteration", required_argument, 0, 'i'},
+		{"window", required_argument, 0, O_WINDOW}, {"align", required_argument, 0, 'a'},
+		{"algo", required_argument, 0, O_ALGO},    {"no-fusion", no_argument, 0, O_NOFUSION},
+		{"all-kinds", no_argument, 0, O_ALLKINDS}, {"no-varying", no_argument, 0, O_NOVARY},
+		{"greedy", no_argument, 0, O_GREEDY},      {"no-greedy", no_argument, 0, O_NOGREEDY},
+		{"csv", required_argument, 0, O_CSV},      {"show", required_argument, 0, O_SHOW},
+		{"verify", required_argument, 0, O_VERIFY}, {"entries", required_argument, 0, 'n'},
+		{"detect", no_argument, 0, O_DETECT},      {"no-detect", no_argument, 0, O_NODETECT},
+		{"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
+		{"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+	const char *out = NULL, *csv = NULL, *show = NULL, *verify = NULL;
+	stp_window win;
+	stp_window_init(&win);
+	stp_plan_opts po;
+	stp_plan_opts_init(&po);
+	uint64_t align = 0, v, max_entries = 50;
+	int greedy = -1, quiet = 0, detect = 0, c, chose_iteration = 0;
+	while ((c = getopt_long(argc, argv, "o:i:a:n:qvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'i':
+			if (stprof_parse_uint(optarg, INT64_MAX, &v) < 0) {
+				stprof_err("plan: --iteration wants a number, not '%s'", optarg);
+				return 2;
+			}
+			win.iteration = (int64_t)v;
+			chose_iteration = 1;
+			break;
+		case O_WINDOW: {
+			char *colon = strchr(optarg, ':');
+			uint64_t b, e;
+			if (!colon) {
+				stprof_err("plan: --window wants BEGIN:END sequence numbers, not '%s'", optarg);
+				return 2;
+			}
+			*colon = 0;
+			int bad = stprof_parse_uint(optarg, UINT64_MAX, &b) < 0 || stprof_parse_uint(colon + 1, UINT64_MAX, &e) < 0 || e <= b;
+			*colon = ':';
+			if (bad) {
+				stprof_err("plan: --window wants BEGIN:END with BEGIN < END, not '%s'", optarg);
+				return 2;
+			}
+			win.use_seq = 1;
+			win.begin_seq = b;
+			win.end_seq = e;
+			break;
+		}
+		case 'a':
+			if (stprof_parse_size(optarg, &align) < 0 || !align || align > ((uint64_t)1 << 30)) {
+				stprof_err("plan: --align wants a size from 1 to 1G, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case O_ALGO:
+			if (!strcmp(optarg, "stalloc"))
+				po.algo = STP_ALGO_STALLOC;
+			else if (!strcmp(optarg, "stalloc-only"))
+				po.algo = STP_ALGO_STALLOC_ONLY;
+			else if (!strcmp(optarg, "greedy"))
+				po.algo = STP_ALGO_GREEDY;
+			else {
+				stprof_err("plan: --algo is stalloc, stalloc-only or greedy, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case O_NOFUSION: po.no_fusion = 1; break;
+		case O_DETECT: detect = 1; break;
+		case O_NODETECT: detect = -1; break;
+		case O_ALLKINDS: win.device_only = 0; break;
+		case O_NOVARY: win.detect_varying = 0; break;
+		case O_GREEDY: greedy = 1; break;
+		case O_NOGREEDY: greedy = 0; break;
+		case O_CSV: csv = optarg; break;
+		case O_SHOW: show = optarg; break;
+		case O_VERIFY: verify = optarg; break;
+		case 'n':
+			if (stprof_parse_uint(optarg, SIZE_MAX, &max_entries) < 0) {
+				stprof_err("plan: --entries wants a number, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case 'q': quiet = 1; break;
+		case 'v': po.verbose = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	int modes = !!csv + !!show + !!verify;
+	if (modes > 1 || (modes && optind != argc) || (!modes && optind != argc - 1)) {
+		usage(stderr);
+		return 2;
+	}
+	if (show)
+		return show_file(show, (size_t)max_entries);
+	if (verify)
+		return verify_file(verify, quiet);
+
+	char err[1024];
+	stp_reqs r;
+	uint64_t *given = NULL;
+	const char *in = csv ? csv : argv[optind];
+	if (csv) {
+		if (stp_reqs_read_csv(csv, &r, &given, err, sizeof err) < 0) {
+			stprof_err("%s", err);
+			return 1;
+		}
+		free(given);
+		po.align = align ? align : 1;
+	} else {
+		if (po.verbose)
+			fprintf(stderr, "stprof: plan: reading %s\n", in);
+		stp_phase_cut *cuts = NULL;
+		char why[512] = "";
+		int detected = 0, may_detect = !win.use_seq && !chose_iteration && detect >= 0;
+		if (may_detect && detect == 1)
+			detected = detected_window(in, 1, &win, &cuts, why, sizeof why);
+		int crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
+		if (crc == 0 && may_detect && !detected && r.iteration < 0) {
+			/* no iteration markers: ask the detector, convert again */
+			detected = detected_window(in, 0, &win, &cuts, why, sizeof why);
+			if (detected) {
+				stp_reqs_free(&r);
+				crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
+			}
+		}
+		for (uint32_t k = 0; cuts && k < win.ncuts; k++)
+			free((char *)cuts[k].name);
+		free(cuts);
+		if (crc < 0) {
+			stprof_err("%s", err);
+			return 1;
+		}
+		if (detected) {
+			char note[1024];
+			snprintf(note, sizeof note, "%s; %s", why, stp_reqs_str(&r, r.notes));
+			r.notes = stp_reqs_string(&r, note);
+		}
+		po.align = align ? align : (r.device ? 512 : 16);
+	}
+	if (!r.n) {
+		stprof_err("%s: no allocations to plan%s%s", in, r.notes ? " (" : "", r.notes ? stp_reqs_str(&r, r.notes) : "");
+		if (r.notes)
+			fputs(")\n", stderr);
+		stp_reqs_free(&r);
+		return 1;
+	}
+	stp_plan p;
+	if (stp_plan_build(&r, &po, &p, err, sizeof err) < 0) {
+		stprof_err("%s: %s", in, err);
+		stp_reqs_free(&r);
+		return 1;
+	}
+	int rc = 0;
+	if (stp_plan_verify(&r, &p, err, sizeof err) < 0) {
+		/* a planner bug: say so loudly, write nothing */
+		stprof_err("%s: internal error, the plan does not verify: %s", in, err);
+		rc = 1;
+		goto done;
+	}
+	uint64_t gpool = 0;
+	double gsec = 0;
+	if (po.algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
+		stp_plan_opts go = po;
+		go.algo = STP_ALGO_GREEDY;
+		go.verbose = 0;
+		stp_plan g;
+		if (stp_plan_build(&r, &go, &g, err, sizeof err) == 0) {
+			gpool = g.pool;
+			gsec = g.stats.seconds;
+			stp_plan_free(&g);
+		}
+	}
+	char *defout = NULL;
+	if (!out && !csv)
+		out = defout = default_output(in, ".plan");
+	if (out) {
+		int wr = csv ? stp_reqs_write_csv(out, &r, p.offset, err, sizeof err)
+		             : stp_plan_write(out, &r, &p, err, sizeof err);
+		if (wr < 0) {
+			stprof_err("%s", err);
+			rc = 1;
+		}
+	}
+	if (!quiet) {
+		FILE *f = out && !strcmp(out, "-") ? stderr : stdout;
+		if (r.notes)
+			fprintf(f, "input:          %s (%s)\n", in, stp_reqs_str(&r, r.notes));
+		else
+			fprintf(f, "input:          %s\n", in);
+		stp_plan_summary(f, &r, &p, gpool, gsec);
+		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po.algo != STP_ALGO_GREEDY)
+			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
+		fprintf(f, "verified:       no two requests overlap in time and address\n");
+		if (out && !rc)
+			fprintf(f, "written:        %s\n", out);
+	}
+	free(defout);
+done:
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+	return rc;
+}

@@ -1,0 +1,250 @@
+/*
+ * stprof/plan.h - allocation plans: requests in, offsets out.
+ *
+ * The planner works on an in-memory array of requests (one steady-state
+ * iteration), independent of where they came from: a trace
+ * (stp_reqs_from_trace), a MiniMalloc CSV (stp_reqs_read_csv) or the
+ * schedule generator (stp_gen_megatron).  It produces an STAlloc plan: a
+ * static offset for every static request inside one pool, and for dynamic
+ * requests the address intervals they may reuse per HomoLayer group.
+ *
+ * Time model.  Times are integer ticks within one iteration of length
+ * `period`; a request is live over the half-open [t_start, t_end).  A request
+ * with t_end <= t_start wraps: it is live over [t_start, period) and
+ * [0, t_end) of the next iteration (allocated late, freed early in the next).
+ * A persistent request is live all the time.  A plan is valid when no two
+ * requests that are live at the same tick of the repeating schedule overlap
+ * in address; stp_plan_verify() proves it.
+ *
+ * The algorithms and where they deviate from the STAlloc paper are in
+ * docs/planner.md; the file format in docs/plan-format.md.
+ */
+#ifndef STPROF_PLAN_H
+#define STPROF_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STP_REQ_DYNAMIC 1u    /* size known only at run time (MoE): not planned statically */
+#define STP_REQ_PERSISTENT 2u /* live across the whole iteration (weights, optimizer state) */
+
+#define STP_NO_OFFSET UINT64_MAX
+#define STP_NO_GROUP UINT32_MAX
+
+typedef struct stp_req {
+	uint64_t size;
+	uint64_t t_start, t_end;          /* ticks, half-open; wraps when t_end <= t_start */
+	uint32_t phase_start, phase_end;  /* phase segment ids (index into stp_reqs.phases), 0 = none */
+	uint32_t layer_start, layer_end;  /* layer segment ids (stp_reqs.layers), 0 = none */
+	uint32_t flags;                   /* STP_REQ_* */
+	uint32_t ordinal;                 /* signature: index among the allocations of the iteration */
+	uint64_t callsite;                /* signature: hash of the allocation's call path */
+} stp_req;
+
+/* A phase or layer segment: a named stretch of the iteration's timeline. */
+typedef struct stp_span {
+	uint32_t name;     /* offset into stp_reqs.strings, 0 = "" */
+	int64_t value;     /* micro-batch for phases */
+	uint64_t t_begin, t_end;
+} stp_span;
+
+typedef struct stp_reqs {
+	stp_req *req;
+	size_t n, cap;
+	uint64_t period;               /* ticks in one iteration; every time is <= period */
+	stp_span *phases, *layers;     /* entry 0 is "none" */
+	uint32_t nphases, nlayers;
+	char *strings;                 /* NUL-separated; offset 0 is "" */
+	uint32_t strings_len, strings_cap;
+	/* where it came from (the plan file keeps it) */
+	uint32_t source;               /* string: trace or CSV path */
+	int64_t iteration;             /* iteration index in the trace, -1 = none */
+	uint64_t begin_seq, end_seq;   /* the window cut from the trace */
+	uint64_t trace_events;
+	uint32_t notes;                /* string: what the converter had to assume */
+	int device;                    /* 1: device allocations (GPU), 0: host or unknown */
+} stp_reqs;
+
+void stp_reqs_init(stp_reqs *r);
+void stp_reqs_free(stp_reqs *r);
+/* Appends a request (grows the array); returns its index or -1 (no memory). */
+long stp_reqs_add(stp_reqs *r, const stp_req *q);
+/* Interns nothing: appends a string, returns its offset (0 on failure). */
+uint32_t stp_reqs_string(stp_reqs *r, const char *s);
+const char *stp_reqs_str(const stp_reqs *r, uint32_t off);
+/* Adds a phase / layer segment, returns its id (>= 1), 0 on failure. */
+uint32_t stp_reqs_add_phase(stp_reqs *r, const char *name, int64_t value, uint64_t t0, uint64_t t1);
+uint32_t stp_reqs_add_layer(stp_reqs *r, const char *name, int64_t value, uint64_t t0, uint64_t t1);
+/* Checks the set: times <= period, sizes > 0, segment ids in range.
+ * Returns 0, or -1 with a message naming the first bad request. */
+int stp_reqs_check(const stp_reqs *r, char *err, size_t errlen);
+/* Whether request q is live at tick t of the repeating schedule. */
+int stp_req_live_at(const stp_req *q, uint64_t period, uint64_t t);
+
+/* Lower bound on any plan's pool: the maximum over time of the bytes live
+ * (dynamic requests included when with_dynamic, at their recorded sizes). */
+uint64_t stp_lower_bound(const stp_reqs *r, int with_dynamic);
+
+/* ------------------------------------------------------------------ plans */
+
+typedef struct stp_interval {
+	uint64_t offset, size;
+} stp_interval;
+
+/* Dynamic reusable space of one HomoLayer group (layer_start, layer_end):
+ * address intervals of the pool idle during [t_begin, t_end). */
+typedef struct stp_dyn_group {
+	uint32_t layer_start, layer_end;
+	uint64_t t_begin, t_end;
+	uint32_t first, count;   /* into stp_plan.intervals */
+	uint64_t requests, max_bytes; /* dynamic requests in the group, their peak live bytes */
+} stp_dyn_group;
+
+typedef enum stp_plan_algo {
+	STP_ALGO_STALLOC = 0,   /* STAlloc static plan + improvement */
+	STP_ALGO_STALLOC_ONLY,  /* STAlloc static plan, no improvement step */
+	STP_ALGO_GREEDY         /* greedy by size, best fit (TFLite / MemoMalloc) */
+} stp_plan_algo;
+
+typedef struct stp_plan_opts {
+	stp_plan_algo algo;
+	uint64_t align;         /* every offset and size is a multiple of it (>= 1) */
+	int no_fusion;          /* skip HomoPhase fusion */
+	int verbose;            /* progress and step figures on stderr */
+} stp_plan_opts;
+
+typedef struct stp_plan_stats {
+	uint64_t lower_bound;        /* static + persistent requests, aligned sizes */
+	uint64_t lower_bound_all;    /* dynamic requests included */
+	uint64_t pool_stalloc;       /* after the STAlloc steps, before improvement */
+	uint64_t persistent_bytes;
+	uint64_t pinned_requests;    /* non-persistent requests pinned by the cyclic cut */
+	uint64_t phase_groups, fused_groups, units, size_groups;
+	uint64_t improved_requests;  /* re-placed by the improvement step */
+	int greedy_layout;           /* the improvement step kept greedy-by-size's (improved) layout */
+	uint64_t dynamic_requests;
+	uint64_t dynamic_fit;        /* dynamic requests of the trace that fit their reusable space */
+	uint64_t dynamic_fallback_peak; /* peak bytes of those that do not (the fallback allocator's) */
+	double seconds;
+} stp_plan_stats;
+
+typedef struct stp_plan {
+	uint64_t pool;               /* bytes */
+	uint64_t align;
+	size_t n;
+	uint64_t *offset;            /* per request; STP_NO_OFFSET for dynamic ones */
+	uint32_t *group;             /* per request: dynamic group index or STP_NO_GROUP */
+	stp_dyn_group *groups;
+	uint32_t ngroups;
+	stp_interval *intervals;
+	uint32_t nintervals;
+	stp_plan_stats stats;
+} stp_plan;
+
+void stp_plan_opts_init(stp_plan_opts *o);
+/* Builds a plan for r.  Returns 0, or -1 with a message (no memory, bad set). */
+int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char *err, size_t errlen);
+void stp_plan_free(stp_plan *p);
+
+/* Proves that no two statically placed requests overlap in both time (of the
+ * repeating schedule) and address, that each lies inside the pool, and that
+ * every dynamic group's intervals are idle over the group's time range.
+ * Returns 0, or -1 with the first conflict described in err. */
+int stp_plan_verify(const stp_reqs *r, const stp_plan *p, char *err, size_t errlen);
+
+/* ------------------------------------------------------------- plan file */
+
+/* Writes r and p as a plan file (docs/plan-format.md). 0 or -1 with err. */
+int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char *err, size_t errlen);
+/* Reads a plan file into r (requests, segments, source) and p.  Any damage
+ * gives -1 and "FILE: offset N: what" in err. */
+int stp_plan_read(const char *path, stp_reqs *r, stp_plan *p, char *err, size_t errlen);
+/* Same, from memory (the fuzz target uses it); name is used in messages. */
+int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, stp_plan *p,
+                   char *err, size_t errlen);
+/* Human-readable dump; max_entries caps the entry list (0 = all). */
+void stp_plan_show(FILE *f, const stp_reqs *r, const stp_plan *p, size_t max_entries);
+/* The quality summary: pool vs lower bound vs greedy (greedy_pool 0 = not run). */
+void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t greedy_pool, double greedy_s);
+
+/* ------------------------------------------------------ MiniMalloc CSV */
+
+/* Reads `id,lower,upper,size[,alignment][,offset]` (header names the
+ * columns, any order).  Lifetimes are half-open.  ids land in ordinal, the
+ * offsets (if the column exists) in *offsets (malloc'd, NULL when absent).
+ * Bad input: -1 and "FILE:LINE: what". */
+int stp_reqs_read_csv(const char *path, stp_reqs *r, uint64_t **offsets, char *err, size_t errlen);
+int stp_reqs_parse_csv(const char *data, size_t len, const char *name, stp_reqs *r,
+                       uint64_t **offsets, char *err, size_t errlen);
+/* Writes the instance back with an `offset` column (MiniMalloc's output). */
+int stp_reqs_write_csv(const char *path, const stp_reqs *r, const uint64_t *offsets, char *err, size_t errlen);
+
+/* ---------------------------------------------------------- from traces */
+
+/*
+ * The steady-state window.  By default the converter finds it from the
+ * trace's ITER_BEGIN/END markers (the last complete iteration, or
+ * `iteration` when >= 0).  A detector that found the iteration by itself
+ * passes begin_seq/end_seq instead (use_seq = 1), and may pass phase cuts;
+ * without cuts the trace's PHASE markers inside the window are used.
+ */
+typedef struct stp_phase_cut {
+	uint64_t begin_seq, end_seq;  /* events begin_seq <= seq < end_seq */
+	const char *name;
+	int64_t value;                /* micro-batch */
+} stp_phase_cut;
+
+typedef struct stp_window {
+	int64_t iteration;            /* -1: the last complete marked iteration */
+	int use_seq;                  /* 1: use begin_seq/end_seq, not markers */
+	uint64_t begin_seq, end_seq;  /* the iteration: begin_seq <= seq < end_seq */
+	const stp_phase_cut *cuts;    /* optional, sorted by begin_seq */
+	uint32_t ncuts;
+	int device_only;              /* keep device allocations only (host when none) */
+	int detect_varying;           /* mark requests whose size varies across iterations dynamic */
+} stp_window;
+
+void stp_window_init(stp_window *w);
+/* Converts one iteration of a trace to requests.  Returns 0, or -1 with a
+ * message. Fills r->notes with what it assumed (no markers, ...). */
+int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char *err, size_t errlen);
+
+/* ------------------------------------------------------------ generator */
+
+typedef enum stp_gen_schedule {
+	STP_GEN_1F1B = 0,
+	STP_GEN_INTERLEAVED,   /* Megatron's interleaved 1F1B with `chunks` model chunks per stage */
+	STP_GEN_GPIPE          /* all forwards, then all backwards */
+} stp_gen_schedule;
+
+typedef struct stp_gen_opts {
+	uint32_t layers;        /* transformer layers on this pipeline stage */
+	uint32_t micro_batches;
+	uint32_t stages, stage; /* pipeline size and which stage this trace is */
+	uint32_t chunks;        /* virtual chunks (interleaved) */
+	stp_gen_schedule schedule;
+	int recompute;          /* full activation recomputation */
+	uint32_t experts;       /* > 0: MoE MLP with that many experts, varying sizes */
+	int jitter;             /* add op temporaries of random sizes with overlapping lifetimes */
+	uint64_t hidden, seq, batch; /* model shape (bytes scale with them) */
+	uint64_t seed;
+} stp_gen_opts;
+
+void stp_gen_opts_init(stp_gen_opts *o);
+/* Picks micro_batches so that the trace has about n requests. */
+void stp_gen_opts_for_size(stp_gen_opts *o, size_t n);
+int stp_gen_megatron(const stp_gen_opts *o, stp_reqs *r, char *err, size_t errlen);
+
+/* A random guillotine cut of a width x period rectangle into requests: the
+ * optimum pool is exactly `width` by construction. */
+int stp_gen_guillotine(uint64_t width, uint64_t period, size_t n, uint64_t seed, stp_reqs *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,113 @@
+/*
+ * build.c - stp_plan_build: runs the steps in order and fills the stats.
+ *
+ *   work view (work.c) -> static plan (stalloc.c or greedy.c)
+ *   -> improvement (greedy.c: pl_improve) -> dynamic space (dynamic.c)
+ *
+ * The plan owns its arrays; stp_plan_free releases them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void stp_plan_opts_init(stp_plan_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->algo = STP_ALGO_STALLOC;
+	o->align = 1;
+}
+
+void stp_plan_free(stp_plan *p)
+{
+	free(p->offset);
+	free(p->group);
+	free(p->groups);
+	free(p->intervals);
+	memset(p, 0, sizeof *p);
+}
+
+/* The last part of the improvement step: greedy-by-size, improved the same
+ * way, replaces the layout when its pool is smaller.  It draws on what is
+ * left of the improvement step's work budget and is dropped when that runs out. */
+static int try_greedy(const pl_work *w, stp_plan_stats *st, uint64_t *off, uint64_t *budget)
+{
+	uint64_t *alt = malloc((w->n + 1) * sizeof *alt), moved = 0;
+	if (!alt)
+		return -1;
+	int rc = pl_greedy(w, alt, budget), complete = rc == 0;
+	if (rc == 0)
+		rc = pl_improve(w, st->lower_bound, alt, &moved, budget);
+	else if (rc == 1)
+		rc = 0; /* over budget: keep what we have */
+	if (rc == 0 && complete && pl_pool(w, alt) < pl_pool(w, off)) {
+		memcpy(off, alt, w->n * sizeof *off);
+		st->greedy_layout = 1;
+		st->improved_requests = moved;
+	}
+	free(alt);
+	return rc;
+}
+
+int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char *err, size_t errlen)
+{
+	double t0 = pl_now();
+	memset(p, 0, sizeof *p);
+	if (stp_reqs_check(r, err, errlen) < 0)
+		return -1;
+	if (r->n >= UINT32_MAX / 4) {
+		snprintf(err, errlen, "too many requests (%zu)", r->n);
+		return -1;
+	}
+	uint64_t align = o->align ? o->align : 1;
+	p->align = align;
+	p->n = r->n;
+	p->offset = malloc((r->n + 1) * sizeof *p->offset);
+	p->group = malloc((r->n + 1) * sizeof *p->group);
+	pl_work w;
+	if (!p->offset || !p->group || pl_work_build(r, align, &w) < 0) {
+		stp_plan_free(p);
+		snprintf(err, errlen, "out of memory planning %zu requests", r->n);
+		return -1;
+	}
+	stp_plan_stats *st = &p->stats;
+	st->lower_bound = pl_lower_bound(r, 0, align);
+	st->lower_bound_all = pl_lower_bound(r, 1, align);
+	st->pinned_requests = w.pinned_extra;
+	int rc;
+	if (o->algo == STP_ALGO_GREEDY) {
+		rc = pl_greedy(&w, p->offset, NULL);
+		st->pool_stalloc = 0;
+	} else {
+		rc = pl_stalloc(r, &w, !o->no_fusion, p->offset, st);
+		if (!rc)
+			st->pool_stalloc = pl_pool(&w, p->offset);
+		if (o->verbose && !rc)
+			fprintf(stderr,
+			        "plan: STAlloc steps: %llu HomoPhase groups (%llu fusions), %llu units in %llu sizes; "
+			        "pool %llu, lower bound %llu, %.3f s\n",
+			        (unsigned long long)st->phase_groups, (unsigned long long)st->fused_groups,
+			        (unsigned long long)st->units, (unsigned long long)st->size_groups,
+			        (unsigned long long)st->pool_stalloc, (unsigned long long)st->lower_bound, pl_now() - t0);
+		uint64_t budget = pl_improve_budget(r->n);
+		if (!rc && o->algo == STP_ALGO_STALLOC)
+			rc = pl_improve(&w, st->lower_bound, p->offset, &st->improved_requests, &budget);
+		if (!rc && o->algo == STP_ALGO_STALLOC && budget && pl_pool(&w, p->offset) > st->lower_bound)
+			rc = try_greedy(&w, st, p->offset, &budget);
+	}
+	if (!rc) {
+		p->pool = pl_pool(&w, p->offset);
+		rc = pl_dynamic(r, &w, p);
+		if (!rc)
+			rc = pl_dynamic_replay(r, p);
+	}
+	pl_work_free(&w);
+	if (rc) {
+		stp_plan_free(p);
+		snprintf(err, errlen, "out of memory planning %zu requests", r->n);
+		return -1;
+	}
+	st->seconds = pl_now() - t0;
+	return 0;
+}

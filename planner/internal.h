@@ -1,0 +1,101 @@
+/*
+ * internal.h - what the planner's files share and nobody else sees.
+ *
+ * pl_work is the planner's working view of a request set: every request's
+ * aligned size and its lifetime on a *linear* timeline [0, T) obtained by
+ * cutting the repeating schedule at the tick where the fewest bytes cross
+ * (docs/planner.md, "cyclic cut").  Requests that cross the cut, persistent
+ * ones and those live the whole period are PINNED: placed first, stacked at
+ * the bottom of the pool, live over all of [0, T).  Dynamic requests are not
+ * placed.  Invariant: for STATIC requests s < e <= T; for PINNED s = 0, e = T.
+ */
+#ifndef STPROF_PLANNER_INTERNAL_H
+#define STPROF_PLANNER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stprof/plan.h"
+
+enum { PL_STATIC = 0, PL_PINNED = 1, PL_DYNAMIC = 2 };
+
+typedef struct pl_work {
+	size_t n;
+	uint32_t T;          /* working period */
+	uint32_t *s, *e;     /* working lifetimes */
+	uint64_t *size;      /* aligned sizes */
+	uint8_t *kind;       /* PL_* */
+	uint64_t cut;        /* the original tick where the timeline was cut */
+	uint64_t pinned_bytes;
+	uint64_t pinned_extra; /* non-persistent requests pinned by the cut */
+} pl_work;
+
+int pl_work_build(const stp_reqs *r, uint64_t align, pl_work *w);
+void pl_work_free(pl_work *w);
+/* stp_lower_bound with sizes rounded up to align. */
+uint64_t pl_lower_bound(const stp_reqs *r, int with_dynamic, uint64_t align);
+
+/* ---- sorting: (key, value) pairs by key, LSD radix, stable */
+typedef struct pl_kv {
+	uint64_t k;
+	uint32_t v;
+} pl_kv;
+/* tmp must hold n entries. */
+void pl_sort_kv(pl_kv *a, pl_kv *tmp, size_t n);
+/* The same for short arrays (insertion sort, else 8-bit digits). */
+void pl_sort_kv_small(pl_kv *a, pl_kv *tmp, size_t n);
+
+/* ---- interval index: which active intervals overlap [s, e)?
+ * Built once over a fixed set of ids (their s/e never change); ids are
+ * activated/deactivated as they are placed. */
+typedef struct pl_itree {
+	uint32_t n, size;     /* entries, leaves (power of two) */
+	uint32_t *ids;        /* entries sorted by s */
+	uint32_t *pos;        /* id -> position (UINT32_MAX = not indexed), length nid */
+	uint32_t *mx;         /* segment tree of max e over active entries (0 = none) */
+	const uint32_t *s, *e;
+} pl_itree;
+int pl_itree_init(pl_itree *t, const uint32_t *s, const uint32_t *e, size_t nid,
+                  const uint32_t *ids, uint32_t n);
+void pl_itree_free(pl_itree *t);
+void pl_itree_set(pl_itree *t, uint32_t id, int active);
+/* Calls fn(id, ctx) for every active id with s_id < e and e_id > s. */
+void pl_itree_query(const pl_itree *t, uint32_t s, uint32_t e, void (*fn)(uint32_t, void *), void *ctx);
+
+/* ---- free rectangles of (address x time), bucketed by height */
+typedef struct pl_rects pl_rects;
+pl_rects *pl_rects_new(size_t hint, uint64_t top_offset, uint32_t T);
+void pl_rects_free(pl_rects *r);
+/* Places a block of height h over [s, e): picks the free rectangle of least
+ * height that contains it in time (ties: latest start), splits it, returns
+ * the block's offset.  Returns STP_NO_OFFSET when out of memory. */
+uint64_t pl_rects_place(pl_rects *r, uint64_t h, uint32_t s, uint32_t e);
+uint64_t pl_rects_top(const pl_rects *r);
+size_t pl_rects_buckets(const pl_rects *r);
+
+/* ---- the steps of stp_plan_build */
+/* STAlloc static plan: offsets for PINNED and STATIC requests. */
+int pl_stalloc(const stp_reqs *r, const pl_work *w, int fusion, uint64_t *off, stp_plan_stats *st);
+/* Greedy by size with best fit (the baseline).  budget: visits of
+ * overlapping requests allowed (decremented); over it, give up and return 1.
+ * NULL = no limit. */
+int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget);
+/* Compacts, then re-places the requests above lb, lowest fit; keeps it when
+ * the pool shrinks.  Stops when *budget (visits, decremented) runs out. */
+int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved, uint64_t *budget);
+/* The improvement step's total work budget for n requests. */
+static inline uint64_t pl_improve_budget(size_t n) { return 16 * (uint64_t)n + 4000000; }
+/* Dynamic reusable space per HomoLayer group. */
+int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p);
+/* Replays the trace's dynamic requests against their groups' reusable space
+ * (best fit, as the runtime's dynamic allocator would) and fills
+ * stats.dynamic_fit and stats.dynamic_fallback_peak. */
+int pl_dynamic_replay(const stp_reqs *r, stp_plan *p);
+/* Pool of a placement: max offset + size over placed requests. */
+uint64_t pl_pool(const pl_work *w, const uint64_t *off);
+
+/* ---- misc */
+uint32_t pl_crc32c(uint32_t crc, const void *data, size_t len);
+double pl_now(void);
+static inline uint64_t pl_align_up(uint64_t x, uint64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
+#endif

@@ -1,0 +1,84 @@
+#!/bin/sh
+# test_plan_cli.sh - `stprof plan` end to end: a trace written by
+# plan_mktrace is planned, verified, shown; the 11 MiniMalloc instances are
+# planned with --csv and their outputs verified; bad input and damaged plan
+# files give one-line errors and exit 1, never a crash.
+set -eu
+B=${STPROF_BUILD:?}
+S=${STPROF_SRC:?}
+ST="$B/stprof"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$ST" plan --help | grep -q "usage: stprof plan" || fail "--help"
+
+# a trace: plan (default output name), verify, show
+"$B/plan_mktrace" "$T/train.stp" 4 6 3 1 1 1
+"$ST" plan "$T/train.stp" >"$T/out.txt" 2>"$T/err.txt" || { cat "$T/err.txt"; fail "plan trace"; }
+cat "$T/out.txt"
+[ -f "$T/train.plan" ] || fail "default output train.plan"
+grep -q "pool / bound = 1.0" "$T/out.txt" || fail "summary ratio"
+grep -q "greedy by size:" "$T/out.txt" || fail "greedy baseline in summary"
+grep -q "verified:" "$T/out.txt" || fail "verified line"
+"$ST" plan --verify "$T/train.plan" | grep -q "valid" || fail "verify plan"
+"$ST" plan --show "$T/train.plan" >"$T/show.txt" || fail "show"
+grep -q "entries (" "$T/show.txt" || fail "show entries"
+grep -q "dynamic reusable space" "$T/show.txt" || fail "show dynamic groups"
+grep -q "forward" "$T/show.txt" || fail "show phases"
+"$ST" plan -q -i 1 --align 4096 -o "$T/it1.plan" "$T/train.stp" || fail "plan -i 1"
+"$ST" plan -q --verify "$T/it1.plan" || fail "verify it1"
+"$ST" plan -q --algo greedy -o "$T/g.plan" "$T/train.stp" || fail "greedy"
+"$ST" plan -q --verify "$T/g.plan" || fail "verify greedy"
+"$ST" plan -q --window 0:50 -o "$T/w.plan" "$T/train.stp" || fail "window"
+
+# no iteration markers: the detector finds the steady iteration; --no-detect plans the whole trace
+"$B/plan_mktrace" "$T/nomark.stp" 6 6 3 0 1 0
+"$ST" plan -o "$T/nomark.plan" "$T/nomark.stp" >"$T/nm.txt" || fail "plan without markers"
+grep -q "detected from the allocation sequence" "$T/nm.txt" || fail "detected window: $(cat "$T/nm.txt")"
+"$ST" plan -q --verify "$T/nomark.plan" || fail "verify detected"
+"$ST" plan --no-detect -o "$T/whole.plan" "$T/nomark.stp" | grep -q "the whole trace is one iteration" || fail "--no-detect"
+"$ST" plan -q --verify "$T/whole.plan" || fail "verify whole"
+
+# the MiniMalloc instances (shared/ sits beside the checkout, or one further up for a worktree)
+mm=""
+for d in "$S/../shared" "$S/../../shared"; do
+  [ -d "$d/benchmarks/minimalloc" ] && { mm="$d/benchmarks/minimalloc"; break; }
+done
+ninst=0
+for f in "$mm"/*.csv; do
+  [ -f "$f" ] || continue
+  ninst=$((ninst + 1))
+  n=$(basename "$f" .csv)
+  "$ST" plan -q --csv "$f" -o "$T/$n.out.csv" || fail "csv $n"
+  head -1 "$T/$n.out.csv" | grep -q "^id,lower,upper,size,offset$" || fail "csv header $n"
+  "$ST" plan -q --verify "$T/$n.out.csv" || fail "csv verify $n"
+done
+echo "MiniMalloc instances planned and verified: $ninst"
+
+# bad input: one line, exit 1
+printf 'id,lower,upper,size\n0,9,3,1\n' >"$T/bad.csv"
+set +e
+"$ST" plan --csv "$T/bad.csv" -o "$T/x.csv" 2>"$T/e1"; rc=$?
+set -e
+[ $rc = 1 ] || fail "bad csv exit $rc"
+grep -q "bad.csv:2: upper" "$T/e1" || fail "bad csv message: $(cat "$T/e1")"
+printf 'id,lower,upper,size,offset\n0,0,10,8,0\n1,5,15,8,4\n' >"$T/overlap.csv"
+set +e
+"$ST" plan --verify "$T/overlap.csv" 2>"$T/e2"; rc=$?
+set -e
+[ $rc = 1 ] || fail "overlap verify exit $rc"
+grep -q "INVALID: overlap at tick 5" "$T/e2" || fail "overlap message: $(cat "$T/e2")"
+cp "$T/train.plan" "$T/bad.plan"
+printf 'X' | dd of="$T/bad.plan" bs=1 seek=300 conv=notrunc 2>/dev/null
+set +e
+"$ST" plan --show "$T/bad.plan" 2>"$T/e3"; rc=$?
+set -e
+[ $rc = 1 ] || fail "damaged plan exit $rc"
+grep -q "checksum mismatch" "$T/e3" || fail "damaged plan message: $(cat "$T/e3")"
+[ "$(wc -l <"$T/e3")" = 1 ] || fail "one-line error"
+set +e
+"$ST" plan --frobnicate 2>/dev/null; rc=$?
+set -e
+[ $rc = 2 ] || fail "usage exit $rc"
+echo "test_plan_cli: all passed"

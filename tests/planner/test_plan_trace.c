@@ -1,0 +1,146 @@
+/*
+ * test_plan_trace.c - traces to requests (requests_from_trace.c): the
+ * iteration window, persistent objects, the wrapping request, phases,
+ * layers, call-site hashes, size-varying requests, the no-marker case and
+ * the detector's window; then plan, verify, write and read back.
+ */
+#include "check.h"
+#include "mktrace.h"
+#include "stprof/plan.h"
+
+static void plan_and_verify(const stp_reqs *r, double max_ratio)
+{
+	stp_plan_opts o;
+	stp_plan_opts_init(&o);
+	o.align = 512;
+	stp_plan p;
+	char err[512];
+	CHECK(stp_plan_build(r, &o, &p, err, sizeof err) == 0);
+	CHECK(stp_plan_verify(r, &p, err, sizeof err) == 0);
+	double ratio = (double)p.pool / (double)p.stats.lower_bound;
+	printf("  pool %llu, bound %llu, ratio %.4f\n", (unsigned long long)p.pool,
+	       (unsigned long long)p.stats.lower_bound, ratio);
+	CHECK(ratio <= max_ratio);
+	const char *path = check_tmp("trace.plan");
+	CHECK(stp_plan_write(path, r, &p, err, sizeof err) == 0);
+	stp_reqs r2;
+	stp_plan p2;
+	CHECK(stp_plan_read(path, &r2, &p2, err, sizeof err) == 0);
+	CHECK(stp_plan_verify(&r2, &p2, err, sizeof err) == 0);
+	CHECK_EQ_U(r2.n, r->n);
+	stp_plan_free(&p2);
+	stp_reqs_free(&r2);
+	unlink(path);
+	stp_plan_free(&p);
+}
+
+int main(void)
+{
+	const char *path = check_tmp("t.stp");
+	mk_opts mo = {4, 6, 3, 1, 1, 1};
+	CHECK(mk_trace(path, &mo) == 0);
+	stp_window w;
+	stp_window_init(&w);
+	stp_reqs r;
+	char err[512];
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) == 0);
+	printf("notes: %s\n", stp_reqs_str(&r, r.notes));
+	CHECK_EQ_I(r.iteration, 3);
+	CHECK(r.device == 1);
+	size_t pers = 0, wraps = 0, dyn = 0, stat = 0;
+	uint64_t site_l0 = 0;
+	int same_site = 1;
+	for (size_t i = 0; i < r.n; i++) {
+		const stp_req *q = &r.req[i];
+		if (q->flags & STP_REQ_PERSISTENT)
+			pers++;
+		else if (q->flags & STP_REQ_DYNAMIC)
+			dyn++;
+		else if (q->t_end <= q->t_start)
+			wraps++;
+		else
+			stat++;
+		/* activations of even layers share a call site (site 2) and size */
+		if (!(q->flags & (STP_REQ_PERSISTENT | STP_REQ_DYNAMIC)) && q->size == 65536) {
+			if (!site_l0)
+				site_l0 = q->callsite;
+			same_site &= q->callsite == site_l0;
+		}
+	}
+	/* 6 weights; per iteration: batch, 3 mb x (6 act + 6 transient + 1 varying),
+	 * 3 mb x 6 grads, optimizer temp, loss */
+	CHECK_EQ_U(pers, 6);
+	CHECK_EQ_U(wraps, 1);
+	CHECK_EQ_U(dyn, 3);
+	CHECK_EQ_U(stat, 1 + 3 * 12 + 18 + 1);
+	CHECK(same_site && site_l0);
+	/* phases: 3 forward, 3 backward, optimizer; layers: 6 x 3 x 2 */
+	CHECK_EQ_U(r.nphases, 1 + 7);
+	CHECK_EQ_U(r.nlayers, 1 + 36);
+	CHECK_STR(stp_reqs_str(&r, r.phases[1].name), "forward");
+	/* activations start in a forward phase and end in a backward one */
+	for (size_t i = 0; i < r.n; i++)
+		if (r.req[i].size == 65536 && !(r.req[i].flags & STP_REQ_PERSISTENT)) {
+			CHECK_STR(stp_reqs_str(&r, r.phases[r.req[i].phase_start].name), "forward");
+			CHECK_STR(stp_reqs_str(&r, r.phases[r.req[i].phase_end].name), "backward");
+			CHECK(r.req[i].layer_start && r.req[i].layer_end);
+		}
+	plan_and_verify(&r, 1.01);
+	stp_reqs_free(&r);
+
+	/* a chosen iteration, and one that does not exist */
+	w.iteration = 1;
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) == 0);
+	CHECK_EQ_I(r.iteration, 1);
+	uint64_t b1 = r.begin_seq, e1 = r.end_seq;
+	stp_reqs_free(&r);
+	w.iteration = 17;
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) < 0);
+	CHECK(strstr(err, "no complete iteration 17") != NULL);
+
+	/* the detector's window gives the same requests as the markers */
+	stp_window_init(&w);
+	w.use_seq = 1;
+	w.begin_seq = b1;
+	w.end_seq = e1;
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) == 0);
+	size_t n_seq = r.n;
+	stp_reqs_free(&r);
+	stp_window_init(&w);
+	w.iteration = 1;
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) == 0);
+	CHECK_EQ_U(n_seq, r.n);
+	stp_reqs_free(&r);
+
+	/* detector cuts instead of phase markers */
+	stp_window_init(&w);
+	w.use_seq = 1;
+	w.begin_seq = b1;
+	w.end_seq = e1;
+	stp_phase_cut cuts[2] = {{b1, b1 + (e1 - b1) / 2, "first-half", 0}, {b1 + (e1 - b1) / 2, e1, "second-half", 0}};
+	w.cuts = cuts;
+	w.ncuts = 2;
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) == 0);
+	CHECK_EQ_U(r.nphases, 3);
+	CHECK_STR(stp_reqs_str(&r, r.phases[2].name), "second-half");
+	plan_and_verify(&r, 1.01);
+	stp_reqs_free(&r);
+
+	/* no markers: one iteration, said so */
+	mk_opts nm = {2, 3, 2, 0, 0, 0};
+	CHECK(mk_trace(path, &nm) == 0);
+	stp_window_init(&w);
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) == 0);
+	CHECK(strstr(stp_reqs_str(&r, r.notes), "no iteration markers") != NULL);
+	CHECK(r.device == 0);
+	plan_and_verify(&r, 1.05);
+	stp_reqs_free(&r);
+
+	/* not a trace */
+	FILE *f = fopen(path, "w");
+	fputs("hello", f);
+	fclose(f);
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) < 0);
+	unlink(path);
+	return check_done();
+}
