@@ -44,6 +44,21 @@ static void usage(FILE *f)
 	        "      --site-depth N      frames past the allocator's own that make a call site (12)\n"
 	        "      --partial           when the trace is damaged, report what was read before the\n"
 	        "                          damage (the exit status is still 1)\n\n"
+	        "Allocator models (docs/allocator-models.md):\n"
+	        "      --models LIST       allocator models to replay the allocations through, comma-\n"
+	        "                          separated: pytorch (PyTorch's caching allocator as the program\n"
+	        "                          ran it; always included), expandable (the same with\n"
+	        "                          expandable_segments flipped), bfc, raw (cudaMalloc per\n"
+	        "                          allocation); all (default) or none\n"
+	        "      --no-models         same as --models none\n"
+	        "      --capacity SIZE     device capacity for the OOM and retry simulation (e.g. 80G;\n"
+	        "                          default unlimited)\n"
+	        "      --alloc-conf STR    the PYTORCH_ALLOC_CONF the program ran with, e.g.\n"
+	        "                          expandable_segments:True,max_split_size_mb:128\n"
+	        "      --no-recommend      do not try settings (max_split_size_mb, expandable_segments,\n"
+	        "                          roundup_power2_divisions)\n"
+	        "      --sim-min-size SIZE traces without device allocations: host allocations of at\n"
+	        "                          least SIZE are replayed as if made on a GPU (512)\n\n"
 	        "Pattern thresholds (defaults are DrGPUM's):\n"
 	        "      --early-apis N      early allocation: at least N APIs between the allocation\n"
 	        "                          and the first access (1)\n"
@@ -81,7 +96,7 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
-	       O_LFP, O_PROG, O_NOPROG, O_DEPTH };
+	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -91,7 +106,10 @@ int cmd_report(int argc, char **argv)
 		{"idle-apis", required_argument, 0, O_IDLE}, {"redundant-pct", required_argument, 0, O_RED},
 		{"late-free-quantile", required_argument, 0, O_LFQ}, {"late-free-segments", required_argument, 0, O_LFS},
 		{"late-free-peers", required_argument, 0, O_LFP}, {"progress", no_argument, 0, O_PROG},
-		{"no-progress", no_argument, 0, O_NOPROG}, {"site-depth", required_argument, 0, O_DEPTH}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"no-progress", no_argument, 0, O_NOPROG}, {"site-depth", required_argument, 0, O_DEPTH},
+		{"models", required_argument, 0, O_MODELS}, {"no-models", no_argument, 0, O_NOMODELS},
+		{"capacity", required_argument, 0, O_CAP}, {"alloc-conf", required_argument, 0, O_CONF},
+		{"no-recommend", no_argument, 0, O_NOREC}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
@@ -156,6 +174,34 @@ int cmd_report(int argc, char **argv)
 			if (parse_double(optarg, 0, 1, &x) < 0)
 				goto bad;
 			o.late_free_quantile = x;
+			break;
+		case O_MODELS:
+			if (stp_det_sim_models_parse(optarg, &o.sim_models) < 0) {
+				stprof_err("report: --models wants a list of pytorch, expandable, bfc, raw (or all, none), "
+				           "not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case O_NOMODELS: o.sim_models = 0; break;
+		case O_CAP:
+			if (stprof_parse_size(optarg, &o.sim_capacity) < 0)
+				goto bad;
+			break;
+		case O_CONF: {
+			allocsim_config cfg;
+			char e[256];
+			allocsim_config_default(&cfg, ALLOCSIM_PYTORCH);
+			if (allocsim_config_parse(&cfg, optarg, e, sizeof e) < 0 || allocsim_config_check(&cfg, e, sizeof e) < 0) {
+				stprof_err("report: --alloc-conf: %s", e);
+				return 2;
+			}
+			o.sim_alloc_conf = optarg;
+			break;
+		}
+		case O_NOREC: o.sim_no_recommend = 1; break;
+		case O_SIMMIN:
+			if (stprof_parse_size(optarg, &o.sim_host_min_size) < 0)
+				goto bad;
 			break;
 		case O_PROG: want_progress = 1; break;
 		case O_NOPROG: want_progress = 0; break;

@@ -241,10 +241,12 @@ static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_d
 	size_t nc = 0;
 	if (parse_cfg(&cfgs[nc++], "as_run", o->as_run, o->capacity, err, errlen))
 		return -1;
-	allocsim_config alt = cfgs[0];
-	alt.name[0] = 0;
-	alt.expandable_segments = !alt.expandable_segments;
-	cfgs[nc++] = alt;
+	if (!o->no_expandable) {
+		allocsim_config alt = cfgs[0];
+		alt.name[0] = 0;
+		alt.expandable_segments = !alt.expandable_segments;
+		cfgs[nc++] = alt;
+	}
 	if (!o->no_bfc) {
 		allocsim_config_default(&cfgs[nc], ALLOCSIM_BFC);
 		cfgs[nc++].capacity = o->capacity;

@@ -251,6 +251,11 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	uint64_t old;
 	if (det_map_get(&d->live, a->addr, &old)) { /* lost free: end the old one here */
 		det_obj *o = &d->objs[old];
+		if (o->flags & DET_OBJ_SIM) { /* the models end it here too */
+			stp_event fe = {.type = STP_EV_FREE, .seq = ev->seq, .time_ns = ev->time_ns};
+			fe.u.free = (stp_free_info){.addr = a->addr, .kind = a->kind, .device = a->device, .stream = a->stream};
+			det_sim_free(d, &fe);
+		}
 		d->sstate[o->space].live_bytes -= o->size;
 		d->sstate[o->space].live_objects--;
 		finish_obj(d, p, (uint32_t)old, 1, ev->seq);
@@ -294,6 +299,8 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 			}
 		}
 	}
+	if (d->simc)
+		det_sim_alloc(d, o, ev);
 	if (d->have_ranges && det_access_alloc(d, slot, ev) < 0)
 		return -1;
 	return 0;
@@ -312,6 +319,8 @@ static void on_free(stp_det *d, pass2 *p, const stp_event *ev)
 		series_note(d, p, ss->live_bytes);
 	if (d->have_ranges)
 		det_access_free_event(d, ev);
+	if (o->flags & DET_OBJ_SIM)
+		det_sim_free(d, ev);
 	finish_obj(d, p, (uint32_t)slot, 1, ev->seq);
 }
 
@@ -384,6 +393,8 @@ int det_analyze(stp_det *d)
 		goto oom;
 	if (d->niters && det_latefree_init(d) < 0)
 		goto oom;
+	if (det_sim_init(d) < 0)
+		goto oom;
 	stp_event ev;
 	uint64_t nev = 0;
 	int rc;
@@ -413,6 +424,8 @@ int det_analyze(stp_det *d)
 			break;
 		case STP_EV_SEGMENT_RESERVE:
 		case STP_EV_SEGMENT_RELEASE: {
+			if (d->simc)
+				det_sim_segment(d, &ev);
 			int si = det_space_index(d, ev.u.segment.kind, ev.u.segment.device);
 			uint64_t v;
 			if (ev.type == STP_EV_SEGMENT_RESERVE) {
@@ -446,6 +459,7 @@ int det_analyze(stp_det *d)
 		goto oom;
 	if (d->lf && det_latefree_finish(d) < 0)
 		goto oom;
+	det_sim_finish(d);
 	/* series: points with no event carry the previous value */
 	if (p.npts) {
 		d->series = calloc(p.npts, sizeof *d->series);

@@ -22,6 +22,8 @@ void stp_det_options_default(stp_det_options *o)
 	o->detect_max_allocs = 2u << 20;
 	o->series_points = 1000;
 	o->site_depth = 12;
+	o->sim_models = STP_DET_SIM_ALL;
+	o->sim_host_min_size = 512;
 }
 
 int det_space_index(stp_det *d, uint8_t kind, int32_t device)
@@ -222,6 +224,7 @@ void stp_det_free(stp_det *d)
 		return;
 	det_access_free(d);
 	det_latefree_free(d);
+	det_sim_free_all(d);
 	if (d->rd)
 		stp_reader_close(d->rd);
 	det_frames_free(d->frames);

@@ -10,6 +10,7 @@
  *   redundant.c DrGPUM's reuse-pair algorithm
  *   latefree.c  the host-trace late-free heuristic
  *   findings.c  findings aggregated per (pattern, site)
+ *   simfeed.c   the allocator models, fed from pass 2
  *   result.c    the public result: sorting, names, suggestions
  *   det.c       stp_det_run(): the passes in order
  *
@@ -47,6 +48,7 @@ typedef struct det_obj {
 } det_obj;
 #define DET_OBJ_AT_PEAK 1u
 #define DET_OBJ_ACCESSED 2u
+#define DET_OBJ_SIM 4u      /* fed to the allocator models */
 
 /* What pass 2 keeps for a call site besides its public record (d->spub). */
 typedef struct det_site {
@@ -63,7 +65,15 @@ typedef struct det_finding_acc {
 } det_finding_acc;
 
 struct det_access;   /* access.c */
-struct det_latefree; /* latefree.c */
+struct det_latefree; /* simfeed.c: only called when d->simc */
+int det_sim_init(stp_det *d);
+void det_sim_alloc(stp_det *d, det_obj *o, const stp_event *ev);
+void det_sim_free(stp_det *d, const stp_event *ev);
+void det_sim_segment(stp_det *d, const stp_event *ev);
+void det_sim_finish(stp_det *d);
+void det_sim_free_all(stp_det *d);
+
+/* latefree.c */
 
 struct stp_det {
 	stp_det_options opt;
@@ -138,6 +148,12 @@ struct stp_det {
 	uint32_t wrap_n;
 	int wrap_done;
 
+	/* allocator models (simfeed.c) */
+	allocsim_collector *simc;
+	allocsim_report sim;
+	int sim_device, sim_ran;
+	char *sim_error;
+
 	/* outputs owned here */
 	stp_det_finding *out_findings;
 	stp_det_sample *series;
@@ -187,6 +203,14 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns);
 void det_access_free_event(stp_det *d, const stp_event *ev);
 int det_access_api(stp_det *d, const stp_event *ev);
 int det_access_finish(stp_det *d); /* redundant allocation, after the pass */
+
+/* simfeed.c: only called when d->simc */
+int det_sim_init(stp_det *d);
+void det_sim_alloc(stp_det *d, det_obj *o, const stp_event *ev);
+void det_sim_free(stp_det *d, const stp_event *ev);
+void det_sim_segment(stp_det *d, const stp_event *ev);
+void det_sim_finish(stp_det *d);
+void det_sim_free_all(stp_det *d);
 
 /* latefree.c */
 int det_latefree_init(stp_det *d);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "report_fmt.h"
+#include "report_internal.h"
 #include "stprof/report.h"
 
 static const char *end_reason(uint32_t r)
@@ -238,7 +239,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	for (uint32_t i = 0; i < r->nseries; i++)
 		fprintf(f, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", r->series[i].t_ns,
 		        r->series[i].live_bytes, r->series[i].reserved_bytes);
-	fputs("]}\n", f);
+	fputc(']', f);
+	report_json_models(d, f);
+	fputs("}\n", f);
 	fflush(f);
 	return ferror(f) ? -1 : 0;
 }

@@ -206,6 +206,30 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 		fprintf(f, "  unavailable: late-free (it needs iterations)\n");
 }
 
+static void section_models(stp_det *d, const stp_det_result *r, FILE *f)
+{
+	char b[3][64];
+	if (r->sim_error) {
+		fprintf(f, "\nAllocator models: not run (%s)\n", r->sim_error);
+		return;
+	}
+	if (!r->sim)
+		return;
+	fprintf(f, "\nAllocator models (docs/allocator-models.md): ");
+	if (!r->sim->ndevices)
+		fprintf(f, "no allocations to replay.\n");
+	else if (r->sim_host)
+		fprintf(f, "fed %s host allocations of %s or more; %s smaller ones\n  were not (interpreter and "
+		           "library objects a GPU allocator never sees; --sim-min-size changes it)\n",
+		        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64),
+		        rf_count(r->sim_skipped, b[2], 64));
+	else
+		fprintf(f, "fed %s device allocations and the allocator's segment events\n",
+		        rf_count(r->sim_fed_allocs, b[0], 64));
+	if (r->sim->ndevices)
+		allocsim_report_print(f, r->sim, stp_det_stack_name, d);
+}
+
 int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
 {
 	stp_report_options def;
@@ -220,6 +244,7 @@ int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
 	section_classes(r, f);
 	section_sites(d, r, o, f);
 	section_findings(d, r, o, f);
+	section_models(d, r, f);
 	fflush(f);
 	return ferror(f) ? -1 : 0;
 }

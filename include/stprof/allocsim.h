@@ -318,6 +318,7 @@ typedef struct allocsim_replay_opts {
 	int no_recommend;     /* skip trying settings */
 	int no_explain;       /* skip the worst-moment replay */
 	int no_bfc, no_raw;   /* leave these models out */
+	int no_expandable;    /* leave out the as-run config with expandable_segments flipped */
 	size_t max_samples;   /* series length bound (0 = 1024) */
 	size_t max_recommendations; /* 0 = 3 */
 } allocsim_replay_opts;

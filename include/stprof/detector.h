@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stprof/allocsim.h"
 #include "stprof/trace.h"
 
 #ifdef __cplusplus
@@ -59,11 +60,31 @@ typedef struct stp_det_options {
 	uint32_t series_points;     /* memory-over-time samples (1000) */
 	uint32_t site_depth;        /* frames (past the allocator's own) that make
 	                             * a call site; deeper differences merge (12) */
+	/* Allocator models (docs/allocator-models.md), fed from pass 2: the
+	 * device allocations, or, when the trace has none, the host ones of at
+	 * least sim_host_min_size bytes ("what if these ran on a GPU"). */
+	unsigned sim_models;        /* STP_DET_SIM_* bits; 0: none (no models) */
+	uint64_t sim_capacity;      /* device bytes for OOM/retry simulation (0: unlimited) */
+	const char *sim_alloc_conf; /* PYTORCH_ALLOC_CONF the program ran with (NULL: defaults) */
+	int sim_no_recommend;       /* do not try settings */
+	uint64_t sim_host_min_size; /* host fallback: smaller allocations are not fed (512) */
 	/* Progress: called now and then with the pass (1 or 2) and the bytes
 	 * read so far out of total; NULL for none. */
 	void (*progress)(void *ctx, int pass, uint64_t done, uint64_t total);
 	void *progress_ctx;
 } stp_det_options;
+
+/* Models: PyTorch's caching allocator as run (always, when any model is
+ * asked for: the worst moment and the recommendations are its), the same
+ * with expandable_segments flipped, BFC, raw cudaMalloc. */
+#define STP_DET_SIM_PYTORCH 1u
+#define STP_DET_SIM_EXPANDABLE 2u
+#define STP_DET_SIM_BFC 4u
+#define STP_DET_SIM_RAW 8u
+#define STP_DET_SIM_ALL 15u
+/* Parses "pytorch,expandable,bfc,raw", "all" or "none" into *models; -1
+ * on an unknown name. */
+int stp_det_sim_models_parse(const char *list, unsigned *models);
 
 void stp_det_options_default(stp_det_options *o);
 
@@ -225,6 +246,16 @@ typedef struct stp_det_result {
 
 	uint32_t nseries;
 	const stp_det_sample *series;
+
+	/* allocator models: NULL when none ran (sim_error says why, if it
+	 * failed); times in it are the trace's own clock (start_time = the
+	 * first event's) */
+	const allocsim_report *sim;
+	const char *sim_error;
+	int sim_host;             /* fed host allocations (the trace has no device ones) */
+	uint64_t sim_fed_allocs;  /* allocations fed to the models */
+	uint64_t sim_skipped;     /* host allocations under sim_host_min_size, not fed */
+	uint64_t sim_min_size;    /* that threshold (0 for device allocations) */
 } stp_det_result;
 
 typedef struct stp_det stp_det;
@@ -242,6 +273,12 @@ void stp_det_free(stp_det *d);
 stp_det *stp_det_timeline_run(const char *path, const stp_det_options *o, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ frames */
+
+/* The result's call-site index of a stack id (UINT32_MAX when no
+ * allocation had it), e.g. to name the stacks of the allocator models. */
+uint32_t stp_det_stack_site(const stp_det *d, uint32_t stack);
+/* "site #N: where" of a stack (an allocsim_stack_namer; ctx is the stp_det). */
+const char *stp_det_stack_name(void *d, uint32_t stack, char *buf, size_t len);
 
 typedef struct stp_det_frame {
 	uint64_t ip;

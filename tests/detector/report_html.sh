@@ -20,7 +20,8 @@ flags="--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions
 timeout 120 "$CHROME" $flags --dump-dom "file://$T/r.html" >"$T/dom.html" 2>"$T/chrome.log" ||
 	fail "chromium --dump-dom failed: $(tail -3 "$T/chrome.log")"
 for want in '<svg id="memory"' '<polyline class="live"' '<svg id="classes"' '<rect class="cls"' \
-	'<svg id="sites"' '<rect class="site"' '<tr class="finding"' 'Late free' 'Memory leak'; do
+	'<svg id="sites"' '<rect class="site"' '<tr class="finding"' \
+	'<svg class="models"' '<polyline class="model-reserved"' '<polyline class="model-allocated"' '<tr class="model"' 'Late free' 'Memory leak'; do
 	grep -q "$want" "$T/dom.html" || fail "DOM lacks $want"
 done
 timeout 120 "$CHROME" $flags --window-size=1100,1400 --screenshot="$T/shot.png" "file://$T/r.html" \

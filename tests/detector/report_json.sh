@@ -36,5 +36,28 @@ assert names == ['dead-write', 'early-allocation', 'late-deallocation', 'memory-
 assert p['logical_unit'] == 'API levels'
 for f in p['findings']:
     assert f['suggestion'] and f['worst']['size'] > 0
+# allocator models: train is host-only (what-if), patterns has device memory
+m = t['models']
+assert m['fed']['source'] == 'host' and m['fed']['min_size'] == 512, m['fed']
+d = m['devices'][0]
+assert d['host_fallback'] is True and d['device'] == -1
+assert [r['model'] for r in d['results']] == ['pytorch', 'pytorch', 'bfc', 'raw'], d['results']
+for r in d['results']:
+    assert 0 < r['peak_allocated'] <= r['peak_reserved'] or r['model'] == 'raw', r
+    assert abs(r['efficiency'] + r['fragmentation'] - 1) < 1e-6 and r['series']
+assert d['worst'] is None or d['worst']['reserved'] == d['results'][0]['peak_reserved']
+for s in (d['worst'] or {}).get('sites', []):
+    assert s['site'] is None or 0 <= s['site'] < len(t['sites'])
+pm = p['models']
+assert pm['fed']['source'] == 'device' and pm['devices'][0]['host_fallback'] is False, pm['fed']
 print('report_json: ok')
 PY
+"$B/stprof" report --format json --models none "$T/train.stp" | python3 -c '
+import json, sys; j = json.load(sys.stdin); assert j["models"] is None and j["models_error"] is None'
+"$B/stprof" report --format json --models pytorch,bfc --no-recommend --capacity 1M "$T/train.stp" | python3 -c '
+import json, sys; d = json.load(sys.stdin)["models"]["devices"][0]
+assert [r["label"] for r in d["results"]][1:] == ["bfc allow_growth", "bfc preallocate"], d["results"]
+assert d["recommend_tried"] is False and d["results"][0]["capacity"] == 1048576'
+"$B/stprof" report --models gpu "$T/train.stp" 2>/dev/null && { echo "bad --models accepted"; exit 1; }
+"$B/stprof" report --alloc-conf max_split_size_mb:1 "$T/train.stp" 2>"$T/err" && { echo "bad --alloc-conf accepted"; exit 1; }
+grep -q "alloc-conf" "$T/err" || { echo "bad --alloc-conf: no message"; exit 1; }

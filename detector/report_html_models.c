@@ -1,0 +1,223 @@
+/*
+ * report_html_models.c - the "Allocator models" section of the HTML
+ * report: what was fed, then per device the table of models (M_a, M_r, E,
+ * fragmentation, segments, OOMs) with the actual figures when the trace has
+ * segment events, an SVG plot of allocated (dashed) and reserved (solid)
+ * bytes over time for each model, the worst moment (free bytes by segment,
+ * the call sites that split them) and the recommended settings.  Text from
+ * the trace is escaped; no script, no network.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "report_fmt.h"
+#include "report_internal.h"
+
+static const char *const model_color[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1",
+                                          "#9c755f", "#76b7b2", "#edc948"};
+#define NCOLORS (sizeof model_color / sizeof *model_color)
+
+static uint64_t rel(uint64_t t, uint64_t t0) { return t > t0 ? t - t0 : 0; }
+
+static void site_cell(stp_det *d, FILE *f, uint32_t stack)
+{
+	char b[512];
+	const char *n = stack ? stp_det_stack_name(d, stack, b, sizeof b) : NULL;
+	rf_html(f, n ? n : stack ? "(unknown stack)" : "(none)");
+}
+
+static void plot(const stp_det_result *r, const allocsim_device_report *dr, uint64_t t0, FILE *f)
+{
+	const int W = 960, H = 300, L = 70, R = 20, T = 14, B = 36;
+	uint64_t ymax = 1, tmax = r->duration_ns ? r->duration_ns : 1;
+	for (size_t m = 0; m < dr->nresults; m++)
+		for (size_t i = 0; i < dr->results[m].nseries; i++) {
+			const allocsim_sample *s = &dr->results[m].series[i];
+			if (s->reserved > ymax)
+				ymax = s->reserved;
+			if (s->allocated > ymax)
+				ymax = s->allocated;
+		}
+	double sx = (double)(W - L - R) / (double)tmax, sy = (double)(H - T - B) / (double)ymax;
+	char b[64];
+	fprintf(f, "<svg class=models width=%d height=%d viewBox='0 0 %d %d' role=img>\n", W, H, W, H);
+	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, H - B, W - R, H - B);
+	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, T, L, H - B);
+	for (int k = 0; k <= 5; k++) {
+		uint64_t y = ymax / 5 * (uint64_t)k;
+		double py = H - B - (double)y * sy;
+		fprintf(f, "<line x1=%d y1=%.1f x2=%d y2=%.1f stroke='#eee'/><text x=%d y=%.1f text-anchor=end>%s</text>\n",
+		        L, py, W - R, py, L - 4, py + 4, rf_bytes(y, b, sizeof b));
+	}
+	for (int k = 0; k <= 8; k++) {
+		uint64_t x = tmax / 8 * (uint64_t)k;
+		fprintf(f, "<text x=%.1f y=%d text-anchor=middle>%s</text>\n", L + (double)x * sx, H - B + 14,
+		        rf_ns(x, b, sizeof b));
+	}
+	fprintf(f, "<text x=%d y=%d text-anchor=middle>time since the trace started</text>\n", (L + W - R) / 2, H - 4);
+	/* reserved solid, allocated dashed; steps (a value holds until the next sample) */
+	for (size_t m = dr->nresults; m-- > 0;) { /* the reference (as run) on top */
+		const allocsim_result *res = &dr->results[m];
+		for (int alloc = 1; alloc >= 0; alloc--) {
+			fprintf(f, "<polyline class=%s fill=none stroke='%s' stroke-width=1.5%s points='",
+			        alloc ? "model-allocated" : "model-reserved", model_color[m % NCOLORS],
+			        alloc ? " stroke-dasharray='5,3'" : "");
+			double prev = H - B;
+			for (size_t i = 0; i < res->nseries; i++) {
+				const allocsim_sample *s = &res->series[i];
+				double x = L + (double)rel(s->time, t0) * sx;
+				double y = H - B - (double)(alloc ? s->allocated : s->reserved) * sy;
+				fprintf(f, "%.1f,%.1f %.1f,%.1f ", x, prev, x, y);
+				prev = y;
+			}
+			fprintf(f, "%.1f,%.1f'/>\n", (double)(W - R), prev);
+		}
+	}
+	fputs("</svg>\n<p>", f);
+	for (size_t m = 0; m < dr->nresults; m++) {
+		fprintf(f, "<span class=sw style='background:%s'></span>", model_color[m % NCOLORS]);
+		rf_html(f, dr->results[m].label);
+	}
+	fputs("<br>solid: reserved from the device; dashed: allocated (after the model's rounding)</p>\n", f);
+}
+
+static void worst(stp_det *d, const allocsim_device_report *dr, uint64_t t0, FILE *f)
+{
+	const allocsim_snapshot *s = &dr->worst;
+	char b[6][64];
+	fputs("<h3>Worst moment: ", f);
+	rf_html(f, dr->nresults ? dr->results[0].label : "");
+	fputs(" at its peak reserved</h3>\n", f);
+	fprintf(f, "<p>At %s: reserved %s, allocated %s, <b>free %s</b> in %s blocks (largest %s).", rf_ns(rel(s->time, t0), b[0], 64),
+	        rf_bytes(s->reserved, b[1], 64), rf_bytes(s->allocated, b[2], 64), rf_bytes(s->free_bytes, b[3], 64),
+	        rf_count(s->free_blocks, b[4], 64), rf_bytes(s->largest_free, b[5], 64));
+	if (s->request_size) {
+		fprintf(f, " Request being served: %s from ", rf_bytes(s->request_size, b[0], 64));
+		site_cell(d, f, s->request_stack);
+		fputc('.', f);
+	}
+	fputs("</p>\n<table><tr><th>segment</th><th>size</th><th>allocated</th><th>free</th><th>largest free</th>"
+	      "<th>free blocks: size, split off by</th></tr>\n",
+	      f);
+	size_t shown = 0;
+	for (size_t i = 0; i < s->nsegments && shown < 8; i++) {
+		const allocsim_segment_info *g = &s->segments[i];
+		if (!g->free_bytes)
+			break;
+		shown++;
+		fprintf(f, "<tr><td>0x%" PRIx64 "%s%s</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td>"
+		           "<td class=n>%s</td><td class=path>",
+		        g->addr, g->small_pool ? " small" : "", g->expandable ? " expandable" : "", rf_bytes(g->size, b[0], 64),
+		        rf_bytes(g->allocated, b[1], 64), rf_bytes(g->free_bytes, b[2], 64), rf_bytes(g->largest_free, b[3], 64));
+		unsigned nb = 0;
+		for (uint32_t k = g->first_block; k < g->first_block + g->nblocks; k++) {
+			const allocsim_block_info *bl = &s->blocks[k];
+			if (bl->state != ALLOCSIM_BLOCK_FREE)
+				continue;
+			if (++nb > 3) {
+				fputs("<br>...", f);
+				break;
+			}
+			fprintf(f, "%s%s at +%s", nb > 1 ? "<br>" : "", rf_bytes(bl->size, b[0], 64),
+			        rf_bytes(bl->addr - g->addr, b[1], 64));
+			if (bl->split_stack) {
+				fputs(", split off by ", f);
+				site_cell(d, f, bl->split_stack);
+			}
+		}
+		fputs("</td></tr>\n", f);
+	}
+	fputs("</table>\n", f);
+	if (!s->nsites)
+		return;
+	fputs("<table style='margin-top:12px'><tr><th>call site</th><th>free bytes it split off</th><th>live bytes pinning fragmented "
+	      "segments</th><th>splits</th></tr>\n",
+	      f);
+	for (size_t i = 0; i < s->nsites && i < 8; i++) {
+		const allocsim_site *t = &s->sites[i];
+		if (!t->split_free_bytes && !t->pinning_bytes && !t->splits)
+			break;
+		fputs("<tr><td class=path>", f);
+		site_cell(d, f, t->stack);
+		fprintf(f, "</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td></tr>\n",
+		        rf_bytes(t->split_free_bytes, b[0], 64), rf_bytes(t->pinning_bytes, b[1], 64),
+		        rf_count(t->splits, b[2], 64));
+	}
+	fputs("</table>\n", f);
+}
+
+void report_html_models(stp_det *d, FILE *f)
+{
+	const stp_det_result *r = stp_det_result_of(d);
+	char b[6][64];
+	if (!r->sim && !r->sim_error)
+		return;
+	fputs("<h2>Allocator models</h2>\n", f);
+	if (!r->sim) {
+		fputs("<p class=warn>Not run: ", f);
+		rf_html(f, r->sim_error);
+		fputs("</p>\n", f);
+		return;
+	}
+	const allocsim_report *sr = r->sim;
+	if (!sr->ndevices) {
+		fputs("<p>No allocations to replay.</p>\n", f);
+		return;
+	}
+	if (r->sim_host)
+		fprintf(f, "<p class=warn>No device allocations in this trace: the host heap's allocations of %s or more "
+		           "(%s; %s smaller ones left out) are replayed as if they were made on a GPU (what-if).</p>\n",
+		        rf_bytes(r->sim_min_size, b[0], 64), rf_count(r->sim_fed_allocs, b[1], 64),
+		        rf_count(r->sim_skipped, b[2], 64));
+	for (size_t i = 0; i < sr->ndevices; i++) {
+		const allocsim_device_report *dr = &sr->devices[i];
+		if (dr->device >= 0)
+			fprintf(f, "<h3>Device %d: %s allocations</h3>\n", dr->device, rf_count(dr->allocs, b[0], 64));
+		fputs("<table><tr><th>model</th><th>M_a (peak allocated)</th><th>M_r (peak reserved)</th><th>E = "
+		      "M_a/M_r</th><th>fragmentation 1&minus;E</th><th>segments</th><th>OOMs</th></tr>\n",
+		      f);
+		for (size_t k = 0; k < dr->nresults; k++) {
+			const allocsim_result *res = &dr->results[k];
+			fprintf(f, "<tr class=model><td><span class=sw style='background:%s'></span>", model_color[k % NCOLORS]);
+			rf_html(f, res->label);
+			fprintf(f, "</td><td class=n>%s</td><td class=n>%s</td><td class=n>%.1f%%</td><td class=n>%.1f%%</td>"
+			           "<td class=n>%s</td><td class=n>%s</td></tr>\n",
+			        rf_bytes(res->peak_allocated, b[0], 64), rf_bytes(res->peak_reserved, b[1], 64),
+			        100 * res->efficiency, 100 * res->fragmentation, rf_count(res->segment_allocs, b[2], 64),
+			        rf_count(res->ooms, b[3], 64));
+		}
+		if (dr->actual.present) {
+			const allocsim_actual *ac = &dr->actual;
+			fprintf(f, "<tr><td><b>actual</b> (segment events)</td><td class=n>%s</td><td class=n>%s</td>"
+			           "<td class=n>%.1f%%</td><td class=n>%.1f%%</td><td class=n>%s</td><td></td></tr>\n",
+			        rf_bytes(ac->peak_allocated, b[0], 64), rf_bytes(ac->peak_reserved, b[1], 64), 100 * ac->efficiency,
+			        100 * (1 - ac->efficiency), rf_count(ac->segment_reserves, b[2], 64));
+		}
+		fputs("</table>\n", f);
+		if (dr->actual.present && dr->nresults)
+			fprintf(f, "<p>Model error against the actual allocator: M_a %+.1f%%, M_r %+.1f%% (%s).</p>\n",
+			        100 * dr->actual.allocated_error, 100 * dr->actual.reserved_error, dr->results[0].label);
+		plot(r, dr, sr->start_time, f);
+		if (dr->has_worst)
+			worst(d, dr, sr->start_time, f);
+		if (dr->nrecs) {
+			fputs("<h3>Recommended settings (simulated)</h3>\n<table><tr><th>PYTORCH_ALLOC_CONF</th><th>peak "
+			      "reserved</th><th>change</th><th>E</th><th>OOMs</th></tr>\n",
+			      f);
+			for (size_t k = 0; k < dr->nrecs; k++) {
+				const allocsim_recommendation *rc = &dr->recs[k];
+				int64_t dlt = rc->reserved_delta;
+				fputs("<tr class=rec><td class=path>", f);
+				rf_html(f, rc->settings);
+				fprintf(f, "</td><td class=n>%s</td><td class=n>%s%s</td><td class=n>%.1f%% (%+.1f)</td>"
+				           "<td class=n>%s</td></tr>\n",
+				        rf_bytes(rc->peak_reserved, b[0], 64), dlt < 0 ? "&minus;" : "+",
+				        rf_bytes(dlt < 0 ? (uint64_t)-dlt : (uint64_t)dlt, b[1], 64), 100 * rc->efficiency,
+				        100 * rc->efficiency_delta, rf_count(rc->ooms, b[2], 64));
+			}
+			fputs("</table>\n", f);
+		} else if (dr->recommend_tried) {
+			fputs("<p>Recommended settings: none of the candidates lowers the peak reserved.</p>\n", f);
+		}
+	}
+}

@@ -1,0 +1,18 @@
+/*
+ * report_internal.h - pieces the report writers share beyond number
+ * formatting (report_fmt.h): the allocator-model sections.
+ */
+#ifndef STP_REPORT_INTERNAL_H
+#define STP_REPORT_INTERNAL_H
+
+#include <stdio.h>
+
+#include "stprof/detector.h"
+
+/* ",\n\"models\":{...}" (or null) of the JSON report. */
+void report_json_models(stp_det *d, FILE *f);
+/* The HTML "Allocator models" section: the table, the memory-over-time
+ * plot of allocated vs reserved per model, the worst moment, the
+ * recommendations. */
+void report_html_models(stp_det *d, FILE *f);
+#endif

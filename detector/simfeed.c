@@ -1,0 +1,146 @@
+/*
+ * simfeed.c - the allocator models inside the report: pass 2 hands its
+ * allocations, frees and segment events to an allocsim collector (no third
+ * read of the trace), and after the pass the models run (allocsim_replay.c).
+ *
+ * What is fed (docs/allocator-models.md, "In the report"):
+ *   - when pass 1 saw device allocations: every device allocation, its free
+ *     and the allocator's segment events (the actual E);
+ *   - otherwise the host allocations of at least opt.sim_host_min_size
+ *     bytes (512: PyTorch's smallest block; smaller ones are interpreter and
+ *     library objects a GPU allocator would never see) and their frees:
+ *     "what if these ran on a GPU".
+ * Invariants: a free is fed only for an object whose allocation was (the
+ * object's DET_OBJ_SIM flag), so skipped objects cost no lookup in the
+ * models' logs; the report's times are the trace's own clock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "det.h"
+
+int stp_det_sim_models_parse(const char *list, unsigned *models)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {{"pytorch", STP_DET_SIM_PYTORCH}, {"expandable", STP_DET_SIM_EXPANDABLE},
+	             {"bfc", STP_DET_SIM_BFC},         {"raw", STP_DET_SIM_RAW},
+	             {"all", STP_DET_SIM_ALL},         {"none", 0}};
+	unsigned m = 0;
+	const char *p = list;
+	if (!*p)
+		return -1;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		size_t i = 0;
+		for (; i < sizeof names / sizeof *names; i++)
+			if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n))
+				break;
+		if (i == sizeof names / sizeof *names)
+			return -1;
+		m |= names[i].bit;
+		p += n;
+		if (*p == ',' && !*++p)
+			return -1;
+	}
+	/* the PyTorch model as run is the reference of the others */
+	if (m)
+		m |= STP_DET_SIM_PYTORCH;
+	*models = m;
+	return 0;
+}
+
+int det_sim_init(stp_det *d)
+{
+	if (!d->opt.sim_models)
+		return 0;
+	d->sim_device = 0;
+	for (uint32_t i = 0; i < d->nspaces; i++)
+		if (d->spaces[i].kind == STP_MEM_DEVICE && d->spaces[i].allocs)
+			d->sim_device = 1;
+	d->simc = allocsim_collector_new();
+	return d->simc ? 0 : -1;
+}
+
+void det_sim_alloc(stp_det *d, det_obj *o, const stp_event *ev)
+{
+	const stp_alloc_info *a = &ev->u.alloc;
+	if (d->sim_device) {
+		if (a->kind != STP_MEM_DEVICE)
+			return;
+	} else {
+		if (a->kind != STP_MEM_HOST)
+			return;
+		if (a->size < d->opt.sim_host_min_size) {
+			d->res.sim_skipped++;
+			return;
+		}
+	}
+	o->flags |= DET_OBJ_SIM;
+	d->res.sim_fed_allocs++;
+	allocsim_collector_event(d->simc, ev);
+}
+
+void det_sim_free(stp_det *d, const stp_event *ev) { allocsim_collector_event(d->simc, ev); }
+
+void det_sim_segment(stp_det *d, const stp_event *ev)
+{
+	if (d->sim_device)
+		allocsim_collector_event(d->simc, ev);
+}
+
+void det_sim_finish(stp_det *d)
+{
+	if (!d->simc)
+		return;
+	allocsim_replay_opts ro = {
+		.as_run = d->opt.sim_alloc_conf,
+		.capacity = d->opt.sim_capacity,
+		.no_recommend = d->opt.sim_no_recommend,
+		.no_bfc = !(d->opt.sim_models & STP_DET_SIM_BFC),
+		.no_raw = !(d->opt.sim_models & STP_DET_SIM_RAW),
+		.no_expandable = !(d->opt.sim_models & STP_DET_SIM_EXPANDABLE),
+	};
+	char err[512];
+	if (allocsim_collector_finish(d->simc, &ro, &d->sim, err, sizeof err) < 0) {
+		allocsim_report_clear(&d->sim);
+		d->sim_error = strdup(err);
+	} else {
+		d->sim_ran = 1;
+		d->sim.start_time = d->t0;
+	}
+	allocsim_collector_destroy(d->simc);
+	d->simc = NULL;
+	d->res.sim = d->sim_ran ? &d->sim : NULL;
+	d->res.sim_error = d->sim_error;
+	d->res.sim_host = !d->sim_device;
+	d->res.sim_min_size = d->sim_device ? 0 : d->opt.sim_host_min_size;
+}
+
+void det_sim_free_all(stp_det *d)
+{
+	allocsim_collector_destroy(d->simc);
+	d->simc = NULL;
+	allocsim_report_clear(&d->sim);
+	free(d->sim_error);
+}
+
+uint32_t stp_det_stack_site(const stp_det *d, uint32_t stack)
+{
+	if (stack >= d->site_of_stack_cap || !d->site_of_stack[stack])
+		return UINT32_MAX;
+	return d->sites[d->site_of_stack[stack] - 1].out_index;
+}
+
+const char *stp_det_stack_name(void *ctx, uint32_t stack, char *buf, size_t len)
+{
+	stp_det *d = ctx;
+	uint32_t s = stp_det_stack_site(d, stack);
+	if (s == UINT32_MAX)
+		return NULL;
+	char w[400];
+	snprintf(buf, len, "site #%u: %s", s + 1, stp_det_site_where(d, s, w, sizeof w));
+	return buf;
+}

@@ -1,0 +1,177 @@
+/*
+ * test_models.c - the allocator models inside the report: a device trace
+ * with the allocator's segment events (hand-computed M_a, M_r, the actual
+ * E and the model's error), the host fallback and its size threshold, the
+ * stacks of the worst moment named by the report's call sites, --models.
+ */
+#include "check.h"
+#include "tracegen.h"
+#include "stprof/detector.h"
+
+#define MiB (1024ull * 1024ull)
+
+static void segment(tg *g, int release, uint64_t addr, uint64_t size)
+{
+	stp_event ev = {.type = release ? STP_EV_SEGMENT_RELEASE : STP_EV_SEGMENT_RESERVE};
+	ev.u.segment = (stp_segment_info){.addr = addr, .size = size, .kind = STP_MEM_DEVICE, .device = 0};
+	tg_emit(g, &ev);
+}
+
+static void dfree(tg *g, uint64_t addr)
+{
+	stp_event ev = {.type = STP_EV_FREE};
+	ev.u.free = (stp_free_info){.addr = addr, .kind = STP_MEM_DEVICE, .device = 0};
+	tg_emit(g, &ev);
+}
+
+/* A = 30 MiB, B = 30 MiB (two 30 MiB segments: large requests over 10 MiB
+ * get a segment of their own size rounded to 2 MiB), free A, C = 10 MiB
+ * splits A's cached block; no new segment.  M_a = M_r = 60 MiB.  The real
+ * allocator's segment events say the same.  Host allocations are ignored
+ * because the trace has device ones. */
+static void test_device(void)
+{
+	const char *path = check_tmp("models-dev.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	uint32_t sa = tg_stack(&g, 0x100, 0x200, 0), sb = tg_stack(&g, 0x110, 0x200, 0), sc = tg_stack(&g, 0x120, 0x200, 0);
+	tg_alloc(&g, 0x5000, 4096, tg_stack(&g, 0x130, 0, 0));
+	segment(&g, 0, 0x7f0000000000ull, 30 * MiB);
+	tg_alloc_k(&g, 0x7f0000000000ull, 30 * MiB, sa, STP_MEM_DEVICE, 0, 0);
+	segment(&g, 0, 0x7f0010000000ull, 30 * MiB);
+	tg_alloc_k(&g, 0x7f0010000000ull, 30 * MiB, sb, STP_MEM_DEVICE, 0, 0);
+	dfree(&g, 0x7f0000000000ull);
+	tg_alloc_k(&g, 0x7f0000000000ull, 10 * MiB, sc, STP_MEM_DEVICE, 0, 0);
+	dfree(&g, 0x7f0000000000ull);
+	dfree(&g, 0x7f0010000000ull);
+	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
+
+	char err[512];
+	stp_det *d = stp_det_run(path, NULL, err, sizeof err);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK(r->sim != NULL);
+	CHECK(r->sim_error == NULL);
+	CHECK(!r->sim_host);
+	CHECK_EQ_U(r->sim_fed_allocs, 3);
+	CHECK_EQ_U(r->sim_min_size, 0);
+	if (r->sim && r->sim->ndevices == 1) {
+		const allocsim_device_report *dr = &r->sim->devices[0];
+		CHECK_EQ_I(dr->device, 0);
+		CHECK(!dr->host_fallback);
+		CHECK_EQ_U(dr->allocs, 3);
+		CHECK_EQ_U(dr->frees, 3);
+		CHECK_EQ_U(dr->nresults, 4); /* as run, expandable flipped, bfc, raw */
+		CHECK_EQ_U(dr->results[0].config.model, ALLOCSIM_PYTORCH);
+		CHECK_EQ_U(dr->results[0].peak_allocated, 60 * MiB);
+		CHECK_EQ_U(dr->results[0].peak_reserved, 60 * MiB);
+		CHECK_EQ_U(dr->results[0].segment_allocs, 2);
+		CHECK_EQ_U(dr->results[0].splits, 1);
+		CHECK(dr->actual.present);
+		CHECK_EQ_U(dr->actual.peak_reserved, 60 * MiB);
+		CHECK_EQ_U(dr->actual.peak_allocated, 60 * MiB);
+		CHECK_NEAR(dr->actual.reserved_error, 0, 1e-9);
+		CHECK(dr->has_worst);
+		CHECK(dr->recommend_tried);
+		/* the stacks the models saw are the report's call sites */
+		uint32_t s = stp_det_stack_site(d, sc);
+		CHECK(s != UINT32_MAX);
+		if (s != UINT32_MAX)
+			CHECK_EQ_U(r->sites[s].stack, sc);
+		char b[256];
+		CHECK(stp_det_stack_name(d, sc, b, sizeof b) != NULL);
+		CHECK(strstr(b, "site #") == b);
+		CHECK_EQ_U(stp_det_stack_site(d, 12345), UINT32_MAX);
+	} else {
+		CHECK(0);
+	}
+	stp_det_free(d);
+
+	/* --models pytorch,raw --no-recommend --capacity 50M: an OOM at B */
+	stp_det_options o;
+	stp_det_options_default(&o);
+	CHECK(stp_det_sim_models_parse("raw", &o.sim_models) == 0);
+	CHECK_EQ_U(o.sim_models, STP_DET_SIM_PYTORCH | STP_DET_SIM_RAW);
+	o.sim_no_recommend = 1;
+	o.sim_capacity = 50 * MiB;
+	d = stp_det_run(path, &o, err, sizeof err);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	r = stp_det_result_of(d);
+	if (r->sim && r->sim->ndevices == 1) {
+		const allocsim_device_report *dr = &r->sim->devices[0];
+		CHECK_EQ_U(dr->nresults, 2);
+		CHECK_EQ_U(dr->results[1].config.model, ALLOCSIM_RAW);
+		CHECK_EQ_U(dr->results[0].ooms, 1);
+		CHECK(!dr->recommend_tried);
+	} else {
+		CHECK(0);
+	}
+	stp_det_free(d);
+
+	/* --models none */
+	CHECK(stp_det_sim_models_parse("none", &o.sim_models) == 0);
+	CHECK_EQ_U(o.sim_models, 0);
+	d = stp_det_run(path, &o, err, sizeof err);
+	CHECK(d && stp_det_result_of(d)->sim == NULL);
+	stp_det_free(d);
+	unlink(path);
+}
+
+/* No device allocations: host ones of 512 B or more, with their frees. */
+static void test_host(void)
+{
+	const char *path = check_tmp("models-host.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	uint32_t s = tg_stack(&g, 0x100, 0, 0);
+	for (uint64_t i = 0; i < 10; i++) {
+		tg_alloc(&g, 0x10000 + i * 0x1000, 4096, s);
+		tg_alloc(&g, 0x90000 + i * 0x100, 100, s); /* small: not fed */
+	}
+	for (uint64_t i = 0; i < 10; i++) {
+		tg_free(&g, 0x10000 + i * 0x1000);
+		tg_free(&g, 0x90000 + i * 0x100);
+	}
+	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
+	char err[512];
+	stp_det *d = stp_det_run(path, NULL, err, sizeof err);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK(r->sim != NULL);
+	CHECK(r->sim_host);
+	CHECK_EQ_U(r->sim_fed_allocs, 10);
+	CHECK_EQ_U(r->sim_skipped, 10);
+	CHECK_EQ_U(r->sim_min_size, 512);
+	if (r->sim && r->sim->ndevices == 1) {
+		const allocsim_device_report *dr = &r->sim->devices[0];
+		CHECK(dr->host_fallback);
+		CHECK_EQ_U(dr->allocs, 10);
+		CHECK_EQ_U(dr->frees, 10);
+		CHECK_EQ_U(dr->unmatched_frees, 0);
+		CHECK_EQ_U(dr->results[0].peak_allocated, 40960); /* 4 KiB is a multiple of 512 */
+		CHECK_EQ_U(dr->results[0].peak_reserved, 2 * MiB); /* one small-pool segment */
+		CHECK_EQ_U(dr->results[0].final_allocated, 0);
+	} else {
+		CHECK(0);
+	}
+	stp_det_free(d);
+	unlink(path);
+}
+
+int main(void)
+{
+	unsigned m;
+	CHECK(stp_det_sim_models_parse("bogus", &m) < 0);
+	CHECK(stp_det_sim_models_parse("", &m) < 0);
+	CHECK(stp_det_sim_models_parse("bfc,", &m) < 0);
+	CHECK(stp_det_sim_models_parse("all", &m) == 0 && m == STP_DET_SIM_ALL);
+	test_device();
+	test_host();
+	return check_done();
+}
