@@ -419,35 +419,6 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 
 /* ------------------------------------------------------------ redundant */
 
-typedef struct red_ev {
-	uint64_t t;
-	uint32_t obj;
-	uint8_t last; /* 1 = the object's last access, 0 = its first */
-} red_ev;
-
-typedef struct rec_key {
-	uint64_t size;
-	uint64_t idx;
-} rec_key;
-
-static int cmp_rec_key(const void *a, const void *b)
-{
-	const rec_key *x = a, *y = b;
-	if (x->size != y->size)
-		return x->size < y->size ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-static int cmp_red_ev(const void *a, const void *b)
-{
-	const red_ev *x = a, *y = b;
-	if (x->t != y->t)
-		return x->t < y->t ? -1 : 1;
-	if (x->last != y->last) /* a last access goes after a first one at the same level */
-		return x->last ? 1 : -1;
-	return x->obj < y->obj ? -1 : x->obj > y->obj;
-}
-
 static uint32_t uf_find(uint32_t *up, uint32_t i)
 {
 	while (up[i] != i) {
@@ -461,27 +432,37 @@ static uint32_t uf_find(uint32_t *up, uint32_t i)
  * list of first/last accesses is walked from the tail; an object turns Done
  * at its first access and then reuses the closest object to its left that
  * is still Initial (its last access is left of here) and not yet reused. */
-static int redundant_group(stp_det *d, const acc_rec *all, const rec_key *keys, uint32_t n)
+static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, uint32_t n)
 {
-	red_ev *ev = malloc((size_t)n * 2 * sizeof *ev);
+	/* the first/last accesses by (level, last after first, object): key =
+	 * level * 2 + last, value = 2 * object + last; the sort is stable and
+	 * the input is in object order */
+	uint64_t *ek = malloc((size_t)n * 2 * sizeof *ek);
+	uint32_t *ev = malloc((size_t)n * 2 * sizeof *ev);
 	uint32_t *by_last = malloc((size_t)n * sizeof *by_last); /* positions of last events, ascending */
 	uint32_t *owner = malloc((size_t)n * sizeof *owner);     /* object of the k-th last event */
 	uint32_t *up = malloc(((size_t)n + 1) * sizeof *up);      /* union-find: previous not reused */
-	if (!ev || !by_last || !owner || !up) {
-		free(ev), free(by_last), free(owner), free(up);
+	if (!ek || !ev || !by_last || !owner || !up) {
+		free(ek), free(ev), free(by_last), free(owner), free(up);
 		return -1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		const acc_rec *g = &all[keys[i].idx];
-		ev[2 * i] = (red_ev){g->first, i, 0};
-		ev[2 * i + 1] = (red_ev){g->last, i, 1};
+		const acc_rec *g = &all[idx[i]];
+		ek[2 * i] = g->first << 1;
+		ev[2 * i] = 2 * i;
+		ek[2 * i + 1] = (g->last << 1) | 1;
+		ev[2 * i + 1] = 2 * i + 1;
 	}
-	qsort(ev, (size_t)n * 2, sizeof *ev, cmp_red_ev);
+	if (det_radix_kv(ek, ev, (size_t)n * 2) < 0) {
+		free(ek), free(ev), free(by_last), free(owner), free(up);
+		return -1;
+	}
+	free(ek);
 	uint32_t nl = 0;
 	for (uint32_t p = 0; p < 2 * n; p++)
-		if (ev[p].last) {
+		if (ev[p] & 1) {
 			by_last[nl] = p;
-			owner[nl] = ev[p].obj;
+			owner[nl] = ev[p] >> 1;
 			nl++;
 		}
 	/* up[k + 1] = k + 1 while the k-th last event's object is free to be
@@ -489,7 +470,7 @@ static int redundant_group(stp_det *d, const acc_rec *all, const rec_key *keys, 
 	for (uint32_t k = 0; k <= nl; k++)
 		up[k] = k;
 	for (uint32_t p = 2 * n; p-- > 0;) {
-		if (ev[p].last)
+		if (ev[p] & 1)
 			continue;
 		/* Done: the closest last event left of p whose object is unused */
 		uint32_t lo = 0, hi = nl;
@@ -503,9 +484,9 @@ static int redundant_group(stp_det *d, const acc_rec *all, const rec_key *keys, 
 		uint32_t k = uf_find(up, lo); /* lo = count of last events left of p */
 		if (!k)
 			continue;
-		uint32_t j = owner[k - 1], i = ev[p].obj;
+		uint32_t j = owner[k - 1], i = ev[p] >> 1;
 		up[k] = k - 1; /* reused */
-		const acc_rec *o2 = &all[keys[i].idx], *o1 = &all[keys[j].idx];
+		const acc_rec *o2 = &all[idx[i]], *o1 = &all[idx[j]];
 		uint64_t from = max64(o2->alloc_ns, o1->last_end_ns), to = o2->free_ns < o1->free_ns ? o2->free_ns : o1->free_ns;
 		uint64_t mn = o1->size < o2->size ? o1->size : o2->size;
 		double waste = to > from ? (double)mn * (double)(to - from) : 0;
@@ -523,23 +504,34 @@ int det_access_finish(stp_det *d)
 	struct det_access *a = d->acc;
 	if (!a || !a->nrec)
 		return 0;
-	rec_key *k = malloc(a->nrec * sizeof *k);
-	if (!k)
+	if (a->nrec > UINT32_MAX)
+		a->nrec = UINT32_MAX; /* 4 G accessed objects: the rest are left out */
+	uint64_t *ks = malloc(a->nrec * sizeof *ks);
+	uint32_t *ki = malloc(a->nrec * sizeof *ki);
+	if (!ks || !ki) {
+		free(ks), free(ki);
 		return -1;
-	for (uint64_t i = 0; i < a->nrec; i++)
-		k[i] = (rec_key){a->rec[i].size, i};
-	qsort(k, a->nrec, sizeof *k, cmp_rec_key);
+	}
+	for (uint64_t i = 0; i < a->nrec; i++) {
+		ks[i] = a->rec[i].size;
+		ki[i] = (uint32_t)i;
+	}
+	/* by size, then by index (stable) */
+	if (det_radix_kv(ks, ki, a->nrec) < 0) {
+		free(ks), free(ki);
+		return -1;
+	}
 	double f = 1.0 + d->opt.redundant_pct / 100.0;
 	for (uint64_t s = 0; s < a->nrec;) {
 		uint64_t e = s + 1;
-		while (e < a->nrec && (double)k[e].size <= (double)k[s].size * f && e - s < UINT32_MAX / 2)
+		while (e < a->nrec && (double)ks[e] <= (double)ks[s] * f && e - s < UINT32_MAX / 2)
 			e++;
-		if (e - s >= 2 && redundant_group(d, a->rec, k + s, (uint32_t)(e - s)) < 0) {
-			free(k);
+		if (e - s >= 2 && redundant_group(d, a->rec, ki + s, (uint32_t)(e - s)) < 0) {
+			free(ks), free(ki);
 			return -1;
 		}
 		s = e;
 	}
-	free(k);
+	free(ks), free(ki);
 	return 0;
 }

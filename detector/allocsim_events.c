@@ -273,6 +273,60 @@ int64_t sim_events_alloc_slot2(allocsim_events *e, uint64_t id, uint64_t size, u
 	return s;
 }
 
+/* Caller-numbered objects: the slot is the caller's (dense, not live) and
+ * no id map is kept. */
+static int direct_size(sim_idmap *m, uint32_t slot, uint64_t size)
+{
+	if (slot >= m->capslots) {
+		uint32_t cap = m->capslots ? m->capslots : 1024;
+		while (cap <= slot)
+			cap *= 2;
+		uint64_t *ns = realloc(m->sizes, (size_t)cap * sizeof *ns);
+		if (!ns)
+			return -1;
+		m->sizes = ns;
+		m->capslots = cap;
+	}
+	if (slot >= m->nslots)
+		m->nslots = slot + 1;
+	m->sizes[slot] = size;
+	return 0;
+}
+
+int64_t sim_events_alloc_direct(allocsim_events *e, uint32_t slot, uint64_t size, uint64_t stream, uint64_t time,
+                                uint32_t stack)
+{
+	if (size > SIM_SIZE_MASK || slot >= SIM_EV_FREE)
+		return -1;
+	int si = sim_stream_index(&e->streams, stream);
+	if (si < 0 || direct_size(&e->ids, slot, size) < 0)
+		return -1;
+	sim_ev *v = push(e);
+	if (!v)
+		return -1;
+	v->slot = slot;
+	v->stack = stack;
+	v->size_stream = size | ((uint64_t)si << 48);
+	v->time = time;
+	e->allocs++;
+	return slot;
+}
+
+int64_t sim_events_free_direct(allocsim_events *e, uint32_t slot, uint64_t time)
+{
+	if (slot >= e->ids.nslots)
+		return -1;
+	sim_ev *v = push(e);
+	if (!v)
+		return -2;
+	v->slot = slot | SIM_EV_FREE;
+	v->stack = 0;
+	v->size_stream = e->ids.sizes[slot];
+	v->time = time;
+	e->frees++;
+	return slot;
+}
+
 int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream, uint64_t time,
                               uint32_t stack)
 {

@@ -390,6 +390,11 @@ int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, ui
 int64_t sim_events_alloc_slot2(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream,
                                uint64_t time, uint32_t stack, int64_t *dup_slot);
 int64_t sim_events_free_slot(allocsim_events *e, uint64_t id, uint64_t time);
+/* The caller numbers the objects (dense slots, never allocated while live,
+ * frees only of live slots): no id map (allocsim_collector_event_slot). */
+int64_t sim_events_alloc_direct(allocsim_events *e, uint32_t slot, uint64_t size, uint64_t stream, uint64_t time,
+                                uint32_t stack);
+int64_t sim_events_free_direct(allocsim_events *e, uint32_t slot, uint64_t time);
 
 /* Runs a log through a model up to event `stop` (exclusive; SIZE_MAX = all),
  * filling r when not NULL.  Returns 0. */

@@ -104,7 +104,7 @@ static void actual_free(dev_state *d, int64_t slot)
 	}
 }
 
-static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev)
+static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev, int64_t direct)
 {
 	const stp_alloc_info *a = &ev->u.alloc;
 	if (dev_ready(d)) {
@@ -114,8 +114,9 @@ static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev)
 	/* an address allocated again without a free seen frees the old object
 	 * first (in the log and in the actual figures) */
 	uint64_t size = a->requested ? a->requested : a->size;
-	int64_t dup;
-	int64_t s = sim_events_alloc_slot2(d->ev, a->addr, size, a->stream, ev->time_ns, a->stack, &dup);
+	int64_t dup = -1;
+	int64_t s = direct >= 0 ? sim_events_alloc_direct(d->ev, (uint32_t)direct, size, a->stream, ev->time_ns, a->stack)
+	                        : sim_events_alloc_slot2(d->ev, a->addr, size, a->stream, ev->time_ns, a->stack, &dup);
 	if (dup >= 0)
 		actual_free(d, dup);
 	if (s < 0)
@@ -139,7 +140,7 @@ static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev)
 		d->peak_alloc = d->cur_alloc;
 }
 
-void allocsim_collector_event(allocsim_collector *c, const stp_event *ev)
+static void collect(allocsim_collector *c, const stp_event *ev, int64_t direct)
 {
 	if (!c->events++)
 		c->start_time = ev->time_ns;
@@ -149,11 +150,11 @@ void allocsim_collector_event(allocsim_collector *c, const stp_event *ev)
 		if (a->kind == STP_MEM_DEVICE) {
 			dev_state *d = dev_get(c, a->device);
 			if (d)
-				on_alloc(c, d, ev);
+				on_alloc(c, d, ev, direct);
 			else
 				c->failed = 1;
 		} else if (a->kind == STP_MEM_HOST) {
-			on_alloc(c, &c->host, ev);
+			on_alloc(c, &c->host, ev, direct);
 		}
 		break;
 	}
@@ -168,7 +169,8 @@ void allocsim_collector_event(allocsim_collector *c, const stp_event *ev)
 			d = &c->host;
 		}
 		if (d && d->ev)
-			actual_free(d, sim_events_free_slot(d->ev, f->addr, ev->time_ns));
+			actual_free(d, direct >= 0 ? sim_events_free_direct(d->ev, (uint32_t)direct, ev->time_ns)
+			                           : sim_events_free_slot(d->ev, f->addr, ev->time_ns));
 		break;
 	}
 	case STP_EV_SEGMENT_RESERVE:
@@ -214,6 +216,13 @@ void allocsim_collector_event(allocsim_collector *c, const stp_event *ev)
 	default:
 		break;
 	}
+}
+
+void allocsim_collector_event(allocsim_collector *c, const stp_event *ev) { collect(c, ev, -1); }
+
+void allocsim_collector_event_slot(allocsim_collector *c, const stp_event *ev, uint32_t slot)
+{
+	collect(c, ev, slot < SIM_EV_FREE ? (int64_t)slot : -1);
 }
 
 static int parse_cfg(allocsim_config *c, const char *what, const char *text, uint64_t capacity, char *err,

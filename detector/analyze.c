@@ -4,9 +4,10 @@
  * per-iteration counts, and the memory-over-time series.  API events go to
  * access.c, freed objects to latefree.c as well.
  *
- * Memory: one 48-byte det_obj and one 16-byte map entry per live object
- * (slots are recycled through a free list), one det_site per call site that
- * allocates, one 4-byte index per stack id.
+ * Memory: one 48-byte det_obj per live object (slots are recycled through
+ * a free list that mirrors pass 1's, so a FREE event finds its object by
+ * the slot pass 1 recorded, without an address map), one det_site per call
+ * site that allocates, one 4-byte index per stack id.
  *
  * Classes (docs/report.md): with ib(s) the number of iteration boundaries
  * up to s and A, F the values at allocation and free,
@@ -236,6 +237,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	}
 	if (freed && d->niters)
 		det_latefree_object(d, o, p->ns, p->ib, p->seg);
+	o->flags &= (uint8_t)~DET_OBJ_LIVE;
 	o->site = d->obj_free;
 	d->obj_free = slot;
 }
@@ -248,28 +250,27 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	int si = det_space_index(d, a->kind, a->device);
 	if (si < 0)
 		return -1;
-	uint64_t old;
-	if (det_map_get(&d->live, a->addr, &old)) { /* lost free: end the old one here */
+	if (d->reuse_i < d->nreuse && d->reuse[d->reuse_i].seq == ev->seq) { /* lost free: end the old one here */
+		uint32_t old = d->reuse[d->reuse_i++].slot;
 		det_obj *o = &d->objs[old];
 		if (o->flags & DET_OBJ_SIM) { /* the models end it here too */
 			stp_event fe = {.type = STP_EV_FREE, .seq = ev->seq, .time_ns = ev->time_ns};
 			fe.u.free = (stp_free_info){.addr = a->addr, .kind = a->kind, .device = a->device, .stream = a->stream};
-			det_sim_free(d, &fe);
+			det_sim_free(d, &fe, old);
 		}
 		d->sstate[o->space].live_bytes -= o->size;
 		d->sstate[o->space].live_objects--;
-		finish_obj(d, p, (uint32_t)old, 1, ev->seq);
-		det_map_del(&d->live, a->addr, NULL);
+		finish_obj(d, p, old, 1, ev->seq);
 	}
 	uint32_t site_idx = 0;
 	det_site *s = site_for(d, a->stack, a->kind, &site_idx);
-	uint32_t slot = obj_new(d);
+	uint32_t slot = obj_new(d); /* the slot pass 1 gave it (same free list) */
 	stp_det_site *sp = s ? &d->spub[site_idx] : NULL;
-	if (!s || slot == UINT32_MAX || det_map_put(&d->live, a->addr, slot, NULL) < 0)
+	if (!s || slot == UINT32_MAX)
 		return -1;
 	det_obj *o = &d->objs[slot];
 	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
-	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si};
+	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si, .flags = DET_OBJ_LIVE};
 	sp->allocs++;
 	sp->bytes_allocated += a->size;
 	if (a->size > sp->max_size)
@@ -288,10 +289,9 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		}
 		series_note(d, p, ss->live_bytes);
 		if (ev->seq == p->peak_seq) { /* the peak: mark what is live */
-			uint64_t i = 0, k, v;
-			while (det_map_next(&d->live, &i, &k, &v)) {
+			for (uint32_t v = 0; v < d->nobjs; v++) {
 				det_obj *x = &d->objs[v];
-				if (x->space != si)
+				if (!(x->flags & DET_OBJ_LIVE) || x->space != si)
 					continue;
 				x->flags |= DET_OBJ_AT_PEAK;
 				d->spub[x->site].peak_bytes += x->size;
@@ -300,7 +300,7 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		}
 	}
 	if (d->simc)
-		det_sim_alloc(d, o, ev);
+		det_sim_alloc(d, o, slot, ev);
 	if (d->have_ranges && det_access_alloc(d, slot, ev) < 0)
 		return -1;
 	return 0;
@@ -308,10 +308,14 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 
 static void on_free(stp_det *d, pass2 *p, const stp_event *ev)
 {
-	uint64_t slot;
-	if (!det_map_del(&d->live, ev->u.free.addr, &slot))
+	if (d->fslot_i >= d->nfslot)
+		return;
+	uint32_t slot = d->fslot[d->fslot_i++];
+	if (slot == UINT32_MAX || slot >= d->nobjs)
 		return;
 	det_obj *o = &d->objs[slot];
+	if (!(o->flags & DET_OBJ_LIVE) || o->addr != ev->u.free.addr)
+		return; /* cannot happen: pass 1 and pass 2 hand out the same slots */
 	det_space_state *ss = &d->sstate[o->space];
 	ss->live_bytes -= o->size;
 	ss->live_objects--;
@@ -320,7 +324,7 @@ static void on_free(stp_det *d, pass2 *p, const stp_event *ev)
 	if (d->have_ranges)
 		det_access_free_event(d, ev);
 	if (o->flags & DET_OBJ_SIM)
-		det_sim_free(d, ev);
+		det_sim_free(d, ev, slot);
 	finish_obj(d, p, (uint32_t)slot, 1, ev->seq);
 }
 
@@ -336,12 +340,13 @@ static int cmp_slot(const void *a, const void *b)
  * they come from (in allocation order), then each one's class. */
 static int finish_live(stp_det *d, pass2 *p)
 {
-	uint64_t n = d->live.count, i = 0, k, v, m = 0;
-	uint32_t *slots = malloc((n ? n : 1) * sizeof *slots);
+	uint64_t m = 0;
+	uint32_t *slots = malloc((d->nobjs ? d->nobjs : 1) * sizeof *slots);
 	if (!slots)
 		return -1;
-	while (det_map_next(&d->live, &i, &k, &v))
-		slots[m++] = (uint32_t)v;
+	for (uint32_t v = 0; v < d->nobjs; v++)
+		if (d->objs[v].flags & DET_OBJ_LIVE)
+			slots[m++] = v;
 	sort_ctx = d;
 	qsort(slots, m, sizeof *slots, cmp_slot);
 	int64_t last_complete = (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
@@ -378,7 +383,7 @@ int det_analyze(stp_det *d)
 	if (p.primary >= 0)
 		p.peak_seq = d->spaces[p.primary].peak_seq;
 	d->obj_free = UINT32_MAX;
-	if (det_map_init(&d->live, 1024) < 0 || det_map_init(&p.segs, 64) < 0 || det_map_init(&d->site_paths, 1024) < 0)
+	if (det_map_init(&p.segs, 64) < 0 || det_map_init(&d->site_paths, 1024) < 0)
 		return -1;
 	p.npts = d->opt.series_points;
 	if (p.npts) {
@@ -479,9 +484,10 @@ int det_analyze(stp_det *d)
 	free(p.sl);
 	free(p.sr);
 	det_map_destroy(&p.segs);
-	det_map_destroy(&d->live);
 	free(d->objs);
 	d->objs = NULL;
+	free(d->fslot);
+	d->fslot = NULL;
 	return 0;
 oom:
 	free(p.sl);

@@ -165,6 +165,7 @@ stp_det *stp_det_run(const char *path, const stp_det_options *o, char *err, size
 		snprintf(err, errlen, "%s: out of memory", path);
 		return NULL;
 	}
+	d->want_slots = 1;
 	if (det_scan(d) < 0 && !d->stats.events)
 		goto fail;
 	/* the primary space: the highest peak */
@@ -248,7 +249,11 @@ void stp_det_free(stp_det *d)
 	free(d->turn_seq);
 	free(d->turn_ns);
 	free(d->objs);
-	det_map_destroy(&d->live);
+	free(d->p1_size);
+	free(d->p1_space);
+	free(d->p1_next);
+	free(d->fslot);
+	free(d->reuse);
 	free(d->sites);
 	free(d->site_of_stack);
 	det_map_destroy(&d->site_paths);

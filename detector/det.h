@@ -7,7 +7,7 @@
  *   analyze.c   pass 2: objects, classes, sites, the peak snapshot, series
  *   access.c    API events: object lookup by range, topological levels,
  *               DrGPUM's per-object patterns
- *   redundant.c DrGPUM's reuse-pair algorithm
+ *   radix.c     the radix sort of the large sorts
  *   latefree.c  the host-trace late-free heuristic
  *   findings.c  findings aggregated per (pattern, site)
  *   simfeed.c   the allocator models, fed from pass 2
@@ -49,6 +49,7 @@ typedef struct det_obj {
 #define DET_OBJ_AT_PEAK 1u
 #define DET_OBJ_ACCESSED 2u
 #define DET_OBJ_SIM 4u      /* fed to the allocator models */
+#define DET_OBJ_LIVE 8u     /* the slot holds a live object */
 
 /* What pass 2 keeps for a call site besides its public record (d->spub). */
 typedef struct det_site {
@@ -64,11 +65,18 @@ typedef struct det_finding_acc {
 	double worst_waste;
 } det_finding_acc;
 
+/* An allocation at a live address (a lost free): pass 2 ends the object in
+ * `slot` there. */
+typedef struct det_reuse {
+	uint64_t seq;
+	uint32_t slot;
+} det_reuse;
+
 struct det_access;   /* access.c */
 struct det_latefree; /* simfeed.c: only called when d->simc */
 int det_sim_init(stp_det *d);
-void det_sim_alloc(stp_det *d, det_obj *o, const stp_event *ev);
-void det_sim_free(stp_det *d, const stp_event *ev);
+void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev);
+void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
 void det_sim_segment(stp_det *d, const stp_event *ev);
 void det_sim_finish(stp_det *d);
 void det_sim_free_all(stp_det *d);
@@ -126,10 +134,21 @@ struct stp_det {
 	uint64_t *turn_seq;
 	uint32_t nturn, turn_cap;
 
+	/* pass 1 -> pass 2: object slots.  Pass 1 hands out slots with the
+	 * same LIFO free list as pass 2's obj_new(), and records the slot each
+	 * FREE event ends (UINT32_MAX: not live) and the lost frees. */
+	int want_slots;
+	uint64_t *p1_size;
+	uint8_t *p1_space;
+	uint32_t *p1_next, p1_nslots, p1_cap, p1_free;
+	uint32_t *fslot;
+	uint64_t nfslot, fslot_cap, fslot_i;
+	det_reuse *reuse;
+	uint32_t nreuse, reuse_cap, reuse_i;
+
 	/* pass 2 */
 	det_obj *objs;
 	uint32_t nobjs, objs_cap, obj_free; /* free list through .site */
-	det_map live;                       /* addr -> object slot */
 	stp_det_site *spub;                 /* public records, sorted at the end */
 	det_site *sites;                    /* the rest, same index */
 	uint32_t nsites, sites_cap;
@@ -172,6 +191,9 @@ uint32_t det_count_le(const uint64_t *v, uint32_t n, uint64_t x);
 unsigned det_time_bucket(uint64_t ns);
 unsigned det_logical_bucket(uint64_t dist);
 
+/* Stable radix sort of (key, value) pairs by key (radix.c); -1 on OOM. */
+int det_radix_kv(uint64_t *key, uint32_t *val, size_t n);
+
 /* passes */
 int det_scan(stp_det *d);                /* pass 1 */
 int det_windows_from_markers(stp_det *d);/* after pass 1 when markers exist */
@@ -206,8 +228,8 @@ int det_access_finish(stp_det *d); /* redundant allocation, after the pass */
 
 /* simfeed.c: only called when d->simc */
 int det_sim_init(stp_det *d);
-void det_sim_alloc(stp_det *d, det_obj *o, const stp_event *ev);
-void det_sim_free(stp_det *d, const stp_event *ev);
+void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev);
+void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
 void det_sim_segment(stp_det *d, const stp_event *ev);
 void det_sim_finish(stp_det *d);
 void det_sim_free_all(stp_det *d);

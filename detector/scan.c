@@ -5,8 +5,9 @@
  * no iteration marker, the allocation tokens that period.c detects
  * iterations from.
  *
- * Memory: one 16-byte map entry per live object (size and space packed in
- * the value), plus the detection window (20 bytes per allocation, at most
+ * Memory: per live object one 16-byte map entry (address -> slot) and 13
+ * bytes of slot (size, space, free list); per FREE event 4 bytes (the slot
+ * it ends, so pass 2 needs no address map; not for the timeline alone), plus the detection window (20 bytes per allocation, at most
  * opt.detect_max_allocs, dropped as soon as an iteration marker shows up).
  */
 #include <stdlib.h>
@@ -67,6 +68,53 @@ static void drop_tokens(stp_det *d)
 
 #define PACK(size, space) (((size) << 8) | (space))
 
+static int p1_grow(stp_det *d)
+{
+	uint32_t nc = d->p1_cap ? d->p1_cap * 2 : 4096;
+	uint64_t *sz = realloc(d->p1_size, (size_t)nc * sizeof *sz);
+	if (!sz)
+		return -1;
+	d->p1_size = sz;
+	uint8_t *sp = realloc(d->p1_space, nc);
+	if (!sp)
+		return -1;
+	d->p1_space = sp;
+	uint32_t *nx = realloc(d->p1_next, (size_t)nc * sizeof *nx);
+	if (!nx)
+		return -1;
+	d->p1_next = nx;
+	d->p1_cap = nc;
+	return 0;
+}
+
+static int push_fslot(stp_det *d, uint32_t slot)
+{
+	if (d->nfslot == d->fslot_cap) {
+		uint64_t nc = d->fslot_cap ? d->fslot_cap * 2 : 4096;
+		uint32_t *n = realloc(d->fslot, nc * sizeof *n);
+		if (!n)
+			return -1;
+		d->fslot = n;
+		d->fslot_cap = nc;
+	}
+	d->fslot[d->nfslot++] = slot;
+	return 0;
+}
+
+static int push_reuse(stp_det *d, uint64_t seq, uint32_t slot)
+{
+	if (d->nreuse == d->reuse_cap) {
+		uint32_t nc = d->reuse_cap ? d->reuse_cap * 2 : 16;
+		det_reuse *n = realloc(d->reuse, nc * sizeof *n);
+		if (!n)
+			return -1;
+		d->reuse = n;
+		d->reuse_cap = nc;
+	}
+	d->reuse[d->nreuse++] = (det_reuse){seq, slot};
+	return 0;
+}
+
 int det_scan(stp_det *d)
 {
 	char err[512];
@@ -85,6 +133,7 @@ int det_scan(stp_det *d)
 	int want_tokens = d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_DETECT;
 	uint64_t live_total = 0, nev = 0;
 	int have_t0 = 0, rc;
+	d->p1_free = UINT32_MAX;
 	stp_event ev;
 	while ((rc = stp_reader_next(r, &ev)) > 0) {
 		if (!have_t0) {
@@ -108,17 +157,43 @@ int det_scan(stp_det *d)
 			int si = det_space_index(d, a->kind, a->device);
 			if (si < 0)
 				goto oom;
+			/* the slot pass 2 will give this object: the same LIFO free
+			 * list, so pass 2 needs no address map */
+			uint32_t slot;
+			int fresh = d->p1_free == UINT32_MAX;
+			if (!fresh) {
+				slot = d->p1_free;
+				d->p1_free = d->p1_next[slot];
+			} else {
+				if (d->p1_nslots == d->p1_cap && p1_grow(d) < 0)
+					goto oom;
+				slot = d->p1_nslots++;
+			}
 			uint64_t old;
-			int put = det_map_put(&live, a->addr, PACK(a->size, (uint64_t)si), &old);
+			int put = det_map_put(&live, a->addr, slot, &old);
 			if (put < 0)
 				goto oom;
 			if (put == 0) { /* a live address handed out again: its free was lost */
 				d->res.reused_live++;
-				uint32_t os = (uint32_t)(old & 0xff);
-				d->sstate[os].live_bytes -= old >> 8;
+				uint32_t os = d->p1_space[old];
+				d->sstate[os].live_bytes -= d->p1_size[old];
 				d->sstate[os].live_objects--;
-				live_total -= old >> 8;
+				live_total -= d->p1_size[old];
+				/* pass 2 ends the old object (its slot goes on the free
+				 * list) and pops it again: undo the pop, reuse old */
+				if (fresh) {
+					d->p1_nslots--;
+				} else {
+					d->p1_next[slot] = d->p1_free;
+					d->p1_free = slot;
+				}
+				slot = (uint32_t)old;
+				det_map_put(&live, a->addr, slot, NULL);
+				if (d->want_slots && push_reuse(d, ev.seq, slot) < 0)
+					goto oom;
 			}
+			d->p1_size[slot] = a->size;
+			d->p1_space[slot] = (uint8_t)si;
 			stp_det_space *sp = &d->spaces[si];
 			det_space_state *ss = &d->sstate[si];
 			sp->allocs++;
@@ -143,14 +218,21 @@ int det_scan(stp_det *d)
 			uint64_t v;
 			if (!det_map_del(&live, ev.u.free.addr, &v)) {
 				d->res.unknown_frees++;
+				if (d->want_slots && push_fslot(d, UINT32_MAX) < 0)
+					goto oom;
 				break;
 			}
-			uint32_t si = (uint32_t)(v & 0xff);
+			uint32_t slot = (uint32_t)v, si = d->p1_space[slot];
+			uint64_t size = d->p1_size[slot];
+			d->p1_next[slot] = d->p1_free;
+			d->p1_free = slot;
+			if (d->want_slots && push_fslot(d, slot) < 0)
+				goto oom;
 			d->spaces[si].frees++;
-			d->spaces[si].bytes_freed += v >> 8;
-			d->sstate[si].live_bytes -= v >> 8;
+			d->spaces[si].bytes_freed += size;
+			d->sstate[si].live_bytes -= size;
 			d->sstate[si].live_objects--;
-			live_total -= v >> 8;
+			live_total -= size;
 			break;
 		}
 		case STP_EV_SEGMENT_RESERVE: {
@@ -209,6 +291,12 @@ int det_scan(stp_det *d)
 		d->sstate[i] = (det_space_state){0};
 	}
 	det_markers_end(d, d->last_seq + 1, d->end_ns);
+	free(d->p1_size);
+	free(d->p1_space);
+	free(d->p1_next);
+	d->p1_size = NULL;
+	d->p1_space = NULL;
+	d->p1_next = NULL;
 	det_map_destroy(&live);
 	det_map_destroy(&segs);
 	stp_reader_close(r);

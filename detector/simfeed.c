@@ -11,8 +11,9 @@
  *     library objects a GPU allocator would never see) and their frees:
  *     "what if these ran on a GPU".
  * Invariants: a free is fed only for an object whose allocation was (the
- * object's DET_OBJ_SIM flag), so skipped objects cost no lookup in the
- * models' logs; the report's times are the trace's own clock.
+ * object's DET_OBJ_SIM flag); objects are named by the detector's slots
+ * (allocsim_collector_event_slot), so the models' log keeps no address map
+ * of its own; the report's times are the trace's own clock.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +65,7 @@ int det_sim_init(stp_det *d)
 	return d->simc ? 0 : -1;
 }
 
-void det_sim_alloc(stp_det *d, det_obj *o, const stp_event *ev)
+void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 {
 	const stp_alloc_info *a = &ev->u.alloc;
 	if (d->sim_device) {
@@ -80,10 +81,10 @@ void det_sim_alloc(stp_det *d, det_obj *o, const stp_event *ev)
 	}
 	o->flags |= DET_OBJ_SIM;
 	d->res.sim_fed_allocs++;
-	allocsim_collector_event(d->simc, ev);
+	allocsim_collector_event_slot(d->simc, ev, slot);
 }
 
-void det_sim_free(stp_det *d, const stp_event *ev) { allocsim_collector_event(d->simc, ev); }
+void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot) { allocsim_collector_event_slot(d->simc, ev, slot); }
 
 void det_sim_segment(stp_det *d, const stp_event *ev)
 {

@@ -357,6 +357,12 @@ typedef struct allocsim_report {
 typedef struct allocsim_collector allocsim_collector;
 allocsim_collector *allocsim_collector_new(void);
 void allocsim_collector_event(allocsim_collector *c, const struct stp_event *ev);
+/* The same with the caller's numbers for the objects of ALLOC and FREE
+ * events: `slot` (< 2^31) is dense (recycled once freed), never allocated
+ * while live, and a free names a live slot of the same device.  The
+ * collector then keeps no address map of its own (the report's detector
+ * already knows each object).  Use one way or the other per collector. */
+void allocsim_collector_event_slot(allocsim_collector *c, const struct stp_event *ev, uint32_t slot);
 /* Runs the models and fills *out. 0, or -1 with err (bad option string). */
 int allocsim_collector_finish(allocsim_collector *c, const allocsim_replay_opts *o,
                               allocsim_report *out, char *err, size_t errlen);
