@@ -161,7 +161,7 @@ static int detected_window(const char *path, int force, stp_window *win, stp_pha
 	stp_det_options_default(&o);
 	o.iter_mode = force ? STP_DET_ITER_DETECT : STP_DET_ITER_AUTO;
 	char err[512];
-	stp_det *d = stp_det_run(path, &o, err, sizeof err);
+	stp_det *d = stp_det_timeline_run(path, &o, err, sizeof err);
 	if (!d)
 		return 0;
 	const stp_det_timeline *tl = &stp_det_result_of(d)->timeline;

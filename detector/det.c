@@ -152,22 +152,12 @@ static stp_det *det_new(const char *path, const stp_det_options *o)
 	return d;
 }
 
-stp_det *stp_det_run(const char *path, const stp_det_options *o, char *err, size_t errlen)
+/* Pass 1 and the windows (markers or detection): what both entry points
+ * share.  0, -1 out of memory, -2 the trace could not be read at all. */
+static int det_timeline(stp_det *d)
 {
-	/* open once up front so a missing or unreadable file is the caller's
-	 * error, not a result */
-	stp_reader *probe = stp_reader_open(path, err, errlen);
-	if (!probe)
-		return NULL;
-	stp_reader_close(probe);
-	stp_det *d = det_new(path, o);
-	if (!d) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		return NULL;
-	}
-	d->want_slots = 1;
 	if (det_scan(d) < 0 && !d->stats.events)
-		goto fail;
+		return -2;
 	/* the primary space: the highest peak */
 	for (uint32_t i = 0; i < d->nspaces; i++)
 		if (d->res.primary < 0 || d->spaces[i].peak_bytes > d->spaces[d->res.primary].peak_bytes)
@@ -176,11 +166,11 @@ stp_det *stp_det_run(const char *path, const stp_det_options *o, char *err, size
 	if (d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_MARKERS)
 		found = det_windows_from_markers(d);
 	if (found < 0)
-		goto oom;
+		return -1;
 	if (!found && d->tok && (d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_DETECT))
 		found = det_detect_period(d);
 	if (found < 0)
-		goto oom;
+		return -1;
 	if (!found) {
 		/* nothing usable: no windows at all */
 		free(d->phases);
@@ -199,22 +189,64 @@ stp_det *stp_det_run(const char *path, const stp_det_options *o, char *err, size
 	free(d->tok_live);
 	d->tok = NULL;
 	d->tok_seq = d->tok_live = NULL;
-	if (det_windows_finish(d) < 0)
-		goto oom;
+	return det_windows_finish(d) < 0 ? -1 : 0;
+}
+
+static stp_det *det_open(const char *path, const stp_det_options *o, char *err, size_t errlen)
+{
+	/* open once up front so a missing or unreadable file is the caller's
+	 * error, not a result */
+	stp_reader *probe = stp_reader_open(path, err, errlen);
+	if (!probe)
+		return NULL;
+	stp_reader_close(probe);
+	stp_det *d = det_new(path, o);
+	if (!d)
+		snprintf(err, errlen, "%s: out of memory", path);
+	return d;
+}
+
+static stp_det *det_fail(stp_det *d, int rc, char *err, size_t errlen)
+{
+	if (rc == -2)
+		snprintf(err, errlen, "%s", d->error ? d->error : "cannot read the trace");
+	else
+		snprintf(err, errlen, "%s: out of memory", d->path);
+	stp_det_free(d);
+	return NULL;
+}
+
+stp_det *stp_det_run(const char *path, const stp_det_options *o, char *err, size_t errlen)
+{
+	stp_det *d = det_open(path, o, err, errlen);
+	if (!d)
+		return NULL;
+	d->want_slots = 1;
+	int rc = det_timeline(d);
+	if (rc < 0)
+		return det_fail(d, rc, err, errlen);
 	if (det_analyze(d) < 0 && !d->error)
-		goto oom;
+		return det_fail(d, -1, err, errlen);
 	det_choose_steady(d);
 	if (det_build_result(d) < 0)
-		goto oom;
+		return det_fail(d, -1, err, errlen);
 	return d;
-oom:
-	snprintf(err, errlen, "%s: out of memory", path);
-	stp_det_free(d);
-	return NULL;
-fail:
-	snprintf(err, errlen, "%s", d->error ? d->error : "cannot read the trace");
-	stp_det_free(d);
-	return NULL;
+}
+
+stp_det *stp_det_timeline_run(const char *path, const stp_det_options *o, char *err, size_t errlen)
+{
+	stp_det *d = det_open(path, o, err, errlen);
+	if (!d)
+		return NULL;
+	int rc = det_timeline(d);
+	if (rc < 0)
+		return det_fail(d, rc, err, errlen);
+	if (det_iter_stats(d) < 0 && !d->error)
+		return det_fail(d, -1, err, errlen);
+	det_choose_steady(d);
+	if (det_build_result(d) < 0)
+		return det_fail(d, -1, err, errlen);
+	return d;
 }
 
 const stp_det_result *stp_det_result_of(const stp_det *d) { return &d->res; }

@@ -12,7 +12,8 @@
  *   findings.c  findings aggregated per (pattern, site)
  *   simfeed.c   the allocator models, fed from pass 2
  *   result.c    the public result: sorting, names, suggestions
- *   det.c       stp_det_run(): the passes in order
+ *   iterstats.c the light second pass of stp_det_timeline_run()
+ *   det.c       stp_det_run(), stp_det_timeline_run(): the passes in order
  *
  * Timeline model: the trace is cut at "cuts" (every iteration and phase
  * boundary, sorted by seq); segment(s) = number of cuts <= s.  Iteration
@@ -200,6 +201,7 @@ int det_windows_from_markers(stp_det *d);/* after pass 1 when markers exist */
 int det_detect_period(stp_det *d);       /* after pass 1 otherwise */
 int det_windows_finish(stp_det *d);      /* cuts and ibounds sorted */
 int det_analyze(stp_det *d);             /* pass 2 */
+int det_iter_stats(stp_det *d);          /* stp_det_timeline_run's light pass 2 */
 void det_choose_steady(stp_det *d);
 int det_build_result(stp_det *d);
 

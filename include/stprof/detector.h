@@ -267,9 +267,12 @@ stp_det *stp_det_run(const char *path, const stp_det_options *o, char *err, size
 const stp_det_result *stp_det_result_of(const stp_det *d);
 void stp_det_free(stp_det *d);
 
-/* The windows only (one pass, plus detection when there are no markers):
- * the cheap call for the planner.  The timeline stays valid until
- * stp_det_free(). */
+/* The windows only: pass 1 (plus detection when there are no markers) and
+ * a light second pass over the primary space's allocations for the
+ * per-iteration counts and peaks the steady choice needs (the same steady
+ * iteration as stp_det_run's); no call sites, classes, findings, series or
+ * models.  The cheap call for the planner.  The timeline, spaces and trace
+ * counts of the result are valid until stp_det_free(). */
 stp_det *stp_det_timeline_run(const char *path, const stp_det_options *o, char *err, size_t errlen);
 
 /* ------------------------------------------------------------ frames */

@@ -1,0 +1,77 @@
+/*
+ * test_timeline.c - stp_det_timeline_run (the planner's cheap call) finds
+ * the same windows, per-iteration counts and peaks, and steady iteration
+ * as the full stp_det_run, with markers and with detected iterations.
+ */
+#include "check.h"
+#include "scenarios.h"
+#include "stprof/detector.h"
+
+static void same(const char *path)
+{
+	char err[512];
+	stp_det *a = stp_det_run(path, NULL, err, sizeof err);
+	stp_det *b = stp_det_timeline_run(path, NULL, err, sizeof err);
+	CHECK(a && b);
+	if (!a || !b) {
+		stp_det_free(a);
+		stp_det_free(b);
+		return;
+	}
+	const stp_det_timeline *x = &stp_det_result_of(a)->timeline, *y = &stp_det_result_of(b)->timeline;
+	CHECK(x->niterations > 0);
+	CHECK_EQ_U(x->niterations, y->niterations);
+	CHECK_EQ_U(x->nphases, y->nphases);
+	CHECK_EQ_U(x->iter_source, y->iter_source);
+	CHECK_EQ_U(x->phase_source, y->phase_source);
+	CHECK_EQ_I(x->steady, y->steady);
+	CHECK_STR(x->method, y->method);
+	for (uint32_t k = 0; k < x->niterations && k < y->niterations; k++) {
+		CHECK_EQ_U(x->iterations[k].begin_seq, y->iterations[k].begin_seq);
+		CHECK_EQ_U(x->iterations[k].end_seq, y->iterations[k].end_seq);
+		CHECK_EQ_U(x->iterations[k].begin_ns, y->iterations[k].begin_ns);
+		CHECK_EQ_U(x->iterations[k].end_ns, y->iterations[k].end_ns);
+		CHECK_EQ_U(x->iterations[k].allocs, y->iterations[k].allocs);
+		CHECK_EQ_U(x->iterations[k].peak_bytes, y->iterations[k].peak_bytes);
+	}
+	for (uint32_t i = 0; i < x->nphases && i < y->nphases; i++) {
+		CHECK_EQ_U(x->phases[i].begin_ns, y->phases[i].begin_ns);
+		CHECK_EQ_U(x->phases[i].end_ns, y->phases[i].end_ns);
+	}
+	const stp_det_result *rb = stp_det_result_of(b);
+	CHECK_EQ_U(rb->nsites, 0);
+	CHECK(rb->sim == NULL);
+	CHECK_EQ_U(rb->events, stp_det_result_of(a)->events);
+	stp_det_free(a);
+	stp_det_free(b);
+}
+
+int main(void)
+{
+	const char *p1 = check_tmp("tl-markers.stp");
+	tg g;
+	CHECK(tg_open(&g, p1) == 0);
+	scenario_train(&g, 0);
+	same(p1);
+	unlink(p1);
+
+	/* no markers: 8 iterations of a forward/backward allocation pattern */
+	const char *p2 = check_tmp("tl-detect.stp");
+	CHECK(tg_open(&g, p2) == 0);
+	uint32_t w = tg_stack(&g, 0x10, 0x20, 0);
+	tg_alloc(&g, 0x100000, 1 << 20, w);
+	for (int it = 0; it < 8; it++) {
+		for (uint64_t k = 0; k < 12; k++)
+			tg_alloc(&g, 0x200000 + k * 0x10000, 4096 + k * 512, tg_stack(&g, 0x100 + k * 8, 0x200, 0));
+		for (uint64_t k = 12; k-- > 0;)
+			tg_free(&g, 0x200000 + k * 0x10000);
+		for (uint64_t k = 0; k < 3; k++) {
+			tg_alloc(&g, 0x900000, 256, tg_stack(&g, 0x300 + k * 8, 0x200, 0));
+			tg_free(&g, 0x900000);
+		}
+	}
+	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
+	same(p2);
+	unlink(p2);
+	return check_done();
+}
