@@ -91,9 +91,9 @@ static uint64_t path_key(stp_det *d, uint32_t stack)
 	uint32_t parent, depth = 0, kept = 0, skipping = 1;
 	uint32_t interp = 0;
 	while (stack && kept < d->opt.site_depth && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
-		stp_det_frame fr = {.ip = ip, .module = det_frames_module_of(d->frames, ip)};
+		unsigned cls = det_frames_module_class(d->frames, ip);
 		if (skipping)
-			skipping = det_frames_is_plumbing(&fr);
+			skipping = (cls & DET_MOD_PLUMBING) != 0;
 		depth++;
 		stack = parent;
 		h = (h ^ ip) * 0x100000001b3ull;
@@ -102,7 +102,7 @@ static uint64_t path_key(stp_det *d, uint32_t stack)
 			kept++;
 		/* an interpreter's own frames say nothing about the program, and
 		 * vary without end: two of them end the key */
-		if (det_frames_is_interpreter(&fr) && ++interp >= 2)
+		if ((cls & DET_MOD_INTERPRETER) && ++interp >= 2)
 			break;
 	}
 	return h | 1;

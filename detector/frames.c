@@ -26,6 +26,7 @@ typedef struct det_module {
 	char *path;
 	const char *base_name;
 	uint64_t base, size, bias;
+	uint8_t cls;            /* DET_MOD_* of the path, computed once */
 } det_module;
 
 struct det_frames {
@@ -156,7 +157,10 @@ int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64
 		at--;
 	}
 	const char *slash = strrchr(p, '/');
-	f->mods[at] = (det_module){p, slash ? slash + 1 : p, base, size, bias};
+	f->mods[at] = (det_module){p, slash ? slash + 1 : p, base, size, bias, 0};
+	stp_det_frame probe = {.module = p};
+	f->mods[at].cls = (uint8_t)((det_frames_is_plumbing(&probe) ? DET_MOD_PLUMBING : 0) |
+	                            (det_frames_is_interpreter(&probe) ? DET_MOD_INTERPRETER : 0));
 	f->nmods++;
 	/* cached frames may now resolve differently */
 	f->ncache = 0;
@@ -242,6 +246,12 @@ const char *det_frames_module_of(const det_frames *f, uint64_t ip)
 {
 	const det_module *m = find_module(f, ip);
 	return m ? m->path : "";
+}
+
+unsigned det_frames_module_class(const det_frames *f, uint64_t ip)
+{
+	const det_module *m = find_module(f, ip);
+	return m ? m->cls : 0;
 }
 
 int det_frames_is_interpreter(const stp_det_frame *fr)

@@ -33,6 +33,12 @@ int det_frames_symbolized(const det_frames *f);
 uint32_t det_frames_warnings(const det_frames *f, const char **out, uint32_t max);
 /* The path of the module holding ip ("" when none), without symbolizing. */
 const char *det_frames_module_of(const det_frames *f, uint64_t ip);
+/* What the module holding ip is, from its path alone (cached per module):
+ * DET_MOD_PLUMBING (det_frames_is_plumbing without a function name),
+ * DET_MOD_INTERPRETER (det_frames_is_interpreter); 0 for none or no module. */
+#define DET_MOD_PLUMBING 1u
+#define DET_MOD_INTERPRETER 2u
+unsigned det_frames_module_class(const det_frames *f, uint64_t ip);
 /* 1 when the frame belongs to the profiler or to the allocator itself
  * (libstprof, the C library's malloc family, the dynamic loader), which the
  * report skips. */

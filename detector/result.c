@@ -19,17 +19,6 @@ static uint64_t cut_time(const stp_det *d, uint64_t seq, uint64_t fallback)
 	return fallback;
 }
 
-static const stp_det_site *sort_sites;
-static int cmp_site_idx(const void *a, const void *b)
-{
-	const stp_det_site *x = &sort_sites[*(const uint32_t *)a], *y = &sort_sites[*(const uint32_t *)b];
-	if (x->peak_bytes != y->peak_bytes)
-		return x->peak_bytes > y->peak_bytes ? -1 : 1;
-	if (x->bytes_allocated != y->bytes_allocated)
-		return x->bytes_allocated > y->bytes_allocated ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
 static int cmp_findings(const void *a, const void *b)
 {
 	const stp_det_finding *x = a, *y = b;
@@ -104,8 +93,27 @@ int det_build_result(stp_det *d)
 		s->dominant = (uint8_t)best;
 		perm[i] = i;
 	}
-	sort_sites = d->spub;
-	qsort(perm, d->nsites, sizeof *perm, cmp_site_idx);
+	/* by peak_bytes, then bytes_allocated (both descending), then stack:
+	 * three stable radix sorts, least significant key first */
+	uint64_t *key = malloc((d->nsites ? d->nsites : 1) * sizeof *key);
+	if (!key) {
+		free(perm);
+		free(pos);
+		return -1;
+	}
+	for (int pass = 0; pass < 3; pass++) {
+		for (uint32_t i = 0; i < d->nsites; i++) {
+			const stp_det_site *x = &d->spub[perm[i]];
+			key[i] = pass == 0 ? x->stack : pass == 1 ? ~x->bytes_allocated : ~x->peak_bytes;
+		}
+		if (det_radix_kv(key, perm, d->nsites) < 0) {
+			free(key);
+			free(perm);
+			free(pos);
+			return -1;
+		}
+	}
+	free(key);
 	for (uint32_t i = 0; i < d->nsites; i++) {
 		d->sites[perm[i]].out_index = i;
 		pos[perm[i]] = i;

@@ -135,13 +135,47 @@ uint32_t stp_det_stack_site(const stp_det *d, uint32_t stack)
 	return d->sites[d->site_of_stack[stack] - 1].out_index;
 }
 
+/* A frame in few words: the function without its parameter list (C++
+ * names are long), else module+0xoffset. */
+static void short_frame(const stp_det_frame *f, char *buf, size_t len)
+{
+	if (f->function) {
+		const char *fn = f->function, *p = fn;
+		size_t n = strlen(fn);
+		/* cut at the '(' of the parameter list: the first one at template
+		 * depth 0 that is not operator() */
+		int depth = 0;
+		for (; *p; p++) {
+			if (*p == '<')
+				depth++;
+			else if (*p == '>' && depth)
+				depth--;
+			else if (*p == '(' && !depth && !(p - fn >= 8 && !strncmp(p - 8, "operator", 8))) {
+				n = (size_t)(p - fn);
+				break;
+			}
+		}
+		snprintf(buf, len, "%.*s", (int)n, fn);
+		return;
+	}
+	stp_det_frame_text(f, buf, len);
+}
+
 const char *stp_det_stack_name(void *ctx, uint32_t stack, char *buf, size_t len)
 {
 	stp_det *d = ctx;
 	uint32_t s = stp_det_stack_site(d, stack);
 	if (s == UINT32_MAX)
 		return NULL;
-	char w[400];
-	snprintf(buf, len, "site #%u: %s", s + 1, stp_det_site_where(d, s, w, sizeof w));
+	stp_det_frame fr[2];
+	uint32_t n = stp_det_site_frames(d, s, fr, 2);
+	char a[160], b[160];
+	if (!n)
+		snprintf(buf, len, "site #%u (no call path)", s + 1);
+	else if (n == 1)
+		short_frame(&fr[0], a, sizeof a), snprintf(buf, len, "site #%u: %s", s + 1, a);
+	else
+		short_frame(&fr[0], a, sizeof a), short_frame(&fr[1], b, sizeof b),
+		    snprintf(buf, len, "site #%u: %s <- %s", s + 1, a, b);
 	return buf;
 }

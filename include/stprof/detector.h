@@ -280,7 +280,9 @@ stp_det *stp_det_timeline_run(const char *path, const stp_det_options *o, char *
 /* The result's call-site index of a stack id (UINT32_MAX when no
  * allocation had it), e.g. to name the stacks of the allocator models. */
 uint32_t stp_det_stack_site(const stp_det *d, uint32_t stack);
-/* "site #N: where" of a stack (an allocsim_stack_namer; ctx is the stp_det). */
+/* "site #N: f <- g" of a stack, N counted from 1 (the text report's
+ * numbering), f and g its first two frames' functions without parameter
+ * lists (an allocsim_stack_namer; ctx is the stp_det).  NULL when unknown. */
 const char *stp_det_stack_name(void *d, uint32_t stack, char *buf, size_t len);
 
 typedef struct stp_det_frame {
