@@ -56,7 +56,7 @@ typedef struct acc_rec {     /* an accessed object, for redundant allocation */
 	uint64_t size;
 	uint64_t alloc_ns, free_ns, last_end_ns;
 	uint32_t site;
-	uint32_t pad;
+	uint32_t ko;             /* objinfo.c index (keep_objects), else UINT32_MAX */
 } acc_rec;
 
 struct det_access {
@@ -413,7 +413,12 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 	if (a->nrec < a->rec_cap)
 		a->rec[a->nrec++] = (acc_rec){.first = x->lvl_first, .last = x->lvl_last, .size = ob->size,
 		                              .alloc_ns = ob->alloc_ns, .free_ns = freed ? ns : d->end_ns,
-		                              .last_end_ns = x->last_end_ns, .site = ob->site};
+		                              .last_end_ns = x->last_end_ns, .site = ob->site, .ko = UINT32_MAX};
+	if (d->ko_seq && a->nrec && a->rec[a->nrec - 1].ko == UINT32_MAX) {
+		uint64_t k = det_ko_find(d, ob->alloc_seq); /* for the exporter's per-object patterns */
+		if (k < UINT32_MAX)
+			a->rec[a->nrec - 1].ko = (uint32_t)k;
+	}
 	return lvl_end - x->lvl_alloc;
 }
 
@@ -493,6 +498,10 @@ static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, 
 		stp_det_instance in = {.alloc_ns = o2->alloc_ns, .free_ns = o2->free_ns, .size = o2->size,
 		                       .distance = o2->first - o1->last, .at_ns = from, .until_ns = to > from ? to : from,
 		                       .other_site = o1->site, .other_size = o1->size};
+		if (o2->ko != UINT32_MAX) { /* keep_objects: the object and the instance's seq */
+			in.alloc_seq = d->ko_seq[o2->ko];
+			d->ko_info[o2->ko] |= (uint16_t)(1u << (4 + STP_PAT_REDUNDANT_ALLOC));
+		}
 		det_finding_add(d, STP_PAT_REDUNDANT_ALLOC, o2->site, 1, o2->size, waste, in.distance, &in);
 	}
 	free(ev), free(by_last), free(owner), free(up);

@@ -235,8 +235,16 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		                       .at_ns = o->alloc_ns, .until_ns = d->end_ns, .other_site = UINT32_MAX};
 		det_finding_add(d, STP_PAT_LEAK, o->site, 1, o->size, (double)o->size * (double)life, logical, &in);
 	}
+	uint32_t lfe = UINT32_MAX;
 	if (freed && d->niters)
-		det_latefree_object(d, o, p->ns, p->ib, p->seg);
+		det_latefree_object(d, o, p->ns, p->ib, p->seg, &lfe);
+	if (d->ko_seq) {
+		uint64_t k = det_ko_find(d, o->alloc_seq);
+		if (k != UINT64_MAX) {
+			d->ko_info[k] = (uint16_t)((d->ko_info[k] & ~15u) | (unsigned)c);
+			d->ko_lf[k] = lfe;
+		}
+	}
 	o->flags &= (uint8_t)~DET_OBJ_LIVE;
 	o->site = d->obj_free;
 	d->obj_free = slot;
@@ -301,6 +309,8 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	}
 	if (d->simc)
 		det_sim_alloc(d, o, slot, ev);
+	if (d->opt.keep_objects && det_ko_push(d, ev->seq) < 0)
+		return -1;
 	if (d->have_ranges && det_access_alloc(d, slot, ev) < 0)
 		return -1;
 	return 0;

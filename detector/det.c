@@ -286,6 +286,9 @@ void stp_det_free(stp_det *d)
 	free(d->p1_next);
 	free(d->fslot);
 	free(d->reuse);
+	free(d->ko_seq);
+	free(d->ko_info);
+	free(d->ko_lf);
 	free(d->sites);
 	free(d->site_of_stack);
 	det_map_destroy(&d->site_paths);

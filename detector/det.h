@@ -11,6 +11,7 @@
  *   latefree.c  the host-trace late-free heuristic
  *   findings.c  findings aggregated per (pattern, site)
  *   simfeed.c   the allocator models, fed from pass 2
+ *   objinfo.c   per-object class and patterns for the exporter
  *   result.c    the public result: sorting, names, suggestions
  *   iterstats.c the light second pass of stp_det_timeline_run()
  *   det.c       stp_det_run(), stp_det_timeline_run(): the passes in order
@@ -81,6 +82,11 @@ void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
 void det_sim_segment(stp_det *d, const stp_event *ev);
 void det_sim_finish(stp_det *d);
 void det_sim_free_all(stp_det *d);
+
+/* objinfo.c: only called when d->opt.keep_objects */
+int det_ko_push(stp_det *d, uint64_t seq);
+uint64_t det_ko_find(const stp_det *d, uint64_t seq); /* UINT64_MAX: none */
+void det_ko_mark(stp_det *d, uint64_t seq, stp_det_pattern p);
 
 /* latefree.c */
 
@@ -174,6 +180,12 @@ struct stp_det {
 	int sim_device, sim_ran;
 	char *sim_error;
 
+	/* per-object class and patterns (objinfo.c, opt.keep_objects) */
+	uint64_t *ko_seq;
+	uint16_t *ko_info;                  /* class | pattern bits << 4 */
+	uint32_t *ko_lf;                    /* late-free entry, UINT32_MAX none */
+	uint64_t nko, ko_cap, ko_cursor;
+
 	/* outputs owned here */
 	stp_det_finding *out_findings;
 	stp_det_sample *series;
@@ -236,10 +248,17 @@ void det_sim_segment(stp_det *d, const stp_event *ev);
 void det_sim_finish(stp_det *d);
 void det_sim_free_all(stp_det *d);
 
+/* objinfo.c: only called when d->opt.keep_objects */
+int det_ko_push(stp_det *d, uint64_t seq);
+uint64_t det_ko_find(const stp_det *d, uint64_t seq); /* UINT64_MAX: none */
+void det_ko_mark(stp_det *d, uint64_t seq, stp_det_pattern p);
+
 /* latefree.c */
 int det_latefree_init(stp_det *d);
 void det_latefree_free(stp_det *d);
-int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t ib_free, uint32_t seg_free);
+/* *entry gets the entry the object was counted in (UINT32_MAX: none) */
+int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t ib_free, uint32_t seg_free,
+                        uint32_t *entry);
 int det_latefree_finish(stp_det *d);
 
 #endif

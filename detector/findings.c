@@ -12,6 +12,8 @@
 void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t objects, uint64_t bytes,
                      double waste, uint64_t distance, const stp_det_instance *inst)
 {
+	if (d->ko_seq && objects == 1 && inst->alloc_seq)
+		det_ko_mark(d, inst->alloc_seq, pat);
 	uint64_t key = ((uint64_t)site << 8 | (uint64_t)pat) + 1, idx;
 	if (!det_map_get(&d->fidx, key, &idx)) {
 		if (d->nfacc == d->facc_cap) {

@@ -36,6 +36,8 @@ typedef struct lf_entry {
 	double worst;         /* the worst instance's size x lifetime */
 	stp_det_instance inst;
 	uint32_t inst_seg;    /* its allocation segment */
+	int late;             /* a finding: its objects are late frees */
+	uint32_t orig;        /* its index before the sort (objinfo.c's ko_lf) */
 } lf_entry;
 
 struct det_latefree {
@@ -89,8 +91,10 @@ void det_latefree_free(stp_det *d)
 	d->lf = NULL;
 }
 
-int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t ib_free, uint32_t seg_free)
+int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t ib_free, uint32_t seg_free,
+                        uint32_t *entry)
 {
+	*entry = UINT32_MAX;
 	struct det_latefree *lf = d->lf;
 	uint32_t n2 = 2 * d->niters;
 	if (!lf || o->ib == 0 || o->ib >= n2 || ib_free == 0 || ib_free >= n2 || o->seg >= lf->nseg)
@@ -114,11 +118,12 @@ int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t
 			lf->cap = nc;
 		}
 		i = lf->ne++;
-		lf->e[i] = (lf_entry){.site = o->site, .key = key, .rel = rel, .worst = -1};
+		lf->e[i] = (lf_entry){.site = o->site, .key = key, .rel = rel, .worst = -1, .orig = (uint32_t)i};
 		if (det_map_put(&lf->idx, k, i, NULL) < 0)
 			return -1;
 	}
 	lf_entry *e = &lf->e[i];
+	*entry = (uint32_t)i;
 	double lb = (double)o->size * (double)(free_ns - o->alloc_ns);
 	e->count++;
 	e->bytes += o->size;
@@ -208,11 +213,24 @@ int det_latefree_finish(stp_det *d)
 			in.at_ns = exp_ns < in.free_ns ? exp_ns : in.free_ns;
 			in.until_ns = in.free_ns;
 			double share = (double)(e->rel - r) / (double)e->rel;
+			e->late = 1;
 			det_finding_add(d, STP_PAT_LATE_FREE, e->site, e->count, e->bytes, e->life_bytes * share, in.distance,
 			                &in);
 		}
 		a = b;
 	}
 	free(sq);
+	/* the exporter's per-object patterns: objects counted in a late entry */
+	if (d->ko_lf && lf->ne) {
+		uint8_t *late = calloc(lf->ne, 1);
+		if (!late)
+			return -1;
+		for (uint32_t i = 0; i < lf->ne; i++)
+			late[lf->e[i].orig] = (uint8_t)lf->e[i].late;
+		for (uint64_t k = 0; k < d->nko; k++)
+			if (d->ko_lf[k] != UINT32_MAX && late[d->ko_lf[k]])
+				d->ko_info[k] |= (uint16_t)(1u << (4 + STP_PAT_LATE_FREE));
+		free(late);
+	}
 	return 0;
 }

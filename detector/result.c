@@ -42,6 +42,7 @@ int det_build_result(stp_det *d)
 	r->api_events = d->stats.by_type[STP_EV_API];
 	r->lost_events = d->stats.lost_events;
 	r->duration_ns = d->end_ns;
+	r->t0_ns = d->t0;
 	r->whole = d->stats.whole;
 	r->end_reason = d->stats.end_reason;
 	r->end_value = d->stats.end_value;
@@ -270,6 +271,11 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 	for (uint32_t i = skip; i < n && m < max; i++)
 		out[m++] = tmp[i];
 	return m;
+}
+
+void stp_det_resolve(stp_det *d, uint64_t ip, int caller, stp_det_frame *out)
+{
+	det_frames_resolve(d->frames, ip, caller, out);
 }
 
 const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)

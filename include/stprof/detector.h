@@ -68,6 +68,9 @@ typedef struct stp_det_options {
 	const char *sim_alloc_conf; /* PYTORCH_ALLOC_CONF the program ran with (NULL: defaults) */
 	int sim_no_recommend;       /* do not try settings */
 	uint64_t sim_host_min_size; /* host fallback: smaller allocations are not fed (512) */
+	/* Keep each object's class and patterns for stp_det_object_info() (the
+	 * timeline exporter): 14 bytes per allocation (0). */
+	int keep_objects;
 	/* Progress: called now and then with the pass (1 or 2) and the bytes
 	 * read so far out of total; NULL for none. */
 	void (*progress)(void *ctx, int pass, uint64_t done, uint64_t total);
@@ -214,6 +217,7 @@ typedef struct stp_det_result {
 	uint64_t events, api_events, marker_events, lost_events;
 	uint64_t by_type[STP_EV_TYPE_MAX + 1];
 	uint64_t duration_ns;
+	uint64_t t0_ns;           /* time_ns of the first event: the origin of every *_ns */
 	int whole;                /* an end record was read */
 	uint32_t end_reason;
 	int32_t end_value;
@@ -275,7 +279,14 @@ void stp_det_free(stp_det *d);
  * counts of the result are valid until stp_det_free(). */
 stp_det *stp_det_timeline_run(const char *path, const stp_det_options *o, char *err, size_t errlen);
 
+/* With opt.keep_objects: the class (stp_det_class) of the object whose
+ * ALLOC event has seq alloc_seq, and in *patterns (if not NULL) the bits
+ * 1 << stp_det_pattern of the patterns it was found in.  -1 when unknown.
+ * O(1) when called in allocation order. */
+int stp_det_object_info(stp_det *d, uint64_t alloc_seq, unsigned *patterns);
+
 /* ------------------------------------------------------------ frames */
+
 
 /* The result's call-site index of a stack id (UINT32_MAX when no
  * allocation had it), e.g. to name the stacks of the allocator models. */
@@ -294,6 +305,9 @@ typedef struct stp_det_frame {
 	uint32_t line;            /* 0 when unknown */
 } stp_det_frame;
 
+/* Resolves one address of the trace (caller: a return address, i.e. every
+ * frame but the innermost); strings valid until stp_det_free(). */
+void stp_det_resolve(stp_det *d, uint64_t ip, int caller, stp_det_frame *out);
 /* Frames of a site's call path, innermost first, after dropping the
  * profiler's and the allocator's own frames and the wrappers below.  Returns the depth (<= max).
  * Strings stay valid until stp_det_free(). */
