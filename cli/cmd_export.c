@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "stprof/allocsim.h"
+#include "stprof/detector.h"
 #include "stprof/perfetto.h"
 #include "util.h"
 
@@ -21,12 +23,17 @@ static void usage(FILE *f)
 	        "usage: stprof export [OPTIONS] TRACE... [-o FILE.pftrace]\n\n"
 	        "Writes a Perfetto timeline of the traces (one process per trace, e.g. one per\n"
 	        "rank) that https://ui.perfetto.dev opens (\"Open trace file\").  It shows, per\n"
-	        "process: memory counters (requested, allocated, reserved), iterations and\n"
+	        "process: memory counters (requested, allocated, reserved; reserved under each\n"
+	        "simulated allocator and its fragmentation), iterations and\n"
 	        "phases, module slices per thread, API calls per stream with the allocations\n"
 	        "and frees made on it, object lifetimes on lanes, arrows from each allocation\n"
 	        "to its first access and its free, and the allocation call stacks weighted by\n"
 	        "bytes: select a time range over the stream tracks and open the \"Track Event\n"
-	        "Callstacks\" tab for a flamegraph of bytes by call site.  See docs/perfetto.md.\n\n"
+	        "Callstacks\" tab for a flamegraph of bytes by call site.  The detector of\n"
+	        "`stprof report` runs first: lifetime lanes are grouped by class (persistent,\n"
+	        "scoped, transient, init-only, leaked), each object carries its patterns, each\n"
+	        "finding is an instant with its suggestion, frames are named.  See\n"
+	        "docs/perfetto.md.\n\n"
 	        "Options:\n"
 	        "  -o, --output FILE    the file to write (default: the first TRACE with its\n"
 	        "                       .stp suffix replaced by .pftrace)\n"
@@ -41,6 +48,13 @@ static void usage(FILE *f)
 	        "                       1.5s:2s; T0 or T1 may be left empty (start, end)\n"
 	        "      --max-lanes N    at most N lifetime lanes per group (default 10000);\n"
 	        "                       objects beyond are counted but not drawn\n"
+	        "      --no-analysis    do not run the detector (stprof report) first: no\n"
+	        "                       classes (lanes are then \"unclassified\"), patterns,\n"
+	        "                       findings, simulated allocators or function names\n"
+	        "      --no-models      run the detector without the allocator models (no\n"
+	        "                       simulated reserved or fragmentation counters)\n"
+	        "      --alloc-conf STR, --capacity SIZE\n"
+	        "                       the allocator models' settings, as in stprof report\n"
 	        "  -q, --quiet          print nothing but errors\n"
 	        "  -h, --help           this help\n\n"
 	        "Exit status: 0 written, 1 a trace could not be read or the file written,\n"
@@ -103,15 +117,21 @@ static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES };
+	enum { OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"top", required_argument, 0, OPT_TOP},
 		{"top-by", required_argument, 0, OPT_TOP_BY}, {"window", required_argument, 0, OPT_WINDOW},
 		{"max-lanes", required_argument, 0, OPT_MAX_LANES}, {"quiet", no_argument, 0, 'q'},
+		{"no-analysis", no_argument, 0, OPT_NOANA}, {"no-models", no_argument, 0, OPT_NOMODELS},
+		{"alloc-conf", required_argument, 0, OPT_CONF}, {"capacity", required_argument, 0, OPT_CAP},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_export_opts eo = {0};
 	const char *out = NULL;
-	int quiet = 0, c;
+	int quiet = 0, analysis = 1, c;
+	stp_det_options dopt;
+	stp_det_options_default(&dopt);
+	dopt.keep_objects = 1;
+	dopt.sim_no_recommend = 1; /* the timeline shows the models, not advice */
 	uint64_t v;
 	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
 		switch (c) {
@@ -149,6 +169,25 @@ int cmd_export(int argc, char **argv)
 			}
 			eo.max_lanes = (uint32_t)v;
 			break;
+		case OPT_NOANA: analysis = 0; break;
+		case OPT_NOMODELS: dopt.sim_models = 0; break;
+		case OPT_CONF: {
+			allocsim_config cfg;
+			char e[256];
+			allocsim_config_default(&cfg, ALLOCSIM_PYTORCH);
+			if (allocsim_config_parse(&cfg, optarg, e, sizeof e) < 0 || allocsim_config_check(&cfg, e, sizeof e) < 0) {
+				stprof_err("export: --alloc-conf: %s", e);
+				return 2;
+			}
+			dopt.sim_alloc_conf = optarg;
+			break;
+		}
+		case OPT_CAP:
+			if (stprof_parse_size(optarg, &dopt.sim_capacity) < 0) {
+				stprof_err("export: --capacity wants a size (e.g. 80G), not '%s'", optarg);
+				return 2;
+			}
+			break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -177,9 +216,38 @@ int cmd_export(int argc, char **argv)
 	}
 	stp_export_stats st;
 	char err[1024];
+	/* the detector first: classes, patterns, findings, models, symbols */
+	stp_det **dets = calloc(ntraces, sizeof *dets);
+	stp_export_detector *bridge = NULL;
+	if (!dets) {
+		free(def);
+		return 1;
+	}
+	for (size_t i = 0; analysis && i < ntraces; i++) {
+		if (tty)
+			fprintf(stderr, "\rstprof: analysing %s ...", traces[i]);
+		dets[i] = stp_det_run(traces[i], &dopt, err, sizeof err);
+		/* an unreadable trace is the export's error to report; a damaged
+		 * one is analysed up to the damage */
+		if (dets[i] && stp_det_result_of(dets[i])->sim_error && !quiet)
+			stprof_err("export: %s: allocator models not run: %s", traces[i],
+			           stp_det_result_of(dets[i])->sim_error);
+	}
+	if (analysis && !(bridge = stp_export_detector_attach((stp_det *const *)dets, ntraces, &eo))) {
+		stprof_err("export: out of memory");
+		for (size_t i = 0; i < ntraces; i++)
+			stp_det_free(dets[i]);
+		free(dets);
+		free(def);
+		return 1;
+	}
 	int rc = stp_export_perfetto(traces, ntraces, out, &eo, &st, err, sizeof err);
 	if (tty)
 		fprintf(stderr, "\r\033[K");
+	stp_export_detector_free(bridge);
+	for (size_t i = 0; i < ntraces; i++)
+		stp_det_free(dets[i]);
+	free(dets);
 	if (rc < 0) {
 		stprof_err("export: %s", err);
 		free(def);
@@ -195,6 +263,9 @@ int cmd_export(int argc, char **argv)
 			printf(" (%" PRIu64 " not drawn: more than --max-lanes live at once)", st.objects_no_lane);
 		printf("\n  %" PRIu64 " API slices, %" PRIu64 " flows, %" PRIu64 " call stacks (%" PRIu64 " frames)\n",
 		       st.api_slices, st.flows, st.callstacks, st.frames);
+		if (analysis)
+			printf("  %" PRIu64 " findings, %" PRIu64 " points of simulated allocator counters\n", st.findings,
+			       st.series_points);
 		if (st.unmatched_frees)
 			printf("  %" PRIu64 " frees of addresses not allocated in the trace were skipped\n", st.unmatched_frees);
 		if (st.unmatched_markers)

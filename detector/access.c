@@ -414,11 +414,8 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		a->rec[a->nrec++] = (acc_rec){.first = x->lvl_first, .last = x->lvl_last, .size = ob->size,
 		                              .alloc_ns = ob->alloc_ns, .free_ns = freed ? ns : d->end_ns,
 		                              .last_end_ns = x->last_end_ns, .site = ob->site, .ko = UINT32_MAX};
-	if (d->ko_seq && a->nrec && a->rec[a->nrec - 1].ko == UINT32_MAX) {
-		uint64_t k = det_ko_find(d, ob->alloc_seq); /* for the exporter's per-object patterns */
-		if (k < UINT32_MAX)
-			a->rec[a->nrec - 1].ko = (uint32_t)k;
-	}
+	if (d->ko_seq && a->nrec)
+		a->rec[a->nrec - 1].ko = ob->ko; /* for the exporter's per-object patterns */
 	return lvl_end - x->lvl_alloc;
 }
 

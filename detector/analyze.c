@@ -197,6 +197,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	if ((int64_t)life < 0)
 		life = 0;
 	stp_det_class c = det_classify(d, o->ib, o->seg, p->ib, p->seg, freed);
+	d->ko_hint = o->ko; /* findings of this object mark its record (objinfo.c) */
 	if (!freed && d->niters) {
 		int64_t it = iter_of_ib(d, o->ib);
 		if (s->leak_iters >= 2) /* a site that keeps leaking, cut trace or not */
@@ -238,12 +239,9 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	uint32_t lfe = UINT32_MAX;
 	if (freed && d->niters)
 		det_latefree_object(d, o, p->ns, p->ib, p->seg, &lfe);
-	if (d->ko_seq) {
-		uint64_t k = det_ko_find(d, o->alloc_seq);
-		if (k != UINT64_MAX) {
-			d->ko_info[k] = (uint16_t)((d->ko_info[k] & ~15u) | (unsigned)c);
-			d->ko_lf[k] = lfe;
-		}
+	if (d->ko_seq && o->ko < d->nko) {
+		d->ko_info[o->ko] = (uint16_t)((d->ko_info[o->ko] & ~15u) | (unsigned)c);
+		d->ko_lf[o->ko] = lfe;
 	}
 	o->flags &= (uint8_t)~DET_OBJ_LIVE;
 	o->site = d->obj_free;
@@ -278,7 +276,8 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		return -1;
 	det_obj *o = &d->objs[slot];
 	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
-	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si, .flags = DET_OBJ_LIVE};
+	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si, .flags = DET_OBJ_LIVE,
+	               .ko = UINT32_MAX};
 	sp->allocs++;
 	sp->bytes_allocated += a->size;
 	if (a->size > sp->max_size)
@@ -309,8 +308,11 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	}
 	if (d->simc)
 		det_sim_alloc(d, o, slot, ev);
-	if (d->opt.keep_objects && det_ko_push(d, ev->seq) < 0)
-		return -1;
+	if (d->opt.keep_objects) {
+		o->ko = (uint32_t)(d->nko < UINT32_MAX ? d->nko : UINT32_MAX);
+		if (det_ko_push(d, ev->seq) < 0)
+			return -1;
+	}
 	if (d->have_ranges && det_access_alloc(d, slot, ev) < 0)
 		return -1;
 	return 0;

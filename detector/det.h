@@ -37,7 +37,7 @@ typedef struct det_space_state {
 	uint64_t live_bytes, live_objects, reserved;
 } det_space_state;
 
-/* A live object in pass 2 (48 bytes). */
+/* A live object in pass 2 (56 bytes). */
 typedef struct det_obj {
 	uint64_t addr, size;
 	uint64_t alloc_seq, alloc_ns;
@@ -47,6 +47,7 @@ typedef struct det_obj {
 	uint16_t space;
 	uint8_t flags;     /* DET_OBJ_* */
 	uint8_t pad;
+	uint32_t ko;       /* objinfo.c record (keep_objects) */
 } det_obj;
 #define DET_OBJ_AT_PEAK 1u
 #define DET_OBJ_ACCESSED 2u
@@ -185,6 +186,7 @@ struct stp_det {
 	uint16_t *ko_info;                  /* class | pattern bits << 4 */
 	uint32_t *ko_lf;                    /* late-free entry, UINT32_MAX none */
 	uint64_t nko, ko_cap, ko_cursor;
+	uint64_t ko_hint;                   /* record of the object being ended */
 
 	/* outputs owned here */
 	stp_det_finding *out_findings;

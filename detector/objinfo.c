@@ -53,7 +53,7 @@ uint64_t det_ko_find(const stp_det *d, uint64_t seq)
 
 void det_ko_mark(stp_det *d, uint64_t seq, stp_det_pattern p)
 {
-	uint64_t k = det_ko_find(d, seq);
+	uint64_t k = d->ko_hint < d->nko && d->ko_seq[d->ko_hint] == seq ? d->ko_hint : det_ko_find(d, seq);
 	if (k != UINT64_MAX)
 		d->ko_info[k] |= (uint16_t)(1u << (4 + p));
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "detector.h"
 #include "trace.h"
 
 #ifdef __cplusplus
@@ -139,6 +140,18 @@ typedef struct stp_export_stats {
 int stp_export_perfetto(const char *const *traces, size_t ntraces, const char *out_path,
                         const stp_export_opts *opts, stp_export_stats *stats, char *err,
                         size_t errlen);
+
+/* The detector's results as the extension points above: dets[i] is the
+ * result of stp_det_run() on traces[i] (NULL: none for that trace), run with
+ * opt.keep_objects for classes and patterns per object.  Sets o's classify,
+ * patterns, symbolize, findings (one per finding, at its worst instance's
+ * wasted interval, with its suggestion) and series (each allocator model's
+ * reserved bytes on its space's axis, and the fragmentation ratio of the
+ * model as run); o->progress keeps working with its ctx.  The dets must
+ * outlive the export; free the handle after it.  NULL when out of memory. */
+typedef struct stp_export_detector stp_export_detector;
+stp_export_detector *stp_export_detector_attach(stp_det *const *dets, size_t ndets, stp_export_opts *o);
+void stp_export_detector_free(stp_export_detector *x);
 
 /* The name the exporter gives a memory space: "host", "cuda:N", "managed",
  * "pinned".  Counter tracks are "<space> requested|allocated|reserved". */

@@ -56,6 +56,48 @@ grep -q "2 processes" "$tmp/out" || fail "ranks summary"
 check "$tmp/ranks.pftrace"
 test "$(grep -c 'process_name: "rank' "$tmp/ranks.pftrace.txt")" = 2 || fail "two ranks"
 
+# The detector's results (stprof report) in the timeline: lanes grouped by
+# class, patterns per object, one instant per finding with its suggestion,
+# the simulated allocators' reserved bytes and fragmentation.
+if [ -x "$B/det_mktrace" ]; then
+  "$B/det_mktrace" train "$tmp/train.stp"
+  "$B/det_mktrace" patterns "$tmp/pat.stp"
+  "$stprof" export -o "$tmp/train.pftrace" "$tmp/train.stp" >"$tmp/out" || fail "export train"
+  grep -q "2 findings" "$tmp/out" || fail "findings in the summary"
+  check "$tmp/train.pftrace"
+  t="$tmp/train.pftrace.txt"
+  for cls in persistent scoped transient leaked; do
+    grep -q "name: \"host objects ($cls)\"" "$t" || fail "lanes of class $cls"
+  done
+  grep -q 'name: "unclassified' "$t" && fail "unclassified lanes despite the detector"
+  grep -q 'name: "Memory leak"' "$t" || fail "leak finding instant"
+  grep -q 'name: "Late free (host heuristic)"' "$t" || fail "late-free finding instant"
+  grep -q 'name: "suggestion"' "$t" || fail "finding suggestion"
+  grep -q 'name: "patterns"' "$t" || fail "patterns annotation"
+  grep -q 'str: "memory-leak"' "$t" || fail "an object's patterns"
+  grep -q 'name: "host reserved (sim: pytorch, host what-if)"' "$t" || fail "simulated reserved"
+  grep -q 'name: "host fragmentation (sim: pytorch, host what-if)"' "$t" || fail "fragmentation ratio"
+  grep -q 'name: "host reserved (sim: bfc allow_growth, host what-if)"' "$t" || fail "bfc reserved"
+  "$stprof" export -q --no-analysis -o "$tmp/train0.pftrace" "$tmp/train.stp" || fail "export --no-analysis"
+  check "$tmp/train0.pftrace"
+  grep -q 'name: "host objects (unclassified)"' "$tmp/train0.pftrace.txt" || fail "--no-analysis lanes"
+  grep -q 'sim:' "$tmp/train0.pftrace.txt" && fail "--no-analysis has models"
+  "$stprof" export -q --no-models -o "$tmp/train1.pftrace" "$tmp/train.stp" || fail "export --no-models"
+  check "$tmp/train1.pftrace"
+  grep -q 'sim:' "$tmp/train1.pftrace.txt" && fail "--no-models has models"
+  grep -q 'name: "host objects (persistent)"' "$tmp/train1.pftrace.txt" || fail "--no-models lanes"
+  "$stprof" export -q --capacity 4M --alloc-conf expandable_segments:True -o "$tmp/pat.pftrace" "$tmp/pat.stp" ||
+    fail "export patterns"
+  check "$tmp/pat.pftrace"
+  t="$tmp/pat.pftrace.txt"
+  grep -q 'name: "cuda:0 reserved (sim: pytorch expandable_segments:True)"' "$t" || fail "device model"
+  for f in "Early allocation" "Late deallocation" "Redundant allocation" "Unused allocation" "Dead write"; do
+    grep -q "name: \"$f\"" "$t" || fail "finding $f"
+  done
+  rc=0; "$stprof" export --alloc-conf max_split_size_mb:1 "$tmp/pat.stp" 2>/dev/null || rc=$?
+  test $rc = 2 || fail "bad --alloc-conf: exit $rc"
+fi
+
 # `stprof PROGRAM` writes the timeline beside its trace (when the collector
 # is built).
 if [ -f "$B/libstprof.so" ]; then
