@@ -16,6 +16,7 @@
 #include "stprof/detector.h"
 #include "stprof/perfetto.h"
 #include "util.h"
+#include "analysis.h"
 
 static void usage(FILE *f)
 {
@@ -209,48 +210,55 @@ int cmd_export(int argc, char **argv)
 		strcat(def, ".pftrace");
 		out = def;
 	}
+	int rc = export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet);
+	free(def);
+	return rc;
+}
+
+
+int export_run(const char *const *traces, size_t ntraces, const char *out, stp_export_opts *eo,
+               const stp_det_options *dopt, stp_det *const *given, int quiet)
+{
+	int analysis = dopt || given;
 	int tty = !quiet && isatty(2);
 	if (tty) {
-		eo.progress = progress;
-		eo.ctx = (void *)traces;
+		eo->progress = progress;
+		eo->ctx = (void *)traces;
 	}
 	stp_export_stats st;
 	char err[1024];
 	/* the detector first: classes, patterns, findings, models, symbols */
 	stp_det **dets = calloc(ntraces, sizeof *dets);
 	stp_export_detector *bridge = NULL;
-	if (!dets) {
-		free(def);
+	if (!dets)
 		return 1;
-	}
-	for (size_t i = 0; analysis && i < ntraces; i++) {
+	for (size_t i = 0; i < ntraces && analysis; i++) {
+		if (given) {
+			dets[i] = given[i];
+			continue;
+		}
 		if (tty)
 			fprintf(stderr, "\rstprof: analysing %s ...", traces[i]);
-		dets[i] = stp_det_run(traces[i], &dopt, err, sizeof err);
 		/* an unreadable trace is the export's error to report; a damaged
 		 * one is analysed up to the damage */
+		dets[i] = stp_det_run(traces[i], dopt, err, sizeof err);
 		if (dets[i] && stp_det_result_of(dets[i])->sim_error && !quiet)
 			stprof_err("export: %s: allocator models not run: %s", traces[i],
 			           stp_det_result_of(dets[i])->sim_error);
 	}
-	if (analysis && !(bridge = stp_export_detector_attach((stp_det *const *)dets, ntraces, &eo))) {
-		stprof_err("export: out of memory");
-		for (size_t i = 0; i < ntraces; i++)
-			stp_det_free(dets[i]);
-		free(dets);
-		free(def);
-		return 1;
-	}
-	int rc = stp_export_perfetto(traces, ntraces, out, &eo, &st, err, sizeof err);
+	int rc = -1;
+	if (analysis && !(bridge = stp_export_detector_attach((stp_det *const *)dets, ntraces, eo)))
+		snprintf(err, sizeof err, "out of memory");
+	else
+		rc = stp_export_perfetto(traces, ntraces, out, eo, &st, err, sizeof err);
 	if (tty)
 		fprintf(stderr, "\r\033[K");
 	stp_export_detector_free(bridge);
-	for (size_t i = 0; i < ntraces; i++)
+	for (size_t i = 0; i < ntraces && !given; i++)
 		stp_det_free(dets[i]);
 	free(dets);
 	if (rc < 0) {
 		stprof_err("export: %s", err);
-		free(def);
 		return 1;
 	}
 	if (!quiet) {
@@ -272,6 +280,5 @@ int cmd_export(int argc, char **argv)
 			printf("  %" PRIu64 " end markers without a begin were skipped\n", st.unmatched_markers);
 		printf("open it at https://ui.perfetto.dev (Open trace file); see docs/perfetto.md\n");
 	}
-	free(def);
 	return 0;
 }

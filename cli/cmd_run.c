@@ -11,7 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "commands.h"
+#include "stprof/report.h"
 #include "record.h"
 #include "util.h"
 
@@ -31,6 +33,13 @@ static void usage(FILE *f)
 	           "      --no-export      no timeline\n"
 	           "  -h, --help           this help\n",
 	        record_help);
+}
+
+static void det_progress(void *ctx, int pass, uint64_t done, uint64_t total)
+{
+	if (total)
+		fprintf(stderr, "\rstprof: analysing, pass %d/2, %3.0f%%", pass, 100.0 * (double)done / (double)total);
+	*(int *)ctx = 1;
 }
 
 int cmd_run(int argc, char **argv)
@@ -82,16 +91,31 @@ int cmd_run(int argc, char **argv)
 	if (!started)
 		exit_like(status);
 	int traces = record_summary(trace, argv[optind], o.quiet);
-	if (traces > 0 && report) {
+	/* one detector run for the report and the timeline */
+	stp_det *det = NULL;
+	if (traces > 0 && (report || timeline) && access(trace, R_OK) == 0) {
+		stp_det_options dopt;
+		stp_det_options_default(&dopt);
+		dopt.keep_objects = timeline;
+		char err[512];
+		int printed = 0;
+		if (!o.quiet && isatty(2)) {
+			dopt.progress = det_progress;
+			dopt.progress_ctx = &printed;
+		}
+		det = stp_det_run(trace, &dopt, err, sizeof err);
+		if (printed)
+			fprintf(stderr, "\r%40s\r", "");
+		if (!det)
+			stprof_err("%s", err);
+	}
+	if (det && report) {
 		fflush(stdout);
-		int saved = dup(1);
-		dup2(2, 1);
-		char *rargv[] = {"report", trace, NULL};
-		optind = 1;
-		cmd_report(2, rargv);
-		fflush(stdout);
-		dup2(saved, 1);
-		close(saved);
+		const stp_det_result *r = stp_det_result_of(det);
+		if (r->error)
+			stprof_err("%s", r->error);
+		else
+			stp_report_text(det, NULL, stderr);
 	}
 	if (traces > 0 && plan && access(trace, R_OK) == 0) {
 		/* the allocation plan of the last iteration, beside the trace; its
@@ -121,15 +145,22 @@ int cmd_run(int argc, char **argv)
 		close(saved);
 	}
 	if (traces > 0 && timeline && access(trace, R_OK) == 0) {
-		char *eargv[] = {"export", "-q", trace, NULL};
-		optind = 1;
-		if (cmd_export(3, eargv) == 0 && !o.quiet) {
-			size_t len = strlen(trace);
-			if (len > 4 && !strcmp(trace + len - 4, ".stp"))
-				len -= 4;
-			stprof_err("timeline written to %.*s.pftrace (open it at https://ui.perfetto.dev; "
-			           "see docs/perfetto.md)", (int)len, trace);
-		}
+		char out[PATH_MAX + 16];
+		size_t len = strlen(trace);
+		if (len > 4 && !strcmp(trace + len - 4, ".stp"))
+			len -= 4;
+		snprintf(out, sizeof out, "%.*s.pftrace", (int)len, trace);
+		stp_export_opts eo = {0};
+		const char *one[1] = {trace};
+		stp_det_options dopt;
+		stp_det_options_default(&dopt);
+		dopt.keep_objects = 1;
+		dopt.sim_no_recommend = 1;
+		/* the report's detector run when there was one (no second pass over
+		 * the trace), else the export's own */
+		if (export_run(one, 1, out, &eo, det ? NULL : &dopt, det ? &det : NULL, 1) == 0 && !o.quiet)
+			stprof_err("timeline written to %s (open it at https://ui.perfetto.dev; see docs/perfetto.md)", out);
 	}
+	stp_det_free(det);
 	exit_like(status);
 }
