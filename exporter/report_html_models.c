@@ -51,7 +51,7 @@ static void plot(const stp_det_result *r, const allocsim_device_report *dr, uint
 	}
 	for (int k = 0; k <= 8; k++) {
 		uint64_t x = tmax / 8 * (uint64_t)k;
-		fprintf(f, "<text x=%.1f y=%d text-anchor=middle>%s</text>\n", L + (double)x * sx, H - B + 14,
+		fprintf(f, "<text x=%.1f y=%d text-anchor=%s>%s</text>\n", L + (double)x * sx, H - B + 14, k == 8 ? "end" : "middle",
 		        rf_ns(x, b, sizeof b));
 	}
 	fprintf(f, "<text x=%d y=%d text-anchor=middle>time since the trace started</text>\n", (L + W - R) / 2, H - 4);
