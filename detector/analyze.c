@@ -135,7 +135,7 @@ static det_site *site_for(stp_det *d, uint32_t stack, uint8_t kind, uint32_t *in
 			if (!ns)
 				return NULL;
 			d->sites = ns;
-			stp_det_site *np = realloc(d->spub, nc * sizeof *np);
+			det_site_rec *np = realloc(d->spub, nc * sizeof *np);
 			if (!np)
 				return NULL;
 			d->spub = np;
@@ -144,10 +144,11 @@ static det_site *site_for(stp_det *d, uint32_t stack, uint8_t kind, uint32_t *in
 		det_site *st = &d->sites[d->nsites];
 		memset(st, 0, sizeof *st);
 		st->leak_last_iter = INT64_MIN;
-		stp_det_site *sp = &d->spub[d->nsites];
+		det_site_rec *sp = &d->spub[d->nsites];
 		memset(sp, 0, sizeof *sp);
 		sp->stack = stack;
 		sp->kind = kind;
+		sp->one_class = 0xff;
 		if (det_map_put(&d->site_paths, key, d->nsites, NULL) < 0)
 			return NULL;
 		s = d->site_of_stack[stack] = ++d->nsites;
@@ -187,12 +188,55 @@ static void series_note(stp_det *d, pass2 *p, uint64_t live)
 		p->sr[b] = p->reserved;
 }
 
+/* A site's class and lifetime counts for one more ended object (det.h,
+ * det_site_rec: the first is kept inline, the cold record comes with the
+ * second). */
+static void site_add_obj(stp_det *d, det_site_rec *sp, unsigned c, uint64_t size, int at_peak, unsigned tb,
+                         unsigned lb)
+{
+	if (sp->one_class == 0xff) { /* the first object that ends */
+		sp->one_class = (uint8_t)c;
+		sp->one_tb = (uint8_t)tb;
+		sp->one_lb = (uint8_t)lb;
+		sp->one_size = size;
+		sp->one_at_peak = (uint8_t)at_peak;
+		return;
+	}
+	if (!sp->cold) {
+		if (d->ncold == d->cold_cap) {
+			uint32_t nc = d->cold_cap ? d->cold_cap * 2 : 256;
+			det_site_cold *n = realloc(d->cold, nc * sizeof *n);
+			if (!n)
+				return; /* out of memory: the counts stay partial */
+			d->cold = n;
+			d->cold_cap = nc;
+		}
+		det_site_cold *k = &d->cold[d->ncold];
+		memset(k, 0, sizeof *k);
+		uint64_t first = sp->one_size;
+		k->class_objects[sp->one_class] = 1;
+		k->class_bytes[sp->one_class] = first;
+		if (sp->one_at_peak)
+			k->peak_class_bytes[sp->one_class] = first;
+		k->life_time[sp->one_tb] = 1;
+		k->life_logical[sp->one_lb] = 1;
+		sp->cold = ++d->ncold;
+	}
+	det_site_cold *k = &d->cold[sp->cold - 1];
+	k->class_objects[c]++;
+	k->class_bytes[c] += size;
+	if (at_peak)
+		k->peak_class_bytes[c] += size;
+	k->life_time[tb]++;
+	k->life_logical[lb]++;
+}
+
 /* Ends an object's life: at a free (freed = 1) or at the end of the trace. */
 static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t free_seq)
 {
 	det_obj *o = &d->objs[slot];
 	det_site *s = &d->sites[o->site];
-	stp_det_site *sp = &d->spub[o->site];
+	det_site_rec *sp = &d->spub[o->site];
 	uint64_t life = (freed ? p->ns : d->end_ns) - o->alloc_ns;
 	if ((int64_t)life < 0)
 		life = 0;
@@ -205,26 +249,21 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		else if (c == STP_CLASS_PERSISTENT && it >= 1 && it < (int64_t)d->niters && s->freed_in_loop > 0)
 			c = d->stats.whole ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
 	}
-	sp->class_objects[c]++;
-	sp->class_bytes[c] += o->size;
 	d->res.class_objects[c]++;
 	d->res.class_bytes[c] += o->size;
-	if (o->flags & DET_OBJ_AT_PEAK) {
-		sp->peak_class_bytes[c] += o->size;
+	if (o->flags & DET_OBJ_AT_PEAK)
 		d->res.peak_class_bytes[c] += o->size;
-	}
 	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
 	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
+	unsigned tb = freed ? det_time_bucket(life) : STP_DET_TIME_BUCKETS - 1;
+	unsigned lb = freed ? det_logical_bucket(logical) : STP_DET_LOGICAL_BUCKETS - 1;
+	site_add_obj(d, sp, c, o->size, (o->flags & DET_OBJ_AT_PEAK) != 0, tb, lb);
 	if (freed) {
 		sp->frees++;
-		sp->life_time[det_time_bucket(life)]++;
-		sp->life_logical[det_logical_bucket(logical)]++;
 		sp->byte_ns += (double)o->size * (double)life;
 		if (o->ib & 1)
 			s->freed_in_loop++;
 	} else {
-		sp->life_time[STP_DET_TIME_BUCKETS - 1]++;
-		sp->life_logical[STP_DET_LOGICAL_BUCKETS - 1]++;
 		sp->end_bytes += o->size;
 		sp->end_objects++;
 	}
@@ -271,7 +310,7 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	uint32_t site_idx = 0;
 	det_site *s = site_for(d, a->stack, a->kind, &site_idx);
 	uint32_t slot = obj_new(d); /* the slot pass 1 gave it (same free list) */
-	stp_det_site *sp = s ? &d->spub[site_idx] : NULL;
+	det_site_rec *sp = s ? &d->spub[site_idx] : NULL;
 	if (!s || slot == UINT32_MAX)
 		return -1;
 	det_obj *o = &d->objs[slot];

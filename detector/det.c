@@ -295,6 +295,7 @@ void stp_det_free(stp_det *d)
 	free(d->facc);
 	det_map_destroy(&d->fidx);
 	free(d->spub);
+	free(d->cold);
 	free(d->out_findings);
 	free(d->series);
 	free(d);

@@ -63,6 +63,34 @@ typedef struct det_site {
 	uint32_t out_index;         /* index in the result's sites */
 } det_site;
 
+/* A call site's public figures, compact (88 bytes): stp_det_site_get()
+ * expands it.  Class counts and lifetime histograms live in a det_site_cold
+ * record (336 bytes), made when a site's second object ends; until then the
+ * first ended object's class, buckets, size and whether it was live at the
+ * peak are kept here (one_*).  Most call sites of a real PyTorch program
+ * allocate once. */
+typedef struct det_site_rec {
+	uint32_t stack;
+	uint8_t kind, dominant;
+	uint8_t one_class, one_tb, one_lb; /* the first ended object's class (0xff: none
+	                                    * yet) and buckets */
+	uint8_t one_at_peak;
+	uint8_t pad[2];
+	uint32_t cold;                      /* index + 1 into d->cold, 0 none */
+	uint64_t allocs, frees, bytes_allocated, max_size;
+	uint64_t peak_bytes, peak_objects, end_bytes, end_objects;
+	double byte_ns;
+	uint64_t one_size;
+} det_site_rec;
+
+typedef struct det_site_cold {
+	uint64_t class_objects[STP_CLASS_COUNT];
+	uint64_t class_bytes[STP_CLASS_COUNT];
+	uint64_t peak_class_bytes[STP_CLASS_COUNT];
+	uint64_t life_time[STP_DET_TIME_BUCKETS];
+	uint64_t life_logical[STP_DET_LOGICAL_BUCKETS];
+} det_site_cold;
+
 typedef struct det_finding_acc {
 	stp_det_finding f;
 	double worst_waste;
@@ -157,7 +185,9 @@ struct stp_det {
 	/* pass 2 */
 	det_obj *objs;
 	uint32_t nobjs, objs_cap, obj_free; /* free list through .site */
-	stp_det_site *spub;                 /* public records, sorted at the end */
+	det_site_rec *spub;                 /* public figures, sorted at the end */
+	det_site_cold *cold;                /* sites with two objects or more ended */
+	uint32_t ncold, cold_cap;
 	det_site *sites;                    /* the rest, same index */
 	uint32_t nsites, sites_cap;
 	uint32_t *site_of_stack;            /* stack id -> site index + 1 */

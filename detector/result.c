@@ -86,11 +86,15 @@ int det_build_result(stp_det *d)
 		return -1;
 	}
 	for (uint32_t i = 0; i < d->nsites; i++) {
-		stp_det_site *s = &d->spub[i];
-		unsigned best = 0;
-		for (unsigned c = 1; c < STP_CLASS_COUNT; c++)
-			if (s->class_bytes[c] > s->class_bytes[best])
-				best = c;
+		det_site_rec *s = &d->spub[i];
+		unsigned best = s->one_class < STP_CLASS_COUNT ? s->one_class : STP_CLASS_UNCLASSIFIED;
+		if (s->cold) {
+			const uint64_t *cb = d->cold[s->cold - 1].class_bytes;
+			best = 0;
+			for (unsigned c = 1; c < STP_CLASS_COUNT; c++)
+				if (cb[c] > cb[best])
+					best = c;
+		}
 		s->dominant = (uint8_t)best;
 		perm[i] = i;
 	}
@@ -104,7 +108,7 @@ int det_build_result(stp_det *d)
 	}
 	for (int pass = 0; pass < 3; pass++) {
 		for (uint32_t i = 0; i < d->nsites; i++) {
-			const stp_det_site *x = &d->spub[perm[i]];
+			const det_site_rec *x = &d->spub[perm[i]];
 			key[i] = pass == 0 ? x->stack : pass == 1 ? ~x->bytes_allocated : ~x->peak_bytes;
 		}
 		if (det_radix_kv(key, perm, d->nsites) < 0) {
@@ -123,7 +127,7 @@ int det_build_result(stp_det *d)
 	for (uint32_t i = 0; i < d->nsites; i++)
 		while (pos[i] != i) {
 			uint32_t j = pos[i];
-			stp_det_site t = d->spub[j];
+			det_site_rec t = d->spub[j];
 			d->spub[j] = d->spub[i];
 			d->spub[i] = t;
 			uint32_t pj = pos[j];
@@ -132,7 +136,6 @@ int det_build_result(stp_det *d)
 		}
 	free(perm);
 	free(pos);
-	r->sites = d->spub;
 	r->nsites = d->nsites;
 
 	d->out_findings = malloc((d->nfacc ? d->nfacc : 1) * sizeof *d->out_findings);
@@ -163,6 +166,46 @@ int det_build_result(stp_det *d)
 	r->series = d->series;
 	r->nseries = d->nseries;
 	return 0;
+}
+
+void stp_det_site_get(const stp_det *d, uint32_t site, stp_det_site *out)
+{
+	memset(out, 0, sizeof *out);
+	if (site >= d->res.nsites)
+		return;
+	const det_site_rec *s = &d->spub[site];
+	out->stack = s->stack;
+	out->kind = s->kind;
+	out->dominant = s->dominant;
+	out->allocs = s->allocs;
+	out->frees = s->frees;
+	out->bytes_allocated = s->bytes_allocated;
+	out->max_size = s->max_size;
+	out->peak_bytes = s->peak_bytes;
+	out->peak_objects = s->peak_objects;
+	out->end_bytes = s->end_bytes;
+	out->end_objects = s->end_objects;
+	out->byte_ns = s->byte_ns;
+	if (s->cold) {
+		const det_site_cold *k = &d->cold[s->cold - 1];
+		memcpy(out->class_objects, k->class_objects, sizeof out->class_objects);
+		memcpy(out->class_bytes, k->class_bytes, sizeof out->class_bytes);
+		memcpy(out->peak_class_bytes, k->peak_class_bytes, sizeof out->peak_class_bytes);
+		memcpy(out->life_time, k->life_time, sizeof out->life_time);
+		memcpy(out->life_logical, k->life_logical, sizeof out->life_logical);
+	} else if (s->one_class < STP_CLASS_COUNT) {
+		out->class_objects[s->one_class] = 1;
+		out->class_bytes[s->one_class] = s->one_size;
+		if (s->one_at_peak)
+			out->peak_class_bytes[s->one_class] = s->one_size;
+		out->life_time[s->one_tb] = 1;
+		out->life_logical[s->one_lb] = 1;
+	}
+}
+
+uint32_t stp_det_site_stack(const stp_det *d, uint32_t site)
+{
+	return site < d->res.nsites ? d->spub[site].stack : 0;
 }
 
 /* ------------------------------------------------------------ frames */
@@ -212,7 +255,7 @@ static void find_wrappers(stp_det *d)
 		return;
 	}
 	for (uint32_t i = 0; i < ns; i++)
-		nf[i] = raw_frames(d, d->res.sites[i].stack, fr + (size_t)i * 9, 9);
+		nf[i] = raw_frames(d, d->spub[i].stack, fr + (size_t)i * 9, 9);
 	for (uint32_t k = 0; k < 8; k++) {
 		/* the most common frame at depth k among sites matching so far */
 		uint64_t best = 0;
@@ -263,7 +306,7 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 	if (!d->wrap_done)
 		find_wrappers(d);
 	stp_det_frame tmp[64];
-	uint32_t n = raw_frames(d, d->res.sites[site].stack, tmp, max + d->wrap_n < 64 ? max + d->wrap_n : 64);
+	uint32_t n = raw_frames(d, d->spub[site].stack, tmp, max + d->wrap_n < 64 ? max + d->wrap_n : 64);
 	uint32_t skip = 0;
 	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
 		skip++;

@@ -225,15 +225,18 @@ static void sites_plot(stp_det *d, const stp_det_result *r, const stp_report_opt
 	if (!r->nsites || r->primary < 0)
 		return;
 	unsigned n = 0;
-	while (n < r->nsites && n < o->top && (r->sites[n].peak_bytes || !n))
+	stp_det_site site;
+	while (n < r->nsites && n < o->top && (stp_det_site_get(d, n, &site), site.peak_bytes || !n))
 		n++;
-	uint64_t mx = r->sites[0].peak_bytes ? r->sites[0].peak_bytes : 1;
+	stp_det_site_get(d, 0, &site);
+	uint64_t mx = site.peak_bytes ? site.peak_bytes : 1;
 	const int W = 960, L = 330, BH = 18, H = (int)n * (BH + 6) + 10;
 	char b[64], t[512];
 	fputs("<h2>Top call sites by bytes live at the peak</h2>\n", f);
 	fprintf(f, "<svg id=sites width=%d height=%d viewBox='0 0 %d %d' role=img>\n", W, H, W, H);
 	for (unsigned i = 0; i < n; i++) {
-		const stp_det_site *s = &r->sites[i];
+		stp_det_site_get(d, i, &site);
+		const stp_det_site *s = &site;
 		int y = 6 + (int)i * (BH + 6);
 		double w = (double)(W - L - 90) * (double)s->peak_bytes / (double)mx;
 		stp_det_site_where(d, i, t, sizeof t);
@@ -250,7 +253,8 @@ static void sites_plot(stp_det *d, const stp_det_result *r, const stp_report_opt
 	      "<th>call path</th></tr>\n",
 	      f);
 	for (unsigned i = 0; i < n; i++) {
-		const stp_det_site *s = &r->sites[i];
+		stp_det_site_get(d, i, &site);
+		const stp_det_site *s = &site;
 		fprintf(f, "<tr><td class=n>%u</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td><td>%s</td><td>",
 		        i + 1, rf_bytes(s->peak_bytes, b, 32), rf_count(s->peak_objects, b + 32, 32),
 		        rf_count(s->allocs, t, 64), stp_det_class_name(s->dominant));

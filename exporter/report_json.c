@@ -175,7 +175,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	      "\"100-999\",\"1000-9999\",\"10000-99999\",\"100000-999999\",\">=1000000\",\"never freed\"]},\n\"sites\":[",
 	      f);
 	for (uint32_t i = 0; i < r->nsites; i++) {
-		const stp_det_site *s = &r->sites[i];
+		stp_det_site site;
+		stp_det_site_get(d, i, &site);
+		const stp_det_site *s = &site;
 		fprintf(f, "%s\n{\"id\":%u,\"stack\":%u,\"kind\":\"%s\",\"class\":\"%s\",", i ? "," : "", i, s->stack,
 		        stp_mem_kind_name(s->kind), stp_det_class_name(s->dominant));
 		u64(f, "allocs", s->allocs, 1);

@@ -157,7 +157,9 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 	fprintf(f, "   #   live@peak  objects    allocs  bytes allocated  class\n");
 	unsigned shown = 0;
 	for (uint32_t i = 0; i < r->nsites && shown < o->top; i++) {
-		const stp_det_site *s = &r->sites[i];
+		stp_det_site site;
+		stp_det_site_get(d, i, &site);
+		const stp_det_site *s = &site;
 		if (!s->peak_bytes && shown)
 			break;
 		shown++;

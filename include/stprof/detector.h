@@ -237,8 +237,8 @@ typedef struct stp_det_result {
 
 	stp_det_timeline timeline;
 
-	uint32_t nsites;
-	const stp_det_site *sites;   /* sorted by peak_bytes, then bytes_allocated */
+	uint32_t nsites;          /* call sites: stp_det_site_get(), sorted by
+	                           * peak_bytes, then bytes_allocated */
 
 	int have_accesses;        /* the trace has API events with ranges */
 	const char *logical_unit; /* "API levels" or "events" */
@@ -287,6 +287,13 @@ int stp_det_object_info(stp_det *d, uint64_t alloc_seq, unsigned *patterns);
 
 /* ------------------------------------------------------------ frames */
 
+
+/* Call site `site` (0 .. nsites-1) in *out.  Sites are kept compact (a
+ * real PyTorch program has 10^5-10^6 of them, most allocating once) and
+ * expanded here. */
+void stp_det_site_get(const stp_det *d, uint32_t site, stp_det_site *out);
+/* Its stack id (0: none). */
+uint32_t stp_det_site_stack(const stp_det *d, uint32_t site);
 
 /* The result's call-site index of a stack id (UINT32_MAX when no
  * allocation had it), e.g. to name the stacks of the allocator models. */

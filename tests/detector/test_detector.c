@@ -16,6 +16,17 @@ static stp_det *run(const char *path, const stp_det_options *o)
 	return d;
 }
 
+/* every call site of d, expanded (stp_det_site_get) into one static array,
+ * refilled on each call so pointers into it compare by site */
+static stp_det_site g_sites[4096];
+static const stp_det_site *sites_of(stp_det *d)
+{
+	const stp_det_result *r = stp_det_result_of(d);
+	for (uint32_t i = 0; i < r->nsites && i < 4096; i++)
+		stp_det_site_get(d, i, &g_sites[i]);
+	return g_sites;
+}
+
 /* the site whose call path starts at offset off of /bin/prog */
 static const stp_det_site *site_at(stp_det *d, uint64_t off)
 {
@@ -23,7 +34,7 @@ static const stp_det_site *site_at(stp_det *d, uint64_t off)
 	for (uint32_t i = 0; i < r->nsites; i++) {
 		stp_det_frame f;
 		if (stp_det_site_frames(d, i, &f, 1) == 1 && f.offset == TG_BASE + off)
-			return &r->sites[i];
+			return &sites_of(d)[i];
 	}
 	return NULL;
 }
@@ -63,8 +74,8 @@ static void test_train(void)
 	CHECK_EQ_U(r->class_objects[STP_CLASS_INIT_ONLY], 0);
 	CHECK_EQ_U(r->nsites, 5);
 	/* sites sorted by bytes live at the peak */
-	CHECK_EQ_U(r->sites[0].peak_bytes, 1000000);
-	CHECK_EQ_U(r->sites[1].peak_bytes, 200000);
+	CHECK_EQ_U(sites_of(d)[0].peak_bytes, 1000000);
+	CHECK_EQ_U(sites_of(d)[1].peak_bytes, 200000);
 	const stp_det_site *w = site_at(d, 0x100), *a = site_at(d, 0x200), *t = site_at(d, 0x300), *l = site_at(d, 0x400),
 	                   *lf = site_at(d, 0x500);
 	CHECK(w && a && t && l && lf);
@@ -84,7 +95,7 @@ static void test_train(void)
 	/* the leak is a finding with its call site */
 	int leak = 0;
 	for (uint32_t i = 0; i < r->nfindings; i++)
-		if (r->findings[i].pattern == STP_PAT_LEAK && &r->sites[r->findings[i].site] == l) {
+		if (r->findings[i].pattern == STP_PAT_LEAK && &sites_of(d)[r->findings[i].site] == l) {
 			leak = 1;
 			CHECK_EQ_U(r->findings[i].objects, 5);
 			CHECK_EQ_U(r->findings[i].bytes, 320);
@@ -126,7 +137,7 @@ static const stp_det_finding *finding(stp_det *d, stp_det_pattern p, uint64_t of
 	const stp_det_result *r = stp_det_result_of(d);
 	const stp_det_site *s = site_at(d, off);
 	for (uint32_t i = 0; s && i < r->nfindings; i++)
-		if (r->findings[i].pattern == p && &r->sites[r->findings[i].site] == s)
+		if (r->findings[i].pattern == p && &sites_of(d)[r->findings[i].site] == s)
 			return &r->findings[i];
 	return NULL;
 }
@@ -161,9 +172,9 @@ static void test_patterns(void)
 	CHECK((f = finding(d, STP_PAT_DEAD_WRITE, 0x120)) && f->objects == 1 && f->max_distance == 1);
 	CHECK((f = finding(d, STP_PAT_TEMP_IDLE, 0x120)) && f->objects == 1 && f->max_distance == 2);
 	CHECK((f = finding(d, STP_PAT_REDUNDANT_ALLOC, 0x140)) && f->max_distance == 3 &&
-	      f->worst.other_site < r->nsites && &r->sites[f->worst.other_site] == site_at(d, 0x120));
+	      f->worst.other_site < r->nsites && &sites_of(d)[f->worst.other_site] == site_at(d, 0x120));
 	CHECK((f = finding(d, STP_PAT_REDUNDANT_ALLOC, 0x120)) && f->max_distance == 1 &&
-	      f->worst.other_site < r->nsites && &r->sites[f->worst.other_site] == site_at(d, 0x130));
+	      f->worst.other_site < r->nsites && &sites_of(d)[f->worst.other_site] == site_at(d, 0x130));
 	CHECK((f = finding(d, STP_PAT_LEAK, 0x150)) && f->objects == 1 && f->bytes == 64);
 	CHECK_EQ_U(count_findings(d, STP_PAT_EARLY_ALLOC), 1);
 	CHECK_EQ_U(count_findings(d, STP_PAT_LATE_DEALLOC), 1);

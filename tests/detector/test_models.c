@@ -79,7 +79,7 @@ static void test_device(void)
 		uint32_t s = stp_det_stack_site(d, sc);
 		CHECK(s != UINT32_MAX);
 		if (s != UINT32_MAX)
-			CHECK_EQ_U(r->sites[s].stack, sc);
+			CHECK_EQ_U(stp_det_site_stack(d, s), sc);
 		char b[256];
 		CHECK(stp_det_stack_name(d, sc, b, sizeof b) != NULL);
 		CHECK(strstr(b, "site #") == b);
