@@ -296,6 +296,7 @@ void stp_det_free(stp_det *d)
 	det_map_destroy(&d->fidx);
 	free(d->spub);
 	free(d->cold);
+	free(d->site_order);
 	free(d->out_findings);
 	free(d->series);
 	free(d);

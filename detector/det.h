@@ -186,6 +186,7 @@ struct stp_det {
 	det_obj *objs;
 	uint32_t nobjs, objs_cap, obj_free; /* free list through .site */
 	det_site_rec *spub;                 /* public figures, sorted at the end */
+	uint32_t *site_order;               /* result index -> record (result.c) */
 	det_site_cold *cold;                /* sites with two objects or more ended */
 	uint32_t ncold, cold_cap;
 	det_site *sites;                    /* the rest, same index */

@@ -33,6 +33,8 @@ struct det_frames {
 	det_module *mods;
 	uint32_t nmods, cap;
 	stp_det_frame *cache;   /* resolved frames; det_map value = index */
+	uint64_t mc_ip[4096];   /* det_frames_module_class's cache */
+	uint8_t mc_cls[4096];
 	uint32_t ncache, cache_cap;
 	det_map index;
 	char **owned;           /* strings built here ("f (inlined into g)") */
@@ -162,6 +164,7 @@ int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64
 	f->mods[at].cls = (uint8_t)((det_frames_is_plumbing(&probe) ? DET_MOD_PLUMBING : 0) |
 	                            (det_frames_is_interpreter(&probe) ? DET_MOD_INTERPRETER : 0));
 	f->nmods++;
+	memset(f->mc_cls, 0, sizeof f->mc_cls);
 	/* cached frames may now resolve differently */
 	f->ncache = 0;
 	det_map_destroy(&f->index);
@@ -248,10 +251,18 @@ const char *det_frames_module_of(const det_frames *f, uint64_t ip)
 	return m ? m->path : "";
 }
 
-unsigned det_frames_module_class(const det_frames *f, uint64_t ip)
+unsigned det_frames_module_class(det_frames *f, uint64_t ip)
 {
+	/* call paths share most frames: a direct-mapped cache of recent ips
+	 * (value + 1; 0 = empty) saves the binary search over the modules */
+	uint32_t h = (uint32_t)((ip * 0x9e3779b97f4a7c15ull) >> 52);
+	if (f->mc_ip[h] == ip && f->mc_cls[h])
+		return f->mc_cls[h] - 1u;
 	const det_module *m = find_module(f, ip);
-	return m ? m->cls : 0;
+	unsigned c = m ? m->cls : 0;
+	f->mc_ip[h] = ip;
+	f->mc_cls[h] = (uint8_t)(c + 1);
+	return c;
 }
 
 int det_frames_is_interpreter(const stp_det_frame *fr)

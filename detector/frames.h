@@ -38,7 +38,7 @@ const char *det_frames_module_of(const det_frames *f, uint64_t ip);
  * DET_MOD_INTERPRETER (det_frames_is_interpreter); 0 for none or no module. */
 #define DET_MOD_PLUMBING 1u
 #define DET_MOD_INTERPRETER 2u
-unsigned det_frames_module_class(const det_frames *f, uint64_t ip);
+unsigned det_frames_module_class(det_frames *f, uint64_t ip);
 /* 1 when the frame belongs to the profiler or to the allocator itself
  * (libstprof, the C library's malloc family, the dynamic loader), which the
  * report skips. */

@@ -119,23 +119,12 @@ int det_build_result(stp_det *d)
 		}
 	}
 	free(key);
-	for (uint32_t i = 0; i < d->nsites; i++) {
-		d->sites[perm[i]].out_index = i;
-		pos[perm[i]] = i;
-	}
-	/* apply the permutation in place: put each record where it belongs */
+	/* the records stay where they are: site_order maps the sorted index to
+	 * the record, out_index the record to the sorted index */
 	for (uint32_t i = 0; i < d->nsites; i++)
-		while (pos[i] != i) {
-			uint32_t j = pos[i];
-			det_site_rec t = d->spub[j];
-			d->spub[j] = d->spub[i];
-			d->spub[i] = t;
-			uint32_t pj = pos[j];
-			pos[j] = j;
-			pos[i] = pj;
-		}
-	free(perm);
+		d->sites[perm[i]].out_index = i;
 	free(pos);
+	d->site_order = perm;
 	r->nsites = d->nsites;
 
 	d->out_findings = malloc((d->nfacc ? d->nfacc : 1) * sizeof *d->out_findings);
@@ -173,7 +162,7 @@ void stp_det_site_get(const stp_det *d, uint32_t site, stp_det_site *out)
 	memset(out, 0, sizeof *out);
 	if (site >= d->res.nsites)
 		return;
-	const det_site_rec *s = &d->spub[site];
+	const det_site_rec *s = &d->spub[d->site_order[site]];
 	out->stack = s->stack;
 	out->kind = s->kind;
 	out->dominant = s->dominant;
@@ -205,7 +194,7 @@ void stp_det_site_get(const stp_det *d, uint32_t site, stp_det_site *out)
 
 uint32_t stp_det_site_stack(const stp_det *d, uint32_t site)
 {
-	return site < d->res.nsites ? d->spub[site].stack : 0;
+	return site < d->res.nsites ? d->spub[d->site_order[site]].stack : 0;
 }
 
 /* ------------------------------------------------------------ frames */
@@ -255,7 +244,7 @@ static void find_wrappers(stp_det *d)
 		return;
 	}
 	for (uint32_t i = 0; i < ns; i++)
-		nf[i] = raw_frames(d, d->spub[i].stack, fr + (size_t)i * 9, 9);
+		nf[i] = raw_frames(d, d->spub[d->site_order[i]].stack, fr + (size_t)i * 9, 9);
 	for (uint32_t k = 0; k < 8; k++) {
 		/* the most common frame at depth k among sites matching so far */
 		uint64_t best = 0;
@@ -306,7 +295,7 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 	if (!d->wrap_done)
 		find_wrappers(d);
 	stp_det_frame tmp[64];
-	uint32_t n = raw_frames(d, d->spub[site].stack, tmp, max + d->wrap_n < 64 ? max + d->wrap_n : 64);
+	uint32_t n = raw_frames(d, d->spub[d->site_order[site]].stack, tmp, max + d->wrap_n < 64 ? max + d->wrap_n : 64);
 	uint32_t skip = 0;
 	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
 		skip++;
