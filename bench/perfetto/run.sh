@@ -1,7 +1,9 @@
 #!/bin/sh
 # bench/perfetto/run.sh - `stprof export` on a synthetic trace of 10^6
-# objects (pftrace_synth): wall time, CPU time and peak RSS (/usr/bin/time),
-# and the output size.  Targets (issue "Perfetto timelines"): <= 5 s and
+# objects (pftrace_synth), with the detector (classes, patterns, findings,
+# allocator models: the default), without the models, and without the
+# detector: wall time, CPU time and peak RSS (/usr/bin/time), and the output
+# size.  Targets (issue "Perfetto timelines"): <= 5 s and
 # about 200 MB of memory for 10^6 objects; the file should stay well under
 # 0.5 GB for the UI.  Then the same with --top and --window, and the lint.
 # Environment: STPROF_BUILD (build tree), OBJECTS (default 1000000).
@@ -29,6 +31,9 @@ size() { stat -c %s "$1" | awk '{ printf "%-28s %.1f MiB\n", "  output", $1 / 10
 
 run "export (all objects)" "$stprof" export -q -o "$tmp/all.pftrace" "$tmp/synth.stp"
 size "$tmp/all.pftrace"
+run "export --no-models" "$stprof" export -q --no-models -o "$tmp/nm.pftrace" "$tmp/synth.stp"
+run "export --no-analysis" "$stprof" export -q --no-analysis -o "$tmp/na.pftrace" "$tmp/synth.stp"
+size "$tmp/na.pftrace"
 run "export --top 10000" "$stprof" export -q --top 10000 -o "$tmp/top.pftrace" "$tmp/synth.stp"
 size "$tmp/top.pftrace"
 run "export --window 100ms:200ms" "$stprof" export -q --window 100ms:200ms -o "$tmp/win.pftrace" "$tmp/synth.stp"
