@@ -45,9 +45,20 @@ set +e
 "$B/stprof" report "$T/missing.stp" 2>"$T/missing.err"; rc=$?
 "$B/stprof" report --format xml "$T/train.stp" 2>/dev/null; rc2=$?
 "$B/stprof" report --top zz "$T/train.stp" 2>/dev/null; rc3=$?
+"$B/stprof" report --capacity lots "$T/train.stp" 2>/dev/null; rc4=$?
+"$B/stprof" report --sim-min-size -1 "$T/train.stp" 2>/dev/null; rc5=$?
 set -e
+[ $rc4 -eq 2 ] || fail "bad --capacity: exit $rc4"
+[ $rc5 -eq 2 ] || fail "bad --sim-min-size: exit $rc5"
 [ $rc -eq 1 ] || fail "missing file: exit $rc"
 [ $rc2 -eq 2 ] || fail "bad format: exit $rc2"
 [ $rc3 -eq 2 ] || fail "bad --top: exit $rc3"
 "$B/stprof" report --help | grep -q -- "--format" || fail "--help"
+"$B/stprof" report --help | grep -q -- "--alloc-conf" || fail "--help lists the model options"
+# the text report ends with the allocator models, and says what was fed
+"$B/stprof" report "$T/train.stp" >"$T/models.out"
+grep -q "^Allocator models" "$T/models.out" || fail "no allocator-model section"
+grep -q "host allocations of 512 B or more" "$T/models.out" || fail "what was fed"
+grep -q "^  pytorch  " "$T/models.out" || fail "model table"
+"$B/stprof" report --no-models "$T/train.stp" | grep -q "^Allocator models" && fail "--no-models printed models"
 echo "report_cli: ok"
