@@ -10,7 +10,7 @@
  *   2. the best improving value of each knob, combined in pairs and all three.
  * A candidate is better when it has fewer OOMs, then a lower peak reserved.
  * A candidate stops as soon as it cannot enter the best `max`: when its
- * OOMs pass the base's, or (no OOM in the base) when its reserved passes
+ * OOMs pass the base's, or (no OOM in the base) when its reserved reaches
  * the base's peak, or the max-th best peak found so far.  Bad candidates
  * therefore cost a fraction of a replay.
  */
@@ -43,7 +43,9 @@ static uint64_t bar_limit(const bar *b, const allocsim_result *base_r)
 {
 	if (base_r->ooms)
 		return 0;
-	uint64_t lim = base_r->peak_reserved;
+	/* a candidate is better only below the base's peak: one that reaches
+	 * it can stop there (equal is not better) */
+	uint64_t lim = base_r->peak_reserved ? base_r->peak_reserved - 1 : 0;
 	if (b->n >= b->max && b->best[b->max - 1] < lim)
 		lim = b->best[b->max - 1];
 	return lim;
