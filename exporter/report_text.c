@@ -217,16 +217,16 @@ static void section_models(stp_det *d, const stp_det_result *r, FILE *f)
 	}
 	if (!r->sim)
 		return;
-	fprintf(f, "\nAllocator models (docs/allocator-models.md): ");
+	fprintf(f, "\nAllocator models (docs/allocator-models.md)\n");
 	if (!r->sim->ndevices)
-		fprintf(f, "no allocations to replay.\n");
+		fprintf(f, "  no allocations to replay\n");
 	else if (r->sim_host)
-		fprintf(f, "fed %s host allocations of %s or more; %s smaller ones\n  were not (interpreter and "
-		           "library objects a GPU allocator never sees; --sim-min-size changes it)\n",
+		fprintf(f, "  fed       %s host allocations of %s or more; %s smaller ones left out\n"
+		           "            (interpreter and library objects a GPU allocator never sees; --sim-min-size)\n",
 		        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64),
 		        rf_count(r->sim_skipped, b[2], 64));
 	else
-		fprintf(f, "fed %s device allocations and the allocator's segment events\n",
+		fprintf(f, "  fed       %s device allocations and the allocator's segment events\n",
 		        rf_count(r->sim_fed_allocs, b[0], 64));
 	if (r->sim->ndevices)
 		allocsim_report_print(f, r->sim, stp_det_stack_name, d);

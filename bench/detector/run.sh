@@ -50,7 +50,7 @@ for kind in markers nomarkers api; do
 	esac
 	ev=$(cat "$T/n")
 	measure "$kind" "" "$T/t.stp" "$ev"
-	grep -E '^Iterations|^  peak|^Allocator models' "$T/out" | sed 's/^/    /'
+	grep -E '^Iterations|^  peak|^  fed ' "$T/out" | sed 's/^/    /'
 	measure "  $kind --no-models" "--no-models" "$T/t.stp" "$ev"
 	rm -f "$T/t.stp"
 done
@@ -59,6 +59,6 @@ if [ "${TORCH:-1}" != 0 ] && "$PY" -c 'import torch' 2>/dev/null && [ -f "$B/lib
 	"$B/stprof" record -q -o "$T/torch.stp" "$PY" "$S/examples/torch_transformer.py" >/dev/null
 	ev=$("$B/stprof" info "$T/torch.stp" | awk '/^events:/ { print $2 }')
 	measure "torch_transformer.py" "" "$T/torch.stp" "$ev"
-	grep -E '^Iterations|^  peak|more call sites|^Allocator models' "$T/out" | sed 's/^/    /'
+	grep -E '^Iterations|^  peak|more call sites|^  fed ' "$T/out" | sed 's/^/    /'
 	measure "  torch --no-models" "--no-models" "$T/torch.stp" "$ev"
 fi
