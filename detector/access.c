@@ -441,11 +441,10 @@ static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, 
 	 * the input is in object order */
 	uint64_t *ek = malloc((size_t)n * 2 * sizeof *ek);
 	uint32_t *ev = malloc((size_t)n * 2 * sizeof *ev);
-	uint32_t *by_last = malloc((size_t)n * sizeof *by_last); /* positions of last events, ascending */
 	uint32_t *owner = malloc((size_t)n * sizeof *owner);     /* object of the k-th last event */
 	uint32_t *up = malloc(((size_t)n + 1) * sizeof *up);      /* union-find: previous not reused */
-	if (!ek || !ev || !by_last || !owner || !up) {
-		free(ek), free(ev), free(by_last), free(owner), free(up);
+	if (!ek || !ev || !owner || !up) {
+		free(ek), free(ev), free(owner), free(up);
 		return -1;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -456,14 +455,13 @@ static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, 
 		ev[2 * i + 1] = 2 * i + 1;
 	}
 	if (det_radix_kv(ek, ev, (size_t)n * 2) < 0) {
-		free(ek), free(ev), free(by_last), free(owner), free(up);
+		free(ek), free(ev), free(owner), free(up);
 		return -1;
 	}
 	free(ek);
 	uint32_t nl = 0;
 	for (uint32_t p = 0; p < 2 * n; p++)
 		if (ev[p] & 1) {
-			by_last[nl] = p;
 			owner[nl] = ev[p] >> 1;
 			nl++;
 		}
@@ -471,19 +469,15 @@ static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, 
 	 * reused; 0 is the sentinel "none" */
 	for (uint32_t k = 0; k <= nl; k++)
 		up[k] = k;
+	/* walking down, lo = the count of last events left of p */
+	uint32_t lo = nl;
 	for (uint32_t p = 2 * n; p-- > 0;) {
-		if (ev[p] & 1)
+		if (ev[p] & 1) {
+			lo--;
 			continue;
-		/* Done: the closest last event left of p whose object is unused */
-		uint32_t lo = 0, hi = nl;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (by_last[mid] < p)
-				lo = mid + 1;
-			else
-				hi = mid;
 		}
-		uint32_t k = uf_find(up, lo); /* lo = count of last events left of p */
+		/* Done: the closest last event left of p whose object is unused */
+		uint32_t k = uf_find(up, lo);
 		if (!k)
 			continue;
 		uint32_t j = owner[k - 1], i = ev[p] >> 1;
@@ -501,7 +495,7 @@ static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, 
 		}
 		det_finding_add(d, STP_PAT_REDUNDANT_ALLOC, o2->site, 1, o2->size, waste, in.distance, &in);
 	}
-	free(ev), free(by_last), free(owner), free(up);
+	free(ev), free(owner), free(up);
 	return 0;
 }
 
