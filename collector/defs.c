@@ -344,6 +344,26 @@ static void stk_put(stk_table *t, size_t i, uint64_t h1, uint64_t h2, uint32_t i
 static pthread_mutex_t stk_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t nstack; /* stack ids handed out (stk_mu) */
 
+/* A small per-thread cache of recent call paths in front of the global
+ * table: a training loop allocates from the same few hundred paths over and
+ * over, and the global table is too big to stay in cache. */
+#define TCACHE 4096
+typedef struct tcache_ent { uint64_t h1, h2; } tcache_ent; /* h2's low 32 bits hold the id */
+static STC_TLS tcache_ent *t_cache_tab;
+static STC_TLS int t_cache_epoch;
+static atomic_int cache_epoch; /* bumped in a fork child: ids restart */
+
+static inline tcache_ent *tcache_slot(uint64_t h1)
+{
+	if (STC_UNLIKELY(!t_cache_tab || t_cache_epoch != atomic_load_explicit(&cache_epoch, memory_order_relaxed))) {
+		if (!t_cache_tab && !(t_cache_tab = stc_mem_alloc(TCACHE * sizeof(tcache_ent))))
+			return NULL;
+		memset(t_cache_tab, 0, TCACHE * sizeof(tcache_ent));
+		t_cache_epoch = atomic_load(&cache_epoch);
+	}
+	return &t_cache_tab[(h1 ^ (h1 >> 29)) & (TCACHE - 1)];
+}
+
 uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 {
 	uint64_t h1, h2;
@@ -351,10 +371,17 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	if (!n)
 		return 0;
 	path_hash(ips, n, &h1, &h2);
+	tcache_ent *tc = tcache_slot(h1);
+	uint64_t h2k = h2 & 0xffffffff00000000ull;
+	if (tc && tc->h1 == h1 && (tc->h2 & 0xffffffff00000000ull) == h2k)
+		return (uint32_t)tc->h2;
 	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
 	uint32_t id = t ? stk_find(t, h1, h2, &slot) : 0;
-	if (STC_LIKELY(id))
+	if (STC_LIKELY(id)) {
+		if (tc)
+			*tc = (tcache_ent){h1, h2k | id};
 		return id;
+	}
 
 	pthread_mutex_lock(&stk_mu);
 	t = atomic_load_explicit(&stk_tab, memory_order_relaxed);
@@ -380,6 +407,8 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	}
 out:
 	pthread_mutex_unlock(&stk_mu);
+	if (id && tc)
+		*tc = (tcache_ent){h1, h2k | id};
 	return id;
 }
 
@@ -395,6 +424,7 @@ void stc_defs_atfork_child(void)
 	pthread_mutex_init(&defs_mu, NULL);
 	pthread_mutex_init(&stk_mu, NULL);
 	nstack = 0;
+	atomic_fetch_add(&cache_epoch, 1);
 	dlen = 0;
 	stp_enc_reset(&dstate, 0);
 	if (stab)
