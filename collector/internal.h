@@ -191,6 +191,9 @@ STC_HIDDEN void stc_unwind_invalidate(void);
 /* With STPROF_UNWIND=check: call paths compared with libunwind's, mismatches. */
 STC_HIDDEN void stc_unwind_check_counts(uint64_t *checked, uint64_t *mismatched);
 STC_HIDDEN void stc_modules_scan(void);
+struct dl_phdr_info;
+/* The span [lo, hi) of an object's PT_LOAD segments; 0 when it has none. */
+STC_HIDDEN int stc_phdr_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 STC_HIDDEN void stc_modules_atfork_child(void);
 
 /* ---------------------------------------------------------------- lifecycle */
