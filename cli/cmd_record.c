@@ -47,12 +47,9 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	char trace[PATH_MAX];
-	int started;
-	int status = record_run(&o, argv + optind, trace, sizeof trace, &started);
+	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)
 		return 127;
-	if (!started)
-		exit_like(status);
 	record_summary(trace, argv[optind], o.quiet);
 	exit_like(status);
 }

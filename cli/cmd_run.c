@@ -84,12 +84,9 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	char trace[PATH_MAX];
-	int started;
-	int status = record_run(&o, argv + optind, trace, sizeof trace, &started);
+	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)
 		return 127;
-	if (!started)
-		exit_like(status);
 	int traces = record_summary(trace, argv[optind], o.quiet);
 	/* one detector run for the report and the timeline */
 	stp_det *det = NULL;

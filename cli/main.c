@@ -29,7 +29,7 @@ const struct stprof_cmd stprof_commands[] = {
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: stprof [RUN OPTIONS] PROGRAM [ARGS...]   record, then report\n"
+	        "usage: stprof [RUN OPTIONS] PROGRAM [ARGS...]   record, report, timeline, plan\n"
 	        "       stprof SUBCOMMAND [ARGS...]\n"
 	        "       stprof --version | --help\n\n"
 	        "stprof records every allocation of a program with its call path and tells\n"

@@ -247,6 +247,15 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	return status;
 }
 
+int record_program(const record_opts *o, char **argv, char *trace, size_t trace_len)
+{
+	int started;
+	int status = record_run(o, argv, trace, trace_len, &started);
+	if (status >= 0 && !started)
+		exit_like(status);
+	return status;
+}
+
 struct summary {
 	int n;
 	long long bytes;

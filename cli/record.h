@@ -30,6 +30,10 @@ int record_apply_option(record_opts *o, int c, const char *arg);
  * run it (a message was printed).  *started is 0 when PROGRAM could not be
  * executed (then the status is that of a shell: exit 127 or 126). */
 int record_run(const record_opts *o, char **argv, char *trace_path, size_t trace_path_len, int *started);
+/* record_run() for the subcommands: when PROGRAM could not be executed, exits
+ * with the shell's status (after the message); returns the wait status, or
+ * -1 when stprof itself failed. */
+int record_program(const record_opts *o, char **argv, char *trace_path, size_t trace_path_len);
 /* Lists the traces of a recording (the main one and FILE.<pid>[.n] of child
  * processes and exec'd images) on stderr. Returns how many exist. */
 int record_summary(const char *trace_path, const char *program, int quiet);

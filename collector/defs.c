@@ -1,14 +1,16 @@
 /*
  * defs.c - interning of call paths and strings, and the DEFS buffer.
  *
- * Call paths are stored as a trie: a node is (parent node, return address)
- * with a dense id; a stack id is its innermost node.  New nodes and strings
- * are encoded into the DEFS buffer, which output.c always writes before any
- * EVENTS chunk (so an id is defined in the file before it is used).
- *
- * The hot path is a lock-free lookup of a whole call path by a 128-bit hash
- * in an open-addressed table (a slot is published by a release store of its
- * first key word).  A miss takes the defs lock, adds the nodes and the slot.
+ * A call path gets a stack id the first time it is seen: the hot path is a
+ * lock-free lookup of the whole path by hash in an open-addressed table (a
+ * slot is published by a release store of its first key word); a miss takes
+ * a small lock (stk_mu), numbers the path and puts its frames on the
+ * thread's pending list (tbuf.c).  Turning pending paths into definitions
+ * is left to whoever next writes a chunk, normally the flusher thread:
+ * stc_defs_flush_locked() drains every pending list, interning each path
+ * into the trie of nodes (below) and emitting STACK(id -> node), then writes
+ * the DEFS buffer.  As every chunk write starts with that, no events chunk
+ * precedes the definition of an id it uses.
  * When the table fills past half it is copied into one twice the size and
  * the pointer swapped; old tables stay mapped (readers may still be in them)
  * and a reader that misses in one retries under the lock.  Two different call
@@ -50,14 +52,40 @@ static uint8_t *dreserve(size_t n)
 	return dbuf + STP_CHUNK_HEADER_SIZE + dlen;
 }
 
-void stc_defs_flush_locked(void)
+static uint32_t intern_path(const uint64_t *ips, uint32_t n);
+
+/* A pending call path becomes nodes and a STACK definition (defs lock held). */
+static void define_stack(uint32_t id, const uint64_t *ips, uint32_t n)
 {
-	stc_defs_lock();
+	uint32_t node = intern_path(ips, n);
+	uint8_t *p = dreserve(24);
+	if (node && p)
+		dlen += stp_enc_stack(p, 24, id, node);
+}
+
+static void write_defs_locked(void)
+{
 	if (dlen) {
 		stc_out_chunk_locked(STP_CHUNK_DEFS, 0, dbuf, dlen);
 		dlen = 0;
 		stp_enc_reset(&dstate, 0);
 	}
+}
+
+void stc_defs_flush_locked(void)
+{
+	stc_defs_lock();
+	stc_pending_drain(0, define_stack);
+	write_defs_locked();
+	stc_defs_unlock();
+}
+
+void stc_defs_flush_try(void)
+{
+	if (pthread_mutex_trylock(&defs_mu))
+		return;
+	stc_pending_drain(1, define_stack);
+	write_defs_locked();
 	stc_defs_unlock();
 }
 
@@ -237,7 +265,7 @@ static uint32_t intern_path(const uint64_t *ips, uint32_t n)
 			if (!p)
 				return 0;
 			id = (uint32_t)++nnode;
-			dlen += stp_enc_stack(p, 40, &dstate, id, node, ips[n - d]);
+			dlen += stp_enc_node(p, 40, &dstate, id, node, ips[n - d]);
 			ntab[slot] = (node_slot){key[d], ips[n - d], node, id};
 		}
 		node = id;
@@ -313,6 +341,29 @@ static void stk_put(stk_table *t, size_t i, uint64_t h1, uint64_t h2, uint32_t i
 	t->used++;
 }
 
+static pthread_mutex_t stk_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t nstack; /* stack ids handed out (stk_mu) */
+
+/* A small per-thread cache of recent call paths in front of the global
+ * table: a training loop allocates from the same few hundred paths over and
+ * over, and the global table is too big to stay in cache. */
+#define TCACHE 4096
+typedef struct tcache_ent { uint64_t h1, h2; } tcache_ent; /* h2's low 32 bits hold the id */
+static STC_TLS tcache_ent *t_cache_tab;
+static STC_TLS int t_cache_epoch;
+static atomic_int cache_epoch; /* bumped in a fork child: ids restart */
+
+static inline tcache_ent *tcache_slot(uint64_t h1)
+{
+	if (STC_UNLIKELY(!t_cache_tab || t_cache_epoch != atomic_load_explicit(&cache_epoch, memory_order_relaxed))) {
+		if (!t_cache_tab && !(t_cache_tab = stc_mem_alloc(TCACHE * sizeof(tcache_ent))))
+			return NULL;
+		memset(t_cache_tab, 0, TCACHE * sizeof(tcache_ent));
+		t_cache_epoch = atomic_load(&cache_epoch);
+	}
+	return &t_cache_tab[(h1 ^ (h1 >> 29)) & (TCACHE - 1)];
+}
+
 uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 {
 	uint64_t h1, h2;
@@ -320,14 +371,21 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	if (!n)
 		return 0;
 	path_hash(ips, n, &h1, &h2);
+	tcache_ent *tc = tcache_slot(h1);
+	uint64_t h2k = h2 & 0xffffffff00000000ull;
+	if (tc && tc->h1 == h1 && (tc->h2 & 0xffffffff00000000ull) == h2k)
+		return (uint32_t)tc->h2;
 	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
 	uint32_t id = t ? stk_find(t, h1, h2, &slot) : 0;
-	if (STC_LIKELY(id))
+	if (STC_LIKELY(id)) {
+		if (tc)
+			*tc = (tcache_ent){h1, h2k | id};
 		return id;
+	}
 
-	stc_defs_lock();
+	pthread_mutex_lock(&stk_mu);
 	t = atomic_load_explicit(&stk_tab, memory_order_relaxed);
-	if (!t || (t->used + 1) * 2 > t->mask + 1) {
+	if (!t || (t->used + 1) * 10 > (t->mask + 1) * 7) {
 		stk_table *nt = stk_new(t ? (t->mask + 1) * 2 : 1u << 14);
 		if (!nt)
 			goto out;
@@ -343,15 +401,14 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 		t = nt;
 	}
 	id = stk_find(t, h1, h2, &slot);
-	if (!id) {
-		uint32_t node = intern_path(ips, n);
-		if (node) {
-			stk_put(t, slot, h1, h2, node);
-			id = node;
-		}
+	if (!id && stc_pending_add(nstack + 1, ips, n) == 0) {
+		id = ++nstack;
+		stk_put(t, slot, h1, h2, id); /* published after it is pending */
 	}
 out:
-	stc_defs_unlock();
+	pthread_mutex_unlock(&stk_mu);
+	if (id && tc)
+		*tc = (tcache_ent){h1, h2k | id};
 	return id;
 }
 
@@ -365,6 +422,9 @@ void stc_defs_init(void)
 void stc_defs_atfork_child(void)
 {
 	pthread_mutex_init(&defs_mu, NULL);
+	pthread_mutex_init(&stk_mu, NULL);
+	nstack = 0;
+	atomic_fetch_add(&cache_epoch, 1);
 	dlen = 0;
 	stp_enc_reset(&dstate, 0);
 	if (stab)

@@ -1,13 +1,14 @@
 /*
- * flusher.c - the background thread that writes every thread's buffer and a
- * watermark each flush period (STPROF_FLUSH_MS, default 50 ms), so a trace
- * reads up to at most one period before a SIGKILL.  It also notices modules
+ * flusher.c - the background thread that writes the trace: every full
+ * buffer as soon as a thread queues it (and the call-path definitions it
+ * needs), and every flush period (STPROF_FLUSH_MS, default 50 ms) all
+ * buffers and a watermark, so a trace reads up to at most one period before
+ * a SIGKILL.  It also notices modules
  * loaded since the last round.  It blocks every signal, so the program's
  * signals keep going to the program's own threads, and records nothing.
  */
 #include <signal.h>
 #include <sys/prctl.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -17,15 +18,18 @@ static void *flusher_main(void *arg)
 {
 	t_busy = 1;
 	prctl(PR_SET_NAME, "stprof-flush", 0, 0, 0);
-	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)g_cfg.flush_ms * 1000000L};
+	uint64_t period = (uint64_t)g_cfg.flush_ms * 1000000ull, last = stc_now();
 	for (;;) {
-		nanosleep(&ts, NULL);
-		if (atomic_load(&g_state) != STC_ON)
+		uint64_t now = stc_now(), due = last + period;
+		stc_tbuf_wait(due > now ? (unsigned)((due - now) / 1000000ull) + 1 : 1);
+		if (atomic_load(&g_state) != STC_ON || !stc_out_ready())
 			continue;
-		if (!stc_out_ready())
-			continue;
-		stc_modules_scan();
-		stc_tbuf_flush_all();
+		stc_tbuf_write_ready(); /* full buffers, as soon as they are queued */
+		if (stc_now() >= last + period) {
+			last = stc_now();
+			stc_modules_scan();
+			stc_tbuf_flush_all(); /* everything, and a watermark */
+		}
 	}
 	return arg;
 }

@@ -101,16 +101,43 @@ STC_HIDDEN uint64_t stc_now(void);
 STC_HIDDEN uint32_t stc_gettid(void);
 
 /* ---------------------------------------------------------------- thread buffers */
-#define STC_TBUF_SIZE (64u << 10)
-typedef struct stc_tbuf {
+#define STC_BUF_SIZE (256u << 10)
+typedef struct stc_buf {        /* one chunk's worth of events */
+	struct stc_buf *next;   /* in the pool's free list or ready queue */
+	uint32_t tid;
+	size_t len;             /* payload bytes after the header space */
+	stp_enc_state st;
+	uint8_t data[STC_BUF_SIZE];
+} stc_buf;
+
+typedef struct stc_tbuf {       /* one thread's recording state */
 	atomic_int lock;
 	atomic_int owned;       /* a live thread uses it */
 	uint32_t tid;
-	stp_enc_state st;
-	size_t len;             /* payload bytes after the header space */
+	stc_buf *cur;           /* the buffer being filled */
 	struct stc_tbuf *next;  /* registry, append-only */
-	uint8_t data[STC_TBUF_SIZE];
+	atomic_int plock;       /* call paths waiting for definitions: */
+	struct stc_pblock *phead, *ptail; /* a chain of blocks, appended at the tail */
 } stc_tbuf;
+
+/* A block of pending call paths: records u32 id, u32 n, u64 ips[n]. */
+#define STC_PBLOCK_SIZE (256u << 10)
+typedef struct stc_pblock {
+	struct stc_pblock *next;
+	size_t len;
+	uint8_t data[STC_PBLOCK_SIZE - 16];
+} stc_pblock;
+
+STC_HIDDEN void stc_spin_lock(atomic_int *l);
+STC_HIDDEN int stc_spin_trylock(atomic_int *l);
+STC_HIDDEN void stc_spin_unlock(atomic_int *l);
+/* The flusher: sleep until a buffer is queued or ms pass; write the queue. */
+STC_HIDDEN void stc_tbuf_wait(unsigned ms);
+STC_HIDDEN void stc_tbuf_write_ready(void);
+/* Pending call paths: added by the thread that saw them first, drained
+ * (turned into definitions) by whoever writes the next chunk. */
+STC_HIDDEN int stc_pending_add(uint32_t id, const uint64_t *ips, uint32_t n);
+STC_HIDDEN void stc_pending_drain(int try_only, void (*fn)(uint32_t id, const uint64_t *ips, uint32_t n));
 
 STC_HIDDEN void stc_tbuf_init(void);
 STC_HIDDEN stc_tbuf *stc_tbuf_self(void);
@@ -146,8 +173,10 @@ STC_HIDDEN void stc_defs_init(void);
 STC_HIDDEN uint32_t stc_intern_string(const char *s, size_t len);
 /* Interns a call path (innermost first); returns its stack id, 0 on failure. */
 STC_HIDDEN uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n);
-/* Writes the pending definitions; caller holds the output lock. */
+/* Defines every pending call path and writes the definitions; caller holds
+ * the output lock.  The _try form only try-locks (signal handlers). */
 STC_HIDDEN void stc_defs_flush_locked(void);
+STC_HIDDEN void stc_defs_flush_try(void);
 STC_HIDDEN void stc_defs_lock(void);
 STC_HIDDEN void stc_defs_unlock(void);
 STC_HIDDEN void stc_defs_atfork_child(void);
@@ -162,6 +191,9 @@ STC_HIDDEN void stc_unwind_invalidate(void);
 /* With STPROF_UNWIND=check: call paths compared with libunwind's, mismatches. */
 STC_HIDDEN void stc_unwind_check_counts(uint64_t *checked, uint64_t *mismatched);
 STC_HIDDEN void stc_modules_scan(void);
+struct dl_phdr_info;
+/* The span [lo, hi) of an object's PT_LOAD segments; 0 when it has none. */
+STC_HIDDEN int stc_phdr_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 STC_HIDDEN void stc_modules_atfork_child(void);
 
 /* ---------------------------------------------------------------- lifecycle */

@@ -54,6 +54,22 @@ static void build_id(const struct dl_phdr_info *info, stp_module_info *m)
 	}
 }
 
+int stc_phdr_span(const struct dl_phdr_info *info, uintptr_t *lo_out, uintptr_t *hi_out)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+	}
+	*lo_out = lo;
+	*hi_out = hi;
+	return hi > lo;
+}
+
 struct scan { int first, changed; };
 
 static int visit(struct dl_phdr_info *info, size_t size, void *data)
@@ -69,16 +85,8 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
 		last_adds = info->dlpi_adds;
 		last_subs = info->dlpi_subs;
 	}
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-		lo = a < lo ? a : lo;
-		hi = b > hi ? b : hi;
-	}
-	if (hi <= lo)
+	uintptr_t lo, hi;
+	if (!stc_phdr_span(info, &lo, &hi))
 		return 0;
 	char exe[4096];
 	const char *path = info->dlpi_name;

@@ -1,18 +1,29 @@
 /*
- * tbuf.c - per-thread event buffers and the process's sequence numbers.
+ * tbuf.c - per-thread event buffers, handed to the flusher thread when full,
+ * and the process's sequence numbers.
  *
- * Each thread encodes its events into its own 64 KiB buffer under the
- * buffer's spinlock, which only the flusher ever contends for.  An event's
- * seq is taken while that lock is held and the event is appended before it is
- * released; the flusher reads the counter G, then takes every buffer's lock in
- * turn and writes what it holds, then writes WATERMARK(G).  So every event
- * with seq < G is in the file before the watermark, which lets readers merge
- * the threads' chunks in constant memory.
+ * Each thread encodes its events into its current buffer (256 KiB) under the
+ * thread's spinlock, which only the flusher ever contends for.  A full
+ * buffer is queued for the flusher and the thread goes on with a fresh one
+ * from a shared pool, so writing, checksums and the building of call-path
+ * definitions happen on the flusher's thread, not the program's.  When the
+ * pool is exhausted (the flusher cannot keep up) the thread writes its buffer
+ * itself: that is the back-pressure.
  *
- * A full buffer is written by its own thread, still holding its lock (lock
- * order: buffer -> output -> defs).  Buffers are never freed: when a thread
- * exits its buffer is flushed and handed to the next new thread.
+ * Watermarks: an event's seq is taken under its thread's lock and the event
+ * is in a buffer before the lock is released; a full buffer is queued under
+ * that lock.  A flush round reads the counter G, takes every thread's
+ * current buffer (under its lock), then writes those and every queued one,
+ * then WATERMARK(G).  So every event with seq < G is in the file before it.
+ *
+ * Call paths first seen by a thread get their id at once (defs.c) and wait
+ * in the thread's pending list; every chunk write first turns all pending
+ * paths of all threads into definitions (stc_defs_flush_locked), so no
+ * events chunk precedes the definition of an id it uses.
+ *
+ * Lock order: thread lock -> pool -> output -> defs -> pending.
  */
+#include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -22,10 +33,18 @@
 
 #include "internal.h"
 
+#define POOL_MAX 64 /* buffers: 16 MiB */
+
 atomic_uint_fast64_t g_seq;
 static stc_tbuf *_Atomic registry;
 static STC_TLS stc_tbuf *t_buf;
 static pthread_key_t exit_key;
+
+/* the pool of buffers: free ones and full ones queued for the flusher */
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static stc_buf *free_list, *ready_head, *ready_tail;
+static unsigned pool_count;
+static atomic_int flusher_wake;
 
 uint64_t stc_now(void)
 {
@@ -36,7 +55,7 @@ uint64_t stc_now(void)
 
 uint32_t stc_gettid(void) { return (uint32_t)syscall(SYS_gettid); }
 
-static inline void spin_lock(atomic_int *l)
+void stc_spin_lock(atomic_int *l)
 {
 	for (unsigned n = 0;; n++) {
 		int expect = 0;
@@ -47,23 +66,107 @@ static inline void spin_lock(atomic_int *l)
 	}
 }
 
-static inline int spin_trylock(atomic_int *l)
+int stc_spin_trylock(atomic_int *l)
 {
 	int expect = 0;
 	return atomic_compare_exchange_strong_explicit(l, &expect, 1, memory_order_acquire, memory_order_relaxed);
 }
 
-static inline void spin_unlock(atomic_int *l) { atomic_store_explicit(l, 0, memory_order_release); }
+void stc_spin_unlock(atomic_int *l) { atomic_store_explicit(l, 0, memory_order_release); }
 
-/* Writes the buffer's events as one chunk; caller holds b->lock. */
-static void flush_locked(stc_tbuf *b)
+/* ---------------------------------------------------------------- pool */
+
+static void buf_reset(stc_buf *x, uint32_t tid)
 {
-	if (!b->len)
-		return;
-	stc_out_chunk(STP_CHUNK_EVENTS, b->tid, b->data, b->len);
-	b->len = 0;
-	stp_enc_reset(&b->st, b->tid);
+	x->next = NULL;
+	x->tid = tid;
+	x->len = 0;
+	stp_enc_reset(&x->st, tid);
 }
+
+/* A fresh buffer, or NULL when the pool is at its limit. */
+static stc_buf *pool_get(uint32_t tid)
+{
+	pthread_mutex_lock(&pool_mu);
+	stc_buf *x = free_list;
+	if (x)
+		free_list = x->next;
+	else if (pool_count < POOL_MAX && (x = stc_mem_alloc(sizeof *x)))
+		pool_count++;
+	pthread_mutex_unlock(&pool_mu);
+	if (x)
+		buf_reset(x, tid);
+	return x;
+}
+
+static void pool_put(stc_buf *x)
+{
+	pthread_mutex_lock(&pool_mu);
+	x->next = free_list;
+	free_list = x;
+	pthread_mutex_unlock(&pool_mu);
+}
+
+static void wake_flusher(void)
+{
+	atomic_fetch_add(&flusher_wake, 1);
+	syscall(SYS_futex, &flusher_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void pool_enqueue(stc_buf *x)
+{
+	pthread_mutex_lock(&pool_mu);
+	x->next = NULL;
+	if (ready_tail)
+		ready_tail->next = x;
+	else
+		ready_head = x;
+	ready_tail = x;
+	pthread_mutex_unlock(&pool_mu);
+}
+
+/* Takes every queued buffer, oldest first. */
+static stc_buf *pool_take_ready(void)
+{
+	pthread_mutex_lock(&pool_mu);
+	stc_buf *x = ready_head;
+	ready_head = ready_tail = NULL;
+	pthread_mutex_unlock(&pool_mu);
+	return x;
+}
+
+/* Writes a buffer as one chunk (definitions first). */
+static void write_buf(stc_buf *x)
+{
+	if (x->len)
+		stc_out_chunk(STP_CHUNK_EVENTS, x->tid, x->data, x->len);
+	x->len = 0;
+	stp_enc_reset(&x->st, x->tid);
+}
+
+/* Called by the flusher: sleeps until woken or ms elapse. */
+void stc_tbuf_wait(unsigned ms)
+{
+	int seen = atomic_load(&flusher_wake);
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	pthread_mutex_lock(&pool_mu);
+	int have = ready_head != NULL;
+	pthread_mutex_unlock(&pool_mu);
+	if (!have)
+		syscall(SYS_futex, &flusher_wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
+/* Writes the queued buffers (the flusher, between rounds). */
+void stc_tbuf_write_ready(void)
+{
+	for (stc_buf *x = pool_take_ready(), *next; x; x = next) {
+		next = x->next;
+		write_buf(x);
+		pool_put(x);
+	}
+}
+
+/* ---------------------------------------------------------------- threads */
 
 static void emit_thread(uint32_t tid)
 {
@@ -75,17 +178,22 @@ static void emit_thread(uint32_t tid)
 	stc_emit_def_event(&ev);
 }
 
-/* The thread is exiting: flush its buffer and give it back. */
+/* The thread is exiting: queue its buffer and give the slot back. */
 static void on_thread_exit(void *arg)
 {
 	stc_tbuf *b = arg;
 	int was_busy = t_busy;
 	t_busy = 1;
-	spin_lock(&b->lock);
-	if (atomic_load(&g_state) == STC_ON)
-		flush_locked(b);
-	b->len = 0;
-	spin_unlock(&b->lock);
+	stc_spin_lock(&b->lock);
+	stc_buf *x = b->cur;
+	b->cur = NULL;
+	stc_spin_unlock(&b->lock);
+	if (x && x->len && atomic_load(&g_state) == STC_ON) {
+		pool_enqueue(x);
+		wake_flusher();
+	} else if (x) {
+		pool_put(x);
+	}
 	atomic_store(&b->owned, 0);
 	t_buf = NULL;
 	t_busy = was_busy;
@@ -98,7 +206,7 @@ stc_tbuf *stc_tbuf_self(void)
 	stc_tbuf *b = t_buf;
 	if (STC_LIKELY(b))
 		return b;
-	/* reuse a buffer of an exited thread, else make one */
+	/* reuse the slot of an exited thread, else make one */
 	for (b = atomic_load(&registry); b; b = b->next) {
 		int expect = 0;
 		if (!atomic_load_explicit(&b->owned, memory_order_relaxed) &&
@@ -115,11 +223,18 @@ stc_tbuf *stc_tbuf_self(void)
 			b->next = head;
 		while (!atomic_compare_exchange_weak(&registry, &head, b));
 	}
-	spin_lock(&b->lock);
-	b->tid = stc_gettid();
-	b->len = 0;
-	stp_enc_reset(&b->st, b->tid);
-	spin_unlock(&b->lock);
+	uint32_t tid = stc_gettid();
+	stc_buf *x = pool_get(tid);
+	if (!x && (x = stc_mem_alloc(sizeof *x))) /* beyond the pool: this thread's own */
+		buf_reset(x, tid);
+	if (!x) {
+		atomic_store(&b->owned, 0);
+		return NULL;
+	}
+	stc_spin_lock(&b->lock);
+	b->tid = tid;
+	b->cur = x;
+	stc_spin_unlock(&b->lock);
 	t_buf = b;
 	pthread_setspecific(exit_key, b);
 	stc_unwind_thread_init();
@@ -127,59 +242,109 @@ stc_tbuf *stc_tbuf_self(void)
 	return b;
 }
 
+/* The thread's buffer is full: queue it and take a fresh one, or, when the
+ * pool is exhausted, write it here.  Caller holds b->lock. */
+static void rotate_locked(stc_tbuf *b)
+{
+	stc_buf *fresh = pool_get(b->tid);
+	if (fresh) {
+		pool_enqueue(b->cur);
+		b->cur = fresh;
+		wake_flusher();
+	} else {
+		write_buf(b->cur);
+	}
+}
+
 void stc_emit(stp_event *ev)
 {
 	stc_tbuf *b = stc_tbuf_self();
 	if (STC_UNLIKELY(!b) || STC_UNLIKELY(!stc_ensure_output()))
 		return;
-	uint8_t *dst;
-	size_t cap, n;
-	spin_lock(&b->lock);
+	stc_spin_lock(&b->lock);
+	stc_buf *x = b->cur;
+	if (STC_UNLIKELY(!x)) { /* after this thread's exit handler ran */
+		stc_spin_unlock(&b->lock);
+		return;
+	}
 	ev->tid = b->tid;
 	ev->seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed);
 	ev->time_ns = stc_now();
-	dst = b->data + STP_CHUNK_HEADER_SIZE + b->len;
-	cap = STC_TBUF_SIZE - STP_CHUNK_HEADER_SIZE - b->len;
-	n = stp_enc_event(dst, cap, &b->st, ev);
+	size_t n = stp_enc_event(x->data + STP_CHUNK_HEADER_SIZE + x->len,
+	                         STC_BUF_SIZE - STP_CHUNK_HEADER_SIZE - x->len, &x->st, ev);
 	if (STC_UNLIKELY(!n)) {
-		flush_locked(b);
-		n = stp_enc_event(b->data + STP_CHUNK_HEADER_SIZE, STC_TBUF_SIZE - STP_CHUNK_HEADER_SIZE, &b->st, ev);
+		rotate_locked(b);
+		x = b->cur;
+		n = stp_enc_event(x->data + STP_CHUNK_HEADER_SIZE + x->len,
+		                  STC_BUF_SIZE - STP_CHUNK_HEADER_SIZE - x->len, &x->st, ev);
 	}
-	b->len += n; /* an event larger than a whole buffer is dropped (n == 0) */
-	spin_unlock(&b->lock);
+	x->len += n; /* an event larger than a whole buffer is dropped (n == 0) */
+	stc_spin_unlock(&b->lock);
 }
+
+/* ---------------------------------------------------------------- flushing */
 
 static void flush_all(int try_only)
 {
 	uint64_t mark = atomic_load(&g_seq);
 	int complete = 1;
+	stc_buf *taken = NULL;
+	/* every thread's current buffer, swapped for a fresh one */
 	for (stc_tbuf *b = atomic_load(&registry); b; b = b->next) {
-		if (try_only) {
-			if (!spin_trylock(&b->lock)) {
-				complete = 0;
-				continue;
-			}
-			if (b->len && stc_out_trylock()) {
-				stc_out_chunk_locked(STP_CHUNK_EVENTS, b->tid, b->data, b->len);
-				stc_out_unlock();
-				b->len = 0;
-				stp_enc_reset(&b->st, b->tid);
-			}
-			spin_unlock(&b->lock);
+		if (try_only ? !stc_spin_trylock(&b->lock) : (stc_spin_lock(&b->lock), 0)) {
+			complete = 0;
 			continue;
 		}
-		spin_lock(&b->lock);
-		flush_locked(b);
-		spin_unlock(&b->lock);
+		stc_buf *x = b->cur;
+		if (x && x->len) {
+			stc_buf *fresh = try_only ? NULL : pool_get(b->tid);
+			if (fresh) {
+				b->cur = fresh;
+				x->next = taken;
+				taken = x;
+			} else if (!try_only) {
+				write_buf(x); /* pool exhausted: write in place */
+			} else if (stc_out_trylock()) {
+				stc_defs_flush_try();
+				stc_out_chunk_locked(STP_CHUNK_EVENTS, x->tid, x->data, x->len);
+				stc_out_unlock();
+				x->len = 0;
+				stp_enc_reset(&x->st, x->tid);
+			} else {
+				complete = 0;
+			}
+		}
+		stc_spin_unlock(&b->lock);
 	}
 	if (try_only) {
+		/* a signal handler: queued buffers only if nobody holds the pool */
+		if (pthread_mutex_trylock(&pool_mu) == 0) {
+			stc_buf *x = ready_head;
+			ready_head = ready_tail = NULL;
+			pthread_mutex_unlock(&pool_mu);
+			for (; x; x = x->next)
+				if (x->len && stc_out_trylock()) {
+					stc_defs_flush_try();
+					stc_out_chunk_locked(STP_CHUNK_EVENTS, x->tid, x->data, x->len);
+					stc_out_unlock();
+				}
+		} else {
+			complete = 0;
+		}
 		if (stc_out_trylock()) {
-			stc_defs_flush_locked();
+			stc_defs_flush_try();
 			if (complete)
 				stc_out_watermark_locked(mark);
 			stc_out_unlock();
 		}
 		return;
+	}
+	/* queued ones first (older), then the ones just taken */
+	stc_tbuf_write_ready();
+	for (stc_buf *x = taken, *next; x; x = next) {
+		next = x->next;
+		write_buf(x);
+		pool_put(x);
 	}
 	stc_out_lock();
 	stc_defs_flush_locked();
@@ -190,27 +355,130 @@ static void flush_all(int try_only)
 void stc_tbuf_flush_all(void) { flush_all(0); }
 void stc_tbuf_flush_all_try(void) { flush_all(1); }
 
-/* In a fork child: this thread is the only one; its buffer holds the
- * parent's unwritten events (the parent writes them), the others belong to
- * threads that do not exist here. */
+/* ---------------------------------------------------------------- pending call paths */
+
+/* Pending call paths live in a chain of blocks: appending never copies, and
+ * drained blocks go back to a free list (pool_mu) for any thread. */
+static stc_pblock *pblock_free;
+
+static stc_pblock *pblock_get(void)
+{
+	pthread_mutex_lock(&pool_mu);
+	stc_pblock *k = pblock_free;
+	if (k)
+		pblock_free = k->next;
+	pthread_mutex_unlock(&pool_mu);
+	if (!k)
+		k = stc_mem_alloc(sizeof *k);
+	if (k) {
+		k->next = NULL;
+		k->len = 0;
+	}
+	return k;
+}
+
+static void pblock_put_chain(stc_pblock *k)
+{
+	if (!k)
+		return;
+	stc_pblock *last = k;
+	while (last->next)
+		last = last->next;
+	pthread_mutex_lock(&pool_mu);
+	last->next = pblock_free;
+	pblock_free = k;
+	pthread_mutex_unlock(&pool_mu);
+}
+
+int stc_pending_add(uint32_t id, const uint64_t *ips, uint32_t n)
+{
+	stc_tbuf *b = stc_tbuf_self();
+	size_t need = 8 + (size_t)n * 8;
+	if (!b || need > sizeof b->ptail->data)
+		return -1;
+	stc_spin_lock(&b->plock);
+	stc_pblock *k = b->ptail;
+	if (!k || k->len + need > sizeof k->data) {
+		stc_spin_unlock(&b->plock); /* pblock_get takes the pool lock */
+		stc_pblock *fresh = pblock_get();
+		if (!fresh)
+			return -1;
+		stc_spin_lock(&b->plock);
+		if (b->ptail)
+			b->ptail->next = fresh;
+		else
+			b->phead = fresh;
+		b->ptail = k = fresh;
+	}
+	memcpy(k->data + k->len, &id, 4);
+	memcpy(k->data + k->len + 4, &n, 4);
+	memcpy(k->data + k->len + 8, ips, (size_t)n * 8);
+	k->len += need;
+	stc_spin_unlock(&b->plock);
+	return 0;
+}
+
+/* The chain is taken under the lock and worked on outside it, so the
+ * thread never waits for the definitions of a long backlog. */
+void stc_pending_drain(int try_only, void (*fn)(uint32_t id, const uint64_t *ips, uint32_t n))
+{
+	for (stc_tbuf *b = atomic_load(&registry); b; b = b->next) {
+		if (try_only ? !stc_spin_trylock(&b->plock) : (stc_spin_lock(&b->plock), 0))
+			continue;
+		stc_pblock *chain = b->phead;
+		b->phead = b->ptail = NULL;
+		stc_spin_unlock(&b->plock);
+		for (stc_pblock *k = chain; k; k = k->next)
+			for (size_t at = 0; at + 8 <= k->len;) {
+				uint32_t id, n;
+				memcpy(&id, k->data + at, 4);
+				memcpy(&n, k->data + at + 4, 4);
+				fn(id, (const uint64_t *)(const void *)(k->data + at + 8), n);
+				at += 8 + (size_t)n * 8;
+			}
+		if (!try_only)
+			pblock_put_chain(chain); /* a signal handler leaves them */
+	}
+}
+
+/* ---------------------------------------------------------------- fork */
+
+/* In a fork child: this thread is the only one.  Its buffer holds the
+ * parent's unwritten events (the parent writes them); the other threads and
+ * the queue belong to the parent. */
 void stc_tbuf_atfork_child(void)
 {
 	atomic_store(&g_seq, 0);
+	pthread_mutex_init(&pool_mu, NULL);
+	for (stc_buf *x = ready_head, *next; x; x = next) {
+		next = x->next;
+		x->next = free_list;
+		free_list = x;
+	}
+	ready_head = ready_tail = NULL;
 	for (stc_tbuf *b = atomic_load(&registry); b; b = b->next) {
 		atomic_store(&b->lock, 0);
-		b->len = 0;
-		if (b != t_buf)
+		atomic_store(&b->plock, 0);
+		b->phead = b->ptail = NULL; /* the parent defines its own pending paths */
+		if (b != t_buf) {
+			if (b->cur) {
+				b->cur->next = free_list;
+				free_list = b->cur;
+				b->cur = NULL;
+			}
 			atomic_store(&b->owned, 0);
+		}
 	}
 	if (t_buf) {
 		t_buf->tid = stc_gettid();
-		stp_enc_reset(&t_buf->st, t_buf->tid);
+		if (t_buf->cur)
+			buf_reset(t_buf->cur, t_buf->tid);
 	}
 	/* the THREAD event of this thread is re-emitted when the output opens */
 }
 
-/* Records the THREAD event of the calling thread's buffer again (a fork
- * child's new trace must name its thread). */
+/* Records the THREAD event of the calling thread again (a fork child's new
+ * trace must name its thread). */
 void stc_tbuf_announce(void)
 {
 	if (t_buf)

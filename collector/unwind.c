@@ -55,20 +55,17 @@ struct collect { stc_module *out; size_t n, cap; };
 static int collect_mod(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct collect *c = data;
-	stc_module m = {UINTPTR_MAX, 0, NULL, 0};
+	stc_module m = {0, 0, NULL, 0};
+	if (!stc_phdr_span(info, &m.lo, &m.hi) || c->n >= c->cap)
+		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD) {
-			uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-			m.lo = a < m.lo ? a : m.lo;
-			m.hi = b > m.hi ? b : m.hi;
-		} else if (ph->p_type == PT_GNU_EH_FRAME) {
+		if (ph->p_type == PT_GNU_EH_FRAME) {
 			m.eh_frame_hdr = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
 			m.eh_frame_hdr_size = ph->p_memsz;
 		}
 	}
-	if (m.hi > m.lo && c->n < c->cap)
-		c->out[c->n++] = m;
+	c->out[c->n++] = m;
 	return 0;
 }
 
@@ -184,16 +181,8 @@ void stc_unwind_invalidate(void)
 /* ---- setup */
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
-	uintptr_t probe = (uintptr_t)data, lo = UINTPTR_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
-		lo = a < lo ? a : lo;
-		hi = b > hi ? b : hi;
-	}
-	if (probe >= lo && probe < hi) {
+	uintptr_t probe = (uintptr_t)data, lo, hi;
+	if (stc_phdr_span(info, &lo, &hi) && probe >= lo && probe < hi) {
 		self_lo = lo;
 		self_hi = hi;
 		return 1;

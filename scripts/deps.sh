@@ -9,7 +9,7 @@ pkgs="build-essential cmake pkg-config libunwind-dev libelf-dev libdwarf-dev
 case "$what" in
   build) ;;
   demo) pkgs="$pkgs python3" ;;
-  check) pkgs="$pkgs python3 python3-torch clang libclang-rt-14-dev chromium heaptrack time" ;;
+  check) pkgs="$pkgs python3 python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time" ;;
   bench) pkgs="$pkgs python3 python3-torch heaptrack time" ;;
   *) echo "usage: $0 [build|check|demo|bench]" >&2; exit 2 ;;
 esac

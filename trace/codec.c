@@ -209,12 +209,11 @@ size_t stp_enc_string(uint8_t *out, size_t cap, uint32_t id, const char *str, si
 	return p ? (size_t)(p - out) : 0;
 }
 
-size_t stp_enc_stack(uint8_t *out, size_t cap, stp_enc_state *s, uint32_t id, uint32_t parent,
-                     uint64_t ip)
+size_t stp_enc_node(uint8_t *out, size_t cap, stp_enc_state *s, uint32_t id, uint32_t parent, uint64_t ip)
 {
 	const uint8_t *e = out + cap;
 	uint8_t *p = put_u8(out, e, STP_TAG_DEF);
-	p = put_u8(p, e, STP_DEF_STACK);
+	p = put_u8(p, e, STP_DEF_NODE);
 	p = put_v(p, e, id);
 	p = put_v(p, e, id - parent); /* parent < id, so this is >= 1 */
 	p = put_v(p, e, zz_enc((int64_t)(ip - s->prev_ip)));
@@ -222,6 +221,16 @@ size_t stp_enc_stack(uint8_t *out, size_t cap, stp_enc_state *s, uint32_t id, ui
 		return 0;
 	s->prev_ip = ip;
 	return (size_t)(p - out);
+}
+
+size_t stp_enc_stack(uint8_t *out, size_t cap, uint32_t stack, uint32_t node)
+{
+	const uint8_t *e = out + cap;
+	uint8_t *p = put_u8(out, e, STP_TAG_DEF);
+	p = put_u8(p, e, STP_DEF_STACK);
+	p = put_v(p, e, stack);
+	p = put_v(p, e, node);
+	return p ? (size_t)(p - out) : 0;
 }
 
 void stp_file_header(uint8_t out[STP_FILE_HEADER_SIZE])

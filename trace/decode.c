@@ -122,6 +122,13 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 			return STP_DEC_STRING;
 		}
 		if (kind == STP_DEF_STACK) {
+			GET32(def->parent);
+			if (def->parent == 0)
+				return -1;
+			d->p = p;
+			return STP_DEC_STACK;
+		}
+		if (kind == STP_DEF_NODE) {
 			uint64_t dp, dip;
 			GETV(dp);
 			if (dp == 0 || dp > def->id)
@@ -132,7 +139,7 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 			st.prev_ip = def->ip;
 			d->st = st;
 			d->p = p;
-			return STP_DEC_STACK;
+			return STP_DEC_NODE;
 		}
 		return -1;
 	}

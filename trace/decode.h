@@ -17,12 +17,12 @@ typedef struct stp_dec {
 	uint32_t ranges_cap;
 } stp_dec;
 
-enum stp_dec_kind { STP_DEC_END = 0, STP_DEC_EVENT = 1, STP_DEC_STRING = 2, STP_DEC_STACK = 3 };
+enum stp_dec_kind { STP_DEC_END = 0, STP_DEC_EVENT = 1, STP_DEC_STRING = 2, STP_DEC_NODE = 3, STP_DEC_STACK = 4 };
 
 typedef struct stp_def {
 	uint32_t id;
-	uint32_t parent;      /* STACK */
-	uint64_t ip;          /* STACK */
+	uint32_t parent;      /* NODE; STACK: the node */
+	uint64_t ip;          /* NODE */
 	const char *str;      /* STRING: not NUL-terminated */
 	size_t len;
 } stp_def;

@@ -9,6 +9,10 @@
  * has no more chunks.  So events come out in seq order while memory holds only
  * the chunks of the recording's flush window.
  *
+ * Stack ids in events are mapped to call-path nodes as events are decoded
+ * (format 1.1 defines the map; in 1.0 files the two are the same), so every
+ * consumer sees one id per distinct call path.
+ *
  * Errors (a truncated or corrupt chunk, a malformed record, seq going back)
  * stop the reading: every event before the bad chunk is still returned, then
  * stp_reader_next() returns -1 and stp_reader_error() names file and offset.
@@ -47,10 +51,13 @@ struct stp_reader {
 	size_t *str_off;
 	uint32_t nstr, str_off_cap;
 
-	/* stack trie: dense ids 1..n */
+	/* call-path trie: dense node ids 1..n */
 	uint32_t *stk_parent;
 	uint64_t *stk_ip;
 	uint32_t nstk, stk_cap;
+	/* stack id (as events carry it) -> node; 0 = undefined */
+	uint32_t *stack_node;
+	uint32_t stack_cap, nstack_defs;
 
 	cursor **heap;
 	size_t nheap, heap_cap;
@@ -113,6 +120,45 @@ static int add_string(stp_reader *r, const stp_def *d)
 	r->str_len += d->len + 1;
 	r->stats.strings++;
 	return 0;
+}
+
+/* A stack id may be defined in any order, but never far ahead of the
+ * definitions seen (bounds what a corrupt id can make us allocate). */
+#define STACK_ID_SLACK (1u << 24)
+
+static int add_stack_map(stp_reader *r, const stp_def *d)
+{
+	if (d->parent > r->nstk || d->id > r->nstack_defs + STACK_ID_SLACK)
+		return -1;
+	if (d->id >= r->stack_cap) {
+		uint32_t nc = r->stack_cap ? r->stack_cap : 1024;
+		while (nc <= d->id)
+			nc *= 2;
+		uint32_t *nm = realloc(r->stack_node, nc * sizeof *nm);
+		if (!nm)
+			return -1;
+		memset(nm + r->stack_cap, 0, (nc - r->stack_cap) * sizeof *nm);
+		r->stack_node = nm;
+		r->stack_cap = nc;
+	}
+	if (r->stack_node[d->id] && r->stack_node[d->id] != d->parent)
+		return -1; /* defined twice, differently */
+	r->stack_node[d->id] = d->parent;
+	r->nstack_defs++;
+	return 0;
+}
+
+/* The node of a stack id in an event; 0 when it is not defined. */
+static int map_stack(const stp_reader *r, uint32_t *stack)
+{
+	if (!*stack)
+		return 0;
+	if (*stack < r->stack_cap && r->stack_node[*stack]) {
+		*stack = r->stack_node[*stack];
+		return 0;
+	}
+	/* format 1.0: events carry node ids */
+	return r->hdr.minor == 0 && *stack <= r->nstk ? 0 : -1;
 }
 
 static int add_stack(stp_reader *r, const stp_def *d)
@@ -202,8 +248,21 @@ static int cursor_advance(stp_reader *r, cursor *c)
 	for (;;) {
 		const uint8_t *at = c->dec.p;
 		int k = stp_dec_next(&c->dec, &c->next, &def);
-		if (k == STP_DEC_EVENT)
+		if (k == STP_DEC_EVENT) {
+			stp_event *ev = &c->next;
+			uint32_t *stack = ev->type == STP_EV_API ? &ev->u.api.stack
+			                  : (ev->type == STP_EV_ALLOC || ev->type == STP_EV_SEGMENT_RESERVE ||
+			                     ev->type == STP_EV_SEGMENT_RELEASE)
+			                      ? &ev->u.alloc.stack
+			                      : NULL;
+			if (stack && map_stack(r, stack)) {
+				set_err(r, c->offset + STP_CHUNK_HEADER_SIZE + (uint64_t)(at - c->dec.start),
+				        "call path %u used before it is defined", *stack);
+				r->fatal = 1;
+				return -1;
+			}
 			return 1;
+		}
 		if (k == STP_DEC_END)
 			return 0;
 		if (k > 0 && c->defs)
@@ -243,7 +302,9 @@ static int apply_defs(stp_reader *r, const uint8_t *pay, uint32_t len, uint64_t 
 		}
 		if (k == STP_DEC_STRING && !add_string(r, &def))
 			continue;
-		if (k == STP_DEC_STACK && !add_stack(r, &def))
+		if (k == STP_DEC_NODE && !add_stack(r, &def))
+			continue;
+		if (k == STP_DEC_STACK && !add_stack_map(r, &def))
 			continue;
 		set_err(r, off + STP_CHUNK_HEADER_SIZE + (uint64_t)(at - pay),
 		        k < 0 ? "malformed definition" : "definition id out of order");
@@ -523,6 +584,7 @@ void stp_reader_close(stp_reader *r)
 	free(r->str_off);
 	free(r->stk_parent);
 	free(r->stk_ip);
+	free(r->stack_node);
 	if (r->f)
 		fclose(r->f);
 	free(r->path);

@@ -34,6 +34,8 @@ struct stp_writer {
 	size_t nstr, str_cap; /* open addressing; cap is a power of two */
 	stk_ent *stks;
 	size_t nstk, stk_cap;
+	uint32_t *node_stack; /* node -> nonzero once its STACK is defined */
+	size_t node_stack_cap;
 };
 
 static int buf_reserve(buf *b, size_t more)
@@ -197,7 +199,7 @@ struct stk_arg { uint32_t id, parent; uint64_t ip; };
 static size_t enc_stk(stp_writer *w, uint8_t *out, size_t cap, const void *a)
 {
 	const struct stk_arg *s = a;
-	return stp_enc_stack(out, cap, &w->defs_st, s->id, s->parent, s->ip);
+	return stp_enc_node(out, cap, &w->defs_st, s->id, s->parent, s->ip);
 }
 
 static uint32_t intern_node(stp_writer *w, uint32_t parent, uint64_t ip)
@@ -233,6 +235,13 @@ static uint32_t intern_node(stp_writer *w, uint32_t parent, uint64_t ip)
 	return id;
 }
 
+struct stack_arg { uint32_t stack, node; };
+static size_t enc_stack_map(stp_writer *w, uint8_t *out, size_t cap, const void *a)
+{
+	const struct stack_arg *s = a;
+	return stp_enc_stack(out, cap, s->stack, s->node);
+}
+
 uint32_t stp_writer_stack(stp_writer *w, const uint64_t *ips, uint32_t n)
 {
 	uint32_t node = 0;
@@ -240,6 +249,28 @@ uint32_t stp_writer_stack(stp_writer *w, const uint64_t *ips, uint32_t n)
 		node = intern_node(w, node, ips[i]);
 		if (!node)
 			return 0;
+	}
+	if (!n)
+		return 0;
+	/* one stack id per distinct path, as the collector does */
+	if (node >= w->node_stack_cap) {
+		size_t nc = w->node_stack_cap ? w->node_stack_cap : 1024;
+		while (nc <= node)
+			nc *= 2;
+		uint32_t *ns = realloc(w->node_stack, nc * sizeof *ns);
+		if (!ns)
+			return 0;
+		memset(ns + w->node_stack_cap, 0, (nc - w->node_stack_cap) * sizeof *ns);
+		w->node_stack = ns;
+		w->node_stack_cap = nc;
+	}
+	/* the path's stack id is its node id, so a reader gives back what was
+	 * written */
+	if (!w->node_stack[node]) {
+		struct stack_arg a = {node, node};
+		if (put_def(w, 24, enc_stack_map, &a))
+			return 0;
+		w->node_stack[node] = node;
 	}
 	return node;
 }
@@ -273,6 +304,7 @@ static void writer_free(stp_writer *w)
 		free(w->strs[i].text);
 	free(w->strs);
 	free(w->stks);
+	free(w->node_stack);
 	free(w->defs.data);
 	free(w->events.data);
 	free(w);

@@ -14,7 +14,9 @@
  *   - `time_ns` is CLOCK_MONOTONIC of the recording machine.  It is
  *     non-decreasing per thread, and almost so across threads.
  *   - String and stack ids are >= 1; 0 means "none".  An id in an event is
- *     always defined before the event is returned.
+ *     always defined before the event is returned.  The stack id in an
+ *     event is a call-path node (the innermost frame's): the same call path
+ *     always has the same id, whatever id the writer used.
  *   - Memory use of a reader is bounded by the distinct strings and stack
  *     nodes plus the recording's flush window, never by the trace length.
  *
@@ -31,7 +33,7 @@ extern "C" {
 #endif
 
 #define STP_FORMAT_MAJOR 1
-#define STP_FORMAT_MINOR 0
+#define STP_FORMAT_MINOR 1
 
 typedef enum stp_event_type {
 	STP_EV_PROCESS = 1,  /* the process this trace belongs to (first event) */
@@ -180,7 +182,7 @@ stp_writer *stp_writer_open(const char *path, char *err, size_t errlen);
 /* Interns a string; returns its id (>= 1). Same text -> same id. */
 uint32_t stp_writer_string(stp_writer *w, const char *s);
 /* Interns a call path, innermost frame first; returns its stack id (>= 1),
- * 0 when n == 0. */
+ * 0 when n == 0.  A reader gives the same id back in events. */
 uint32_t stp_writer_stack(stp_writer *w, const uint64_t *ips, uint32_t n);
 /* Appends an event. tid, time_ns and the payload are taken as given. */
 int stp_writer_event(stp_writer *w, const stp_event *ev);

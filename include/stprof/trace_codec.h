@@ -42,7 +42,8 @@ enum stp_chunk_type {
 /* Record tags below 16 are stp_event_type; these are definitions. */
 enum stp_def_tag {
 	STP_DEF_STRING = 16,
-	STP_DEF_STACK = 17
+	STP_DEF_NODE = 17,  /* a call-path node: (id, parent, frame) */
+	STP_DEF_STACK = 18  /* a stack id used by events -> its innermost node (1.1) */
 };
 
 typedef struct stp_enc_state {
@@ -60,10 +61,12 @@ void stp_enc_reset(stp_enc_state *s, uint32_t tid);
 size_t stp_enc_event(uint8_t *out, size_t cap, stp_enc_state *s, const stp_event *ev);
 /* Upper bound of stp_enc_event's output for ev. */
 size_t stp_enc_event_bound(const stp_event *ev);
-/* Definitions (DEFS chunks only). Ids are dense: 1, 2, 3, ... in file order. */
+/* Definitions (DEFS chunks only).  String and node ids are dense: 1, 2, 3,
+ * ... in file order.  Stack ids (what events carry) may be defined in any
+ * order, each once, before the first chunk that uses them. */
 size_t stp_enc_string(uint8_t *out, size_t cap, uint32_t id, const char *s, size_t len);
-size_t stp_enc_stack(uint8_t *out, size_t cap, stp_enc_state *s, uint32_t id, uint32_t parent,
-                     uint64_t ip);
+size_t stp_enc_node(uint8_t *out, size_t cap, stp_enc_state *s, uint32_t id, uint32_t parent, uint64_t ip);
+size_t stp_enc_stack(uint8_t *out, size_t cap, uint32_t stack, uint32_t node);
 
 /* The file header: magic, version, header size, flags. */
 void stp_file_header(uint8_t out[STP_FILE_HEADER_SIZE]);

@@ -30,7 +30,12 @@
 /* Every allocation of interest goes through here: the compiler may not
  * remove a malloc/free pair it cannot see, and call paths start here. */
 
-__attribute__((noipa)) void *site_malloc(size_t n);
+#if defined(__clang__)
+#define NO_IPA __attribute__((noinline))
+#else
+#define NO_IPA __attribute__((noipa))
+#endif
+NO_IPA void *site_malloc(size_t n);
 void *site_malloc(size_t n)
 {
 	void *p = malloc(n);
@@ -169,6 +174,8 @@ static int closefds(const char *path)
 
 /* realloc failing leaves the old block valid: reading it is the point */
 #pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wunknown-warning-option"
 #pragma GCC diagnostic ignored "-Wuse-after-free"
 static int reallocfail(void)
 {
