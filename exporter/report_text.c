@@ -225,9 +225,14 @@ static void section_models(stp_det *d, const stp_det_result *r, FILE *f)
 		           "            (interpreter and library objects a GPU allocator never sees; --sim-min-size)\n",
 		        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64),
 		        rf_count(r->sim_skipped, b[2], 64));
-	else
-		fprintf(f, "  fed       %s device allocations and the allocator's segment events\n",
-		        rf_count(r->sim_fed_allocs, b[0], 64));
+	else {
+		int actual = 0;
+		for (size_t i = 0; i < r->sim->ndevices; i++)
+			actual |= r->sim->devices[i].actual.present;
+		fprintf(f, "  fed       %s device allocations%s\n", rf_count(r->sim_fed_allocs, b[0], 64),
+		        actual ? "; the allocator's segment events give the actual figures"
+		               : " (no segment events in the trace: no actual figures)");
+	}
 	if (r->sim->ndevices)
 		allocsim_report_print(f, r->sim, stp_det_stack_name, d);
 }
