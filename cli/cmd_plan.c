@@ -3,8 +3,8 @@
  * (or a MiniMalloc CSV), verifies it, writes it, and says how good it is;
  * also shows and verifies plan files.  The planner itself is planner/
  * (include/stprof/plan.h).  A trace without iteration markers gets its
- * steady iteration and phases from the detector (stp_det_run; its cheaper
- * stp_det_timeline_run once that exists), passed to the converter as a
+ * steady iteration and phases from the detector (stp_det_timeline_run, the
+ * iterations-and-phases part of the analysis), passed to the converter as a
  * sequence window and phase cuts.
  * Exit: 0 done, 1 bad input or invalid plan, 2 usage.
  */

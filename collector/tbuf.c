@@ -21,7 +21,12 @@
  * paths of all threads into definitions (stc_defs_flush_locked), so no
  * events chunk precedes the definition of an id it uses.
  *
- * Lock order: thread lock -> pool -> output -> defs -> pending.
+ * Only one flush runs at a time (flush_mu): a flush that took buffers from
+ * the queue must have written them before any later flush writes a
+ * watermark past their events (the flusher thread and the one that exits
+ * both flush).
+ *
+ * Lock order: flush -> thread lock -> pool -> output -> defs -> pending.
  */
 #include <linux/futex.h>
 #include <sched.h>
@@ -45,6 +50,7 @@ static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static stc_buf *free_list, *ready_head, *ready_tail;
 static unsigned pool_count;
 static atomic_int flusher_wake;
+static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
 
 uint64_t stc_now(void)
 {
@@ -156,14 +162,21 @@ void stc_tbuf_wait(unsigned ms)
 		syscall(SYS_futex, &flusher_wake, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
 }
 
-/* Writes the queued buffers (the flusher, between rounds). */
-void stc_tbuf_write_ready(void)
+static void write_ready_locked(void)
 {
 	for (stc_buf *x = pool_take_ready(), *next; x; x = next) {
 		next = x->next;
 		write_buf(x);
 		pool_put(x);
 	}
+}
+
+/* Writes the queued buffers (the flusher, between rounds). */
+void stc_tbuf_write_ready(void)
+{
+	pthread_mutex_lock(&flush_mu);
+	write_ready_locked();
+	pthread_mutex_unlock(&flush_mu);
 }
 
 /* ---------------------------------------------------------------- threads */
@@ -286,6 +299,11 @@ void stc_emit(stp_event *ev)
 
 static void flush_all(int try_only)
 {
+	if (try_only ? pthread_mutex_trylock(&flush_mu) != 0 : pthread_mutex_lock(&flush_mu) != 0) {
+		/* a signal handler while a flush is under way: the buffers being
+		 * written are lost with the process; write what we can, no mark */
+		try_only = 2;
+	}
 	uint64_t mark = atomic_load(&g_seq);
 	int complete = 1;
 	stc_buf *taken = NULL;
@@ -333,14 +351,16 @@ static void flush_all(int try_only)
 		}
 		if (stc_out_trylock()) {
 			stc_defs_flush_try();
-			if (complete)
+			if (complete && try_only == 1)
 				stc_out_watermark_locked(mark);
 			stc_out_unlock();
 		}
+		if (try_only == 1)
+			pthread_mutex_unlock(&flush_mu);
 		return;
 	}
 	/* queued ones first (older), then the ones just taken */
-	stc_tbuf_write_ready();
+	write_ready_locked();
 	for (stc_buf *x = taken, *next; x; x = next) {
 		next = x->next;
 		write_buf(x);
@@ -350,6 +370,7 @@ static void flush_all(int try_only)
 	stc_defs_flush_locked();
 	stc_out_watermark_locked(mark);
 	stc_out_unlock();
+	pthread_mutex_unlock(&flush_mu);
 }
 
 void stc_tbuf_flush_all(void) { flush_all(0); }
@@ -450,6 +471,7 @@ void stc_tbuf_atfork_child(void)
 {
 	atomic_store(&g_seq, 0);
 	pthread_mutex_init(&pool_mu, NULL);
+	pthread_mutex_init(&flush_mu, NULL);
 	for (stc_buf *x = ready_head, *next; x; x = next) {
 		next = x->next;
 		x->next = free_list;
