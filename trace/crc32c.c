@@ -1,16 +1,42 @@
 /*
- * crc32c.c - CRC-32C (Castagnoli), slicing-by-8 over a table built once.
- * The table is built under an atomic flag on first use; building it twice
- * from two threads is harmless (same values).  The collector calls
- * stp_crc32c(0, "", 0) at start-up so a signal handler never builds it.
+ * crc32c.c - CRC-32C (Castagnoli): the SSE4.2 crc32 instruction where the
+ * processor has it (about 10x the table's speed), else slicing-by-8 over a
+ * table built once.  The choice and the table are made under an atomic flag
+ * on first use; doing it twice from two threads is harmless (same values).
+ * The collector calls stp_crc32c(0, "", 0) at start-up so a signal handler
+ * never does it.
  */
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "stprof/trace_codec.h"
 
 static uint32_t table[8][256];
 static int table_ready;
+static int use_hw; /* set with table_ready */
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const uint8_t *p, size_t n)
+{
+	uint64_t c = ~crc & 0xffffffffu;
+	while (n && ((uintptr_t)p & 7)) {
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+		n--;
+	}
+	while (n >= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+		p += 8;
+		n -= 8;
+	}
+	while (n--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+#endif
 
 static void build_table(void)
 {
@@ -23,10 +49,25 @@ static void build_table(void)
 	for (uint32_t i = 0; i < 256; i++)
 		for (int t = 1; t < 8; t++)
 			table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	use_hw = __builtin_cpu_supports("sse4.2") && !getenv("STPROF_NO_HW_CRC");
+#endif
 	__atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
 }
 
 uint32_t stp_crc32c(uint32_t crc, const void *data, size_t n)
+{
+	if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE))
+		build_table();
+#if defined(__x86_64__)
+	if (use_hw)
+		return crc_hw(crc, data, n);
+#endif
+	return stp_crc32c_table(crc, data, n);
+}
+
+uint32_t stp_crc32c_table(uint32_t crc, const void *data, size_t n)
 {
 	if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE))
 		build_table();

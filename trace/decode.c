@@ -146,7 +146,8 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 	if (tag < 1 || tag > STP_EV_TYPE_MAX)
 		return -1;
 
-	memset(ev, 0, sizeof *ev);
+	/* each case below clears and sets its own member (padding included),
+	 * not the whole event, whose union is large */
 	ev->type = (uint8_t)tag;
 	ev->tid = st.tid;
 	if (head & STP_F_TID)
@@ -162,6 +163,7 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 	switch (tag) {
 	case STP_EV_PROCESS: {
 		stp_process_info *pi = &ev->u.process;
+		memset(pi, 0, sizeof *pi);
 		if (flags)
 			return -1;
 		GET32(pi->pid);
@@ -177,6 +179,7 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 		break;
 	}
 	case STP_EV_THREAD:
+		memset(&ev->u.thread, 0, sizeof ev->u.thread);
 		if (flags)
 			return -1;
 		GET32(ev->u.thread.tid);
@@ -184,6 +187,7 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 		break;
 	case STP_EV_MODULE: {
 		stp_module_info *m = &ev->u.module;
+		memset(m, 0, sizeof *m);
 		if (flags)
 			return -1;
 		GET32(m->path);
@@ -202,6 +206,7 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 	case STP_EV_SEGMENT_RELEASE: {
 		stp_alloc_info *a = &ev->u.alloc;
 		uint64_t da;
+		memset(a, 0, sizeof *a);
 		GETV(da);
 		a->addr = st.prev_addr + (uint64_t)zz_dec(da);
 		st.prev_addr = a->addr;
@@ -222,6 +227,7 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 	case STP_EV_FREE: {
 		stp_free_info *f = &ev->u.free;
 		uint64_t da;
+		memset(f, 0, sizeof *f);
 		if (flags & STP_F_STACK)
 			return -1;
 		GETV(da);
@@ -237,6 +243,7 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 	case STP_EV_API: {
 		stp_api_info *a = &ev->u.api;
 		uint64_t dur;
+		memset(a, 0, sizeof *a);
 		GETU8(a->kind);
 		if (a->kind > STP_API_OP)
 			return -1;
@@ -281,6 +288,7 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 	}
 	case STP_EV_MARKER: {
 		stp_marker_info *m = &ev->u.marker;
+		memset(m, 0, sizeof *m);
 		GETU8(m->kind);
 		if (m->kind < 1 || m->kind > STP_MARK_KIND_MAX)
 			return -1;

@@ -494,12 +494,32 @@ stp_reader *stp_reader_open(const char *path, char *err, size_t errlen)
 	return r;
 }
 
+static void count_event(stp_reader *r, const stp_event *ev)
+{
+	r->stats.events++;
+	if (ev->type <= STP_EV_TYPE_MAX)
+		r->stats.by_type[ev->type]++;
+	if (r->stats.events == 1 || ev->time_ns < r->stats.first_time_ns)
+		r->stats.first_time_ns = ev->time_ns;
+	if (ev->time_ns > r->stats.last_time_ns)
+		r->stats.last_time_ns = ev->time_ns;
+}
+
 int stp_reader_next(stp_reader *r, stp_event *ev)
 {
 	if (r->popped) {
 		cursor *c = r->popped;
 		r->popped = NULL;
 		int k = cursor_advance(r, c);
+		/* the common case: the same chunk holds the next seq, which no
+		 * other cursor can beat (seqs are unique): no heap work */
+		if (k > 0 && c->next.seq == r->next_seq && !r->fatal) {
+			r->next_seq++;
+			*ev = c->next;
+			r->popped = c;
+			count_event(r, ev);
+			return 1;
+		}
 		if (k > 0 && !heap_push(r, c))
 			c = NULL;
 		cursor_free(c);
@@ -523,13 +543,7 @@ int stp_reader_next(stp_reader *r, stp_event *ev)
 				heap_pop(r);
 				*ev = top->next;
 				r->popped = top;
-				r->stats.events++;
-				if (ev->type <= STP_EV_TYPE_MAX)
-					r->stats.by_type[ev->type]++;
-				if (r->stats.events == 1 || ev->time_ns < r->stats.first_time_ns)
-					r->stats.first_time_ns = ev->time_ns;
-				if (ev->time_ns > r->stats.last_time_ns)
-					r->stats.last_time_ns = ev->time_ns;
+				count_event(r, ev);
 				return 1;
 			}
 		}

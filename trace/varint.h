@@ -50,6 +50,17 @@ static inline uint8_t *put_v(uint8_t *p, const uint8_t *end, uint64_t v)
 
 static inline const uint8_t *get_var(const uint8_t *p, const uint8_t *end, uint64_t *out)
 {
+	/* most varints are one or two bytes: decode those without the loop */
+	if (p && end - p >= 2) {
+		if (!(p[0] & 0x80)) {
+			*out = p[0];
+			return p + 1;
+		}
+		if (!(p[1] & 0x80)) {
+			*out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+			return p + 2;
+		}
+	}
 	uint64_t v = 0;
 	for (unsigned shift = 0; shift < 70; shift += 7) {
 		if (!p || p >= end)

@@ -78,6 +78,9 @@ size_t stp_chunk_watermark(uint8_t *out, uint64_t next_seq);
 size_t stp_chunk_end(uint8_t *out, uint32_t reason, int32_t value, uint64_t next_seq);
 
 uint32_t stp_crc32c(uint32_t crc, const void *data, size_t n);
+/* The portable table version (stp_crc32c uses the CPU's instruction when it
+ * can); exposed for tests. */
+uint32_t stp_crc32c_table(uint32_t crc, const void *data, size_t n);
 
 #ifdef __cplusplus
 }
