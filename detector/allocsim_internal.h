@@ -298,6 +298,19 @@ uint64_t sim_va_alloc(sim_base *m, uint64_t size, uint64_t align);
 void sim_base_init(sim_base *m, const sim_ops *ops, const allocsim_config *c);
 void sim_base_release(sim_base *m);
 void sim_note_split(sim_base *m, uint32_t stack);
+/* Block i now holds the object in slot: allocated, its call path, the
+ * model's allocated bytes; *addr (when given) gets its address. */
+static inline void sim_block_take(sim_base *m, uint32_t i, uint32_t slot, uint32_t stack, uint64_t *addr)
+{
+	sim_block *B = m->B;
+	B[i].flags |= SB_ALLOCATED;
+	B[i].stack = stack;
+	B[i].split_stack = 0;
+	m->allocated += B[i].size;
+	m->slot_block[slot] = i;
+	if (addr)
+		*addr = B[i].addr;
+}
 uint64_t sim_site_splits(const sim_base *m, uint32_t stack);
 
 /* Model constructors (sim_pytorch.c, sim_bfc.c, sim_raw.c). */

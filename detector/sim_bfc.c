@@ -204,13 +204,7 @@ static int bfc_alloc(sim_base *base, uint32_t slot, uint64_t size, uint16_t stre
 	} else {
 		st_erase(B, &m->free, i);
 	}
-	B[i].flags |= SB_ALLOCATED;
-	B[i].stack = stack;
-	B[i].split_stack = 0;
-	base->allocated += B[i].size;
-	base->slot_block[slot] = i;
-	if (addr)
-		*addr = B[i].addr;
+	sim_block_take(base, i, slot, stack, addr);
 	return oom;
 }
 

@@ -664,13 +664,7 @@ static int pt_alloc(sim_base *base, uint32_t slot, uint64_t orig, uint16_t strea
 	} else if (in_set) {
 		st_erase(B, &p->blocks, i);
 	}
-	B[i].flags |= SB_ALLOCATED;
-	B[i].stack = stack;
-	B[i].split_stack = 0;
-	base->allocated += B[i].size;
-	base->slot_block[slot] = i;
-	if (addr)
-		*addr = B[i].addr;
+	sim_block_take(base, i, slot, stack, addr);
 	return oom;
 }
 

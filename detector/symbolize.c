@@ -56,7 +56,7 @@ struct stp_symbolizer {
 	stp_sym_stats stats;
 };
 
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
+int stp_sym_grow_(void **v, size_t *cap, size_t need, size_t elem)
 {
 	size_t c;
 	void *n;
@@ -120,7 +120,7 @@ int stp_sym_add_debug_dir(stp_symbolizer *s, const char *dir)
 		return -1;
 	if (s->ndirs && !strcmp(dir, DEFAULT_DEBUG_DIR))
 		return 0;
-	if (grow((void **)&s->dirs, &s->capdirs, s->ndirs + 1, sizeof(*s->dirs)))
+	if (stp_sym_grow_((void **)&s->dirs, &s->capdirs, s->ndirs + 1, sizeof(*s->dirs)))
 		return -1;
 	copy = strdup(dir);
 	if (!copy)
@@ -140,7 +140,7 @@ static sym_file *file_for(stp_symbolizer *s, const char *path, const uint8_t *id
 	for (size_t i = 0; i < s->nfiles; i++)
 		if (sym_file_matches(s->files[i], path, id, idlen))
 			return s->files[i];
-	if (grow((void **)&s->files, &s->capfiles, s->nfiles + 1, sizeof(*s->files)))
+	if (stp_sym_grow_((void **)&s->files, &s->capfiles, s->nfiles + 1, sizeof(*s->files)))
 		return NULL;
 	f = sym_file_new(path, id, idlen);
 	if (f)
@@ -160,7 +160,7 @@ int stp_sym_add_module(stp_symbolizer *s, const char *path, uint64_t base, uint6
 	end = base + size < base ? UINT64_MAX : base + size;
 	f = file_for(s, path, build_id, build_id_len);
 	if (!f || s->nmaps >= UINT32_MAX ||
-	    grow((void **)&s->maps, &s->capmaps, s->nmaps + 1, sizeof(*s->maps)))
+	    stp_sym_grow_((void **)&s->maps, &s->capmaps, s->nmaps + 1, sizeof(*s->maps)))
 		return -1;
 	for (size_t i = 0; i < s->nmaps; i++)
 		if (s->maps[i].active && s->maps[i].base < end && base < s->maps[i].end)
@@ -240,7 +240,7 @@ static void add_warning(void *arg, const char *msg)
 	char *copy;
 
 	if (s->nwarn >= MAX_WARNINGS ||
-	    grow((void **)&s->warnings, &s->capwarn, s->nwarn + 1, sizeof(*s->warnings)))
+	    stp_sym_grow_((void **)&s->warnings, &s->capwarn, s->nwarn + 1, sizeof(*s->warnings)))
 		return;
 	copy = strdup(msg);
 	if (copy)
@@ -302,7 +302,7 @@ static void cache_put(stp_symbolizer *s, uint64_t ip, int ret, const stp_frame *
 		s->ccap = cap;
 	}
 	if (s->npool + (size_t)n > UINT32_MAX ||
-	    grow((void **)&s->pool, &s->cappool, s->npool + (size_t)n, sizeof(*s->pool)))
+	    stp_sym_grow_((void **)&s->pool, &s->cappool, s->npool + (size_t)n, sizeof(*s->pool)))
 		return;
 	for (h = hash_ip(ip, ret, s->ccap); s->cache[h].used; h = (h + 1) & (s->ccap - 1))
 		;

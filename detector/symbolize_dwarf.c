@@ -152,29 +152,11 @@ static int chk(sym_dwarf *d, int rc, const char *what)
 	return rc;
 }
 
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-	size_t c;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	c = *cap ? *cap : 16;
-	while (c < need)
-		c *= 2;
-	n = realloc(*v, c * elem);
-	if (!n)
-		return -1;
-	*v = n;
-	*cap = c;
-	return 0;
-}
-
 static const char *own(sym_dwarf *d, char *s)
 {
 	if (!s)
 		return NULL;
-	if (grow((void **)&d->owned, &d->capowned, d->nowned + 1, sizeof(char *))) {
+	if (stp_sym_grow_((void **)&d->owned, &d->capowned, d->nowned + 1, sizeof(char *))) {
 		free(s);
 		return NULL;
 	}
@@ -188,48 +170,45 @@ static void free_die(Dwarf_Die die)
 		dwarf_dealloc_die(die);
 }
 
-/* The containing span with the largest start; spans sorted by lo, max[i]
- * the largest hi in spans[0..i].  -1 if none. */
-static long span_find(const dw_span *v, const uint64_t *max, size_t n, uint64_t pc)
+/* The containing interval with the largest start, in an array of n
+ * elements of `stride` bytes that begin with uint64_t lo, hi (dw_span,
+ * dw_line), sorted by lo; max[i] is the largest hi in elements 0..i.
+ * -1 if none. */
+static long interval_find(const void *base, size_t stride, const uint64_t *max, size_t n, uint64_t pc)
 {
+	const unsigned char *b = base;
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		uint64_t start;
 
-		if (v[mid].lo <= pc)
+		memcpy(&start, b + mid * stride, sizeof start);
+		if (start <= pc)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	for (size_t i = lo; i-- > 0;) {
+		uint64_t end;
+
 		if (max[i] <= pc)
 			break;
-		if (pc < v[i].hi)
+		memcpy(&end, b + i * stride + sizeof(uint64_t), sizeof end);
+		if (pc < end)
 			return (long)i;
 	}
 	return -1;
 }
 
+static long span_find(const dw_span *v, const uint64_t *max, size_t n, uint64_t pc)
+{
+	return interval_find(v, sizeof *v, max, n, pc);
+}
+
 static long line_find(const dw_line *v, const uint64_t *max, size_t n, uint64_t pc)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i-- > 0;) {
-		if (max[i] <= pc)
-			break;
-		if (pc < v[i].hi)
-			return (long)i;
-	}
-	return -1;
+	return interval_find(v, sizeof *v, max, n, pc);
 }
 
 static int span_cmp(const void *a, const void *b)
@@ -489,7 +468,7 @@ static long cu_index(sym_dwarf *d, Dwarf_Off off)
 	if ((d->ncus + 1) * 2 > d->hcap && cu_rehash(d, d->hcap ? d->hcap * 2 : 64))
 		return -1;
 	if (d->ncus >= UINT32_MAX ||
-	    grow((void **)&d->cus, &d->capcus, d->ncus + 1, sizeof(*d->cus)))
+	    stp_sym_grow_((void **)&d->cus, &d->capcus, d->ncus + 1, sizeof(*d->cus)))
 		return -1;
 	memset(&d->cus[d->ncus], 0, sizeof(*d->cus));
 	d->cus[d->ncus].off = off;
@@ -502,7 +481,7 @@ static long cu_index(sym_dwarf *d, Dwarf_Off off)
 
 static int add_span(sym_dwarf *d, uint64_t lo, uint64_t hi, uint32_t cu)
 {
-	if (grow((void **)&d->spans, &d->capspans, d->nspans + 1, sizeof(*d->spans)))
+	if (stp_sym_grow_((void **)&d->spans, &d->capspans, d->nspans + 1, sizeof(*d->spans)))
 		return -1;
 	d->spans[d->nspans++] = (dw_span){lo, hi, cu};
 	return 0;
@@ -604,7 +583,7 @@ static int node_range_cb(void *arg, uint64_t lo, uint64_t hi)
 	node_range_arg *a = arg;
 	dw_cu *cu = a->cu;
 
-	if (grow((void **)&cu->ranges, &cu->capranges, cu->nranges + 1, sizeof(*cu->ranges)))
+	if (stp_sym_grow_((void **)&cu->ranges, &cu->capranges, cu->nranges + 1, sizeof(*cu->ranges)))
 		return -1;
 	cu->ranges[cu->nranges++] = (dw_span){lo, hi, a->node};
 	return 0;
@@ -620,7 +599,7 @@ static long add_node(sym_dwarf *d, dw_cu *cu, Dwarf_Die die, Dwarf_Half tag, lon
 	dw_node *n;
 
 	if (cu->nnodes >= UINT32_MAX ||
-	    grow((void **)&cu->nodes, &cu->capnodes, cu->nnodes + 1, sizeof(*cu->nodes)))
+	    stp_sym_grow_((void **)&cu->nodes, &cu->capnodes, cu->nnodes + 1, sizeof(*cu->nodes)))
 		return -1;
 	if (!die_ranges(d, die, cu->base, node_range_cb, &a) || cu->nranges == first) {
 		cu->nranges = first;

@@ -143,4 +143,8 @@ typedef struct sym_file_stats {
 } sym_file_stats;
 void sym_file_get_stats(const sym_file *f, sym_file_stats *st);
 
+/* Grows a realloc'd array *v of *cap elements of elem bytes to hold need
+ * (doubling); -1 when out of memory (the array is left as it was). */
+int stp_sym_grow_(void **v, size_t *cap, size_t need, size_t elem);
+
 #endif

@@ -95,7 +95,6 @@ int pl_dynamic_replay(const stp_reqs *r, stp_plan *p);
 uint64_t pl_pool(const pl_work *w, const uint64_t *off);
 
 /* ---- misc */
-uint32_t pl_crc32c(uint32_t crc, const void *data, size_t len);
 double pl_now(void);
 static inline uint64_t pl_align_up(uint64_t x, uint64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
 #endif

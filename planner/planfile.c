@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "stprof/trace_codec.h"
 
 #define PLAN_MAGIC "STPPLAN\0"
 #define PLAN_MAJOR 1
@@ -141,7 +142,7 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put64(src + 56, p->stats.persistent_bytes);
 	put64(src + 64, p->stats.pool_stalloc);
 	put64(src + 72, p->stats.improved_requests);
-	put32(b + size - 8, pl_crc32c(0, b, size - 8));
+	put32(b + size - 8, stp_crc32c(0, b, size - 8));
 	memcpy(b + size - 4, "PEND", 4);
 	FILE *f = fopen(path, "wb");
 	if (!f) {
@@ -184,7 +185,7 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 		     (unsigned long long)get64(b + 16));
 	if (memcmp(b + len - 4, "PEND", 4))
 		FAIL(len - 4, "bad trailer");
-	uint32_t crc = pl_crc32c(0, b, len - 8);
+	uint32_t crc = stp_crc32c(0, b, len - 8);
 	if (crc != get32(b + len - 8))
 		FAIL(len - 8, "checksum mismatch (stored %08x, computed %08x): the file is damaged", get32(b + len - 8), crc);
 	uint32_t nsec = get32(b + 24);
