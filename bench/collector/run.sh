@@ -6,7 +6,8 @@
 #  2. trace bytes per event (event chunks only, and the whole file).
 #  3. overhead on the bundled example and on a real PyTorch run: native vs
 #     stprof vs heaptrack, wall time, median of 5 interleaved runs; for
-#     PyTorch also stprof with 8-frame call paths (-d 8) and none (-d 0).
+#     PyTorch also stprof with 8-frame call paths (-d 8) and none (-d 0),
+#     and a longer run (25 iterations) where import torch weighs less.
 set -eu
 B=${STPROF_BUILD:?}; S=${STPROF_SRC:?}
 PY=/usr/bin/python3
@@ -54,4 +55,9 @@ if $PY -c 'import torch' 2>/dev/null; then
     "stprof-d8=$B/stprof record -q -d 8 -o $T/q{i}.stp -- $PY $S/examples/torch_transformer.py --iters 5" \
     "stprof-d0=$B/stprof record -q -d 0 -o $T/r{i}.stp -- $PY $S/examples/torch_transformer.py --iters 5" \
     "heaptrack=heaptrack -o $T/hp{i} $PY $S/examples/torch_transformer.py --iters 5"
+  rm -f "$T"/p*.stp* "$T"/q*.stp* "$T"/r*.stp* "$T"/hp*
+  echo "  PyTorch, a longer run: --iters 25 (import torch is a fixed cost)"
+  PYTHONHASHSEED=0 $PY "$S/bench/collector/overhead.py" --cwd "$T" \
+    "native=$PY $S/examples/torch_transformer.py --iters 25" \
+    "stprof=$B/stprof record -q -o $T/l{i}.stp -- $PY $S/examples/torch_transformer.py --iters 25"
 fi
