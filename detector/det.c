@@ -187,6 +187,8 @@ static int det_timeline(stp_det *d)
 	free(d->tok);
 	free(d->tok_seq);
 	free(d->tok_live);
+	free(d->tok_size);
+	d->tok_size = NULL;
 	d->tok = NULL;
 	d->tok_seq = d->tok_live = NULL;
 	return det_windows_finish(d) < 0 ? -1 : 0;
@@ -278,6 +280,7 @@ void stp_det_free(stp_det *d)
 	free(d->tok);
 	free(d->tok_seq);
 	free(d->tok_live);
+	free(d->tok_size);
 	free(d->turn_seq);
 	free(d->turn_ns);
 	free(d->objs);

@@ -161,9 +161,10 @@ struct stp_det {
 	char **name_store;
 	uint32_t nnames, names_cap;
 
-	/* detection window (pass 1): per allocation a token, its seq and the
-	 * live bytes after it */
-	uint32_t *tok;
+	/* detection window (pass 1): per allocation a token, its seq, the
+	 * live bytes after it and its size (clipped to 32 bits: it only places
+	 * iteration boundaries) */
+	uint32_t *tok, *tok_size;
 	uint64_t *tok_seq, *tok_live;
 	uint64_t ntok, tok_cap, total_allocs;
 	/* marker iterations without phase markers: live-bytes peak per iteration */

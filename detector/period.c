@@ -7,19 +7,25 @@
  *   1. candidate periods are frequent distances between repeats of the same
  *      8-gram of tokens (see candidates());
  *   2. each candidate P is scored by its match rate, the fraction of
- *      positions i with tok[i] == tok[i + P]; the smallest P whose
- *      mismatches are within 25% of the best's wins (multiples of the
- *      period match as well as the period; a sub-period does not);
+ *      positions i with tok[i] == tok[i + P], over the largest periodic
+ *      region of any candidate (the longest run of blocks matching at 80%,
+ *      see region_of(): set-up such as `import torch` is left out); the
+ *      smallest P whose mismatches there are within 25% of the best's
+ *      wins (multiples of the period match as well as the period; a
+ *      sub-period does not);
  *   3. the periodic region starts where a window of P positions matches at
- *      90%; the boundary inside the first period is put at the lowest live
- *      bytes (between iterations the activations are gone), then stepped by
+ *      90%; the boundary inside the first period is put before the last of
+ *      the allocations that start from the lowest live bytes (between
+ *      iterations the activations are gone; the optimizer's temporaries
+ *      end an iteration, the first activation starts one), then stepped by
  *      P, re-synchronized each time by up to P/4 positions (at most 64)
  *      comparing 32 tokens around the previous boundary;
  *   4. each iteration is split into "forward" and "backward" at its
  *      live-bytes peak (the turnaround).
  * The confidence is the match rate of P over the iterations found.  Past
  * the examined window (opt.detect_max_allocs allocations) boundaries are
- * extrapolated with the last iteration's length in events.
+ * extrapolated with the last iteration's length in events, for as many
+ * whole periods as allocations are left.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +41,12 @@ static double match_rate_step(const uint32_t *t, uint64_t lo, uint64_t hi, uint6
 	for (uint64_t i = lo; i + p < hi; i += step, k++)
 		m += t[i] == t[i + p];
 	return (double)m / (double)k;
+}
+
+/* Live bytes just before token i's allocation. */
+static uint64_t live_before(const stp_det *d, uint64_t i)
+{
+	return d->tok_live[i] - (d->tok_live[i] >= d->tok_size[i] ? d->tok_size[i] : d->tok_live[i]);
 }
 
 static double match_rate(const uint32_t *t, uint64_t lo, uint64_t hi, uint64_t p)
@@ -117,6 +129,39 @@ static int candidates(const uint32_t *t, uint64_t n, uint64_t *cand)
 	return nc;
 }
 
+/* The periodic region of period p: the longest run of consecutive blocks
+ * (of max(p, 256) positions) in each of which t[i] == t[i + p] holds at
+ * >= 80%, extended by p to cover the tokens compared; it must span two
+ * periods.  Returns the positions matching in the run (0: no region). */
+static uint64_t region_of(const uint32_t *t, uint64_t n, uint64_t p, uint64_t *rs, uint64_t *re)
+{
+	if (n < 2 * p)
+		return 0;
+	uint64_t lim = n - p, blk = p > 256 ? p : 256, best = 0, cs = 0, cm = 0;
+	int in_run = 0;
+	for (uint64_t b0 = 0; b0 < lim; b0 += blk) {
+		uint64_t b1 = b0 + blk < lim ? b0 + blk : lim, m = 0;
+		for (uint64_t i = b0; i < b1; i++)
+			m += t[i] == t[i + p];
+		if (m * 10 < (b1 - b0) * 8) {
+			in_run = 0;
+			continue;
+		}
+		if (!in_run) {
+			in_run = 1;
+			cs = b0;
+			cm = 0;
+		}
+		cm += m;
+		if (b1 - cs >= p && cm > best) {
+			best = cm;
+			*rs = cs;
+			*re = b1 + p;
+		}
+	}
+	return best;
+}
+
 /* % of the 32 tokens from a that equal those from b (a < b) */
 static uint64_t window_match(const uint32_t *t, uint64_t n, uint64_t a, uint64_t b)
 {
@@ -159,10 +204,26 @@ int det_detect_period(stp_det *d)
 	if (nc <= 0)
 		return nc;
 	double rate[NCAND], best_rate = 0;
+	/* The candidates are compared where the one with the largest periodic
+	 * region repeats: set-up before the loop (import torch: a million
+	 * allocations that never repeat) or an evaluation after it would
+	 * dilute every rate alike. */
+	uint64_t rs = 0, re = n, best_m = 0;
 	for (int i = 0; i < nc; i++) {
-		rate[i] = match_rate_step(t, 0, n, cand[i], 3);
+		uint64_t a = 0, b = n, m = region_of(t, n, cand[i], &a, &b);
+		if (m > best_m) {
+			best_m = m;
+			rs = a;
+			re = b;
+		}
+	}
+	for (int i = 0; i < nc; i++) {
+		rate[i] = match_rate_step(t, rs, re, cand[i], 3);
 		if (rate[i] > best_rate)
 			best_rate = rate[i];
+		if (getenv("STP_DEBUG_PERIOD"))
+			fprintf(stderr, "candidate %llu: %.3f in [%llu, %llu)\n", (unsigned long long)cand[i], rate[i],
+			        (unsigned long long)rs, (unsigned long long)re);
 	}
 	/* the smallest period whose mismatches are within 25% (+0.1 point) of
 	 * the best one's: a sub-period (one layer) mismatches at every change
@@ -170,7 +231,7 @@ int det_detect_period(stp_det *d)
 	uint64_t p = 0;
 	double tol = (1 - best_rate) * 1.25 + 0.001;
 	for (int i = 0; i < nc; i++)
-		if (1 - rate[i] <= tol && (!p || cand[i] < p) && n / cand[i] >= 2)
+		if (1 - rate[i] <= tol && (!p || cand[i] < p) && (re - rs) / cand[i] >= 2)
 			p = cand[i];
 	if (!p || best_rate < 0.5) {
 		snprintf(d->method, sizeof d->method,
@@ -179,8 +240,8 @@ int det_detect_period(stp_det *d)
 		return 0;
 	}
 	/* start of the periodic region: a window of p matching at >= 90% */
-	uint64_t s0 = 0, m = 0;
-	for (uint64_t i = 0; i < p && i + p < n; i++)
+	uint64_t s0 = rs, m = 0;
+	for (uint64_t i = s0; i < s0 + p && i + p < n; i++)
 		m += t[i] == t[i + p];
 	while (s0 + 2 * p <= n && m * 10 < p * 9) {
 		m -= t[s0] == t[s0 + p];
@@ -190,12 +251,18 @@ int det_detect_period(stp_det *d)
 	}
 	if (s0 + 2 * p > n)
 		s0 = 0;
-	/* the lowest live bytes in the second period of the region (the first
-	 * may still hold set-up allocations), then back while it repeats */
+	/* the lowest live bytes before an allocation in the second period of
+	 * the region (the first may still hold set-up allocations); where
+	 * several allocations in a row start from that low (an optimizer's
+	 * temporaries, then the first activation), the boundary goes before
+	 * the last of them, where live bytes start to grow; then back while it
+	 * repeats */
 	uint64_t from = s0 + 2 * p <= n ? s0 + p : s0, b = from;
 	for (uint64_t i = from; i < from + p && i < n; i++)
-		if (d->tok_live[i] < d->tok_live[b])
+		if (live_before(d, i) < live_before(d, b))
 			b = i;
+	while (b + 1 < n && b + 1 < from + p && live_before(d, b + 1) == live_before(d, b))
+		b++;
 	/* step back over earlier iterations that still match well */
 	while (b >= p && window_match(t, n, b - p, b) >= 90 && match_rate(t, b - p, b + p, p) >= 0.9)
 		b -= p;
@@ -232,8 +299,14 @@ int det_detect_period(stp_det *d)
 	int extrapolate = d->total_allocs > n && bounds[nb - 1] + p >= n;
 	uint64_t ext_len = extrapolate ? d->tok_seq[bounds[nb - 1] - 1] - d->tok_seq[bounds[nb - 2]] + 1 : 0;
 	uint64_t ext_n = 0;
-	if (extrapolate && ext_len)
+	if (extrapolate && ext_len) {
+		/* by events, and by the allocations left: a program's teardown
+		 * frees (every import's objects at exit) are events, not loop */
 		ext_n = (d->last_seq - d->tok_seq[bounds[nb - 1] < n ? bounds[nb - 1] : n - 1]) / ext_len;
+		uint64_t by_allocs = (d->total_allocs - bounds[nb - 1]) / p;
+		if (by_allocs < ext_n)
+			ext_n = by_allocs;
+	}
 	d->iters = calloc(niter + ext_n + 1, sizeof *d->iters);
 	d->phases = calloc(2 * ((size_t)niter + ext_n + 1), sizeof *d->phases);
 	if (!d->iters || !d->phases) {

@@ -27,7 +27,7 @@ static inline uint32_t token_of(uint64_t size, uint32_t stack)
 	return (uint32_t)h ^ (uint32_t)(h >> 32);
 }
 
-static int push_token(stp_det *d, uint32_t tok, uint64_t seq, uint64_t live)
+static int push_token(stp_det *d, uint32_t tok, uint64_t seq, uint64_t live, uint64_t size)
 {
 	if (d->ntok == d->tok_cap) {
 		if (d->tok_cap >= d->opt.detect_max_allocs)
@@ -47,17 +47,24 @@ static int push_token(stp_det *d, uint32_t tok, uint64_t seq, uint64_t live)
 		if (!l)
 			return -1;
 		d->tok_live = l;
+		uint32_t *z = realloc(d->tok_size, nc * sizeof *z);
+		if (!z)
+			return -1;
+		d->tok_size = z;
 		d->tok_cap = nc;
 	}
 	d->tok[d->ntok] = tok;
 	d->tok_seq[d->ntok] = seq;
 	d->tok_live[d->ntok] = live;
+	d->tok_size[d->ntok] = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
 	d->ntok++;
 	return 0;
 }
 
 static void drop_tokens(stp_det *d)
 {
+	free(d->tok_size);
+	d->tok_size = NULL;
 	free(d->tok);
 	free(d->tok_seq);
 	free(d->tok_live);
@@ -208,7 +215,7 @@ int det_scan(stp_det *d)
 				sp->peak_ns = ns;
 			}
 			d->total_allocs++;
-			if (want_tokens && push_token(d, token_of(a->size, a->stack), ev.seq, live_total) < 0)
+			if (want_tokens && push_token(d, token_of(a->size, a->stack), ev.seq, live_total, a->size) < 0)
 				goto oom;
 			if (d->have_iter_markers)
 				det_marker_live(d, ev.seq, live_total);

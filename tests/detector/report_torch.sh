@@ -4,7 +4,8 @@
 # split: iterations and phases from its markers; memory that crosses
 # iterations (weights, gradients, optimizer state) persistent; activations
 # (allocated in a forward phase, freed in a backward one) scoped; the
-# peak inside the loop.  Skipped (77) without torch or the collector, and
+# peak inside the loop; and without the markers the iterations are
+# detected where the markers put them.  Skipped (77) without torch or the collector, and
 # under the sanitizers (too slow there).
 set -eu
 : "${STPROF_BUILD:?}" "${STPROF_SRC:?}"
@@ -41,4 +42,25 @@ assert c['persistent']['bytes_at_peak'] > c['transient']['bytes_at_peak'], c
 assert c['scoped']['objects'] > 1000, c['scoped']
 assert c['leaked']['bytes'] < 1 << 20, c['leaked']
 print('report_torch: ok')
+PY
+# Without its markers (--iterations detect) the same run's iterations are
+# found from the allocation sequence alone, past the million allocations of
+# import torch that never repeat: the period is the markers' steady
+# iteration's allocation count, and each detected iteration starts within a
+# few events of a marked one (the markers take sequence numbers too) with
+# the same peak.
+"$B/stprof" report --format json --iterations detect -o "$T/d.json" "$T/t.stp"
+python3 - "$T/t.json" "$T/d.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))['timeline']
+d = json.load(open(sys.argv[2]))['timeline']
+assert d['iteration_source'] == 'detected', d['method']
+assert d['period_allocs'] == m['iterations'][-1]['allocs'], (d['period_allocs'], m['iterations'][-1]['allocs'])
+assert len(d['iterations']) >= 2 and d['confidence'] >= 0.95, d['method']
+for it in d['iterations']:
+    near = [x for x in m['iterations'] if abs(x['begin_seq'] - it['begin_seq']) <= 8]
+    assert near, ('no marked iteration starts near', it['begin_seq'])
+    assert near[0]['peak_bytes'] == it['peak_bytes'], (near[0], it)
+    assert it['allocs'] == d['period_allocs'], it
+print('report_torch: detected %d iterations of %d allocations, as marked' % (len(d['iterations']), d['period_allocs']))
 PY

@@ -1,8 +1,12 @@
 /*
  * test_timeline.c - stp_det_timeline_run (the planner's cheap call) finds
  * the same windows, per-iteration counts and peaks, and steady iteration
- * as the full stp_det_run, with markers and with detected iterations.
+ * as the full stp_det_run, with markers and with detected iterations; and
+ * detection without markers finds the constructed period, iterations and
+ * forward/backward turnaround exactly.
  */
+#include <string.h>
+
 #include "check.h"
 #include "scenarios.h"
 #include "stprof/detector.h"
@@ -46,6 +50,47 @@ static void same(const char *path)
 	stp_det_free(b);
 }
 
+/* The no-markers trace below, by construction: seq 2 allocates the weights;
+ * iteration k (from 0) is seq 3+30k .. 32+30k: 12 activations (3..14),
+ * their 12 frees, then 3 temporary alloc/free pairs.  Detection must find
+ * the period (15 allocations), the 8 iterations starting at the first
+ * activation (not among the temporaries), and the turnaround after the
+ * 12th activation.  The last iteration ends after its last allocation. */
+static void detected(const char *path)
+{
+	char err[512];
+	stp_det *d = stp_det_run(path, NULL, err, sizeof err);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_timeline *t = &stp_det_result_of(d)->timeline;
+	CHECK_EQ_U(t->iter_source, STP_DET_SRC_DETECTED);
+	CHECK_EQ_U(t->phase_source, STP_DET_SRC_DETECTED);
+	CHECK_EQ_U(t->period_allocs, 15);
+	CHECK(t->confidence >= 0.99);
+	CHECK(t->method && strstr(t->method, "no iteration markers") && strstr(t->method, "period of 15"));
+	CHECK_EQ_U(t->niterations, 8);
+	CHECK_EQ_U(t->nphases, 16);
+	for (uint32_t k = 0; k < t->niterations && k < 8; k++) {
+		const stp_det_iteration *it = &t->iterations[k];
+		CHECK_EQ_U(it->begin_seq, 3 + 30 * k);
+		CHECK_EQ_U(it->end_seq, k < 7 ? 33 + 30 * k : 242);
+		CHECK_EQ_U(it->allocs, 15);
+		CHECK_EQ_U(it->peak_bytes, (1u << 20) + 12 * 4096 + 512 * 66);
+		CHECK_EQ_U(it->nphases, 2);
+	}
+	for (uint32_t i = 0; i + 1 < t->nphases && i < 16; i += 2) {
+		uint64_t k = i / 2;
+		CHECK_STR(t->phases[i].name, "forward");
+		CHECK_STR(t->phases[i + 1].name, "backward");
+		CHECK_EQ_U(t->phases[i].begin_seq, 3 + 30 * k);
+		CHECK_EQ_U(t->phases[i].end_seq, 15 + 30 * k);
+		CHECK_EQ_U(t->phases[i + 1].begin_seq, 15 + 30 * k);
+	}
+	CHECK_EQ_I(t->steady, 1);
+	stp_det_free(d);
+}
+
 int main(void)
 {
 	const char *p1 = check_tmp("tl-markers.stp");
@@ -72,6 +117,7 @@ int main(void)
 	}
 	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
 	same(p2);
+	detected(p2);
 	unlink(p2);
 	return check_done();
 }
