@@ -4,7 +4,8 @@
 #     natively and under the collector (the pair costs two events); median of
 #     5 runs each; also with libunwind walking instead of our unwinder.
 #  2. trace bytes per event (event chunks only, and the whole file).
-#  3. overhead on the bundled example and on a real PyTorch run: native vs
+#  3. overhead on the bundled example (as in the demo, compute-bound, and an
+#     allocation-bound configuration) and on a real PyTorch run: native vs
 #     stprof vs heaptrack, wall time, median of 5 interleaved runs; for
 #     PyTorch also stprof with 8-frame call paths (-d 8) and none (-d 0),
 #     and a longer run (25 iterations) where import torch weighs less.
@@ -47,6 +48,13 @@ $PY "$S/bench/collector/overhead.py" --cwd "$T" \
   "stprof=$B/stprof record -q -o $T/e{i}.stp -- $B/train --layers 8 --width 256 --iters 10" \
   "heaptrack=heaptrack -o $T/he{i} $B/train --layers 8 --width 256 --iters 10"
 rm -f "$T"/e*.stp* "$T"/he*
+echo "  bundled example, allocation-bound: train -l 16 -w 8 -b 64 -m 64 -i 400 (8.6 M events)"
+A="--layers 16 --width 8 --batch 64 --micro-batches 64 --iters 400"
+$PY "$S/bench/collector/overhead.py" --cwd "$T" \
+  "native=$B/train $A" \
+  "stprof=$B/stprof record -q -o $T/a{i}.stp -- $B/train $A" \
+  "heaptrack=heaptrack -o $T/ha{i} $B/train $A"
+rm -f "$T"/a*.stp* "$T"/ha*
 if $PY -c 'import torch' 2>/dev/null; then
   echo "  PyTorch: torch_transformer.py --iters 5 (/usr/bin/python3, CPU)"
   PYTHONHASHSEED=0 $PY "$S/bench/collector/overhead.py" --cwd "$T" \
