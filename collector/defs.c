@@ -194,8 +194,9 @@ static inline uint32_t fold32(uint64_t x) { return (uint32_t)(x ^ (x >> 32)); }
  * depth: a few probes of a large table instead of one per frame.  A hit must
  * also agree on a 32-bit check of the frame, so a 64-bit collision cannot
  * splice paths unless that agrees too.  The parent is not kept: the key
- * already stands for the whole suffix.  Every depth's first slot is prefetched before the
- * search, so the cache misses of a large table overlap. */
+ * already stands for the whole suffix.  Every depth's first slot is
+ * prefetched before the search, so the cache misses of a large table
+ * overlap. */
 typedef struct node_slot { uint64_t key; uint32_t ipx, id; } node_slot; /* 16 bytes */
 static node_slot *ntab;
 static size_t ntab_cap, nnode;

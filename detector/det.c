@@ -184,13 +184,7 @@ static int det_timeline(stp_det *d)
 			         d->opt.iter_mode == STP_DET_ITER_MARKERS ? "no iteration or phase markers in the trace"
 			                                                  : "no markers and no periodic allocation sequence");
 	}
-	free(d->tok);
-	free(d->tok_seq);
-	free(d->tok_live);
-	free(d->tok_size);
-	d->tok_size = NULL;
-	d->tok = NULL;
-	d->tok_seq = d->tok_live = NULL;
+	det_tokens_free(d);
 	return det_windows_finish(d) < 0 ? -1 : 0;
 }
 
@@ -277,10 +271,7 @@ void stp_det_free(stp_det *d)
 		free(d->name_store[i]);
 	free(d->name_store);
 	det_map_destroy(&d->names);
-	free(d->tok);
-	free(d->tok_seq);
-	free(d->tok_live);
-	free(d->tok_size);
+	det_tokens_free(d);
 	free(d->turn_seq);
 	free(d->turn_ns);
 	free(d->objs);

@@ -243,6 +243,7 @@ int det_radix_kv(uint64_t *key, uint32_t *val, size_t n);
 
 /* passes */
 int det_scan(stp_det *d);                /* pass 1 */
+void det_tokens_free(stp_det *d);        /* the detection window's arrays */
 int det_windows_from_markers(stp_det *d);/* after pass 1 when markers exist */
 int det_detect_period(stp_det *d);       /* after pass 1 otherwise */
 int det_windows_finish(stp_det *d);      /* cuts and ibounds sorted */

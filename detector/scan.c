@@ -61,14 +61,13 @@ static int push_token(stp_det *d, uint32_t tok, uint64_t seq, uint64_t live, uin
 	return 0;
 }
 
-static void drop_tokens(stp_det *d)
+void det_tokens_free(stp_det *d)
 {
-	free(d->tok_size);
-	d->tok_size = NULL;
 	free(d->tok);
+	free(d->tok_size);
 	free(d->tok_seq);
 	free(d->tok_live);
-	d->tok = NULL;
+	d->tok = d->tok_size = NULL;
 	d->tok_seq = d->tok_live = NULL;
 	d->ntok = d->tok_cap = 0;
 }
@@ -270,7 +269,7 @@ int det_scan(stp_det *d)
 		case STP_EV_MARKER:
 			det_marker(d, r, &ev, live_total);
 			if (d->have_iter_markers && d->opt.iter_mode == STP_DET_ITER_AUTO && d->tok)
-				drop_tokens(d);
+				det_tokens_free(d);
 			break;
 		case STP_EV_MODULE: {
 			const stp_module_info *m = &ev.u.module;
