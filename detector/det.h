@@ -14,6 +14,7 @@
  *   objinfo.c   per-object class and patterns for the exporter
  *   result.c    the public result: sorting, names, suggestions
  *   iterstats.c the light second pass of stp_det_timeline_run()
+ *   state.c     the helpers the passes share (spaces, names, cuts, buckets)
  *   det.c       stp_det_run(), stp_det_timeline_run(): the passes in order
  *
  * Timeline model: the trace is cut at "cuts" (every iteration and phase
@@ -226,7 +227,7 @@ struct stp_det {
 	uint32_t nseries;
 };
 
-/* ------------------------------------------------------------ helpers */
+/* ------------------------------------------------------------ helpers (state.c) */
 
 /* Index of the space (kind, device), created when new; -1 on OOM. */
 int det_space_index(stp_det *d, uint8_t kind, int32_t device);

@@ -13,14 +13,8 @@
 
 #include "livemap.h"
 
-/* The symbolizer (detector/symbolize*.c, stprof/symbolize.h) is used when it
- * is part of the tree; without it frames stay module+offset. */
-#if defined(__has_include)
-#if __has_include("stprof/symbolize.h")
+/* Names come from the symbolizer (symbolize/, stprof/symbolize.h). */
 #include "stprof/symbolize.h"
-#define DET_HAVE_SYMBOLIZER 1
-#endif
-#endif
 
 typedef struct det_module {
 	char *path;
@@ -39,9 +33,7 @@ struct det_frames {
 	det_map index;
 	char **owned;           /* strings built here ("f (inlined into g)") */
 	uint32_t nowned, owned_cap;
-#ifdef DET_HAVE_SYMBOLIZER
 	stp_symbolizer *sym;
-#endif
 };
 
 det_frames *det_frames_new(void)
@@ -53,14 +45,12 @@ det_frames *det_frames_new(void)
 		free(f);
 		return NULL;
 	}
-#ifdef DET_HAVE_SYMBOLIZER
 	f->sym = stp_sym_new();
 	if (!f->sym) {
 		det_map_destroy(&f->index);
 		free(f);
 		return NULL;
 	}
-#endif
 	return f;
 }
 
@@ -76,39 +66,25 @@ void det_frames_free(det_frames *f)
 	for (uint32_t i = 0; i < f->nowned; i++)
 		free(f->owned[i]);
 	free(f->owned);
-#ifdef DET_HAVE_SYMBOLIZER
 	stp_sym_free(f->sym);
-#endif
 	free(f);
 }
 
 int det_frames_symbolized(const det_frames *f)
 {
-#ifdef DET_HAVE_SYMBOLIZER
 	(void)f;
 	return 1;
-#else
-	(void)f;
-	return 0;
-#endif
 }
 
 uint32_t det_frames_warnings(const det_frames *f, const char **out, uint32_t max)
 {
 	uint32_t n = 0;
-#ifdef DET_HAVE_SYMBOLIZER
 	size_t c = stp_sym_warning_count(f->sym);
 	for (size_t i = 0; i < c && n < max; i++)
 		out[n++] = stp_sym_warning(f->sym, i);
-#else
-	(void)f;
-	(void)out;
-	(void)max;
-#endif
 	return n;
 }
 
-#ifdef DET_HAVE_SYMBOLIZER
 static const char *own(det_frames *f, char *s)
 {
 	if (!s)
@@ -126,18 +102,12 @@ static const char *own(det_frames *f, char *s)
 	f->owned[f->nowned++] = s;
 	return s;
 }
-#endif
 
 int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64_t size, uint64_t bias,
                           const uint8_t *build_id, uint32_t build_id_len)
 {
-#ifdef DET_HAVE_SYMBOLIZER
 	if (size && path && *path)
 		stp_sym_add_module(f->sym, path, base, size, bias, build_id, build_id_len);
-#else
-	(void)build_id;
-	(void)build_id_len;
-#endif
 	/* the same mapping seen again (a re-announced module): keep one */
 	for (uint32_t i = 0; i < f->nmods; i++)
 		if (f->mods[i].base == base && f->mods[i].size == size && !strcmp(f->mods[i].path, path))
@@ -204,7 +174,6 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 		fr.module = m->path;
 		fr.offset = ip - m->bias;
 	}
-#ifdef DET_HAVE_SYMBOLIZER
 	/* function, file and line; an inlined call is named with the function
 	 * it was inlined into */
 	stp_frame sf[STP_SYM_MAX_FRAMES];
@@ -225,7 +194,6 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 			}
 		}
 	}
-#endif
 	if (f->ncache == f->cache_cap) {
 		uint32_t nc = f->cache_cap ? f->cache_cap * 2 : 256;
 		stp_det_frame *ncch = realloc(f->cache, nc * sizeof *ncch);

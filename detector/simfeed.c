@@ -1,7 +1,7 @@
 /*
  * simfeed.c - the allocator models inside the report: pass 2 hands its
  * allocations, frees and segment events to an allocsim collector (no third
- * read of the trace), and after the pass the models run (allocsim_replay.c).
+ * read of the trace), and after the pass the models run (allocsim/allocsim_replay.c).
  *
  * What is fed (docs/allocator-models.md, "In the report"):
  *   - when pass 1 saw device allocations: every device allocation, its free

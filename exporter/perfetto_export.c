@@ -16,9 +16,12 @@
  * gets a pid of its own (a synthetic one if two traces share a pid).  Traces
  * from one host share CLOCK_MONOTONIC; from several hosts, each is moved to
  * the realtime clock it recorded at its start.
+ *
+ * The top of the exporter: it calls perfetto_memory.c, perfetto_markers.c,
+ * perfetto_extras.c and the rest, and none of them calls back here (what
+ * they share is in perfetto_emit.c).
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,73 +30,6 @@
 #include "perfetto_export.h"
 
 #define PROGRESS_EVERY (4u << 20)
-
-void pf_fail(pf_export *x, const char *fmt, ...)
-{
-	if (!x->err || !x->errlen || x->err[0])
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(x->err, x->errlen, fmt, ap);
-	va_end(ap);
-}
-
-uint64_t pf_conv(const pf_proc *p, uint64_t t)
-{
-	int64_t v = (int64_t)t + p->offset;
-	return v < 0 ? 0 : (uint64_t)v;
-}
-
-/* Time an event is written at: inside the window. */
-uint64_t pf_at(const pf_proc *p, uint64_t t)
-{
-	if (p->x->has_window) {
-		if (t < p->x->lo)
-			return p->x->lo;
-		if (t > p->x->hi)
-			return p->x->hi;
-	}
-	return t;
-}
-
-int pf_is_selected(const pf_proc *p, uint64_t seq)
-{
-	if (!p->selected)
-		return 1;
-	return seq < p->nselected_bits && (p->selected[seq / 64] >> (seq % 64) & 1);
-}
-
-
-/* Names an event through p->names: key identifies text, which is only
- * looked at the first time. */
-void pf_name_key(pf_proc *p, pf_pkt *k, uint64_t key, const char *text)
-{
-	uint64_t *v = pf_map_get(&p->names, key);
-	if (v) {
-		pf_name_iid(k, *v);
-		return;
-	}
-	uint64_t iid = pf_intern_name(k, text);
-	if (pf_map_put(&p->names, key, iid) < 0)
-		k->failed = 1;
-	pf_name_iid(k, iid);
-}
-
-/* Names an event with a string literal. */
-void pf_name_lit(pf_proc *p, pf_pkt *k, const char *lit)
-{
-	pf_name_key(p, k, PF_KEY_LITERAL | (uint64_t)(uintptr_t)lit, lit);
-}
-
-/* An annotation whose value is a string literal. */
-void pf_arg_lit(pf_proc *p, pf_pkt *k, const char *key, const char *lit)
-{
-	uint64_t *v = pf_map_get(&p->names, PF_KEY_VALUE | (uint64_t)(uintptr_t)lit);
-	uint64_t iid = v ? *v : pf_intern_str(k, lit);
-	if (!v && pf_map_put(&p->names, PF_KEY_VALUE | (uint64_t)(uintptr_t)lit, iid) < 0)
-		k->failed = 1;
-	pf_arg_str_iid(k, key, iid);
-}
 
 /* ------------------------------------------------------------ window */
 

@@ -3,6 +3,8 @@
  * exporter's files (internal to exporter/):
  *   perfetto_export.c   the driver: reads each trace, dispatches events,
  *                       opens and closes the window
+ *   perfetto_emit.c     what the writers share: errors, event times,
+ *                       --top selection, interned names
  *   perfetto_memory.c   allocations, frees, segments, API calls
  *   perfetto_markers.c  iterations, phases, modules
  *   perfetto_extras.c   the detector's findings and series
@@ -224,7 +226,7 @@ int pf_select_top(pf_export *x, const char *path, int64_t offset, uint64_t **bit
 #define T_INSTANT PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT
 #define T_COUNTER PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER
 
-/* perfetto_export.c: shared helpers */
+/* perfetto_emit.c: helpers every writer of events shares */
 uint64_t pf_conv(const pf_proc *p, uint64_t t);  /* trace time -> export time */
 uint64_t pf_at(const pf_proc *p, uint64_t t);    /* ... moved inside the window */
 int pf_is_selected(const pf_proc *p, uint64_t seq);

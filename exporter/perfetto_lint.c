@@ -13,10 +13,11 @@
  * event, plus the interned ids and tracks.
  *
  * Every violation names the packet (index from 0) and the byte offset of its
- * record in the file.  The checks made at the end are in perfetto_lint_end.c.
+ * record in the file.  The checks made at the end are in perfetto_lint_end.c,
+ * which this file calls; what both use (violations, the track table) is in
+ * perfetto_lint_state.c below them.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,29 +26,6 @@
 
 #define MAX_PACKET (256u << 20)
 #define MAX_ANNOTATION_DEPTH 16
-
-const char *const pf_lint_rule_names[STP_LINT_NRULES] = {
-	"malformed", "sequence-id", "first-packet", "interned-id", "nesting", "track",
-	"parent", "counter", "flow", "instant-name", "timestamp",
-};
-
-const char *stp_lint_rule_name(unsigned rule) { return rule < STP_LINT_NRULES ? pf_lint_rule_names[rule] : "?"; }
-
-void pf_lint_violation(lint *l, unsigned rule, uint64_t pkt, uint64_t off, const char *fmt, ...)
-{
-	l->res->violations++;
-	l->res->by_rule[rule]++;
-	if (!l->o->report || (l->o->max_report && l->printed >= l->o->max_report))
-		return;
-	l->printed++;
-	fprintf(l->o->report, "%s: packet %" PRIu64 " at offset %" PRIu64 ": %s: ", l->name, pkt, off,
-	        pf_lint_rule_names[rule]);
-	va_list ap;
-	va_start(ap, fmt);
-	vfprintf(l->o->report, fmt, ap);
-	va_end(ap);
-	fputc('\n', l->o->report);
-}
 
 #define V(l, rule, ...) pf_lint_violation(l, rule, (l)->pkt, (l)->off, __VA_ARGS__)
 
@@ -186,24 +164,6 @@ static void check_interned(lint *l, const seq_state *s, const InternedData *in)
 }
 
 /* ------------------------------------------------------------ tracks */
-
-track *pf_lint_track(lint *l, uint64_t uuid, int create)
-{
-	uint64_t *ix = pf_map_get(&l->track_ix, uuid);
-	if (ix)
-		return &l->tracks[*ix];
-	if (!create)
-		return NULL;
-	if (pf_grow((void **)&l->tracks, &l->tracks_cap, l->ntracks + 1, sizeof *l->tracks) < 0 ||
-	    pf_map_put(&l->track_ix, uuid, l->ntracks) < 0) {
-		l->oom = 1;
-		return NULL;
-	}
-	track *t = &l->tracks[l->ntracks++];
-	memset(t, 0, sizeof *t);
-	t->uuid = uuid;
-	return t;
-}
 
 static void check_descriptor(lint *l, const Perfetto__Protos__TrackDescriptor *d)
 {

@@ -178,6 +178,13 @@ int allocsim_model_free(allocsim_model *m, uint64_t id, uint64_t time);
 void allocsim_model_empty_cache(allocsim_model *m, uint64_t time);
 /* The result so far (series copied; clear it with allocsim_result_clear). */
 void allocsim_model_result(allocsim_model *m, allocsim_result *r);
+/* Bytes allocated (after the model's rounding) and reserved now. */
+void allocsim_model_usage(allocsim_model *m, uint64_t *allocated, uint64_t *reserved);
+/* Checks the model's internal invariants (links, segments tiled by blocks,
+ * no two free neighbours, free sets holding exactly the free blocks, the
+ * byte counts adding up): 0, or -1 with the first broken one in why.  Costs
+ * O(blocks); for tests and debugging. */
+int allocsim_model_check(allocsim_model *m, char *why, size_t len);
 void allocsim_model_destroy(allocsim_model *m);
 
 /* ------------------------------------------------------------- snapshot */

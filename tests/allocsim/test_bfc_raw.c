@@ -6,21 +6,21 @@
  * OOM), and the raw cudaMalloc model.
  */
 #include "sim_helpers.h"
-#include "../../detector/allocsim_internal.h"
+#include "stprof/allocpolicy.h"
 
 #define B(conf) M_(ALLOCSIM_BFC, conf)
 
 static void test_bins(void)
 {
-	CHECK_EQ_U(sim_bfc_bin(1), 0);
-	CHECK_EQ_U(sim_bfc_bin(256), 0);
-	CHECK_EQ_U(sim_bfc_bin(511), 0);
-	CHECK_EQ_U(sim_bfc_bin(512), 1);
-	CHECK_EQ_U(sim_bfc_bin(1024), 2);
-	CHECK_EQ_U(sim_bfc_bin(256ull << 19), 19);
-	CHECK_EQ_U(sim_bfc_bin((256ull << 20) - 1), 19);
-	CHECK_EQ_U(sim_bfc_bin(256ull << 20), 20);
-	CHECK_EQ_U(sim_bfc_bin(1ull << 40), 20);
+	CHECK_EQ_U(allocpolicy_bfc_bin(1), 0);
+	CHECK_EQ_U(allocpolicy_bfc_bin(256), 0);
+	CHECK_EQ_U(allocpolicy_bfc_bin(511), 0);
+	CHECK_EQ_U(allocpolicy_bfc_bin(512), 1);
+	CHECK_EQ_U(allocpolicy_bfc_bin(1024), 2);
+	CHECK_EQ_U(allocpolicy_bfc_bin(256ull << 19), 19);
+	CHECK_EQ_U(allocpolicy_bfc_bin((256ull << 20) - 1), 19);
+	CHECK_EQ_U(allocpolicy_bfc_bin(256ull << 20), 20);
+	CHECK_EQ_U(allocpolicy_bfc_bin(1ull << 40), 20);
 }
 
 static void test_growth(void)

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 
 #include "sim_helpers.h"
-#include "../../detector/allocsim_internal.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint64_t rnd(void)
@@ -142,13 +141,14 @@ static void run(allocsim_model_kind kind, const char *conf, int streams, int nev
 			live[k] = live[--nlive];
 		}
 		if (ev % 53 == 0 || ev < 200) {
-			if (sim_model_check(cur_, why, sizeof why) && !bad_check++)
+			if (allocsim_model_check(cur_, why, sizeof why) && !bad_check++)
 				fprintf(stderr, "%s: check failed at event %d: %s\n", conf ? conf : "defaults", ev, why);
 			if (!check_snapshot(live, nlive, arena) && !bad_snap++)
 				fprintf(stderr, "%s: snapshot check failed at event %d\n", conf ? conf : "defaults", ev);
 		}
-		const sim_base *b = sim_model_base(cur_);
-		if (b->allocated > b->reserved)
+		uint64_t allocated, reserved;
+		allocsim_model_usage(cur_, &allocated, &reserved);
+		if (allocated > reserved)
 			bad_order++;
 	}
 	CHECK_EQ_I(bad_check, 0);
@@ -204,11 +204,11 @@ static void run(allocsim_model_kind kind, const char *conf, int streams, int nev
 	while (nlive)
 		F(live[--nlive].id);
 	CHECK_EQ_U(cur_allocated(), 0);
-	CHECK(sim_model_check(cur_, why, sizeof why) == 0);
+	CHECK(allocsim_model_check(cur_, why, sizeof why) == 0);
 	allocsim_model_empty_cache(cur_, ++now_);
 	if (kind != ALLOCSIM_BFC || (conf && strstr(conf, "garbage_collection:True")))
 		CHECK_EQ_U(cur_reserved(), 0);
-	CHECK(sim_model_check(cur_, why, sizeof why) == 0);
+	CHECK(allocsim_model_check(cur_, why, sizeof why) == 0);
 	free(live);
 }
 

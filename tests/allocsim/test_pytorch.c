@@ -7,7 +7,7 @@
  * capacity, garbage collection.  Each case says what PyTorch does and why.
  */
 #include "sim_helpers.h"
-#include "../../detector/allocsim_internal.h"
+#include "stprof/allocpolicy.h"
 
 static allocsim_config conf(const char *s)
 {
@@ -25,60 +25,70 @@ static void test_round_size(void)
 {
 	allocsim_config c = conf(NULL);
 	/* < 512 -> 512, else a multiple of 512 */
-	CHECK_EQ_U(sim_pt_round_size(&c, 0), 512);
-	CHECK_EQ_U(sim_pt_round_size(&c, 1), 512);
-	CHECK_EQ_U(sim_pt_round_size(&c, 512), 512);
-	CHECK_EQ_U(sim_pt_round_size(&c, 513), 1024);
-	CHECK_EQ_U(sim_pt_round_size(&c, 1363149), 1363456); /* 1.3 MiB -> next 512 */
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 0), 512);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 1), 512);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 512), 512);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 513), 1024);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 1363149), 1363456); /* 1.3 MiB -> next 512 */
 
 	/* 4 divisions: 1.3 MiB lies in [1, 2) MiB, steps of 256 KiB -> 1.5 MiB */
 	c = conf("roundup_power2_divisions:4");
-	CHECK_EQ_U(sim_pt_round_size(&c, 1363149), 1572864);
-	CHECK_EQ_U(sim_pt_round_size(&c, 2 * MiB), 2 * MiB);       /* powers of two stay */
-	CHECK_EQ_U(sim_pt_round_size(&c, 2 * MiB + 1), 2560 * KiB); /* [2,4) MiB in 512 KiB steps */
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 1363149), 1572864);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 2 * MiB), 2 * MiB);       /* powers of two stay */
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 2 * MiB + 1), 2560 * KiB); /* [2,4) MiB in 512 KiB steps */
 	/* the divisions only apply above 512 * divisions bytes */
-	CHECK_EQ_U(sim_pt_round_size(&c, 1200), 1536);
-	CHECK_EQ_U(sim_pt_round_size(&c, 3000), 3072);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 1200), 1536);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 3000), 3072);
 	/* 8 divisions: 5 MiB + 1 in [4, 8) MiB, steps of 512 KiB -> 5.5 MiB */
 	c = conf("roundup_power2_divisions:8");
-	CHECK_EQ_U(sim_pt_round_size(&c, 5 * MiB + 1), 5 * MiB + 512 * KiB);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 5 * MiB + 1), 5 * MiB + 512 * KiB);
 
 	/* the list form: keys in MB name intervals; the first fills below it,
 	 * '>' fills after the last one */
 	c = conf("roundup_power2_divisions:[256:1,512:2,>:8]");
-	CHECK_EQ_U(sim_pt_divisions(&c, 100 * MiB), 1);
-	CHECK_EQ_U(sim_pt_divisions(&c, 300 * MiB), 1);
-	CHECK_EQ_U(sim_pt_divisions(&c, 600 * MiB), 2);
-	CHECK_EQ_U(sim_pt_divisions(&c, 1536 * MiB), 8);
-	CHECK_EQ_U(sim_pt_divisions(&c, 64ull * 1024 * MiB), 8);
-	CHECK_EQ_U(sim_pt_round_size(&c, 300 * MiB + 1), 300 * MiB + 512);
-	CHECK_EQ_U(sim_pt_round_size(&c, 600 * MiB + 1), 768 * MiB);
-	CHECK_EQ_U(sim_pt_round_size(&c, 1536 * MiB + 1), 1664 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_divisions(&c, 100 * MiB), 1);
+	CHECK_EQ_U(allocpolicy_pt_divisions(&c, 300 * MiB), 1);
+	CHECK_EQ_U(allocpolicy_pt_divisions(&c, 600 * MiB), 2);
+	CHECK_EQ_U(allocpolicy_pt_divisions(&c, 1536 * MiB), 8);
+	CHECK_EQ_U(allocpolicy_pt_divisions(&c, 64ull * 1024 * MiB), 8);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 300 * MiB + 1), 300 * MiB + 512);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 600 * MiB + 1), 768 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, 1536 * MiB + 1), 1664 * MiB);
 
 	/* PyTorch's own AllocatorConfig test values */
 	c = conf("roundup_power2_divisions:[64:8,128:2,256:4,512:2,1024:4,>:1]");
 	static const uint64_t mb1[] = {32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
 	static const uint32_t d1[] = {8, 8, 2, 4, 2, 4, 1, 1, 1};
 	for (int i = 0; i < 9; i++)
-		CHECK_EQ_U(sim_pt_divisions(&c, mb1[i] * MiB), d1[i]);
+		CHECK_EQ_U(allocpolicy_pt_divisions(&c, mb1[i] * MiB), d1[i]);
 	c = conf("roundup_power2_divisions:[128:8,256:16,512:1,2048:8,>:2]");
 	static const uint64_t mb2[] = {64, 128, 256, 512, 1024, 2048, 4096};
 	static const uint32_t d2[] = {8, 8, 16, 1, 0, 8, 2};
 	for (int i = 0; i < 7; i++)
-		CHECK_EQ_U(sim_pt_divisions(&c, mb2[i] * MiB), d2[i]);
+		CHECK_EQ_U(allocpolicy_pt_divisions(&c, mb2[i] * MiB), d2[i]);
+
+	/* sizes near 2^64 saturate to the largest multiple of the unit
+	 * instead of wrapping to 0 (allocpolicy.h) */
+	c = conf(NULL);
+	CHECK_EQ_U(allocpolicy_pt_round_size(&c, UINT64_MAX - 10), UINT64_MAX & ~511ull);
+	CHECK_EQ_U(allocpolicy_pt_allocation_size(&c, UINT64_MAX - 10), UINT64_MAX & ~((2ull << 20) - 1));
+	c = conf("roundup_power2_divisions:4");
+	CHECK(allocpolicy_pt_round_size(&c, (1ull << 63) + 1) >= (1ull << 63));
+	CHECK_EQ_U(allocpolicy_bfc_round(UINT64_MAX), UINT64_MAX & ~255ull);
+	CHECK_EQ_U(allocpolicy_bfc_round(257), 512);
 }
 
 static void test_pools_and_segments(void)
 {
 	allocsim_config c = conf(NULL);
-	CHECK_EQ_U(sim_pt_allocation_size(&c, 512), 2 * MiB);
-	CHECK_EQ_U(sim_pt_allocation_size(&c, MiB), 2 * MiB);
-	CHECK_EQ_U(sim_pt_allocation_size(&c, MiB + 512), 20 * MiB);
-	CHECK_EQ_U(sim_pt_allocation_size(&c, 10 * MiB - 512), 20 * MiB);
-	CHECK_EQ_U(sim_pt_allocation_size(&c, 10 * MiB), 10 * MiB);
-	CHECK_EQ_U(sim_pt_allocation_size(&c, 11 * MiB + 512), 12 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_allocation_size(&c, 512), 2 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_allocation_size(&c, MiB), 2 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_allocation_size(&c, MiB + 512), 20 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_allocation_size(&c, 10 * MiB - 512), 20 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_allocation_size(&c, 10 * MiB), 10 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_allocation_size(&c, 11 * MiB + 512), 12 * MiB);
 	c = conf("large_segment_size_mb:64");
-	CHECK_EQ_U(sim_pt_allocation_size(&c, 5 * MiB), 64 * MiB);
+	CHECK_EQ_U(allocpolicy_pt_allocation_size(&c, 5 * MiB), 64 * MiB);
 
 	M(NULL);
 	uint64_t a = A(1, 1000); /* small pool: a 2 MiB segment, block 1024 */

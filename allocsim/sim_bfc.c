@@ -26,9 +26,9 @@
 #include <string.h>
 
 #include "allocsim_internal.h"
+#include "stprof/allocpolicy.h"
 
-#define BFC_MIN 256ull
-#define BFC_BINS 21
+#define BFC_MIN ALLOCPOLICY_BFC_MIN
 
 typedef struct bfc_model {
 	sim_base b;
@@ -39,18 +39,6 @@ typedef struct bfc_model {
 	uint32_t *scratch;
 	size_t capscratch;
 } bfc_model;
-
-unsigned sim_bfc_bin(uint64_t size)
-{
-	uint64_t v = (size < BFC_MIN ? BFC_MIN : size) >> 8;
-	unsigned b = 63u - (unsigned)__builtin_clzll(v);
-	return b < BFC_BINS - 1 ? b : BFC_BINS - 1;
-}
-
-static uint64_t rounded_bytes(uint64_t n)
-{
-	return (n + BFC_MIN - 1) / BFC_MIN * BFC_MIN;
-}
 
 static void free_insert(bfc_model *m, uint32_t i)
 {
@@ -82,7 +70,7 @@ static int extend(bfc_model *m, uint64_t rounded, uint32_t stack, int force)
 	if (cap && !force) {
 		uint64_t dev = cap > m->b.reserved ? cap - m->b.reserved : 0;
 		while (bytes > dev) {
-			uint64_t back = rounded_bytes((uint64_t)((double)bytes * 0.9));
+			uint64_t back = allocpolicy_bfc_round((uint64_t)((double)bytes * 0.9));
 			if (back >= bytes)
 				back = bytes - BFC_MIN;
 			bytes = back;
@@ -158,7 +146,7 @@ static int bfc_alloc(sim_base *base, uint32_t slot, uint64_t size, uint16_t stre
 {
 	bfc_model *m = (bfc_model *)base;
 	(void)stream; /* BFC is stream-agnostic */
-	uint64_t rounded = rounded_bytes(size ? size : 1);
+	uint64_t rounded = allocpolicy_bfc_round(size ? size : 1);
 	int oom = 0;
 	uint32_t i = find_chunk(m, rounded);
 	if (!i && extend(m, rounded, stack, 0))
@@ -316,7 +304,7 @@ sim_base *sim_bfc_new(const allocsim_config *c)
 		limit = 1ull << 50; /* growing without a limit */
 	m->limit = limit;
 	uint64_t first = c->bfc_allow_growth ? (limit < (2ull << 20) ? limit : (2ull << 20)) : limit;
-	m->curr_region = rounded_bytes(first);
+	m->curr_region = allocpolicy_bfc_round(first);
 	m->max_internal_frag = c->bfc_fragmentation_fraction > 0
 	                           ? (uint64_t)(c->bfc_fragmentation_fraction * (double)limit)
 	                           : c->bfc_max_internal_fragmentation;

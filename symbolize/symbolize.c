@@ -56,24 +56,6 @@ struct stp_symbolizer {
 	stp_sym_stats stats;
 };
 
-int stp_sym_grow_(void **v, size_t *cap, size_t need, size_t elem)
-{
-	size_t c;
-	void *n;
-
-	if (need <= *cap)
-		return 0;
-	c = *cap ? *cap : 16;
-	while (c < need)
-		c *= 2;
-	n = realloc(*v, c * elem);
-	if (!n)
-		return -1;
-	*v = n;
-	*cap = c;
-	return 0;
-}
-
 stp_symbolizer *stp_sym_new(void)
 {
 	stp_symbolizer *s = calloc(1, sizeof(*s));

@@ -4,7 +4,7 @@
  * lower_bound / next / prev against the reference.
  */
 #include "check.h"
-#include "../../detector/allocsim_internal.h"
+#include "../allocsim_internal.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void)

@@ -10,6 +10,11 @@
  *   symbolize_symtab.c   a sorted table of function symbols, address search
  *   symbolize_dwarf.c    DWARF (libdwarf): compile units, line tables,
  *                        function and inline trees
+ *   symbolize_grow.c     the growable-array helper all of them use
+ *
+ * Calls run one way: symbolize.c -> symbolize_file.c -> symbolize_dwarf.c,
+ * symbolize_elf.c, symbolize_symtab.c -> symbolize_grow.c.  Nothing outside
+ * symbolize/ includes this header (tests/layout checks it).
  *   symbolize_demangle.c C++ demangling (__cxa_demangle)
  *
  * Addresses inside these files are ELF virtual addresses of the module

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "allocsim_internal.h"
+#include "stprof/allocpolicy.h"
 
 typedef struct seg_acc {
 	uint32_t seg;
@@ -107,7 +108,7 @@ int sim_snapshot(sim_base *m, allocsim_snapshot *s)
 				s->free_small_pool += B[i].size;
 			else
 				s->free_large_pool += B[i].size;
-			s->free_by_bin[sim_bfc_bin(B[i].size)] += B[i].size;
+			s->free_by_bin[allocpolicy_bfc_bin(B[i].size)] += B[i].size;
 		}
 	}
 	qsort(acc, nacc, sizeof *acc, cmp_seg);

@@ -2,7 +2,7 @@
  * symbolize_demangle.c - C++ name demangling for the symbolizer.
  *
  * Uses the C++ runtime's own demangler, __cxa_demangle (libstdc++, linked
- * into stp_detector), declared here with C linkage so this file stays C.
+ * into stp_symbolize), declared here with C linkage so this file stays C.
  * It is the demangler of the toolchain that built the code being profiled,
  * needs no extra package (libiberty's cplus_demangle would need
  * libiberty-dev) and prints what c++filt prints.  Only Itanium-ABI names

@@ -1,7 +1,9 @@
 /*
  * allocsim_internal.h - what the allocator models (sim_*.c) share: the block
  * arena, the segment table, the ordered block sets, and the model interface
- * the replay driver (allocsim_core.c) calls.  Private to detector/allocsim*.
+ * the replay driver (allocsim_core.c) calls.  Private to allocsim/: nothing
+ * outside it includes this header (tests/layout checks it); the tests use
+ * stprof/allocsim.h and stprof/allocpolicy.h, except allocsim/tests/.
  *
  * Blocks live in one growable array per model and are named by index; index
  * 0 is the nil block (all zeros, never modified), so links need no pointer
@@ -319,12 +321,7 @@ sim_base *sim_bfc_new(const allocsim_config *c);
 sim_base *sim_raw_new(const allocsim_config *c);
 sim_base *sim_new(const allocsim_config *c, char *err, size_t errlen);
 
-/* PyTorch's size rules, exposed for tests and the recommender. */
-uint64_t sim_pt_round_size(const allocsim_config *c, uint64_t size);
-uint64_t sim_pt_allocation_size(const allocsim_config *c, uint64_t size);
-uint32_t sim_pt_divisions(const allocsim_config *c, uint64_t size);
-/* BFC bin of a chunk size. */
-unsigned sim_bfc_bin(uint64_t size);
+/* The size rules are in allocpolicy.c (stprof/allocpolicy.h). */
 
 /* Checks what every arena model keeps: links, tiling of segments, no two
  * free (or unmapped) neighbours, sets hold exactly the free blocks with
@@ -332,9 +329,6 @@ unsigned sim_bfc_bin(uint64_t size);
  * gives a free block's expected (k1, k2); unmapped blocks use (stream, addr). */
 int sim_check_arena(sim_base *m, void (*key_fn)(const sim_block *b, uint64_t *k1, uint64_t *k2),
                     const sim_tree *const *sets, size_t nsets, long expect_in_sets, char *why, size_t len);
-/* Test hook: the check of the model behind an allocsim_model. */
-int sim_model_check(allocsim_model *am, char *why, size_t len);
-sim_base *sim_model_base(allocsim_model *am);
 
 /* The generic snapshot of a model's blocks and segments (allocsim_explain.c). */
 int sim_snapshot(sim_base *m, allocsim_snapshot *s);

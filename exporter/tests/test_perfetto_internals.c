@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "perfetto_export.h"
-#include "perfetto_util.h"
+#include "../perfetto_export.h"
+#include "../perfetto_util.h"
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void)

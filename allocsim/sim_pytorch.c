@@ -24,12 +24,13 @@
 #include <string.h>
 
 #include "allocsim_internal.h"
+#include "stprof/allocpolicy.h"
 
-#define K_MIN_BLOCK 512ull
-#define K_SMALL_SIZE (1ull << 20)
-#define K_SMALL_BUFFER (2ull << 20)
-#define K_MIN_LARGE_ALLOC (10ull << 20)
-#define K_ROUND_LARGE (2ull << 20)
+#define K_MIN_BLOCK ALLOCPOLICY_PT_MIN_BLOCK
+#define K_SMALL_SIZE ALLOCPOLICY_PT_SMALL_SIZE
+#define K_SMALL_BUFFER ALLOCPOLICY_PT_SMALL_BUFFER
+#define K_MIN_LARGE_ALLOC ALLOCPOLICY_PT_MIN_LARGE_ALLOC
+#define K_ROUND_LARGE ALLOCPOLICY_PT_ROUND_LARGE
 
 typedef struct pt_pool {
 	sim_tree blocks;   /* free mapped blocks: (stream, size, addr) */
@@ -47,48 +48,6 @@ typedef struct pt_model {
 	uint32_t *scratch;
 	size_t nscratch, capscratch;
 } pt_model;
-
-/* ---------------------------------------------------------------- sizes */
-
-uint32_t sim_pt_divisions(const allocsim_config *c, uint64_t size)
-{
-	unsigned log_size = 63u - (unsigned)__builtin_clzll(size);
-	unsigned idx = log_size > 20 ? log_size - 20 : 0;
-	if (idx > ALLOCSIM_POW2_INTERVALS - 1)
-		idx = ALLOCSIM_POW2_INTERVALS - 1;
-	return c->roundup_power2_divisions[idx];
-}
-
-static uint64_t roundup_power2_next_division(uint64_t size, uint64_t divisions)
-{
-	if (!(size & (size - 1)))
-		return size;
-	uint64_t floor2 = 1ull << (63 - __builtin_clzll(size));
-	uint64_t step = floor2 >> (63 - __builtin_clzll(divisions));
-	if (!step)
-		return floor2 << 1;
-	uint64_t fl = size & ~(step - 1);
-	return fl == size ? size : fl + step;
-}
-
-uint64_t sim_pt_round_size(const allocsim_config *c, uint64_t size)
-{
-	if (size < K_MIN_BLOCK)
-		return K_MIN_BLOCK;
-	uint64_t div = sim_pt_divisions(c, size);
-	if (div > 1 && size > K_MIN_BLOCK * div)
-		return roundup_power2_next_division(size, div);
-	return K_MIN_BLOCK * ((size + K_MIN_BLOCK - 1) / K_MIN_BLOCK);
-}
-
-uint64_t sim_pt_allocation_size(const allocsim_config *c, uint64_t size)
-{
-	if (size <= K_SMALL_SIZE)
-		return K_SMALL_BUFFER;
-	if (size < K_MIN_LARGE_ALLOC)
-		return c->large_segment_size;
-	return K_ROUND_LARGE * ((size + K_ROUND_LARGE - 1) / K_ROUND_LARGE);
-}
 
 /* ---------------------------------------------------------------- sets */
 
@@ -604,9 +563,9 @@ static uint32_t alloc_block(pt_model *m, pt_pool *p, uint16_t stream, uint64_t s
 static int pt_alloc(sim_base *base, uint32_t slot, uint64_t orig, uint16_t stream, uint32_t stack, uint64_t *addr)
 {
 	pt_model *m = (pt_model *)base;
-	uint64_t size = sim_pt_round_size(&base->cfg, orig);
+	uint64_t size = allocpolicy_pt_round_size(&base->cfg, orig);
 	pt_pool *p = &m->pools[size <= K_SMALL_SIZE ? 1 : 0];
-	uint64_t alloc_size = sim_pt_allocation_size(&base->cfg, size);
+	uint64_t alloc_size = allocpolicy_pt_allocation_size(&base->cfg, size);
 	int oom = 0;
 	uint32_t i = get_free_block(m, p, stream, size);
 	int in_set = i != 0;

@@ -423,12 +423,13 @@ int allocsim_model_snapshot(allocsim_model *am, allocsim_snapshot *s)
 	return rc;
 }
 
-sim_base *sim_model_base(allocsim_model *am)
+void allocsim_model_usage(allocsim_model *am, uint64_t *allocated, uint64_t *reserved)
 {
-	return am->m;
+	*allocated = am->m->allocated;
+	*reserved = am->m->reserved;
 }
 
-int sim_model_check(allocsim_model *am, char *why, size_t len)
+int allocsim_model_check(allocsim_model *am, char *why, size_t len)
 {
 	return am->m->ops->check(am->m, why, len);
 }
