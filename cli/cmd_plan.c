@@ -64,6 +64,9 @@ static void usage(FILE *f)
 	        "      --no-fusion     do not fuse HomoPhase groups\n"
 	        "      --all-kinds     plan host and device allocations together\n"
 	        "      --no-varying    do not treat size-varying requests as dynamic\n"
+	        "      --min-size N    leave allocations smaller than N bytes out of the plan;\n"
+	        "                      the plan records N, and `stprof run --plan` sends them\n"
+	        "                      to the program's own allocator\n"
 	        "      --greedy        always run the greedy baseline for the summary (it is\n"
 	        "                      skipped above %d requests: it is quadratic at worst)\n"
 	        "      --no-greedy     never run it\n"
@@ -209,7 +212,7 @@ static char *default_output(const char *in, const char *ext)
 int cmd_plan(int argc, char **argv)
 {
 	enum { O_WINDOW = 256, O_ALGO, O_NOFUSION, O_ALLKINDS, O_NOVARY, O_GREEDY, O_NOGREEDY, O_CSV, O_SHOW, O_VERIFY,
-	       O_DETECT, O_NODETECT };
+	       O_DETECT, O_NODETECT, O_MINSIZE };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'},    {"iteration", required_argument, 0, 'i'},
 		{"window", required_argument, 0, O_WINDOW}, {"align", required_argument, 0, 'a'},
@@ -219,6 +222,7 @@ int cmd_plan(int argc, char **argv)
 		{"csv", required_argument, 0, O_CSV},      {"show", required_argument, 0, O_SHOW},
 		{"verify", required_argument, 0, O_VERIFY}, {"entries", required_argument, 0, 'n'},
 		{"detect", no_argument, 0, O_DETECT},      {"no-detect", no_argument, 0, O_NODETECT},
+		{"min-size", required_argument, 0, O_MINSIZE},
 		{"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
 	const char *out = NULL, *csv = NULL, *show = NULL, *verify = NULL;
@@ -281,6 +285,12 @@ int cmd_plan(int argc, char **argv)
 		case O_NODETECT: detect = -1; break;
 		case O_ALLKINDS: win.device_only = 0; break;
 		case O_NOVARY: win.detect_varying = 0; break;
+		case O_MINSIZE:
+			if (stprof_parse_size(optarg, &win.min_size) < 0) {
+				stprof_err("plan: --min-size wants a size in bytes (K, M, G suffixes), not '%s'", optarg);
+				return 2;
+			}
+			break;
 		case O_GREEDY: greedy = 1; break;
 		case O_NOGREEDY: greedy = 0; break;
 		case O_CSV: csv = optarg; break;

@@ -13,6 +13,7 @@
 
 #include "analysis.h"
 #include "commands.h"
+#include "enforce.h"
 #include "stprof/report.h"
 #include "record.h"
 #include "util.h"
@@ -20,7 +21,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: stprof [OPTIONS] [--] PROGRAM [ARGS...]\n"
-	           "       stprof run [OPTIONS] [--] PROGRAM [ARGS...]\n\n"
+	           "       stprof run [OPTIONS] [--] PROGRAM [ARGS...]\n"
+	           "       stprof run --plan FILE [--] PROGRAM [ARGS...]\n\n"
 	           "Records PROGRAM (as `stprof record` does), then prints the report of\n"
 	           "`stprof report` and the plan summary of `stprof plan` on stderr, and\n"
 	           "writes the allocation plan (TRACE.plan) and the Perfetto timeline of\n"
@@ -30,6 +32,10 @@ static void usage(FILE *f)
 	           "Options:\n%s"
 	           "      --no-report      no report\n"
 	           "      --no-plan        no allocation plan\n"
+	           "      --plan FILE      do not record: run PROGRAM with libstalloc enforcing\n"
+	           "                       the plan FILE (`stprof plan`) on its allocations;\n"
+	           "                       its statistics print on stderr at exit\n"
+	           "      --stalloc-stats FILE  with --plan: write the statistics to FILE\n"
 	           "      --no-export      no timeline\n"
 	           "  -h, --help           this help\n",
 	        record_help);
@@ -51,9 +57,12 @@ int cmd_run(int argc, char **argv)
 	longopts[n++] = (struct option){"no-report", no_argument, 0, 'N'};
 	longopts[n++] = (struct option){"no-export", no_argument, 0, 'X'};
 	longopts[n++] = (struct option){"no-plan", no_argument, 0, 'P'};
+	longopts[n++] = (struct option){"plan", required_argument, 0, 'E'};
+	longopts[n++] = (struct option){"stalloc-stats", required_argument, 0, 'S'};
 	longopts[n] = (struct option){0, 0, 0, 0};
 
 	record_opts o = {.depth = -1, .flush_ms = -1};
+	const char *enforce = NULL, *enforce_stats = NULL;
 	int report = 1, timeline = 1, plan = 1, c;
 	while ((c = getopt_long(argc, argv, record_optstring, longopts, NULL)) != -1) {
 		if (c == 'h') {
@@ -72,6 +81,10 @@ int cmd_run(int argc, char **argv)
 			plan = 0;
 			continue;
 		}
+		if (c == 'E' || c == 'S') {
+			*(c == 'E' ? &enforce : &enforce_stats) = optarg;
+			continue;
+		}
 		int rc = record_apply_option(&o, c, optarg);
 		if (rc) {
 			if (rc > 0)
@@ -83,6 +96,8 @@ int cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (enforce)
+		return run_with_plan(enforce, argv + optind, o.quiet, enforce_stats);
 	char trace[PATH_MAX];
 	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)

@@ -19,7 +19,7 @@
 
 #define PLAN_MAGIC "STPPLAN\0"
 #define PLAN_MAJOR 1
-#define PLAN_MINOR 0
+#define PLAN_MINOR 1
 #define HDR_SIZE 64
 #define DIR_SIZE 24
 #define TRAILER 8
@@ -77,6 +77,7 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put64(b + 32, p->pool);
 	put64(b + 40, p->align);
 	put64(b + 48, r->period);
+	put64(b + 56, r->min_size); /* 1.1; 0 in 1.0 files */
 	for (int s = 1; s <= SEC_MAX; s++) {
 		unsigned char *d = b + HDR_SIZE + (size_t)(s - 1) * DIR_SIZE;
 		put32(d, (uint32_t)s);
@@ -230,6 +231,7 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 	p->pool = get64(b + 32);
 	p->align = get64(b + 40);
 	r->period = get64(b + 48);
+	r->min_size = get64(b + 56); /* 1.1: 0 in 1.0 files */
 	if (!p->align || p->align > ((uint64_t)1 << 40))
 		FAIL(40, "bad alignment %llu", (unsigned long long)p->align);
 	/* phases and layers */

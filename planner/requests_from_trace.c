@@ -377,6 +377,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	r->begin_seq = begin;
 	r->end_seq = end;
 	r->trace_events = events;
+	r->min_size = w->min_size;
 	r->period = end - begin;
 	int want_device = w->device_only && any_device;
 	r->device = want_device;
@@ -467,6 +468,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			const stp_alloc_info *a = &ev.u.alloc;
 			if (want_device ? a->kind != STP_MEM_DEVICE : 0)
 				continue;
+			if (a->size < w->min_size)
+				continue; /* left out: its free finds no object and is skipped */
 			uint64_t cs = callsite_of(&c, a->stack);
 			/* position within its iteration, for detect_varying */
 			uint64_t poskey = 0;
@@ -627,6 +630,10 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			r->layers[j].t_end = r->period;
 	size_t nl = strlen(notes);
 	snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");
+	if (w->min_size) {
+		nl = strlen(notes);
+		snprintf(notes + nl, sizeof notes - nl, " of %" PRIu64 " bytes or more", w->min_size);
+	}
 	if (unpaired_out) {
 		nl = strlen(notes);
 		snprintf(notes + nl, sizeof notes - nl,

@@ -68,6 +68,8 @@ typedef struct stp_reqs {
 	uint64_t trace_events;
 	uint32_t notes;                /* string: what the converter had to assume */
 	int device;                    /* 1: device allocations (GPU), 0: host or unknown */
+	uint64_t min_size;             /* allocations below it were left out (0: none); the
+	                                * runtime allocator sends them elsewhere */
 } stp_reqs;
 
 void stp_reqs_init(stp_reqs *r);
@@ -206,6 +208,7 @@ typedef struct stp_window {
 	const stp_phase_cut *cuts;    /* optional, sorted by begin_seq */
 	uint32_t ncuts;
 	int device_only;              /* keep device allocations only (host when none) */
+	uint64_t min_size;            /* leave out allocations smaller than this (0: none) */
 	int detect_varying;           /* mark requests whose size varies across iterations dynamic */
 } stp_window;
 

@@ -1,0 +1,352 @@
+/*
+ * preload.c - libstalloc.so's face to a host program: LD_PRELOAD it with
+ * STALLOC_PLAN=FILE (`stprof run --plan FILE -- CMD` does) and the plan is
+ * enforced on the program's allocations.
+ *
+ *   - A host plan: malloc, calloc, realloc, free, posix_memalign,
+ *     aligned_alloc, memalign, valloc, malloc_usable_size.  Requests of at
+ *     least the plan's min size go to the allocator (planned offset, or its
+ *     fallback over glibc); smaller ones, and everything while no plan is
+ *     loaded, go straight to glibc (__libc_*), with no lock.
+ *   - A device plan: host calls pass through; preload_cuda.c takes
+ *     cudaMalloc/cudaFree and PyTorch's pluggable-allocator calls.
+ *   - stprof_mark_v1 (the marker API of stprof/stprof.h): ITER_BEGIN starts
+ *     an iteration of the plan.
+ *
+ * Environment: STALLOC_PLAN (the plan), STALLOC_PID (only that process
+ * enforces it: programs it executes run as usual), STALLOC_STATS (1: the
+ * statistics on stderr at exit; a path: written there), STALLOC_MIN_SIZE
+ * (overrides the plan's), STALLOC_LOOKAHEAD.  A plan that cannot be read
+ * is said once on stderr and the program runs on glibc alone.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "stprof/plan.h"
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void __libc_free(void *p);
+
+#define EXPORT __attribute__((visibility("default")))
+
+static stalloc *host;          /* the host plan's allocator, once ready */
+static uint64_t host_min = UINT64_MAX;
+static stalloc *device;        /* the device plan's, made on first use */
+static stp_reqs dev_r;         /* the device plan, kept until then */
+static stp_plan dev_p;
+static int dev_state;          /* 0 none, 1 plan read, 2 made, 3 failed */
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static stalloc_opts opts;
+static size_t (*real_usable_size)(void *);
+static char stats_to[4096];
+
+static void say(const char *msg)
+{
+	ssize_t r = write(2, msg, strlen(msg));
+	(void)r;
+}
+
+static void fork_prepare(void)
+{
+	if (host)
+		st_fork_prepare(host);
+	if (device)
+		st_fork_prepare(device);
+}
+
+static void fork_release(void)
+{
+	if (device)
+		st_fork_release(device);
+	if (host)
+		st_fork_release(host);
+}
+
+static void write_stats(stalloc *a)
+{
+	stalloc_stats s;
+	stalloc_stats_get(a, &s);
+	FILE *f = stderr;
+	if (strcmp(stats_to, "1")) {
+		int fd = open(stats_to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!f)
+			return;
+	}
+	stalloc_stats_print(f, &s);
+	if (f != stderr) {
+		/* machine-readable lines for tests and scripts */
+		fprintf(f, "pool=%llu hits=%llu dynamic_hits=%llu skipped=%llu reordered=%llu resyncs=%llu "
+		           "occupied=%llu unmatched=%llu small=%llu fallbacks=%llu requests=%llu "
+		           "peak_reserved=%llu peak_allocated=%llu pool_peak=%llu fb_peak=%llu "
+		           "fb_reserved_peak=%llu iterations=%llu\n",
+		        (unsigned long long)s.pool, (unsigned long long)s.hits, (unsigned long long)s.dynamic_hits,
+		        (unsigned long long)s.skipped, (unsigned long long)s.reordered, (unsigned long long)s.resyncs,
+		        (unsigned long long)s.occupied, (unsigned long long)s.unmatched, (unsigned long long)s.small,
+		        (unsigned long long)s.fallbacks, (unsigned long long)s.requests,
+		        (unsigned long long)s.peak_reserved, (unsigned long long)s.peak_allocated,
+		        (unsigned long long)s.pool_peak, (unsigned long long)s.fb_peak,
+		        (unsigned long long)s.fb_reserved_peak, (unsigned long long)s.iterations);
+		fclose(f);
+	}
+}
+
+__attribute__((constructor)) static void stalloc_init(void)
+{
+	const char *plan = getenv("STALLOC_PLAN");
+	if (!plan || !*plan)
+		return;
+	const char *pid = getenv("STALLOC_PID");
+	if (pid && *pid && strtol(pid, NULL, 10) != (long)getpid())
+		return; /* a program the planned one executed */
+	const char *st = getenv("STALLOC_STATS");
+	if (st && *st && strlen(st) < sizeof stats_to)
+		strcpy(stats_to, st);
+	stalloc_opts_init(&opts);
+	const char *v = getenv("STALLOC_MIN_SIZE");
+	if (v && *v)
+		opts.min_size = strtoull(v, NULL, 10);
+	v = getenv("STALLOC_LOOKAHEAD");
+	if (v && *v)
+		opts.lookahead = (uint32_t)strtoul(v, NULL, 10);
+	char err[512];
+	stp_reqs r;
+	stp_plan p;
+	stp_reqs_init(&r);
+	memset(&p, 0, sizeof p);
+	if (stp_plan_read(plan, &r, &p, err, sizeof err) < 0) {
+		say("stalloc: ");
+		say(err);
+		say("; running without the plan\n");
+		stp_reqs_free(&r);
+		stp_plan_free(&p);
+		return;
+	}
+	pthread_atfork(fork_prepare, fork_release, fork_release);
+	*(void **)&real_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
+	if (r.device) {
+		dev_r = r;
+		dev_p = p;
+		dev_state = 1;
+		return;
+	}
+	static stalloc_backend b;
+	stalloc_backend_host(&b);
+	opts.no_fallback_cache = 1; /* glibc keeps its own cache */
+	stalloc *a = stalloc_new(&r, &p, &b, &opts, err, sizeof err);
+	host_min = opts.min_size == UINT64_MAX ? r.min_size : opts.min_size;
+	stp_reqs_free(&r);
+	stp_plan_free(&p);
+	if (!a) {
+		say("stalloc: ");
+		say(err);
+		say("; running without the plan\n");
+		return;
+	}
+	if (!host_min)
+		host_min = 1;
+	__atomic_store_n(&host, a, __ATOMIC_RELEASE);
+}
+
+__attribute__((destructor)) static void stalloc_fini(void)
+{
+	/* the allocators stay: blocks may still be freed by later destructors */
+	if (!stats_to[0])
+		return;
+	if (host)
+		write_stats(host);
+	if (device)
+		write_stats(device);
+}
+
+stalloc *st_preload_device(const stalloc_backend *b)
+{
+	if (__atomic_load_n(&dev_state, __ATOMIC_ACQUIRE) == 2)
+		return device;
+	if (!dev_state)
+		return NULL;
+	pthread_mutex_lock(&dev_lock);
+	if (dev_state == 1) {
+		char err[512];
+		static stalloc_backend keep;
+		keep = *b;
+		stalloc *a = stalloc_new(&dev_r, &dev_p, &keep, &opts, err, sizeof err);
+		stp_reqs_free(&dev_r);
+		stp_plan_free(&dev_p);
+		if (a) {
+			device = a;
+			__atomic_store_n(&dev_state, 2, __ATOMIC_RELEASE);
+		} else {
+			say("stalloc: ");
+			say(err);
+			say("; running without the plan\n");
+			dev_state = 3;
+		}
+	}
+	pthread_mutex_unlock(&dev_lock);
+	return dev_state == 2 ? device : NULL;
+}
+
+/* ------------------------------------------------------------ markers */
+
+EXPORT void stprof_mark_v1(int kind, const char *name, int64_t value)
+{
+	(void)name;
+	(void)value;
+	if (kind != 1 /* STPROF_ITER_BEGIN */)
+		return;
+	if (host)
+		stalloc_step(host);
+	if (device)
+		stalloc_step(device);
+}
+
+/* ------------------------------------------------------------ malloc */
+
+static inline stalloc *planned(size_t n)
+{
+	stalloc *a = __atomic_load_n(&host, __ATOMIC_ACQUIRE);
+	return a && n >= host_min ? a : NULL;
+}
+
+/* 1 when p is ours (and then freed) */
+static inline int our_free(void *p)
+{
+	stalloc *a = __atomic_load_n(&host, __ATOMIC_ACQUIRE);
+	if (!a || !p)
+		return 0;
+	void *base;
+	uint64_t size;
+	stalloc_pool(a, &base, &size);
+	int in_pool = (char *)p >= (char *)base && (char *)p < (char *)base + size;
+	if (!in_pool && !st_maybe_fallback(a))
+		return 0;
+	return stalloc_free(a, p);
+}
+
+static inline uint64_t our_size(void *p)
+{
+	stalloc *a = __atomic_load_n(&host, __ATOMIC_ACQUIRE);
+	return a && p ? stalloc_size(a, p) : 0;
+}
+
+EXPORT void *malloc(size_t n)
+{
+	stalloc *a = planned(n);
+	if (a) {
+		void *p = stalloc_alloc(a, n, 16);
+		if (p)
+			return p;
+	}
+	return __libc_malloc(n);
+}
+
+EXPORT void free(void *p)
+{
+	if (!our_free(p))
+		__libc_free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t m)
+{
+	size_t t;
+	if (__builtin_mul_overflow(n, m, &t)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	stalloc *a = planned(t);
+	if (a) {
+		void *p = stalloc_alloc(a, t, 16);
+		if (p) {
+			memset(p, 0, t);
+			return p;
+		}
+	}
+	return __libc_calloc(n, m);
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+	if (!p)
+		return malloc(n);
+	uint64_t old = our_size(p);
+	if (!old)
+		return __libc_realloc(p, n); /* glibc's block stays glibc's */
+	if (!n) {
+		free(p);
+		return NULL;
+	}
+	void *q = malloc(n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	free(p);
+	return q;
+}
+
+static void *aligned(size_t align, size_t n)
+{
+	stalloc *a = planned(n);
+	if (a) {
+		void *p = stalloc_alloc(a, n, align);
+		if (p)
+			return p;
+	}
+	return __libc_memalign(align, n);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	if (!align || (align & (align - 1)) || align % sizeof(void *))
+		return EINVAL;
+	void *p = aligned(align, n);
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	if (!align || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned(align, n);
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+	if (!align || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned(align, n);
+}
+
+EXPORT void *valloc(size_t n) { return aligned((size_t)sysconf(_SC_PAGESIZE), n); }
+
+EXPORT void *pvalloc(size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	return aligned(pg, (n + pg - 1) / pg * pg);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+	uint64_t n = our_size(p);
+	if (n)
+		return (size_t)n;
+	return p && real_usable_size ? real_usable_size(p) : 0;
+}

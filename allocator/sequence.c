@@ -1,0 +1,186 @@
+/*
+ * sequence.c - a plan's signature sequence and the matcher that follows a
+ * running program along it.
+ *
+ * The sequence is the plan's requests in allocation order: the start-up
+ * one (persistent requests, allocated once, before the planned iteration)
+ * is walked once; the iteration's repeats (cyclic).  A request is matched
+ * by its size, which is what a program repeats exactly from one iteration
+ * to the next; where the program drifts from the recorded order, the
+ * matcher recovers instead of giving up:
+ *   - lookahead: the entry at the cursor or up to `lookahead` entries after
+ *     it (the ones in between were not requested this time: skipped);
+ *   - reorder ring: the last ST_RING skipped entries stay claimable, so two
+ *     requests that swapped places both hit;
+ *   - dynamic: a size-varying entry near the cursor takes any size;
+ *   - resync: after `resync_after` misses in a row, the cursor jumps to the
+ *     entry of this size whose two predecessors have the sizes of the two
+ *     requests just before it (the nearest such entry ahead of the cursor).
+ * Each is O(1) for a request that follows the plan; lookahead and ring are
+ * bounded; resync looks at no more than RESYNC_CANDIDATES entries.
+ *
+ * Invariants: cursor < n (or 0 when n == 0); ring slots hold positions of
+ * static entries or UINT32_MAX.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define RESYNC_CANDIDATES 256
+#define DYNAMIC_REACH 4
+
+int st_seq_build(st_seq *s, const st_entry *src, uint32_t n, int cyclic)
+{
+	memset(s, 0, sizeof *s);
+	memset(s->ring, 0xff, sizeof s->ring);
+	s->cyclic = cyclic;
+	s->n = n;
+	if (!n)
+		return 0;
+	s->e = st_map(n * sizeof *s->e);
+	s->next_same = st_map(n * sizeof *s->next_same);
+	if (!s->e || !s->next_same)
+		return -1;
+	memcpy(s->e, src, n * sizeof *s->e);
+	/* chains of equal sizes in position order: built backwards */
+	for (uint32_t i = n; i-- > 0;) {
+		if (s->e[i].dynamic)
+			continue;
+		uint64_t *head = st_ptrmap_get(&s->first, s->e[i].size);
+		s->next_same[i] = head ? (uint32_t)*head : 0;
+		if (st_ptrmap_put(&s->first, s->e[i].size, (uint64_t)i + 1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void st_seq_free(st_seq *s)
+{
+	st_unmap(s->e, s->n * sizeof *s->e);
+	st_unmap(s->next_same, s->n * sizeof *s->next_same);
+	st_ptrmap_free(&s->first);
+	memset(s, 0, sizeof *s);
+}
+
+void st_seq_restart(st_seq *s)
+{
+	s->cursor = 0;
+	s->misses = 0;
+	memset(s->ring, 0xff, sizeof s->ring);
+}
+
+/* position j entries after the cursor; UINT32_MAX past the end of a
+ * start-up sequence */
+static inline uint32_t ahead(const st_seq *s, uint32_t j)
+{
+	uint64_t p = (uint64_t)s->cursor + j;
+	if (p >= s->n) {
+		if (!s->cyclic)
+			return UINT32_MAX;
+		p %= s->n;
+	}
+	return (uint32_t)p;
+}
+
+static void advance_to(st_seq *s, uint32_t p)
+{
+	if (p + 1 >= s->n) {
+		if (s->cyclic) {
+			s->cursor = 0;
+			s->wraps++;
+		} else {
+			s->cursor = s->n; /* spent */
+		}
+	} else {
+		s->cursor = p + 1;
+	}
+}
+
+static void remember_skipped(st_seq *s, uint32_t p)
+{
+	if (s->e[p].dynamic)
+		return;
+	s->ring[s->ring_at] = p;
+	s->ring_at = (s->ring_at + 1) % ST_RING;
+}
+
+static uint32_t before(const st_seq *s, uint32_t p, uint32_t k)
+{
+	if (p >= k)
+		return p - k;
+	return s->cyclic && s->n > k ? p + s->n - k : UINT32_MAX;
+}
+
+int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t lookahead, uint32_t resync_after,
+                 uint32_t *pos, uint32_t *skipped)
+{
+	*skipped = 0;
+	if (!s->n || s->cursor >= s->n)
+		return ST_MISS;
+	/* the cursor, then a few entries ahead */
+	for (uint32_t j = 0; j <= lookahead && j < s->n; j++) {
+		uint32_t p = ahead(s, j);
+		if (p == UINT32_MAX)
+			break;
+		if (s->e[p].dynamic || s->e[p].size != size)
+			continue;
+		uint32_t first = j > ST_RING ? j - ST_RING : 0;
+		for (uint32_t i = first; i < j; i++)
+			remember_skipped(s, ahead(s, i));
+		*skipped = j;
+		*pos = p;
+		advance_to(s, p);
+		s->misses = 0;
+		return ST_HIT;
+	}
+	/* an entry skipped a moment ago */
+	for (uint32_t i = 0; i < ST_RING; i++) {
+		uint32_t p = s->ring[i];
+		if (p != UINT32_MAX && s->e[p].size == size) {
+			s->ring[i] = UINT32_MAX;
+			*pos = p;
+			s->misses = 0;
+			return ST_HIT_REORDER;
+		}
+	}
+	/* a size-varying entry near the cursor */
+	for (uint32_t j = 0; j < DYNAMIC_REACH && j < s->n; j++) {
+		uint32_t p = ahead(s, j);
+		if (p == UINT32_MAX)
+			break;
+		if (s->e[p].dynamic) {
+			*skipped = j;
+			*pos = p;
+			advance_to(s, p);
+			s->misses = 0;
+			return ST_HIT_DYNAMIC;
+		}
+	}
+	/* lost: find where the last sizes line up again */
+	if (++s->misses >= resync_after && hist[0] && hist[1]) {
+		uint64_t *head = st_ptrmap_get(&s->first, size);
+		uint32_t best = UINT32_MAX;
+		uint64_t best_dist = UINT64_MAX;
+		unsigned looked = 0;
+		for (uint32_t c = head ? (uint32_t)*head : 0; c && looked < RESYNC_CANDIDATES;
+		     c = s->next_same[c - 1], looked++) {
+			uint32_t p = c - 1, p1 = before(s, p, 1), p2 = before(s, p, 2);
+			if (p1 == UINT32_MAX || p2 == UINT32_MAX || s->e[p1].size != hist[0] || s->e[p2].size != hist[1])
+				continue;
+			uint64_t dist = p >= s->cursor ? p - s->cursor : (uint64_t)p + s->n - s->cursor;
+			if (!s->cyclic && p < s->cursor)
+				continue;
+			if (dist < best_dist) {
+				best_dist = dist;
+				best = p;
+			}
+		}
+		if (best != UINT32_MAX) {
+			*pos = best;
+			advance_to(s, best);
+			s->misses = 0;
+			return ST_HIT_RESYNC;
+		}
+	}
+	return ST_MISS;
+}

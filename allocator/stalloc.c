@@ -1,0 +1,463 @@
+/*
+ * stalloc.c - the allocator of stprof/stalloc.h: one lock around the
+ * pool (occupancy bitmap, live blocks), the two signature sequences
+ * (start-up, iteration) and the fallback.
+ *
+ * A request of at least min_size is matched first against the start-up
+ * sequence (the persistent requests, allocated once) and then against the
+ * iteration; a hit hands out the entry's planned range when all of it is
+ * free, a dynamic hit the best-fitting free range of its group's reusable
+ * intervals.  Everything else is the fallback's.
+ *
+ * Invariants: every live pool block is in `live` (offset unit -> requested
+ * size) and its units are set in `bits`; pool_live is the sum of their
+ * planned (aligned) sizes; a unit is set by one live block at most.
+ */
+#include <inttypes.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "stprof/plan.h"
+
+struct stalloc {
+	atomic_flag lock;
+	stalloc_backend b;
+	stalloc_opts o;
+	char *base;
+	uint64_t pool, unit;       /* bytes; the plan's alignment */
+	st_bits bits;
+	st_ptrmap live;            /* pool offset / unit -> requested size */
+	st_seq startup, iter;
+	stp_interval *ivals;       /* dynamic groups' reusable intervals */
+	uint32_t nivals;
+	uint32_t *gfirst, *gcount; /* per group */
+	uint32_t ngroups;
+	uint64_t hist[2];
+	int iter_armed;            /* the iteration sequence is matched (see stalloc_new) */
+	st_fallback fb;
+	atomic_ulong fb_blocks;    /* live fallback blocks, read without the lock */
+	stalloc_stats st;
+};
+
+void stalloc_opts_init(stalloc_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->min_size = UINT64_MAX; /* the plan's */
+	o->lookahead = 32;
+	o->resync_after = 2;
+}
+
+static void lock(stalloc *a)
+{
+	unsigned spins = 0;
+	while (atomic_flag_test_and_set_explicit(&a->lock, memory_order_acquire))
+		if (++spins > 64) {
+			sched_yield();
+			spins = 0;
+		}
+}
+
+static void unlock(stalloc *a) { atomic_flag_clear_explicit(&a->lock, memory_order_release); }
+
+static uint64_t units_of(const stalloc *a, uint64_t size) { return size / a->unit + (size % a->unit != 0); }
+
+/* ------------------------------------------------------------ building */
+
+typedef struct ord_ix { uint32_t ordinal, i; } ord_ix;
+
+/* sorts (ordinal, index) pairs; plans hold up to millions of entries */
+static void sort_ord(ord_ix *v, uint32_t n, ord_ix *tmp)
+{
+	/* LSD radix on the 32-bit ordinal, 4 passes of 8 bits */
+	for (unsigned shift = 0; shift < 32; shift += 8) {
+		uint32_t cnt[257] = {0};
+		for (uint32_t i = 0; i < n; i++)
+			cnt[((v[i].ordinal >> shift) & 0xff) + 1]++;
+		for (int d = 0; d < 256; d++)
+			cnt[d + 1] += cnt[d];
+		for (uint32_t i = 0; i < n; i++)
+			tmp[cnt[(v[i].ordinal >> shift) & 0xff]++] = v[i];
+		memcpy(v, tmp, n * sizeof *v);
+	}
+}
+
+static int build_seq(st_seq *s, const stp_reqs *r, const stp_plan *p, int persistent, uint64_t min_size)
+{
+	uint32_t n = 0;
+	for (size_t i = 0; i < r->n; i++)
+		if (!!(r->req[i].flags & STP_REQ_PERSISTENT) == persistent && r->req[i].size >= min_size)
+			n++;
+	ord_ix *v = st_map((size_t)n * sizeof *v), *tmp = st_map((size_t)n * sizeof *tmp);
+	st_entry *e = st_map((size_t)n * sizeof *e);
+	int rc = -1;
+	if (n && (!v || !tmp || !e))
+		goto out;
+	n = 0;
+	for (size_t i = 0; i < r->n; i++)
+		if (!!(r->req[i].flags & STP_REQ_PERSISTENT) == persistent && r->req[i].size >= min_size)
+			v[n++] = (ord_ix){r->req[i].ordinal, (uint32_t)i};
+	sort_ord(v, n, tmp);
+	for (uint32_t k = 0; k < n; k++) {
+		const stp_req *q = &r->req[v[k].i];
+		e[k].size = q->size;
+		e[k].dynamic = (q->flags & STP_REQ_DYNAMIC) || p->offset[v[k].i] == STP_NO_OFFSET;
+		e[k].off = e[k].dynamic ? 0 : p->offset[v[k].i];
+		e[k].group = e[k].dynamic && p->group ? p->group[v[k].i] : UINT32_MAX;
+	}
+	rc = st_seq_build(s, e, n, !persistent);
+out:
+	st_unmap(v, (size_t)n * sizeof *v);
+	st_unmap(tmp, (size_t)n * sizeof *tmp);
+	st_unmap(e, (size_t)n * sizeof *e);
+	return rc;
+}
+
+stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend *b, const stalloc_opts *o,
+                     char *err, size_t errlen)
+{
+	stalloc_opts dflt;
+	if (!o) {
+		stalloc_opts_init(&dflt);
+		o = &dflt;
+	}
+	if (!p->align || (p->align & (p->align - 1))) {
+		snprintf(err, errlen, "plan alignment %" PRIu64 " is not a power of two", p->align);
+		return NULL;
+	}
+	stalloc *a = st_map(sizeof *a);
+	if (!a) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	atomic_flag_clear(&a->lock);
+	a->b = *b;
+	a->o = *o;
+	if (a->o.min_size == UINT64_MAX)
+		a->o.min_size = r->min_size;
+	a->unit = p->align;
+	a->pool = p->pool / a->unit * a->unit;
+	for (size_t i = 0; i < r->n; i++) {
+		/* the reader checked it; a plan built in memory is trusted as well */
+		if (p->offset[i] != STP_NO_OFFSET && p->offset[i] % a->unit) {
+			snprintf(err, errlen, "entry %zu: offset %" PRIu64 " not aligned to %" PRIu64, i, p->offset[i],
+			         a->unit);
+			goto fail;
+		}
+	}
+	if (a->pool) {
+		a->base = b->reserve(b->ctx, a->pool);
+		if (!a->base) {
+			snprintf(err, errlen, "could not reserve the %s pool of %" PRIu64 " bytes",
+			         b->name ? b->name : "memory", a->pool);
+			goto fail;
+		}
+	}
+	if (st_bits_init(&a->bits, a->pool / a->unit) < 0 || build_seq(&a->startup, r, p, 1, a->o.min_size) < 0 ||
+	    build_seq(&a->iter, r, p, 0, a->o.min_size) < 0)
+		goto oom;
+	a->ngroups = p->ngroups;
+	a->nivals = p->nintervals;
+	if (a->ngroups) {
+		a->gfirst = st_map(a->ngroups * sizeof *a->gfirst);
+		a->gcount = st_map(a->ngroups * sizeof *a->gcount);
+		a->ivals = st_map((a->nivals + 1) * sizeof *a->ivals);
+		if (!a->gfirst || !a->gcount || !a->ivals)
+			goto oom;
+		for (uint32_t g = 0; g < a->ngroups; g++) {
+			a->gfirst[g] = p->groups[g].first;
+			a->gcount[g] = p->groups[g].count;
+		}
+		if (a->nivals)
+			memcpy(a->ivals, p->intervals, a->nivals * sizeof *a->ivals);
+	}
+	st_fallback_init(&a->fb, &a->b, o->cache_limit, o->no_fallback_cache);
+	/* A plan cut from iteration markers is followed from the first marker
+	 * on: before it, the program's start-up would match iteration entries
+	 * of the same sizes and take their ranges.  Without markers, from the
+	 * start. */
+	a->iter_armed = r->iteration < 0 || o->no_wait_for_step;
+	a->st.pool = a->pool;
+	a->st.align = a->unit;
+	a->st.entries = a->startup.n + a->iter.n;
+	for (uint32_t i = 0; i < a->iter.n; i++)
+		a->st.dynamic_entries += a->iter.e[i].dynamic;
+	return a;
+oom:
+	snprintf(err, errlen, "out of memory building the allocator's tables");
+fail:
+	stalloc_destroy(a);
+	return NULL;
+}
+
+stalloc *stalloc_open(const char *plan_path, const stalloc_backend *b, const stalloc_opts *o, char *err,
+                      size_t errlen)
+{
+	stp_reqs r;
+	stp_plan p;
+	stp_reqs_init(&r);
+	memset(&p, 0, sizeof p);
+	if (stp_plan_read(plan_path, &r, &p, err, errlen) < 0) {
+		stp_reqs_free(&r);
+		stp_plan_free(&p);
+		return NULL;
+	}
+	stalloc *a = stalloc_new(&r, &p, b, o, err, errlen);
+	stp_reqs_free(&r);
+	stp_plan_free(&p);
+	return a;
+}
+
+void stalloc_destroy(stalloc *a)
+{
+	if (!a)
+		return;
+	if (a->base && a->b.unreserve)
+		a->b.unreserve(a->b.ctx, a->base, a->pool);
+	st_bits_free(&a->bits);
+	st_ptrmap_free(&a->live);
+	st_seq_free(&a->startup);
+	st_seq_free(&a->iter);
+	st_unmap(a->gfirst, a->ngroups * sizeof *a->gfirst);
+	st_unmap(a->gcount, a->ngroups * sizeof *a->gcount);
+	st_unmap(a->ivals, (a->nivals + 1) * sizeof *a->ivals);
+	if (a->fb.b)
+		st_fallback_destroy(&a->fb);
+	st_unmap(a, sizeof *a);
+}
+
+/* ------------------------------------------------------------ the calls */
+
+static void note_peaks(stalloc *a)
+{
+	stalloc_stats *s = &a->st;
+	if (s->pool_live > s->pool_peak)
+		s->pool_peak = s->pool_live;
+	if (s->fb_live > s->fb_peak)
+		s->fb_peak = s->fb_live;
+	s->fb_reserved = a->fb.reserved;
+	if (s->fb_reserved > s->fb_reserved_peak)
+		s->fb_reserved_peak = s->fb_reserved;
+	if (a->pool + s->fb_reserved > s->peak_reserved)
+		s->peak_reserved = a->pool + s->fb_reserved;
+	if (s->pool_live + s->fb_live > s->peak_allocated)
+		s->peak_allocated = s->pool_live + s->fb_live;
+}
+
+/* Takes [off, off + size) of the pool when it is free and aligned. */
+static void *take(stalloc *a, uint64_t off, uint64_t size, uint64_t align)
+{
+	uint64_t lo = off / a->unit, n = units_of(a, size ? size : 1);
+	char *p = a->base + off;
+	if (align > 1 && ((uintptr_t)p & (align - 1)))
+		return NULL;
+	if (!st_bits_clear_range(&a->bits, lo, n))
+		return NULL;
+	if (st_ptrmap_put(&a->live, lo, size) < 0)
+		return NULL;
+	st_bits_set(&a->bits, lo, n);
+	a->st.pool_live += n * a->unit;
+	return p;
+}
+
+static void *take_dynamic(stalloc *a, uint32_t group, uint64_t size, uint64_t align)
+{
+	if (group >= a->ngroups)
+		return NULL;
+	uint64_t n = units_of(a, size ? size : 1), best = UINT64_MAX, best_len = UINT64_MAX;
+	for (uint32_t k = 0; k < a->gcount[group]; k++) {
+		const stp_interval *iv = &a->ivals[a->gfirst[group] + k];
+		uint64_t lo = iv->offset / a->unit, hi = (iv->offset + iv->size) / a->unit, len;
+		uint64_t at = st_bits_best_fit(&a->bits, lo, hi, n, &len);
+		if (at != UINT64_MAX && len < best_len) {
+			best = at;
+			best_len = len;
+		}
+	}
+	return best == UINT64_MAX ? NULL : take(a, best * a->unit, size, align);
+}
+
+static void *match(stalloc *a, uint64_t size, uint64_t align)
+{
+	uint32_t pos, skipped;
+	st_seq *seqs[2] = {&a->startup, &a->iter};
+	for (int k = 0; k < 1 + a->iter_armed; k++) {
+		st_seq *s = seqs[k];
+		uint64_t wraps = s->wraps;
+		int m = st_seq_match(s, size, a->hist, a->o.lookahead, a->o.resync_after, &pos, &skipped);
+		if (m == ST_MISS)
+			continue;
+		a->st.skipped += skipped;
+		a->st.iterations += s->wraps - wraps;
+		a->st.reordered += m == ST_HIT_REORDER;
+		a->st.resyncs += m == ST_HIT_RESYNC;
+		void *p = m == ST_HIT_DYNAMIC ? take_dynamic(a, s->e[pos].group, size, align)
+		                              : take(a, s->e[pos].off, size, align);
+		if (p) {
+			if (m == ST_HIT_DYNAMIC)
+				a->st.dynamic_hits++;
+			else
+				a->st.hits++;
+		} else {
+			a->st.occupied++;
+		}
+		return p;
+	}
+	a->st.unmatched++;
+	return NULL;
+}
+
+void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align)
+{
+	if (!align)
+		align = a->unit;
+	if (align & (align - 1))
+		return NULL;
+	lock(a);
+	a->st.requests++;
+	void *p = NULL;
+	if (size >= a->o.min_size && size) {
+		p = match(a, size, align);
+		a->hist[1] = a->hist[0];
+		a->hist[0] = size;
+	} else {
+		a->st.small++;
+	}
+	if (!p) {
+		p = st_fallback_alloc(&a->fb, size, align);
+		if (p) {
+			a->st.fallbacks++;
+			a->st.fb_live += size;
+			atomic_fetch_add_explicit(&a->fb_blocks, 1, memory_order_relaxed);
+		}
+	}
+	note_peaks(a);
+	unlock(a);
+	return p;
+}
+
+static int in_pool(const stalloc *a, const void *p)
+{
+	return a->base && (const char *)p >= a->base && (const char *)p < a->base + a->pool;
+}
+
+int stalloc_free(stalloc *a, void *p)
+{
+	if (!p)
+		return 0;
+	lock(a);
+	int ours = 0;
+	uint64_t size;
+	if (in_pool(a, p)) {
+		uint64_t off = (uint64_t)((char *)p - a->base);
+		if (off % a->unit == 0 && st_ptrmap_del(&a->live, off / a->unit, &size)) {
+			uint64_t n = units_of(a, size ? size : 1);
+			st_bits_reset(&a->bits, off / a->unit, n);
+			a->st.pool_live -= n * a->unit;
+			ours = 1;
+		}
+	} else if (st_fallback_free(&a->fb, p, &size)) {
+		a->st.fb_live -= size;
+		atomic_fetch_sub_explicit(&a->fb_blocks, 1, memory_order_relaxed);
+		ours = 1;
+	}
+	if (ours)
+		a->st.frees++;
+	else
+		a->st.foreign_frees++;
+	note_peaks(a);
+	unlock(a);
+	return ours;
+}
+
+uint64_t stalloc_size(stalloc *a, const void *p)
+{
+	uint64_t size = 0;
+	lock(a);
+	if (in_pool(a, p)) {
+		uint64_t off = (uint64_t)((const char *)p - a->base);
+		const uint64_t *v = off % a->unit ? NULL : st_ptrmap_get(&a->live, off / a->unit);
+		size = v ? *v : 0;
+	} else {
+		size = st_fallback_size(&a->fb, p);
+	}
+	unlock(a);
+	return size;
+}
+
+int stalloc_owns(stalloc *a, const void *p)
+{
+	if (in_pool(a, p))
+		return 1; /* the pool is ours whole; a stale pointer is still not the C library's */
+	lock(a);
+	int r = st_ptrmap_get(&a->fb.blocks, (uint64_t)(uintptr_t)p) != NULL;
+	unlock(a);
+	return r;
+}
+
+void stalloc_step(stalloc *a)
+{
+	lock(a);
+	a->iter_armed = 1;
+	/* a marker right after the sequence wrapped by itself starts nothing new */
+	if (a->iter.cursor != 0 || a->iter.misses) {
+		st_seq_restart(&a->iter);
+		a->st.iterations++;
+	}
+	unlock(a);
+}
+
+void st_fork_prepare(stalloc *a) { lock(a); }
+void st_fork_release(stalloc *a) { unlock(a); }
+int st_maybe_fallback(stalloc *a) { return atomic_load_explicit(&a->fb_blocks, memory_order_relaxed) != 0; }
+
+void stalloc_pool(stalloc *a, void **base, uint64_t *size)
+{
+	*base = a->base;
+	*size = a->pool;
+}
+
+void stalloc_stats_get(stalloc *a, stalloc_stats *s)
+{
+	lock(a);
+	*s = a->st;
+	unlock(a);
+	uint64_t matched = s->hits + s->dynamic_hits + s->occupied + s->unmatched;
+	s->hit_rate = matched ? (double)(s->hits + s->dynamic_hits) / (double)matched : 0;
+	s->efficiency = s->peak_reserved ? (double)s->peak_allocated / (double)s->peak_reserved : 0;
+}
+
+static const char *human(uint64_t b, char *buf, size_t len)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
+	else if (b >= (1ull << 20))
+		snprintf(buf, len, "%.2f MiB", (double)b / (double)(1ull << 20));
+	else if (b >= 1024)
+		snprintf(buf, len, "%.1f KiB", (double)b / 1024.0);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	return buf;
+}
+
+void stalloc_stats_print(FILE *f, const stalloc_stats *s)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	fprintf(f, "stalloc: pool %s (alignment %" PRIu64 "), plan entries %" PRIu64 " (%" PRIu64 " dynamic)\n",
+	        human(s->pool, b1, sizeof b1), s->align, s->entries, s->dynamic_entries);
+	fprintf(f, "stalloc: requests %" PRIu64 ": planned hits %" PRIu64 ", dynamic hits %" PRIu64
+	           " (hit rate %.1f%% of matched requests); below the plan's min size %" PRIu64 "\n",
+	        s->requests, s->hits, s->dynamic_hits, 100.0 * s->hit_rate, s->small);
+	fprintf(f, "stalloc: drift: %" PRIu64 " plan entries skipped, %" PRIu64 " reordered hits, %" PRIu64
+	           " resyncs, %" PRIu64 " iterations\n",
+	        s->skipped, s->reordered, s->resyncs, s->iterations);
+	fprintf(f, "stalloc: fallback: %" PRIu64 " requests (%" PRIu64 " planned range still in use, %" PRIu64
+	           " not in the plan), peak %s live, %s reserved\n",
+	        s->fallbacks, s->occupied, s->unmatched, human(s->fb_peak, b1, sizeof b1),
+	        human(s->fb_reserved_peak, b2, sizeof b2));
+	fprintf(f, "stalloc: peak allocated %s, peak reserved %s (pool %s in use at most), efficiency %.1f%%\n",
+	        human(s->peak_allocated, b3, sizeof b3), human(s->peak_reserved, b4, sizeof b4),
+	        human(s->pool_peak, b1, sizeof b1), 100.0 * s->efficiency);
+}

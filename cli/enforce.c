@@ -1,0 +1,77 @@
+/*
+ * enforce.c - `stprof run --plan FILE [--] PROGRAM [ARGS...]`: runs PROGRAM
+ * with libstalloc.so preloaded and the plan enforced on its allocations
+ * (allocator/, stprof/stalloc.h).  The plan is checked here first, so a bad
+ * file is one line naming it and its offset, and the program is never
+ * started with a plan that cannot be read.  stprof then execs PROGRAM in
+ * its own place: same pid, same signals, same exit status; libstalloc
+ * enforces the plan in that process only (STALLOC_PID), not in programs it
+ * executes, and prints its statistics on stderr at exit unless quiet.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "enforce.h"
+#include "stprof/plan.h"
+#include "util.h"
+
+static const char *stalloc_path(void)
+{
+	static char path[PATH_MAX];
+	const char *env = getenv("STALLOC_LIB");
+	if (env && *env)
+		return access(env, R_OK) == 0 ? env : NULL;
+	static const char *rel[] = {"/libstalloc.so", "/../lib/libstalloc.so", "/../lib/stprof/libstalloc.so"};
+	for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+		char try[PATH_MAX];
+		snprintf(try, sizeof try, "%s%s", stprof_self_dir(), rel[i]);
+		if (access(try, R_OK) == 0 && realpath(try, path))
+			return path;
+	}
+	return NULL;
+}
+
+int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
+{
+	char err[1024];
+	stp_reqs r;
+	stp_plan p;
+	stp_reqs_init(&r);
+	memset(&p, 0, sizeof p);
+	if (stp_plan_read(plan, &r, &p, err, sizeof err) < 0) {
+		stprof_err("%s", err);
+		return 2;
+	}
+	stp_reqs_free(&r);
+	stp_plan_free(&p);
+	const char *lib = stalloc_path();
+	if (!lib) {
+		stprof_err("cannot find libstalloc.so beside %s (set STALLOC_LIB to its path)", stprof_self_dir());
+		return 2;
+	}
+	char abs[PATH_MAX];
+	if (!realpath(plan, abs)) {
+		stprof_err("%s: %s", plan, strerror(errno));
+		return 2;
+	}
+	char buf[PATH_MAX * 2];
+	const char *old = getenv("LD_PRELOAD");
+	snprintf(buf, sizeof buf, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	setenv("LD_PRELOAD", buf, 1);
+	setenv("STALLOC_PLAN", abs, 1);
+	snprintf(buf, sizeof buf, "%ld", (long)getpid());
+	setenv("STALLOC_PID", buf, 1);
+	if (stats)
+		setenv("STALLOC_STATS", stats, 1);
+	else if (!quiet)
+		setenv("STALLOC_STATS", "1", 1);
+	fflush(NULL);
+	execvp(argv[0], argv);
+	int e = errno;
+	stprof_err("%s: %s", argv[0], strerror(e));
+	return e == ENOENT ? 127 : 126;
+}

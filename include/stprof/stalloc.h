@@ -1,0 +1,135 @@
+/*
+ * stprof/stalloc.h - libstalloc: the runtime allocator that enforces an
+ * allocation plan (a `stprof plan` file, docs/plan-format.md).
+ *
+ * One pool holds every planned request at the offset the plan gave it.  A
+ * request is matched against the plan's signature sequence (the requests of
+ * one iteration in allocation order, then again for the next iteration) by
+ * its size:
+ *   - the entry at the cursor, or one a few entries ahead (entries the
+ *     program skipped this time), or one skipped a moment ago (reordered
+ *     requests): a hit, served at its planned offset in O(1);
+ *   - after a run of misses, the cursor jumps to the place in the sequence
+ *     where the last requests' sizes line up again (a resync), so one extra
+ *     or missing request never throws the rest of the run to the fallback,
+ *     as index-only matching does;
+ *   - a dynamic entry (a request whose size varies, MoE) takes the best
+ *     fitting free range of its group's reusable space;
+ *   - anything else goes to the fallback: a caching allocator with
+ *     PyTorch's size rules (stprof/allocpolicy.h) and a pool of 512-byte
+ *     slots for tiny requests, over the backend's raw allocations; or, when
+ *     the caller keeps its own allocator (the host preload), NULL.
+ * Iteration boundaries come from stalloc_step() (the marker API's
+ * ITER_BEGIN, the PyTorch shim's optimizer steps) or from the sequence
+ * wrapping around by itself.
+ *
+ * Safety: a planned range is handed out only when no live allocation of the
+ * pool overlaps it (an occupancy bitmap at the plan's alignment is checked,
+ * then set); otherwise the request goes to the fallback.  So the allocator
+ * never returns memory that is still live, whatever the program does.  All
+ * calls are thread-safe (one lock).
+ *
+ * The allocator takes no memory from malloc after stalloc_new(): its tables
+ * are mmap'd, so it can sit under a malloc interposer.
+ */
+#ifndef STPROF_STALLOC_H
+#define STPROF_STALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct stp_reqs;
+struct stp_plan;
+
+/* Where memory comes from: the pool (reserved once) and the fallback's raw
+ * blocks.  raw_alloc NULL: no fallback, unmatched requests get NULL. */
+typedef struct stalloc_backend {
+	void *(*reserve)(void *ctx, uint64_t size);           /* the pool; NULL on failure */
+	void (*unreserve)(void *ctx, void *base, uint64_t size);
+	void *(*raw_alloc)(void *ctx, uint64_t size);         /* fallback blocks */
+	void (*raw_free)(void *ctx, void *p, uint64_t size);
+	void *ctx;
+	const char *name;                                    /* "host", "cuda", ... */
+} stalloc_backend;
+
+typedef struct stalloc_opts {
+	uint64_t min_size;       /* requests below it are not matched (default: the plan's) */
+	uint32_t lookahead;      /* entries looked at ahead of the cursor (default 32) */
+	uint32_t resync_after;   /* misses in a row before a resync is tried (default 2) */
+	uint64_t cache_limit;    /* fallback: bytes kept cached at most (default unlimited) */
+	int no_fallback_cache;   /* fallback: every free goes back to the backend */
+	int no_wait_for_step;    /* match the iteration from the start even when the plan
+	                          * was cut from iteration markers (default: from the
+	                          * first stalloc_step on) */
+} stalloc_opts;
+
+void stalloc_opts_init(stalloc_opts *o);
+
+typedef struct stalloc_stats {
+	uint64_t pool;                 /* bytes reserved for the plan */
+	uint64_t align;
+	uint64_t entries, dynamic_entries; /* the plan's signature sequence */
+	uint64_t requests;             /* stalloc_alloc calls */
+	uint64_t hits;                 /* served at their planned offset */
+	uint64_t dynamic_hits;         /* served from their group's reusable space */
+	uint64_t skipped;              /* plan entries the program did not request in turn */
+	uint64_t reordered;            /* hits on an entry skipped a moment before */
+	uint64_t resyncs;              /* cursor jumps after a run of misses */
+	uint64_t occupied;             /* planned range still in use: sent to the fallback */
+	uint64_t unmatched;            /* no plan entry: sent to the fallback */
+	uint64_t small;                /* below min_size: sent to the fallback */
+	uint64_t fallbacks;            /* served by the fallback (occupied + unmatched + small + ...) */
+	uint64_t iterations;           /* stalloc_step() calls and wraps */
+	uint64_t frees, foreign_frees; /* stalloc_free calls; pointers that were not ours */
+	uint64_t pool_live, pool_peak; /* bytes live in the pool (planned sizes) */
+	uint64_t fb_live, fb_peak;     /* bytes live in the fallback (requested sizes) */
+	uint64_t fb_reserved, fb_reserved_peak; /* raw bytes the fallback holds */
+	uint64_t peak_reserved;        /* max over time of pool + fallback reserved */
+	uint64_t peak_allocated;       /* max over time of pool_live + fb_live */
+	double efficiency;             /* peak_allocated / peak_reserved */
+	double hit_rate;               /* (hits + dynamic_hits) / matched requests */
+} stalloc_stats;
+
+typedef struct stalloc stalloc;
+
+/* An allocator for plan (r, p): reserves the pool from b.  NULL with a
+ * message in err on failure.  r and p may be freed afterwards. */
+stalloc *stalloc_new(const struct stp_reqs *r, const struct stp_plan *p, const stalloc_backend *b,
+                     const stalloc_opts *o, char *err, size_t errlen);
+/* The same from a plan file ("FILE: offset N: ..." errors). */
+stalloc *stalloc_open(const char *plan_path, const stalloc_backend *b, const stalloc_opts *o, char *err,
+                      size_t errlen);
+void stalloc_destroy(stalloc *a);
+
+/* size bytes aligned to align (a power of two; 0 = the plan's).  NULL when
+ * neither the plan nor the fallback can serve it. */
+void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align);
+/* 1 when p was ours (freed), 0 when not (left alone). */
+int stalloc_free(stalloc *a, void *p);
+/* 1 when p is a live block of this allocator. */
+int stalloc_owns(stalloc *a, const void *p);
+/* The requested size of a live block of ours, 0 for others. */
+uint64_t stalloc_size(stalloc *a, const void *p);
+/* An iteration begins: the cursor goes back to the plan's first entry. */
+void stalloc_step(stalloc *a);
+/* The pool's address range. */
+void stalloc_pool(stalloc *a, void **base, uint64_t *size);
+
+void stalloc_stats_get(stalloc *a, stalloc_stats *s);
+/* A few lines: pool, hit rate, fallbacks by reason, peaks, efficiency. */
+void stalloc_stats_print(FILE *f, const stalloc_stats *s);
+
+/* The host backend: the pool is an anonymous mapping, fallback blocks come
+ * from the C library's allocator (glibc's own entry points, so it works
+ * under a malloc interposer). */
+void stalloc_backend_host(stalloc_backend *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
