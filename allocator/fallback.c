@@ -2,7 +2,9 @@
  * fallback.c - where requests the plan does not cover go: a caching
  * allocator over the backend's raw blocks, with PyTorch's size rules
  * (allocpolicy.h: 512-byte rounding, roundup_power2_divisions) so that the
- * fallback behaves as the caching allocator a PyTorch user knows.
+ * fallback behaves as the caching allocator a PyTorch user knows (with
+ * roundup_power2_divisions:4, so that one cached block serves nearby
+ * sizes).
  *   - tiny requests (rounded to 512 bytes) take a 512-byte slot of a 2 MiB
  *     chunk (PyTorch's small buffer); slots are reused, chunks kept;
  *   - the rest take a cached block of exactly their rounded size, or a new
@@ -32,8 +34,13 @@ void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_l
 {
 	memset(f, 0, sizeof *f);
 	f->b = b;
-	/* PyTorch's defaults: no roundup_power2_divisions, 20 MiB segments */
+	/* PyTorch's rounding with roundup_power2_divisions:4 (a PyTorch
+	 * setting): blocks of at most four sizes per power of two, so cached
+	 * blocks are reused by requests of nearby sizes (at most 25% waste);
+	 * 20 MiB segments */
 	memset(&f->cfg, 0, sizeof f->cfg);
+	for (int i = 0; i < ALLOCSIM_POW2_INTERVALS; i++)
+		f->cfg.roundup_power2_divisions[i] = 4;
 	f->cfg.large_segment_size = ALLOCPOLICY_PT_LARGE_BUFFER;
 	f->cache_limit = cache_limit;
 	f->no_cache = no_cache;

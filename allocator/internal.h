@@ -5,8 +5,9 @@
  *                runs under a malloc interposer)
  *   ptrmap.c     an open-addressing map u64 -> u64 (pointers, offsets, sizes)
  *   bits.c       the pool's occupancy bitmap, one bit per alignment unit
- *   sequence.c   the plan's signature sequences and the matcher: cursor,
- *                lookahead, reorder ring, resync
+ *   sequence.c   the iteration's signature sequence and the matcher:
+ *                cursor, lookahead, reorder ring, resync
+ *   slab.c       the persistent entries as exact-size slots, any order
  *   fallback.c   the caching fallback and its 512-byte tiny slots
  *   stalloc.c    the allocator: lock, pool, the calls of stprof/stalloc.h
  *   backend_host.c  the host backend (mmap pool, glibc blocks)
@@ -14,7 +15,7 @@
  *   preload_cuda.c  libstalloc.so's cudaMalloc/cudaFree and PyTorch's
  *                CUDAPluggableAllocator entry points
  *
- * Calls run one way: preload*.c -> stalloc.c -> sequence.c, fallback.c ->
+ * Calls run one way: preload*.c -> stalloc.c -> sequence.c, slab.c, fallback.c ->
  * bits.c, ptrmap.c -> mem.c.
  */
 #ifndef STPROF_ALLOCATOR_INTERNAL_H
@@ -80,12 +81,30 @@ enum { ST_MISS = 0, ST_HIT, ST_HIT_REORDER, ST_HIT_RESYNC, ST_HIT_DYNAMIC };
 
 int st_seq_build(st_seq *s, const st_entry *src, uint32_t n, int cyclic);
 void st_seq_free(st_seq *s);
+/* Index-only matching (STAlloc's published allocator): the entry at the
+ * cursor, which advances whatever the request; for comparisons. */
+int st_seq_match_index(st_seq *s, uint64_t size, uint32_t *pos);
 void st_seq_restart(st_seq *s); /* the cursor to the first entry */
 /* Matches a request of `size`; hist[0], hist[1] are the sizes of the two
  * requests before it.  Returns ST_* with the entry in *pos; *skipped gets
  * how many entries the cursor passed over. */
 int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t lookahead, uint32_t resync_after,
                  uint32_t *pos, uint32_t *skipped);
+
+/* ---- slab.c: persistent entries as exact-size slots, any order */
+typedef struct st_slab {
+	st_entry *e;
+	uint32_t n;
+	uint64_t unit;
+	uint32_t *next;   /* free list links: index + 1 */
+	st_ptrmap free;   /* size -> first free slot + 1 (0: none free now) */
+	st_ptrmap taken;  /* pool unit of a handed-out slot -> slot */
+} st_slab;
+int st_slab_build(st_slab *s, const st_entry *e, uint32_t n, uint64_t unit);
+void st_slab_free(st_slab *s);
+uint32_t st_slab_take(st_slab *s, uint64_t size);   /* a free slot of that size, or UINT32_MAX */
+void st_slab_untake(st_slab *s, uint32_t i);        /* give back a slot that could not be used */
+void st_slab_release(st_slab *s, uint64_t unit_off); /* the block at that unit was freed */
 
 /* ---- fallback.c */
 typedef struct st_fallback {

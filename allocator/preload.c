@@ -87,11 +87,11 @@ static void write_stats(stalloc *a)
 	stalloc_stats_print(f, &s);
 	if (f != stderr) {
 		/* machine-readable lines for tests and scripts */
-		fprintf(f, "pool=%llu hits=%llu dynamic_hits=%llu skipped=%llu reordered=%llu resyncs=%llu "
+		fprintf(f, "slot_hits=%llu pool=%llu hits=%llu dynamic_hits=%llu skipped=%llu reordered=%llu resyncs=%llu "
 		           "occupied=%llu unmatched=%llu small=%llu fallbacks=%llu requests=%llu "
 		           "peak_reserved=%llu peak_allocated=%llu pool_peak=%llu fb_peak=%llu "
 		           "fb_reserved_peak=%llu iterations=%llu\n",
-		        (unsigned long long)s.pool, (unsigned long long)s.hits, (unsigned long long)s.dynamic_hits,
+		        (unsigned long long)s.slot_hits, (unsigned long long)s.pool, (unsigned long long)s.hits, (unsigned long long)s.dynamic_hits,
 		        (unsigned long long)s.skipped, (unsigned long long)s.reordered, (unsigned long long)s.resyncs,
 		        (unsigned long long)s.occupied, (unsigned long long)s.unmatched, (unsigned long long)s.small,
 		        (unsigned long long)s.fallbacks, (unsigned long long)s.requests,
@@ -117,6 +117,16 @@ __attribute__((constructor)) static void stalloc_init(void)
 	const char *v = getenv("STALLOC_MIN_SIZE");
 	if (v && *v)
 		opts.min_size = strtoull(v, NULL, 10);
+	v = getenv("STALLOC_LOG");
+	if (v && *v) {
+		int fd = open(v, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		opts.log = fd >= 0 ? fdopen(fd, "w") : NULL;
+		/* a buffer of its own: stdio would malloc one at the first line,
+		 * inside the allocator's lock */
+		static char logbuf[1 << 16];
+		if (opts.log)
+			setvbuf(opts.log, logbuf, _IOFBF, sizeof logbuf);
+	}
 	v = getenv("STALLOC_LOOKAHEAD");
 	if (v && *v)
 		opts.lookahead = (uint32_t)strtoul(v, NULL, 10);

@@ -10,12 +10,15 @@
  * matcher recovers instead of giving up:
  *   - lookahead: the entry at the cursor or up to `lookahead` entries after
  *     it (the ones in between were not requested this time: skipped);
- *   - reorder ring: the last ST_RING skipped entries stay claimable, so two
- *     requests that swapped places both hit;
+ *   - reorder ring: the last ST_RING skipped entries stay claimable while
+ *     the cursor is at most RING_REACH past them, so two requests that
+ *     swapped places both hit; looked at before the lookahead, which would
+ *     otherwise jump to a later entry of the same size (layers repeat
+ *     their sizes);
  *   - dynamic: a size-varying entry near the cursor takes any size;
  *   - resync: after `resync_after` misses in a row, the cursor jumps to the
  *     entry of this size whose two predecessors have the sizes of the two
- *     requests just before it (the nearest such entry ahead of the cursor).
+ *     requests just before it (the nearest such entry, either way).
  * Each is O(1) for a request that follows the plan; lookahead and ring are
  * bounded; resync looks at no more than RESYNC_CANDIDATES entries.
  *
@@ -28,6 +31,7 @@
 
 #define RESYNC_CANDIDATES 256
 #define DYNAMIC_REACH 4
+#define RING_REACH 4 /* a skipped entry stays claimable this far behind */
 
 int st_seq_build(st_seq *s, const st_entry *src, uint32_t n, int cyclic)
 {
@@ -111,37 +115,59 @@ static uint32_t before(const st_seq *s, uint32_t p, uint32_t k)
 	return s->cyclic && s->n > k ? p + s->n - k : UINT32_MAX;
 }
 
+/* how far the cursor has moved past position p (cyclic) */
+static uint32_t behind(const st_seq *s, uint32_t p)
+{
+	return s->cursor >= p ? s->cursor - p : s->cursor + s->n - p;
+}
+
+static int hit_at(st_seq *s, uint32_t j, uint32_t *pos, uint32_t *skipped)
+{
+	uint32_t p = ahead(s, j);
+	uint32_t first = j > ST_RING ? j - ST_RING : 0;
+	for (uint32_t i = first; i < j; i++)
+		remember_skipped(s, ahead(s, i));
+	*skipped = j;
+	*pos = p;
+	advance_to(s, p);
+	s->misses = 0;
+	return ST_HIT;
+}
+
 int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t lookahead, uint32_t resync_after,
                  uint32_t *pos, uint32_t *skipped)
 {
 	*skipped = 0;
 	if (!s->n || s->cursor >= s->n)
 		return ST_MISS;
-	/* the cursor, then a few entries ahead */
-	for (uint32_t j = 0; j <= lookahead && j < s->n; j++) {
-		uint32_t p = ahead(s, j);
-		if (p == UINT32_MAX)
-			break;
-		if (s->e[p].dynamic || s->e[p].size != size)
-			continue;
-		uint32_t first = j > ST_RING ? j - ST_RING : 0;
-		for (uint32_t i = first; i < j; i++)
-			remember_skipped(s, ahead(s, i));
-		*skipped = j;
-		*pos = p;
-		advance_to(s, p);
-		s->misses = 0;
-		return ST_HIT;
-	}
-	/* an entry skipped a moment ago */
+	/* the cursor */
+	if (!s->e[s->cursor].dynamic && s->e[s->cursor].size == size)
+		return hit_at(s, 0, pos, skipped);
+	/* an entry skipped a moment ago (two requests that swapped places):
+	 * before the lookahead, which would jump over the right place to a
+	 * later entry of the same size (layers repeat their sizes) */
 	for (uint32_t i = 0; i < ST_RING; i++) {
 		uint32_t p = s->ring[i];
-		if (p != UINT32_MAX && s->e[p].size == size) {
+		if (p == UINT32_MAX)
+			continue;
+		if (behind(s, p) > RING_REACH) {
+			s->ring[i] = UINT32_MAX; /* too long ago: it was missing, not late */
+			continue;
+		}
+		if (s->e[p].size == size) {
 			s->ring[i] = UINT32_MAX;
 			*pos = p;
 			s->misses = 0;
 			return ST_HIT_REORDER;
 		}
+	}
+	/* a few entries ahead: the ones in between were not requested */
+	for (uint32_t j = 1; j <= lookahead && j < s->n; j++) {
+		uint32_t p = ahead(s, j);
+		if (p == UINT32_MAX)
+			break;
+		if (!s->e[p].dynamic && s->e[p].size == size)
+			return hit_at(s, j, pos, skipped);
 	}
 	/* a size-varying entry near the cursor */
 	for (uint32_t j = 0; j < DYNAMIC_REACH && j < s->n; j++) {
@@ -156,7 +182,8 @@ int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t look
 			return ST_HIT_DYNAMIC;
 		}
 	}
-	/* lost: find where the last sizes line up again */
+	/* lost: find where the last sizes line up again, nearest the cursor
+	 * either way */
 	if (++s->misses >= resync_after && hist[0] && hist[1]) {
 		uint64_t *head = st_ptrmap_get(&s->first, size);
 		uint32_t best = UINT32_MAX;
@@ -167,9 +194,11 @@ int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t look
 			uint32_t p = c - 1, p1 = before(s, p, 1), p2 = before(s, p, 2);
 			if (p1 == UINT32_MAX || p2 == UINT32_MAX || s->e[p1].size != hist[0] || s->e[p2].size != hist[1])
 				continue;
-			uint64_t dist = p >= s->cursor ? p - s->cursor : (uint64_t)p + s->n - s->cursor;
 			if (!s->cyclic && p < s->cursor)
 				continue;
+			uint64_t fwd = p >= s->cursor ? p - s->cursor : (uint64_t)p + s->n - s->cursor;
+			uint64_t back = s->n - fwd;
+			uint64_t dist = s->cyclic && back < fwd ? back : fwd;
 			if (dist < best_dist) {
 				best_dist = dist;
 				best = p;
@@ -183,4 +212,16 @@ int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t look
 		}
 	}
 	return ST_MISS;
+}
+
+int st_seq_match_index(st_seq *s, uint64_t size, uint32_t *pos)
+{
+	/* STAlloc's published rule: the request's index in the iteration, hit
+	 * or not; kept to measure against */
+	if (!s->n || s->cursor >= s->n)
+		return ST_MISS;
+	uint32_t p = s->cursor;
+	advance_to(s, p);
+	*pos = p;
+	return !s->e[p].dynamic && s->e[p].size == size ? ST_HIT : ST_MISS;
 }

@@ -3,11 +3,11 @@
  * pool (occupancy bitmap, live blocks), the two signature sequences
  * (start-up, iteration) and the fallback.
  *
- * A request of at least min_size is matched first against the start-up
- * sequence (the persistent requests, allocated once) and then against the
- * iteration; a hit hands out the entry's planned range when all of it is
- * free, a dynamic hit the best-fitting free range of its group's reusable
- * intervals.  Everything else is the fallback's.
+ * A request of at least min_size is matched against the iteration's
+ * sequence and the persistent slots (match()); a hit hands out the entry's
+ * planned range when all of it is free, a dynamic hit the best-fitting free
+ * range of its group's reusable intervals.  Everything else is the
+ * fallback's.
  *
  * Invariants: every live pool block is in `live` (offset unit -> requested
  * size) and its units are set in `bits`; pool_live is the sum of their
@@ -30,7 +30,8 @@ struct stalloc {
 	uint64_t pool, unit;       /* bytes; the plan's alignment */
 	st_bits bits;
 	st_ptrmap live;            /* pool offset / unit -> requested size */
-	st_seq startup, iter;
+	st_slab pers;              /* persistent entries: exact-size slots */
+	st_seq iter;               /* the iteration */
 	stp_interval *ivals;       /* dynamic groups' reusable intervals */
 	uint32_t nivals;
 	uint32_t *gfirst, *gcount; /* per group */
@@ -66,39 +67,53 @@ static uint64_t units_of(const stalloc *a, uint64_t size) { return size / a->uni
 
 /* ------------------------------------------------------------ building */
 
-typedef struct ord_ix { uint32_t ordinal, i; } ord_ix;
+/* An entry's place in its sequence: (allocation tick, ordinal) for the
+ * iteration (ticks order requests of any source; ordinals break ties),
+ * the ordinal alone for the start-up sequence. */
+typedef struct ord_ix { uint64_t key; uint32_t i; } ord_ix;
 
-/* sorts (ordinal, index) pairs; plans hold up to millions of entries */
+/* sorts by key: LSD radix, 8 passes of 8 bits (plans hold up to millions
+ * of entries); stable, so equal keys keep the plan's order */
 static void sort_ord(ord_ix *v, uint32_t n, ord_ix *tmp)
 {
-	/* LSD radix on the 32-bit ordinal, 4 passes of 8 bits */
-	for (unsigned shift = 0; shift < 32; shift += 8) {
+	for (unsigned shift = 0; shift < 64; shift += 8) {
 		uint32_t cnt[257] = {0};
 		for (uint32_t i = 0; i < n; i++)
-			cnt[((v[i].ordinal >> shift) & 0xff) + 1]++;
+			cnt[((v[i].key >> shift) & 0xff) + 1]++;
+		if (cnt[1] == n)
+			continue; /* this digit is 0 everywhere */
 		for (int d = 0; d < 256; d++)
 			cnt[d + 1] += cnt[d];
 		for (uint32_t i = 0; i < n; i++)
-			tmp[cnt[(v[i].ordinal >> shift) & 0xff]++] = v[i];
+			tmp[cnt[(v[i].key >> shift) & 0xff]++] = v[i];
 		memcpy(v, tmp, n * sizeof *v);
 	}
 }
 
-static int build_seq(st_seq *s, const stp_reqs *r, const stp_plan *p, int persistent, uint64_t min_size)
+/* The entries of the plan, persistent or not, of at least min_size, in
+ * their sequence's order; *out is mapped (st_unmap with *n entries). */
+static int build_entries(const stp_reqs *r, const stp_plan *p, int persistent, uint64_t min_size, st_entry **out,
+                         uint32_t *nout)
 {
 	uint32_t n = 0;
 	for (size_t i = 0; i < r->n; i++)
 		if (!!(r->req[i].flags & STP_REQ_PERSISTENT) == persistent && r->req[i].size >= min_size)
 			n++;
+	*out = NULL;
+	*nout = n;
+	if (!n)
+		return 0;
 	ord_ix *v = st_map((size_t)n * sizeof *v), *tmp = st_map((size_t)n * sizeof *tmp);
 	st_entry *e = st_map((size_t)n * sizeof *e);
 	int rc = -1;
-	if (n && (!v || !tmp || !e))
+	if (!v || !tmp || !e)
 		goto out;
 	n = 0;
 	for (size_t i = 0; i < r->n; i++)
 		if (!!(r->req[i].flags & STP_REQ_PERSISTENT) == persistent && r->req[i].size >= min_size)
-			v[n++] = (ord_ix){r->req[i].ordinal, (uint32_t)i};
+			v[n++] = (ord_ix){persistent ? r->req[i].ordinal
+			                             : (r->req[i].t_start << 32 | r->req[i].ordinal),
+			                  (uint32_t)i};
 	sort_ord(v, n, tmp);
 	for (uint32_t k = 0; k < n; k++) {
 		const stp_req *q = &r->req[v[k].i];
@@ -107,10 +122,32 @@ static int build_seq(st_seq *s, const stp_reqs *r, const stp_plan *p, int persis
 		e[k].off = e[k].dynamic ? 0 : p->offset[v[k].i];
 		e[k].group = e[k].dynamic && p->group ? p->group[v[k].i] : UINT32_MAX;
 	}
-	rc = st_seq_build(s, e, n, !persistent);
+	*out = e;
+	e = NULL;
+	rc = 0;
 out:
 	st_unmap(v, (size_t)n * sizeof *v);
 	st_unmap(tmp, (size_t)n * sizeof *tmp);
+	st_unmap(e, (size_t)n * sizeof *e);
+	return rc;
+}
+
+static int build_tables(stalloc *a, const stp_reqs *r, const stp_plan *p)
+{
+	st_entry *e;
+	uint32_t n;
+	if (build_entries(r, p, 1, a->o.min_size, &e, &n) < 0)
+		return -1;
+	/* a persistent entry without an offset cannot be a slot */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (!e[i].dynamic)
+			e[k++] = e[i];
+	int rc = st_slab_build(&a->pers, e, k, a->unit);
+	st_unmap(e, (size_t)n * sizeof *e);
+	if (rc < 0 || build_entries(r, p, 0, a->o.min_size, &e, &n) < 0)
+		return -1;
+	rc = st_seq_build(&a->iter, e, n, 1);
 	st_unmap(e, (size_t)n * sizeof *e);
 	return rc;
 }
@@ -155,8 +192,7 @@ stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend
 			goto fail;
 		}
 	}
-	if (st_bits_init(&a->bits, a->pool / a->unit) < 0 || build_seq(&a->startup, r, p, 1, a->o.min_size) < 0 ||
-	    build_seq(&a->iter, r, p, 0, a->o.min_size) < 0)
+	if (st_bits_init(&a->bits, a->pool / a->unit) < 0 || build_tables(a, r, p) < 0)
 		goto oom;
 	a->ngroups = p->ngroups;
 	a->nivals = p->nintervals;
@@ -181,7 +217,7 @@ stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend
 	a->iter_armed = r->iteration < 0 || o->no_wait_for_step;
 	a->st.pool = a->pool;
 	a->st.align = a->unit;
-	a->st.entries = a->startup.n + a->iter.n;
+	a->st.entries = a->pers.n + a->iter.n;
 	for (uint32_t i = 0; i < a->iter.n; i++)
 		a->st.dynamic_entries += a->iter.e[i].dynamic;
 	return a;
@@ -218,7 +254,7 @@ void stalloc_destroy(stalloc *a)
 		a->b.unreserve(a->b.ctx, a->base, a->pool);
 	st_bits_free(&a->bits);
 	st_ptrmap_free(&a->live);
-	st_seq_free(&a->startup);
+	st_slab_free(&a->pers);
 	st_seq_free(&a->iter);
 	st_unmap(a->gfirst, a->ngroups * sizeof *a->gfirst);
 	st_unmap(a->gcount, a->ngroups * sizeof *a->gcount);
@@ -253,8 +289,20 @@ static void *take(stalloc *a, uint64_t off, uint64_t size, uint64_t align)
 	char *p = a->base + off;
 	if (align > 1 && ((uintptr_t)p & (align - 1)))
 		return NULL;
-	if (!st_bits_clear_range(&a->bits, lo, n))
+	if (!st_bits_clear_range(&a->bits, lo, n)) {
+		if (a->o.log) {
+			/* name the live block in the way: the nearest start below */
+			for (uint64_t u = lo + n; u-- > 0 && lo + n - u < (1u << 20);) {
+				const uint64_t *v = st_ptrmap_get(&a->live, u);
+				if (v && u + units_of(a, *v ? *v : 1) > lo) {
+					fprintf(a->o.log, "  in the way: block at offset %" PRIu64 " of %" PRIu64 " bytes\n",
+					        u * a->unit, *v);
+					break;
+				}
+			}
+		}
 		return NULL;
+	}
 	if (st_ptrmap_put(&a->live, lo, size) < 0)
 		return NULL;
 	st_bits_set(&a->bits, lo, n);
@@ -279,33 +327,73 @@ static void *take_dynamic(stalloc *a, uint32_t group, uint64_t size, uint64_t al
 	return best == UINT64_MAX ? NULL : take(a, best * a->unit, size, align);
 }
 
-static void *match(stalloc *a, uint64_t size, uint64_t align)
+static const char *const how[] = {"miss", "hit", "reorder", "resync", "dynamic"};
+
+/* The iteration's matcher (see sequence.c). */
+static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 {
 	uint32_t pos, skipped;
-	st_seq *seqs[2] = {&a->startup, &a->iter};
-	for (int k = 0; k < 1 + a->iter_armed; k++) {
-		st_seq *s = seqs[k];
-		uint64_t wraps = s->wraps;
-		int m = st_seq_match(s, size, a->hist, a->o.lookahead, a->o.resync_after, &pos, &skipped);
-		if (m == ST_MISS)
-			continue;
-		a->st.skipped += skipped;
-		a->st.iterations += s->wraps - wraps;
-		a->st.reordered += m == ST_HIT_REORDER;
-		a->st.resyncs += m == ST_HIT_RESYNC;
-		void *p = m == ST_HIT_DYNAMIC ? take_dynamic(a, s->e[pos].group, size, align)
-		                              : take(a, s->e[pos].off, size, align);
-		if (p) {
-			if (m == ST_HIT_DYNAMIC)
-				a->st.dynamic_hits++;
-			else
-				a->st.hits++;
-		} else {
-			a->st.occupied++;
-		}
-		return p;
+	st_seq *s = &a->iter;
+	uint64_t wraps = s->wraps;
+	int m = a->o.match_by_index ? (skipped = 0, st_seq_match_index(s, size, &pos))
+	                            : st_seq_match(s, size, a->hist, a->o.lookahead, a->o.resync_after, &pos, &skipped);
+	a->st.iterations += s->wraps - wraps;
+	if (m == ST_MISS) {
+		a->st.unmatched++;
+		if (a->o.log)
+			fprintf(a->o.log, "iter %" PRIu64 " -> miss (cursor %u of %u)\n", size, s->cursor, s->n);
+		return NULL;
 	}
+	a->st.skipped += skipped;
+	a->st.reordered += m == ST_HIT_REORDER;
+	a->st.resyncs += m == ST_HIT_RESYNC;
+	void *p = m == ST_HIT_DYNAMIC ? take_dynamic(a, s->e[pos].group, size, align)
+	                              : take(a, s->e[pos].off, size, align);
+	if (p)
+		*(m == ST_HIT_DYNAMIC ? &a->st.dynamic_hits : &a->st.hits) += 1;
+	else
+		*(m == ST_HIT_DYNAMIC ? &a->st.dynamic_nofit : &a->st.occupied) += 1;
+	if (a->o.log)
+		fprintf(a->o.log, "iter %" PRIu64 " -> %s entry %u (cursor %u, skipped %u)%s\n", size, how[m], pos,
+		        s->cursor, skipped, p ? "" : " no room");
+	return p;
+}
+
+/* A free persistent slot of exactly this size. */
+static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
+{
+	uint32_t i = st_slab_take(&a->pers, size);
+	if (i == UINT32_MAX)
+		return NULL;
+	void *p = take(a, a->pers.e[i].off, size, align);
+	if (!p) {
+		st_slab_untake(&a->pers, i);
+		return NULL;
+	}
+	a->st.slot_hits++;
+	if (a->o.log)
+		fprintf(a->o.log, "slot %" PRIu64 " -> persistent entry %u\n", size, i);
+	return p;
+}
+
+/* A free persistent slot of the size first, then the iteration's matcher.
+ * Free slots exist in start-up and while lazily made state (an optimizer's)
+ * is being created: these objects then live for good, and had they taken
+ * an iteration entry's range, that entry would find it in use in every
+ * later iteration.  Once the persistent objects are live, no slot of their
+ * sizes is free and everything goes to the iteration's matcher; a slot
+ * lent to a temporary meanwhile is idle otherwise, so it takes nothing
+ * from anyone. */
+static void *match(stalloc *a, uint64_t size, uint64_t align)
+{
+	void *p = match_slot(a, size, align);
+	if (p)
+		return p;
+	if (a->iter_armed)
+		return match_iter(a, size, align);
 	a->st.unmatched++;
+	if (a->o.log)
+		fprintf(a->o.log, "start-up %" PRIu64 " -> no slot\n", size);
 	return NULL;
 }
 
@@ -355,6 +443,7 @@ int stalloc_free(stalloc *a, void *p)
 		if (off % a->unit == 0 && st_ptrmap_del(&a->live, off / a->unit, &size)) {
 			uint64_t n = units_of(a, size ? size : 1);
 			st_bits_reset(&a->bits, off / a->unit, n);
+			st_slab_release(&a->pers, off / a->unit);
 			a->st.pool_live -= n * a->unit;
 			ours = 1;
 		}
@@ -424,8 +513,9 @@ void stalloc_stats_get(stalloc *a, stalloc_stats *s)
 	lock(a);
 	*s = a->st;
 	unlock(a);
-	uint64_t matched = s->hits + s->dynamic_hits + s->occupied + s->unmatched;
-	s->hit_rate = matched ? (double)(s->hits + s->dynamic_hits) / (double)matched : 0;
+	uint64_t served = s->hits + s->slot_hits + s->dynamic_hits;
+	uint64_t matched = served + s->dynamic_nofit + s->occupied + s->unmatched;
+	s->hit_rate = matched ? (double)served / (double)matched : 0;
 	s->efficiency = s->peak_reserved ? (double)s->peak_allocated / (double)s->peak_reserved : 0;
 }
 
@@ -447,15 +537,16 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	char b1[32], b2[32], b3[32], b4[32];
 	fprintf(f, "stalloc: pool %s (alignment %" PRIu64 "), plan entries %" PRIu64 " (%" PRIu64 " dynamic)\n",
 	        human(s->pool, b1, sizeof b1), s->align, s->entries, s->dynamic_entries);
-	fprintf(f, "stalloc: requests %" PRIu64 ": planned hits %" PRIu64 ", dynamic hits %" PRIu64
-	           " (hit rate %.1f%% of matched requests); below the plan's min size %" PRIu64 "\n",
-	        s->requests, s->hits, s->dynamic_hits, 100.0 * s->hit_rate, s->small);
+	fprintf(f, "stalloc: requests %" PRIu64 ": planned hits %" PRIu64 ", persistent slots %" PRIu64
+	           ", dynamic hits %" PRIu64 " (%.1f%% of the requests of the plan's sizes); below its min size %" PRIu64
+	           "\n",
+	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, 100.0 * s->hit_rate, s->small);
 	fprintf(f, "stalloc: drift: %" PRIu64 " plan entries skipped, %" PRIu64 " reordered hits, %" PRIu64
 	           " resyncs, %" PRIu64 " iterations\n",
 	        s->skipped, s->reordered, s->resyncs, s->iterations);
 	fprintf(f, "stalloc: fallback: %" PRIu64 " requests (%" PRIu64 " planned range still in use, %" PRIu64
-	           " not in the plan), peak %s live, %s reserved\n",
-	        s->fallbacks, s->occupied, s->unmatched, human(s->fb_peak, b1, sizeof b1),
+	           " not in the plan, %" PRIu64 " dynamic without room), peak %s live, %s reserved\n",
+	        s->fallbacks, s->occupied, s->unmatched, s->dynamic_nofit, human(s->fb_peak, b1, sizeof b1),
 	        human(s->fb_reserved_peak, b2, sizeof b2));
 	fprintf(f, "stalloc: peak allocated %s, peak reserved %s (pool %s in use at most), efficiency %.1f%%\n",
 	        human(s->peak_allocated, b3, sizeof b3), human(s->peak_reserved, b4, sizeof b4),

@@ -63,6 +63,9 @@ typedef struct stalloc_opts {
 	uint32_t resync_after;   /* misses in a row before a resync is tried (default 2) */
 	uint64_t cache_limit;    /* fallback: bytes kept cached at most (default unlimited) */
 	int no_fallback_cache;   /* fallback: every free goes back to the backend */
+	int match_by_index;      /* STAlloc's published rule instead: the request's index
+	                          * in the iteration, no lookahead, no resync (to compare) */
+	FILE *log;               /* each match decision, one line (STALLOC_LOG); NULL: none */
 	int no_wait_for_step;    /* match the iteration from the start even when the plan
 	                          * was cut from iteration markers (default: from the
 	                          * first stalloc_step on) */
@@ -75,15 +78,18 @@ typedef struct stalloc_stats {
 	uint64_t align;
 	uint64_t entries, dynamic_entries; /* the plan's signature sequence */
 	uint64_t requests;             /* stalloc_alloc calls */
-	uint64_t hits;                 /* served at their planned offset */
+	uint64_t hits;                 /* served at their planned offset (the iteration) */
+	uint64_t slot_hits;            /* served by a persistent entry's slot of their size */
 	uint64_t dynamic_hits;         /* served from their group's reusable space */
+	uint64_t dynamic_nofit;        /* dynamic, but no free range of the group fits: fallback */
 	uint64_t skipped;              /* plan entries the program did not request in turn */
 	uint64_t reordered;            /* hits on an entry skipped a moment before */
 	uint64_t resyncs;              /* cursor jumps after a run of misses */
 	uint64_t occupied;             /* planned range still in use: sent to the fallback */
 	uint64_t unmatched;            /* no plan entry: sent to the fallback */
 	uint64_t small;                /* below min_size: sent to the fallback */
-	uint64_t fallbacks;            /* served by the fallback (occupied + unmatched + small + ...) */
+	uint64_t fallbacks;            /* served by the fallback (occupied + unmatched + small +
+	                                * dynamic_nofit) */
 	uint64_t iterations;           /* stalloc_step() calls and wraps */
 	uint64_t frees, foreign_frees; /* stalloc_free calls; pointers that were not ours */
 	uint64_t pool_live, pool_peak; /* bytes live in the pool (planned sizes) */
@@ -92,7 +98,8 @@ typedef struct stalloc_stats {
 	uint64_t peak_reserved;        /* max over time of pool + fallback reserved */
 	uint64_t peak_allocated;       /* max over time of pool_live + fb_live */
 	double efficiency;             /* peak_allocated / peak_reserved */
-	double hit_rate;               /* (hits + dynamic_hits) / matched requests */
+	double hit_rate;               /* served by the plan (hits, slots, dynamic) / requests of
+	                                * at least min_size */
 } stalloc_stats;
 
 typedef struct stalloc stalloc;
