@@ -99,6 +99,7 @@ typedef struct st_slab {
 	uint32_t *next;   /* free list links: index + 1 */
 	st_ptrmap free;   /* size -> first free slot + 1 (0: none free now) */
 	st_ptrmap taken;  /* pool unit of a handed-out slot -> slot */
+	uint32_t nfree;   /* slots free now */
 } st_slab;
 int st_slab_build(st_slab *s, const st_entry *e, uint32_t n, uint64_t unit);
 void st_slab_free(st_slab *s);

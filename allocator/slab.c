@@ -36,6 +36,7 @@ int st_slab_build(st_slab *s, const st_entry *e, uint32_t n, uint64_t unit)
 		if (st_ptrmap_put(&s->free, s->e[i].size, (uint64_t)i + 1) < 0)
 			return -1;
 	}
+	s->nfree = n;
 	return 0;
 }
 
@@ -50,6 +51,8 @@ void st_slab_free(st_slab *s)
 
 uint32_t st_slab_take(st_slab *s, uint64_t size)
 {
+	if (!s->nfree)
+		return UINT32_MAX; /* the steady state: every persistent object is live */
 	uint64_t *head = st_ptrmap_get(&s->free, size);
 	if (!head || !*head)
 		return UINT32_MAX;
@@ -57,6 +60,7 @@ uint32_t st_slab_take(st_slab *s, uint64_t size)
 	if (st_ptrmap_put(&s->taken, s->e[i].off / s->unit, i) < 0)
 		return UINT32_MAX;
 	*head = s->next[i];
+	s->nfree--;
 	return i;
 }
 
@@ -67,6 +71,7 @@ void st_slab_untake(st_slab *s, uint32_t i)
 	uint64_t *head = st_ptrmap_get(&s->free, s->e[i].size);
 	s->next[i] = head ? (uint32_t)*head : 0;
 	*head = (uint64_t)i + 1; /* the size has a list: the slot came from it */
+	s->nfree++;
 }
 
 void st_slab_release(st_slab *s, uint64_t unit_off)
@@ -76,5 +81,6 @@ void st_slab_release(st_slab *s, uint64_t unit_off)
 		uint64_t *head = st_ptrmap_get(&s->free, s->e[i].size);
 		s->next[i] = head ? (uint32_t)*head : 0;
 		*head = i + 1;
+		s->nfree++;
 	}
 }

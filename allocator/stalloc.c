@@ -29,7 +29,7 @@ struct stalloc {
 	char *base;
 	uint64_t pool, unit;       /* bytes; the plan's alignment */
 	st_bits bits;
-	st_ptrmap live;            /* pool offset / unit -> requested size */
+	st_ptrmap live;            /* pool offset / unit -> requested size << 1 | is a slot */
 	st_slab pers;              /* persistent entries: exact-size slots */
 	st_seq iter;               /* the iteration */
 	stp_interval *ivals;       /* dynamic groups' reusable intervals */
@@ -282,8 +282,9 @@ static void note_peaks(stalloc *a)
 		s->peak_allocated = s->pool_live + s->fb_live;
 }
 
-/* Takes [off, off + size) of the pool when it is free and aligned. */
-static void *take(stalloc *a, uint64_t off, uint64_t size, uint64_t align)
+/* Takes [off, off + size) of the pool when it is free and aligned; slot:
+ * a persistent entry's slot (slab.c gets it back at the free). */
+static void *take(stalloc *a, uint64_t off, uint64_t size, uint64_t align, int slot)
 {
 	uint64_t lo = off / a->unit, n = units_of(a, size ? size : 1);
 	char *p = a->base + off;
@@ -294,16 +295,16 @@ static void *take(stalloc *a, uint64_t off, uint64_t size, uint64_t align)
 			/* name the live block in the way: the nearest start below */
 			for (uint64_t u = lo + n; u-- > 0 && lo + n - u < (1u << 20);) {
 				const uint64_t *v = st_ptrmap_get(&a->live, u);
-				if (v && u + units_of(a, *v ? *v : 1) > lo) {
+				if (v && u + units_of(a, *v >> 1 ? *v >> 1 : 1) > lo) {
 					fprintf(a->o.log, "  in the way: block at offset %" PRIu64 " of %" PRIu64 " bytes\n",
-					        u * a->unit, *v);
+					        u * a->unit, *v >> 1);
 					break;
 				}
 			}
 		}
 		return NULL;
 	}
-	if (st_ptrmap_put(&a->live, lo, size) < 0)
+	if (st_ptrmap_put(&a->live, lo, size << 1 | (uint64_t)!!slot) < 0)
 		return NULL;
 	st_bits_set(&a->bits, lo, n);
 	a->st.pool_live += n * a->unit;
@@ -324,7 +325,7 @@ static void *take_dynamic(stalloc *a, uint32_t group, uint64_t size, uint64_t al
 			best_len = len;
 		}
 	}
-	return best == UINT64_MAX ? NULL : take(a, best * a->unit, size, align);
+	return best == UINT64_MAX ? NULL : take(a, best * a->unit, size, align, 0);
 }
 
 static const char *const how[] = {"miss", "hit", "reorder", "resync", "dynamic"};
@@ -348,7 +349,7 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 	a->st.reordered += m == ST_HIT_REORDER;
 	a->st.resyncs += m == ST_HIT_RESYNC;
 	void *p = m == ST_HIT_DYNAMIC ? take_dynamic(a, s->e[pos].group, size, align)
-	                              : take(a, s->e[pos].off, size, align);
+	                              : take(a, s->e[pos].off, size, align, 0);
 	if (p)
 		*(m == ST_HIT_DYNAMIC ? &a->st.dynamic_hits : &a->st.hits) += 1;
 	else
@@ -365,7 +366,7 @@ static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 	uint32_t i = st_slab_take(&a->pers, size);
 	if (i == UINT32_MAX)
 		return NULL;
-	void *p = take(a, a->pers.e[i].off, size, align);
+	void *p = take(a, a->pers.e[i].off, size, align, 1);
 	if (!p) {
 		st_slab_untake(&a->pers, i);
 		return NULL;
@@ -441,9 +442,12 @@ int stalloc_free(stalloc *a, void *p)
 	if (in_pool(a, p)) {
 		uint64_t off = (uint64_t)((char *)p - a->base);
 		if (off % a->unit == 0 && st_ptrmap_del(&a->live, off / a->unit, &size)) {
+			int slot = size & 1;
+			size >>= 1;
 			uint64_t n = units_of(a, size ? size : 1);
 			st_bits_reset(&a->bits, off / a->unit, n);
-			st_slab_release(&a->pers, off / a->unit);
+			if (slot)
+				st_slab_release(&a->pers, off / a->unit);
 			a->st.pool_live -= n * a->unit;
 			ours = 1;
 		}
@@ -468,7 +472,7 @@ uint64_t stalloc_size(stalloc *a, const void *p)
 	if (in_pool(a, p)) {
 		uint64_t off = (uint64_t)((const char *)p - a->base);
 		const uint64_t *v = off % a->unit ? NULL : st_ptrmap_get(&a->live, off / a->unit);
-		size = v ? *v : 0;
+		size = v ? *v >> 1 : 0;
 	} else {
 		size = st_fallback_size(&a->fb, p);
 	}

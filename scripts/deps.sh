@@ -10,7 +10,7 @@ case "$what" in
   build) ;;
   demo) pkgs="$pkgs python3" ;;
   check) pkgs="$pkgs python3 python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time" ;;
-  bench) pkgs="$pkgs python3 python3-torch heaptrack time" ;;
+  bench) pkgs="$pkgs python3 python3-torch heaptrack time libjemalloc2 libmimalloc2.0" ;;
   *) echo "usage: $0 [build|check|demo|bench]" >&2; exit 2 ;;
 esac
 missing=""

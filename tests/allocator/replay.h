@@ -25,7 +25,7 @@ typedef struct rp_ev {
 	uint8_t is_free;
 } rp_ev;
 
-static int rp_cmp(const void *a, const void *b)
+static inline int rp_cmp(const void *a, const void *b)
 {
 	const rp_ev *x = a, *y = b;
 	if (x->tick != y->tick)
@@ -38,7 +38,7 @@ static int rp_cmp(const void *a, const void *b)
 }
 
 /* The iteration's events of r, sorted; persistent requests are not in it. */
-static rp_ev *rp_events(const stp_reqs *r, size_t *n)
+static inline rp_ev *rp_events(const stp_reqs *r, size_t *n)
 {
 	rp_ev *v = malloc(2 * (r->n + 1) * sizeof *v);
 	size_t k = 0;
@@ -55,7 +55,7 @@ static rp_ev *rp_events(const stp_reqs *r, size_t *n)
 }
 
 /* Persistent requests in their recorded order. */
-static uint32_t *rp_persistent(const stp_reqs *r, size_t *n)
+static inline uint32_t *rp_persistent(const stp_reqs *r, size_t *n)
 {
 	uint32_t *v = malloc((r->n + 1) * sizeof *v);
 	size_t k = 0;
@@ -73,7 +73,7 @@ static uint32_t *rp_persistent(const stp_reqs *r, size_t *n)
 	return v;
 }
 
-static uint64_t rp_rng(uint64_t *s)
+static inline uint64_t rp_rng(uint64_t *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 7;
