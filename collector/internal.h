@@ -186,6 +186,8 @@ STC_HIDDEN void stc_defs_flush_try(void);
 STC_HIDDEN void stc_defs_lock(void);
 STC_HIDDEN void stc_defs_unlock(void);
 STC_HIDDEN void stc_defs_atfork_child(void);
+/* The exiting thread gives its call-path cache back for the next thread. */
+STC_HIDDEN void stc_defs_thread_exit(void);
 
 /* ---------------------------------------------------------------- unwind / modules */
 STC_HIDDEN void stc_unwind_init(void);

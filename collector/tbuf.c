@@ -212,6 +212,7 @@ static void on_thread_exit(void *arg)
 	if (stc_gettid() == (uint32_t)g_pid)
 		atomic_store(&g_main_exited, 1); /* pthread_exit in main */
 	stc_unwind_thread_exit();
+	stc_defs_thread_exit();
 	atomic_store(&b->owned, 0);
 	t_buf = NULL;
 	t_busy = was_busy;

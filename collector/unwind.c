@@ -76,6 +76,32 @@ static int mod_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+static void rescan_modules(void);
+
+/* The loader's count of objects loaded and unloaded so far. */
+static int read_gen(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+		*(unsigned long long *)data = info->dlpi_adds * 1000003ull + info->dlpi_subs;
+	return 1;
+}
+
+static _Atomic unsigned long long mods_gen = ~0ull;
+
+/* A miss (an address in no module: a thread's outermost frame, JIT code) does
+ * not rescan unless the loader's set changed: each rescan makes a new table
+ * that is never freed (readers may be in the old one), so rescanning on every
+ * miss cost 64 KiB per thread created. */
+static void rescan_if_changed(void)
+{
+	unsigned long long gen = ~0ull;
+	dl_iterate_phdr(read_gen, &gen);
+	if (gen != ~0ull && gen == atomic_load(&mods_gen))
+		return;
+	atomic_store(&mods_gen, gen);
+	rescan_modules();
+}
+
 static void rescan_modules(void)
 {
 	size_t cap = 4096;
@@ -113,7 +139,7 @@ static const stc_module *find_module(uint64_t ip)
 				return &ms->m[lo];
 		}
 		if (pass == 0)
-			rescan_modules();
+			rescan_if_changed();
 	}
 	return NULL;
 }
@@ -306,6 +332,14 @@ __attribute__((noinline)) static uint32_t fast_walk(uint64_t *ips, uint32_t max)
 	uint32_t n = 0;
 	if (!max)
 		return 0;
+	if (STC_UNLIKELY(!hi)) {
+		/* a thread's first allocation: register it (which learns its stack)
+		 * before walking, or libunwind would walk it and keep a per-thread
+		 * cache (~64 KiB) that it never frees when the thread exits */
+		stc_tbuf_self();
+		lo = t_stack_lo;
+		hi = t_stack_hi;
+	}
 	if (!hi || rsp < lo || rsp >= hi)
 		return libunwind_walk(ips, max); /* not on the stack we know */
 	ucache *C = t_cache;

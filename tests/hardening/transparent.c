@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile void *sink;
+static void *volatile sink;
 
 static void churn(int n)
 {
