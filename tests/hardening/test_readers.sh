@@ -44,5 +44,8 @@ for cmd in "plan --verify" "plan --show" "report" "info" "dump" "lint-perfetto" 
   ok_or_error "$cmd /dev/zero" "$STPROF" $cmd /dev/zero
   cat "$T/out" "$T/err" | grep -q "/dev/zero" || bad "$cmd /dev/zero: the error does not name the file: $(cat "$T/err")"
 done
+# endless input is refused for what it is, at once, not when memory runs out
+ok_or_error "plan --verify /dev/zero" "$STPROF" plan --verify /dev/zero
+grep -q "offset 0" "$T/err" || bad "plan --verify /dev/zero: not refused at offset 0: $(cat "$T/err")"
 [ -z "$failed" ] || fail "some readers failed"
 echo ok
