@@ -103,7 +103,8 @@ void stc_flusher_arm(void)
 
 void stc_flusher_lazy(uint64_t now)
 {
-	if (now >= atomic_load_explicit(&lazy_due, memory_order_relaxed))
+	/* not from a vfork child (it shares our memory) */
+	if (now >= atomic_load_explicit(&lazy_due, memory_order_relaxed) && getpid() == g_pid)
 		stc_flusher_start();
 }
 
