@@ -448,6 +448,8 @@ static uint32_t find_expandable_block(pt_model *m, pt_pool *p, uint16_t stream, 
 	}
 	uint64_t page = p->small ? K_SMALL_BUFFER : m->b.cfg.large_segment_size;
 	uint64_t va = (m->va_size + page - 1) / page * page;
+	if (va < size) /* a request beyond the device (an OOM served anyway) */
+		va = size <= UINT64_MAX - page ? (size + page - 1) / page * page : size;
 	uint32_t s = sim_seg_new(&m->b);
 	sim_seg *sg = &m->b.S[s];
 	sg->addr = sim_va_alloc(&m->b, va, 1ull << 30);
@@ -518,6 +520,8 @@ static uint32_t try_allocate_expandable_block(pt_model *m, pt_pool *p, uint16_t 
 	while (B[c].size < size) {
 		uint64_t remaining = size - B[c].size;
 		uint32_t nc = B[c].next;
+		if (!nc) /* larger than the segment's whole address space */
+			return 0;
 		uint64_t want = remaining < B[nc].size ? remaining : B[nc].size;
 		if (!map_block(m, nc, want, force))
 			return 0;

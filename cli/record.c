@@ -170,6 +170,19 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		snprintf(trace, trace_len, "%s", want);
 	}
 	struct stat sb;
+	/* the collector creates the file with O_EXCL: a dangling link there
+	 * would send the trace to FILE.<pid>, a missing directory nowhere */
+	if (lstat(trace, &sb) == 0 && S_ISLNK(sb.st_mode) && stat(trace, &sb) != 0) {
+		stprof_err("%s: is a symbolic link to a missing file; not following it", trace);
+		return -1;
+	}
+	char dirbuf[PATH_MAX];
+	snprintf(dirbuf, sizeof dirbuf, "%s", trace);
+	const char *dir = dirname(dirbuf);
+	if (access(dir, W_OK | X_OK) != 0) {
+		stprof_err("cannot create the trace %s: %s: %s", trace, dir, strerror(errno));
+		return -1;
+	}
 	if (stat(trace, &sb) == 0 && !S_ISREG(sb.st_mode)) {
 		stprof_err("%s: exists and is not a regular file", trace);
 		return -1;
@@ -281,12 +294,16 @@ int record_summary(const char *trace, const char *program, int quiet)
 	if (quiet)
 		return s.n;
 	char b[64];
-	if (access(trace, F_OK) != 0) {
-		stprof_err("no trace was written for %s (a static or setuid program cannot be "
-		           "recorded; see docs/record.md)", program);
+	if (access(trace, F_OK) != 0 && s.n == 0) {
+		stprof_err("no trace was written for %s: it did not load libstprof.so (a static or "
+		           "setuid program cannot be recorded; see docs/record.md)", program);
 		return s.n;
 	}
-	stprof_err("trace written to %s (%s)", trace, stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
+	if (access(trace, F_OK) != 0) /* the program's first image did not write FILE itself */
+		stprof_err("%s was not created; trace written to %s (%s)", trace, s.first_child,
+		           stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
+	else
+		stprof_err("trace written to %s (%s)", trace, stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
 	if (s.n > 1)
 		stprof_err("%d more trace%s for child processes or exec'd images, e.g. %s", s.n - 1,
 		           s.n > 2 ? "s" : "", s.first_child);

@@ -360,10 +360,37 @@ static STC_TLS tcache_ent *t_cache_tab;
 static STC_TLS int t_cache_epoch;
 static atomic_int cache_epoch; /* bumped in a fork child: ids restart */
 
+/* Caches of exited threads, for the next threads (the first word of a free
+ * cache links the list): a program that creates threads without end keeps
+ * as many caches as it had threads alive at once, not one per thread. */
+static pthread_mutex_t tcache_mu = PTHREAD_MUTEX_INITIALIZER;
+static tcache_ent *tcache_free;
+
+void stc_defs_thread_exit(void)
+{
+	if (!t_cache_tab)
+		return;
+	pthread_mutex_lock(&tcache_mu);
+	memcpy(t_cache_tab, &tcache_free, sizeof tcache_free);
+	tcache_free = t_cache_tab;
+	pthread_mutex_unlock(&tcache_mu);
+	t_cache_tab = NULL;
+}
+
+static tcache_ent *tcache_new(void)
+{
+	pthread_mutex_lock(&tcache_mu);
+	tcache_ent *t = tcache_free;
+	if (t)
+		memcpy(&tcache_free, t, sizeof tcache_free);
+	pthread_mutex_unlock(&tcache_mu);
+	return t ? t : stc_mem_alloc(TCACHE * sizeof(tcache_ent));
+}
+
 static inline tcache_ent *tcache_slot(uint64_t h1)
 {
 	if (STC_UNLIKELY(!t_cache_tab || t_cache_epoch != atomic_load_explicit(&cache_epoch, memory_order_relaxed))) {
-		if (!t_cache_tab && !(t_cache_tab = stc_mem_alloc(TCACHE * sizeof(tcache_ent))))
+		if (!t_cache_tab && !(t_cache_tab = tcache_new()))
 			return NULL;
 		memset(t_cache_tab, 0, TCACHE * sizeof(tcache_ent));
 		t_cache_epoch = atomic_load(&cache_epoch);
@@ -431,6 +458,7 @@ void stc_defs_atfork_child(void)
 {
 	pthread_mutex_init(&defs_mu, NULL);
 	pthread_mutex_init(&stk_mu, NULL);
+	pthread_mutex_init(&tcache_mu, NULL);
 	nstack = 0;
 	atomic_fetch_add(&cache_epoch, 1);
 	dlen = 0;

@@ -81,6 +81,11 @@ typedef struct stc_real {
 	int (*execveat)(int, const char *, char *const[], char *const[], int);
 	int (*fexecve)(int, char *const[], char *const[]);
 	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*pipe2)(int[2], int);
+	int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	int (*unshare)(int);
+	int (*setns)(int, int);
+	int (*dlclose)(void *);
 } stc_real;
 STC_HIDDEN extern stc_real g_real;
 /* Resolves g_real with dlsym(RTLD_NEXT); allocations made meanwhile come
@@ -118,6 +123,7 @@ typedef struct stc_tbuf {       /* one thread's recording state */
 	struct stc_tbuf *next;  /* registry, append-only */
 	atomic_int plock;       /* call paths waiting for definitions: */
 	struct stc_pblock *phead, *ptail; /* a chain of blocks, appended at the tail */
+	void *ucache;           /* the unwinder's step cache, kept with the slot */
 } stc_tbuf;
 
 /* A block of pending call paths: records u32 id, u32 n, u64 ips[n]. */
@@ -180,13 +186,22 @@ STC_HIDDEN void stc_defs_flush_try(void);
 STC_HIDDEN void stc_defs_lock(void);
 STC_HIDDEN void stc_defs_unlock(void);
 STC_HIDDEN void stc_defs_atfork_child(void);
+/* The exiting thread gives its call-path cache back for the next thread. */
+STC_HIDDEN void stc_defs_thread_exit(void);
 
 /* ---------------------------------------------------------------- unwind / modules */
 STC_HIDDEN void stc_unwind_init(void);
 /* Fills up to max return addresses of the calling thread, innermost first,
  * starting at the caller of the interposed function. */
 STC_HIDDEN uint32_t stc_unwind(uint64_t *ips, uint32_t max);
-STC_HIDDEN void stc_unwind_thread_init(void);
+/* Gives the calling thread the slot's step cache (made on first use);
+ * _exit: the thread gave its slot back, it stops using the cache. */
+STC_HIDDEN void stc_unwind_thread_init(stc_tbuf *slot);
+STC_HIDDEN void stc_unwind_thread_exit(void);
+/* Set while this thread is inside libunwind (fds.c moves the pipe it opens). */
+STC_HIDDEN extern STC_TLS int t_in_libunwind;
+/* The lowest descriptor the collector keeps for itself (above the program's). */
+#define STC_FD_BASE 512
 STC_HIDDEN void stc_unwind_invalidate(void);
 /* With STPROF_UNWIND=check: call paths compared with libunwind's, mismatches. */
 STC_HIDDEN void stc_unwind_check_counts(uint64_t *checked, uint64_t *mismatched);
@@ -198,8 +213,19 @@ STC_HIDDEN void stc_modules_atfork_child(void);
 
 /* ---------------------------------------------------------------- lifecycle */
 STC_HIDDEN void stc_init(void);
+/* The flusher thread starts lazily (flusher.c): when the program creates a
+ * thread, or at its first event one flush period after start.  Until then a
+ * single-threaded program stays single-threaded. */
 STC_HIDDEN void stc_flusher_start(void);
+STC_HIDDEN void stc_flusher_arm(void);            /* start of a process image */
+STC_HIDDEN void stc_flusher_lazy(uint64_t now);   /* from stc_emit, while not running */
+STC_HIDDEN int stc_flusher_stop(void);            /* joins it; 1 if it was running */
 STC_HIDDEN void stc_flusher_atfork_child(void);
+STC_HIDDEN extern atomic_int g_flusher_on;
+/* The main thread called pthread_exit: the flusher ends the process when it
+ * is the last thread left, as glibc does for the last program thread. */
+STC_HIDDEN extern atomic_int g_main_exited;
+STC_HIDDEN void stc_tbuf_wake(void);
 /* First event in a process: opens the output (lazily in fork children). */
 STC_HIDDEN int stc_ensure_output(void);
 STC_HIDDEN void stc_signals_install(void);

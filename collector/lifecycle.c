@@ -104,7 +104,6 @@ int stc_ensure_output(void)
 		stc_tbuf_announce();
 	}
 	pthread_mutex_unlock(&open_mu);
-	stc_flusher_start();
 	return stc_out_ready();
 }
 
@@ -183,7 +182,7 @@ void stc_init(void)
 		announce_process();
 		stc_tbuf_self(); /* records the main thread */
 		stc_signals_install();
-		stc_flusher_start();
+		stc_flusher_arm(); /* started lazily: see flusher.c */
 	} else {
 		atomic_store(&g_state, STC_FINISHED); /* cannot write: stay out of the way */
 	}

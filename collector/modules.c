@@ -5,7 +5,8 @@
  * A scan walks dl_iterate_phdr; it is cheap when nothing changed (the
  * loader's adds/subs counters are compared first).  The scanner's lock is only
  * try-locked: a thread inside dlopen holds the loader lock and may be the one
- * calling us from malloc, so we must never wait on anything here.
+ * calling us from malloc, so we must never wait on anything here (dlclose,
+ * below, is the one caller that may).
  */
 #include <elf.h>
 #include <link.h>
@@ -113,10 +114,9 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-void stc_modules_scan(void)
+/* Scans with scan_mu held, and releases it. */
+static void scan_locked(void)
 {
-	if (pthread_mutex_trylock(&scan_mu))
-		return;
 	if (!seen)
 		seen = stc_mem_alloc(SEEN_MAX * sizeof *seen);
 	if (seen) {
@@ -124,6 +124,29 @@ void stc_modules_scan(void)
 		dl_iterate_phdr(visit, &sc);
 	}
 	pthread_mutex_unlock(&scan_mu);
+}
+
+void stc_modules_scan(void)
+{
+	if (pthread_mutex_trylock(&scan_mu))
+		return;
+	scan_locked();
+}
+
+/* A library may be loaded and unloaded between two flusher rounds: record
+ * it before it goes.  The caller of dlclose holds no loader lock, so waiting
+ * for a scan under way is safe here (it may have begun before the load). */
+STC_EXPORT int dlclose(void *handle)
+{
+	if (!stc_real_resolved())
+		stc_real_resolve();
+	if (atomic_load(&g_state) == STC_ON && getpid() == g_pid && stc_out_ready() && !t_busy) {
+		t_busy = 1;
+		pthread_mutex_lock(&scan_mu);
+		scan_locked();
+		t_busy = 0;
+	}
+	return g_real.dlclose(handle);
 }
 
 void stc_modules_atfork_child(void)

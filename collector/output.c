@@ -10,6 +10,14 @@
  * The program may close or dup2 over our descriptor (daemons close every
  * fd): before each write we check that the fd still refers to our file, and
  * reopen it by path when it does not.
+ *
+ * Our descriptor sits at STC_FD_BASE or above, out of the program's range.
+ * When RLIMIT_NOFILE is too low for that (out_low), holding any descriptor
+ * would take one the program counts on: the file is then opened by path for
+ * each write and closed when the output lock is released.
+ *
+ * The file is created 0600: it holds the command line, which may carry
+ * secrets (as perf and heaptrack do with their data files).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,10 +36,26 @@ static char out_path[4096 + 32];
 static atomic_int out_ready;
 static int out_failed;
 static long long out_offset;
+static int out_low; /* opened for each write: see above */
+
+static int out_have(void) { return out_fd >= 0 || out_low; }
+
+/* In out_low mode, give the descriptor back between writes. */
+static void out_release(void)
+{
+	if (out_low && out_fd >= 0) {
+		close(out_fd);
+		out_fd = -1;
+	}
+}
 
 void stc_out_lock(void) { pthread_mutex_lock(&out_mu); }
 int stc_out_trylock(void) { return pthread_mutex_trylock(&out_mu) == 0; }
-void stc_out_unlock(void) { pthread_mutex_unlock(&out_mu); }
+void stc_out_unlock(void)
+{
+	out_release();
+	pthread_mutex_unlock(&out_mu);
+}
 int stc_out_ready(void) { return atomic_load_explicit(&out_ready, memory_order_acquire); }
 
 static int write_all(const void *p, size_t n)
@@ -55,7 +79,7 @@ static int write_all(const void *p, size_t n)
 static int check_fd(void)
 {
 	struct stat sb;
-	if (fstat(out_fd, &sb) == 0 && sb.st_dev == out_dev && sb.st_ino == out_ino)
+	if (out_fd >= 0 && fstat(out_fd, &sb) == 0 && sb.st_dev == out_dev && sb.st_ino == out_ino)
 		return 0;
 	int fd = open(out_path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -65,7 +89,7 @@ static int check_fd(void)
 		return -1;
 	}
 	/* keep the number the program gave away out of its low range */
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	int hi = out_low ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, STC_FD_BASE);
 	if (hi >= 0) {
 		close(fd);
 		fd = hi;
@@ -76,10 +100,10 @@ static int check_fd(void)
 
 static int try_open(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
-	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 512);
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, STC_FD_BASE);
 	if (hi >= 0) {
 		close(fd);
 		fd = hi;
@@ -112,17 +136,19 @@ int stc_out_open(void)
 	out_ino = sb.st_ino;
 	out_offset = 0;
 	out_failed = 0;
+	out_low = fd < STC_FD_BASE;
 	uint8_t h[STP_FILE_HEADER_SIZE];
 	stp_file_header(h);
 	if (write_all(h, sizeof h))
 		out_failed = 1;
+	out_release();
 	atomic_store_explicit(&out_ready, 1, memory_order_release);
 	return 0;
 }
 
 void stc_out_chunk_locked(unsigned type, uint32_t tid, uint8_t *buf, size_t len)
 {
-	if (out_failed || out_fd < 0)
+	if (out_failed || !out_have())
 		return;
 	if (check_fd()) {
 		out_failed = 1;
@@ -145,13 +171,13 @@ void stc_out_watermark_locked(uint64_t next_seq)
 {
 	uint8_t c[64];
 	size_t n = stp_chunk_watermark(c, next_seq);
-	if (!out_failed && out_fd >= 0 && !check_fd() && write_all(c, n))
+	if (!out_failed && out_have() && !check_fd() && write_all(c, n))
 		out_failed = 1;
 }
 
 long long stc_out_end_locked(uint32_t reason, int32_t value)
 {
-	if (out_failed || out_fd < 0 || check_fd())
+	if (out_failed || !out_have() || check_fd())
 		return -1;
 	uint8_t c[64];
 	long long at = out_offset;
@@ -165,7 +191,7 @@ long long stc_out_end_locked(uint32_t reason, int32_t value)
 
 void stc_out_undo_end(long long offset)
 {
-	if (offset < 0 || out_fd < 0)
+	if (offset < 0 || !out_have() || check_fd())
 		return;
 	if (ftruncate(out_fd, offset) == 0 && lseek(out_fd, offset, SEEK_SET) == offset)
 		out_offset = offset;
@@ -179,6 +205,7 @@ void stc_out_atfork_child(void)
 	if (out_fd >= 0)
 		close(out_fd); /* the parent's file: it keeps writing it */
 	out_fd = -1;
+	out_low = 0;
 	out_failed = 0;
 	atomic_store(&out_ready, 0);
 }

@@ -70,5 +70,10 @@ void stc_real_resolve(void)
 	RESOLVE(execveat, "execveat");
 	RESOLVE(fexecve, "fexecve");
 	RESOLVE(execvpe, "execvpe");
+	RESOLVE(pipe2, "pipe2");
+	RESOLVE(pthread_create, "pthread_create");
+	RESOLVE(unshare, "unshare");
+	RESOLVE(setns, "setns");
+	RESOLVE(dlclose, "dlclose");
 	atomic_store_explicit(&resolved, 2, memory_order_release);
 }

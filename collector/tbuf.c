@@ -119,6 +119,8 @@ static void wake_flusher(void)
 	syscall(SYS_futex, &flusher_wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+void stc_tbuf_wake(void) { wake_flusher(); }
+
 static void pool_enqueue(stc_buf *x)
 {
 	pthread_mutex_lock(&pool_mu);
@@ -207,6 +209,10 @@ static void on_thread_exit(void *arg)
 	} else if (x) {
 		pool_put(x);
 	}
+	if (stc_gettid() == (uint32_t)g_pid)
+		atomic_store(&g_main_exited, 1); /* pthread_exit in main */
+	stc_unwind_thread_exit();
+	stc_defs_thread_exit();
 	atomic_store(&b->owned, 0);
 	t_buf = NULL;
 	t_busy = was_busy;
@@ -250,7 +256,7 @@ stc_tbuf *stc_tbuf_self(void)
 	stc_spin_unlock(&b->lock);
 	t_buf = b;
 	pthread_setspecific(exit_key, b);
-	stc_unwind_thread_init();
+	stc_unwind_thread_init(b);
 	emit_thread(b->tid);
 	return b;
 }
@@ -293,6 +299,8 @@ void stc_emit(stp_event *ev)
 	}
 	x->len += n; /* an event larger than a whole buffer is dropped (n == 0) */
 	stc_spin_unlock(&b->lock);
+	if (STC_UNLIKELY(!atomic_load_explicit(&g_flusher_on, memory_order_relaxed)))
+		stc_flusher_lazy(ev->time_ns);
 }
 
 /* ---------------------------------------------------------------- flushing */

@@ -30,6 +30,7 @@
 
 static uintptr_t self_lo, self_hi;
 static STC_TLS uintptr_t t_stack_lo, t_stack_hi;
+STC_TLS int t_in_libunwind;
 
 /* One step of a walk: the frame's state, the caller's state it led to, and
  * the saved-RBP address it read (0: none).  Replaying a cached step needs
@@ -75,6 +76,32 @@ static int mod_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+static void rescan_modules(void);
+
+/* The loader's count of objects loaded and unloaded so far. */
+static int read_gen(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+		*(unsigned long long *)data = info->dlpi_adds * 1000003ull + info->dlpi_subs;
+	return 1;
+}
+
+static _Atomic unsigned long long mods_gen = ~0ull;
+
+/* A miss (an address in no module: a thread's outermost frame, JIT code) does
+ * not rescan unless the loader's set changed: each rescan makes a new table
+ * that is never freed (readers may be in the old one), so rescanning on every
+ * miss cost 64 KiB per thread created. */
+static void rescan_if_changed(void)
+{
+	unsigned long long gen = ~0ull;
+	dl_iterate_phdr(read_gen, &gen);
+	if (gen != ~0ull && gen == atomic_load(&mods_gen))
+		return;
+	atomic_store(&mods_gen, gen);
+	rescan_modules();
+}
+
 static void rescan_modules(void)
 {
 	size_t cap = 4096;
@@ -112,7 +139,7 @@ static const stc_module *find_module(uint64_t ip)
 				return &ms->m[lo];
 		}
 		if (pass == 0)
-			rescan_modules();
+			rescan_if_changed();
 	}
 	return NULL;
 }
@@ -192,17 +219,23 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 
 void stc_unwind_init(void)
 {
+	t_in_libunwind = 1; /* its first call opens a pipe (fds.c moves it) */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	t_in_libunwind = 0;
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)&stc_unwind_init);
 	atomic_store(&g_rules, rtable_new(1u << 16));
 	rescan_modules();
 }
 
-void stc_unwind_thread_init(void)
+/* The step cache lives with the thread's registry slot, which an exited
+ * thread gives back: so a program that creates threads without end keeps as
+ * many caches as it ever had threads alive at once, not one per thread. */
+void stc_unwind_thread_init(stc_tbuf *slot)
 {
-	if (!t_cache)
-		t_cache = stc_mem_alloc(sizeof *t_cache);
-	else
+	if (!slot->ucache)
+		slot->ucache = stc_mem_alloc(sizeof(ucache));
+	t_cache = slot->ucache;
+	if (t_cache)
 		t_cache->len = 0;
 	pthread_attr_t attr;
 	void *addr;
@@ -217,10 +250,12 @@ void stc_unwind_thread_init(void)
 	}
 }
 
+void stc_unwind_thread_exit(void) { t_cache = NULL; }
+
 static inline int is_self(uint64_t ip) { return ip >= self_lo && ip < self_hi; }
 
 /* libunwind from a frame's registers to the end. */
-static uint32_t slow_walk(uint64_t rip, uint64_t rsp, uint64_t rbp, uint64_t *ips, uint32_t n, uint32_t max)
+static uint32_t slow_walk_in(uint64_t rip, uint64_t rsp, uint64_t rbp, uint64_t *ips, uint32_t n, uint32_t max)
 {
 	unw_context_t uc;
 	unw_cursor_t c;
@@ -242,16 +277,26 @@ static uint32_t slow_walk(uint64_t rip, uint64_t rsp, uint64_t rbp, uint64_t *ip
 	return n;
 }
 
+static uint32_t slow_walk(uint64_t rip, uint64_t rsp, uint64_t rbp, uint64_t *ips, uint32_t n, uint32_t max)
+{
+	t_in_libunwind = 1;
+	n = slow_walk_in(rip, rsp, rbp, ips, n, max);
+	t_in_libunwind = 0;
+	return n;
+}
+
 /* libunwind's own walk from here (STPROF_UNWIND=libunwind, and the fallback
  * when we are not on the thread's known stack). */
 static uint32_t libunwind_walk(uint64_t *ips, uint32_t max)
 {
+	t_in_libunwind = 1;
 	void *buf[STC_DEPTH_MAX + 16];
 	uint32_t n = 0;
 	int got = unw_backtrace(buf, (int)(max + 8 < STC_DEPTH_MAX + 16 ? max + 8 : STC_DEPTH_MAX + 16));
 	for (int i = 0; i < got && n < max; i++)
 		if (!is_self((uint64_t)(uintptr_t)buf[i]))
 			ips[n++] = (uint64_t)(uintptr_t)buf[i];
+	t_in_libunwind = 0;
 	return n;
 }
 
@@ -287,6 +332,14 @@ __attribute__((noinline)) static uint32_t fast_walk(uint64_t *ips, uint32_t max)
 	uint32_t n = 0;
 	if (!max)
 		return 0;
+	if (STC_UNLIKELY(!hi)) {
+		/* a thread's first allocation: register it (which learns its stack)
+		 * before walking, or libunwind would walk it and keep a per-thread
+		 * cache (~64 KiB) that it never frees when the thread exits */
+		stc_tbuf_self();
+		lo = t_stack_lo;
+		hi = t_stack_hi;
+	}
 	if (!hi || rsp < lo || rsp >= hi)
 		return libunwind_walk(ips, max); /* not on the stack we know */
 	ucache *C = t_cache;

@@ -463,6 +463,10 @@ int stp_lint_perfetto(FILE *f, const stp_lint_opts *opts, stp_lint_result *res)
 		}
 		unsigned wt = (unsigned)(tag & 7);
 		uint64_t field = tag >> 3;
+		if (field == 0) { /* never valid (and /dev/zero would be read forever) */
+			V(&l, STP_LINT_MALFORMED, "field number 0");
+			break;
+		}
 		if (wt == 2) {
 			if (read_varint(f, &len, &pos) != 1) {
 				V(&l, STP_LINT_MALFORMED, "a truncated length");

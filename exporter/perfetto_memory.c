@@ -184,14 +184,21 @@ int pf_draw_end(pf_proc *p, pf_obj *o, uint64_t t, int freed)
 	return rc;
 }
 
+/* v + sign * x for a counter kept in [0, INT64_MAX]: saturates at both ends
+ * (sizes near 2^64 are legal in a trace). */
+static int64_t counter_add(int64_t v, int sign, uint64_t x)
+{
+	if (v < 0)
+		v = 0;
+	if (sign > 0)
+		return x > (uint64_t)(INT64_MAX - v) ? INT64_MAX : v + (int64_t)x;
+	return x >= (uint64_t)v ? 0 : v - (int64_t)x;
+}
+
 static void space_add(pf_space *s, const pf_obj *o, int sign)
 {
-	s->requested += sign * (int64_t)o->requested;
-	s->allocated += sign * (int64_t)o->size;
-	if (s->requested < 0)
-		s->requested = 0;
-	if (s->allocated < 0)
-		s->allocated = 0;
+	s->requested = counter_add(s->requested, sign, o->requested);
+	s->allocated = counter_add(s->allocated, sign, o->size);
 }
 
 /* Frees object oi at t (the FREE's stream, or its own when fr is NULL). */

@@ -198,6 +198,15 @@ int stp_reqs_read_csv(const char *path, stp_reqs *r, uint64_t **offsets, char *e
 	char *buf = malloc(cap);
 	while (buf) {
 		size_t got = fread(buf + len, 1, cap - len, f);
+		/* text has no NUL: stop at the first one (/dev/zero, a binary
+		 * file), so memory stays within what was read of real text */
+		const char *nul = got ? memchr(buf + len, 0, got) : NULL;
+		if (nul) {
+			snprintf(err, errlen, "%s: offset %zu: NUL byte: not a CSV file", path, (size_t)(nul - buf));
+			free(buf);
+			fclose(f);
+			return -1;
+		}
 		len += got;
 		if (len < cap)
 			break;

@@ -107,8 +107,10 @@ int pl_work_build(const stp_reqs *r, uint64_t align, pl_work *w)
 		return -1;
 	}
 	uint64_t T = r->period, c = w->cut;
-	/* rotated times, 64-bit first; compressed to ranks when T won't fit 32 bits */
-	int compress = T >= UINT32_MAX;
+	/* rotated times, 64-bit first; compressed to ranks when T won't fit 32 bits,
+	 * or is so much longer than the request list that arrays of T entries
+	 * (dynamic.c) would cost memory out of proportion to the input */
+	int compress = T >= UINT32_MAX || T / 16 > (uint64_t)n + 65536;
 	uint64_t *s64 = NULL, *e64 = NULL;
 	if (compress) {
 		s64 = malloc(n * sizeof *s64);
