@@ -460,6 +460,8 @@ int stalloc_free(stalloc *a, void *p)
 		a->st.frees++;
 	else
 		a->st.foreign_frees++;
+	if (a->o.log && !ours)
+		fprintf(a->o.log, "free %p -> not ours (pool %p + %" PRIu64 ")\n", p, (void *)a->base, a->pool);
 	note_peaks(a);
 	unlock(a);
 	return ours;
