@@ -310,6 +310,16 @@ static int make_case(setcase *c, const char *name, int kind, uint64_t seed)
 	c->name = name;
 	stp_reqs_init(&c->r);
 	memset(&c->p, 0, sizeof c->p);
+	if (kind < 0) {
+		/* a plan file made by `stprof plan` from a recorded program */
+		if (stp_plan_read(name, &c->r, &c->p, err, sizeof err) < 0) {
+			fprintf(stderr, "%s\n", err);
+			return -1;
+		}
+		c->ev = rp_events(&c->r, &c->nev);
+		c->pers = rp_persistent(&c->r, &c->npers);
+		return 0;
+	}
 	if (kind == 0 || kind == 1 || kind == 2 || kind == 3) {
 		stp_gen_opts g;
 		stp_gen_opts_init(&g);
@@ -350,6 +360,8 @@ static void free_case(setcase *c)
 	free(c->pers);
 }
 
+static int no_wait; /* the replay makes no stalloc_step: match from the start */
+
 static stalloc *open_alloc(setcase *c, uint32_t lookahead, uint32_t resync_after)
 {
 	char err[256];
@@ -358,6 +370,7 @@ static stalloc *open_alloc(setcase *c, uint32_t lookahead, uint32_t resync_after
 	o.lookahead = lookahead;
 	o.resync_after = resync_after;
 	o.match_by_index = lookahead == 0;
+	o.no_wait_for_step = no_wait;
 	stalloc *a = stalloc_new(&c->r, &c->p, &backend, &o, err, sizeof err);
 	if (!a)
 		fprintf(stderr, "%s: %s\n", c->name, err);
@@ -394,14 +407,19 @@ static stalloc_stats replay_case(setcase *c, perturb pt, int iters, int threads,
 	return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *san = getenv("STPROF_SANITIZE");
 	int scale = san && !strcmp(san, "1") ? 5 : 1;
+	/* arguments: plan files of recorded programs, replayed instead of the
+	 * generated schedules (test_stalloc_traces.sh) */
 	static const char *names[] = {"1f1b", "gpipe-recompute", "interleaved-jitter", "moe-jitter", "guillotine"};
-	for (int k = 0; k < 5; k++) {
+	int ncases = argc > 1 ? argc - 1 : 5;
+	if (argc > 1)
+		scale *= 2;
+	for (int k = 0; k < ncases; k++) {
 		setcase c;
-		if (make_case(&c, names[k], k, 11 + (uint64_t)k) < 0) {
+		if (make_case(&c, argc > 1 ? argv[k + 1] : names[k], argc > 1 ? -1 : k, 11 + (uint64_t)k) < 0) {
 			CHECK(0);
 			continue;
 		}
@@ -441,7 +459,9 @@ int main(void)
 
 		/* clean, no markers: the sequence wraps by itself */
 		perturb nomark = {0, 0, 0, 0, 0, 0};
+		no_wait = 1; /* a plan cut from markers would wait for the first one */
 		s = replay_case(&c, nomark, iters / 4 + 2, 1, 32, 2, 2);
+		no_wait = 0;
 		if (!dyn) {
 			CHECK_EQ_U(s.unmatched, 0);
 			CHECK_EQ_U(s.occupied, 0);
@@ -484,7 +504,7 @@ int main(void)
 	CHECK_EQ_I(overlaps, 0);
 	CHECK_EQ_I(bad_stamps, 0);
 	CHECK_EQ_I(nulls, 0);
-	CHECK(ops_total >= 10000000 / scale);
+	CHECK(ops_total >= 10000000 / scale * ncases / 5);
 	free(shn);
 	return check_done();
 }
