@@ -101,9 +101,21 @@ static void *tiny_alloc(st_fallback *f)
 	uint64_t p = cache_pop(f, TINY_KEY);
 	if (p)
 		return (void *)(uintptr_t)p;
+	if (f->tiny_chunks == f->cap_chunks) {
+		uint64_t nc = f->cap_chunks ? f->cap_chunks * 2 : 64;
+		uint64_t *n = st_map(nc * sizeof *n);
+		if (!n)
+			return NULL;
+		if (f->chunks)
+			memcpy(n, f->chunks, f->tiny_chunks * sizeof *n);
+		st_unmap(f->chunks, f->cap_chunks * sizeof *n);
+		f->chunks = n;
+		f->cap_chunks = nc;
+	}
 	char *chunk = f->b->raw_alloc(f->b->ctx, TINY_CHUNK);
 	if (!chunk)
 		return NULL;
+	f->chunks[f->tiny_chunks] = (uint64_t)(uintptr_t)chunk;
 	f->reserved += TINY_CHUNK;
 	f->tiny_chunks++;
 	/* slots pushed high to low so the first ones handed out are low */
@@ -187,8 +199,11 @@ uint64_t st_fallback_size(const st_fallback *f, const void *p)
 
 void st_fallback_destroy(st_fallback *f)
 {
-	/* cached blocks back to the backend; tiny chunks and live blocks are the
-	 * program's to lose at exit (their addresses are not kept apart) */
+	/* cached blocks and tiny chunks back to the backend; live blocks are
+	 * the caller's (a destroyed allocator's blocks must not be used) */
+	for (uint64_t i = 0; i < f->tiny_chunks; i++)
+		f->b->raw_free(f->b->ctx, (void *)(uintptr_t)f->chunks[i], TINY_CHUNK);
+	st_unmap(f->chunks, f->cap_chunks * sizeof *f->chunks);
 	if (f->cache.cap) {
 		for (size_t i = 0; i < f->cache.cap; i++) {
 			if (f->cache.k[i] == UINT64_MAX || f->cache.k[i] == TINY_KEY)

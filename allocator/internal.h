@@ -119,6 +119,8 @@ typedef struct st_fallback {
 	int no_cache;
 	uint64_t reserved;       /* raw bytes held: live, cached and tiny chunks */
 	uint64_t tiny_chunks;
+	uint64_t *chunks;        /* the tiny slots' chunks, given back at destroy */
+	uint64_t cap_chunks;
 } st_fallback;
 void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_limit, int no_cache);
 void st_fallback_destroy(st_fallback *f);
