@@ -15,6 +15,7 @@
 #include "stprof/allocsim.h"
 #include "stprof/detector.h"
 #include "stprof/perfetto.h"
+#include "guard.h"
 #include "util.h"
 #include "analysis.h"
 
@@ -189,15 +190,15 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			break;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("export");
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return stprof_usage_error("export", "no TRACE given");
 	const char *const *traces = (const char *const *)argv + optind;
 	size_t ntraces = (size_t)(argc - optind);
+	if (stprof_refuse_same("export", out, traces, ntraces))
+		return 2;
 	char *def = NULL;
 	if (!out) {
 		size_t n = strlen(traces[0]);
@@ -209,6 +210,10 @@ int cmd_export(int argc, char **argv)
 			def[n - 4] = 0;
 		strcat(def, ".pftrace");
 		out = def;
+		if (stprof_refuse_same("export", out, traces, ntraces)) {
+			free(def);
+			return 2;
+		}
 	}
 	int rc = export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet);
 	free(def);

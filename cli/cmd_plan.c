@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "stprof/detector.h"
 #include "stprof/plan.h"
+#include "guard.h"
 #include "util.h"
 
 #define GREEDY_AUTO_MAX 200000
@@ -295,13 +296,14 @@ int cmd_plan(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		case 'v': po.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("plan");
 		}
 	}
 	int modes = !!csv + !!show + !!verify;
 	if (modes > 1 || (modes && optind != argc) || (!modes && optind != argc - 1)) {
-		usage(stderr);
-		return 2;
+		return stprof_usage_error("plan", "wants one TRACE, or one of --csv, --show, --verify without "
+		                                  "a TRACE (got %d options of those and %d arguments)",
+		                          modes, argc - optind);
 	}
 	if (show)
 		return show_file(show, (size_t)max_entries);
@@ -312,6 +314,8 @@ int cmd_plan(int argc, char **argv)
 	stp_reqs r;
 	uint64_t *given = NULL;
 	const char *in = csv ? csv : argv[optind];
+	if (stprof_refuse_same("plan", out, &in, 1))
+		return 2;
 	if (csv) {
 		if (stp_reqs_read_csv(csv, &r, &given, err, sizeof err) < 0) {
 			stprof_err("%s", err);
@@ -386,6 +390,11 @@ int cmd_plan(int argc, char **argv)
 	char *defout = NULL;
 	if (!out && !csv)
 		out = defout = default_output(in, ".plan");
+	if (defout && stprof_refuse_same("plan", out, &in, 1)) {
+		rc = 1;
+		free(defout);
+		goto done;
+	}
 	if (out) {
 		int wr = csv ? stp_reqs_write_csv(out, &r, p.offset, err, sizeof err)
 		             : stp_plan_write(out, &r, &p, err, sizeof err);

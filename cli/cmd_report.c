@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "stprof/detector.h"
 #include "stprof/report.h"
+#include "guard.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -93,6 +94,12 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* A bad option value: the option, what it wants, what it got. */
+static int bad(const char *opt, const char *want)
+{
+	return stprof_usage_error("report", "%s wants %s, not '%s'", opt, want, optarg);
+}
+
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
@@ -125,34 +132,34 @@ int cmd_report(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'n':
 			if (stprof_parse_uint(optarg, 1000000, &v) < 0)
-				goto bad;
+				return bad("-n/--top", "a number from 0 to 1000000");
 			ro.top = (unsigned)v;
 			break;
 		case O_FRAMES:
 			if (stprof_parse_uint(optarg, 16, &v) < 0)
-				goto bad;
+				return bad("--frames", "a number from 0 to 16");
 			ro.frames = (unsigned)v;
 			break;
 		case O_MIN:
 			if (stprof_parse_size(optarg, &o.min_size) < 0)
-				goto bad;
+				return bad("--min-size", "a size (e.g. 0, 4k, 1M)");
 			break;
 		case O_ITER:
 			if (!strcmp(optarg, "auto")) o.iter_mode = STP_DET_ITER_AUTO;
 			else if (!strcmp(optarg, "markers")) o.iter_mode = STP_DET_ITER_MARKERS;
 			else if (!strcmp(optarg, "detect")) o.iter_mode = STP_DET_ITER_DETECT;
 			else if (!strcmp(optarg, "none")) o.iter_mode = STP_DET_ITER_NONE;
-			else goto bad;
+			else return bad("--iterations", "auto, markers, detect or none");
 			break;
 		case O_WIN:
 			if (stprof_parse_uint(optarg, UINT32_MAX, &v) < 0 || v < 8)
-				goto bad;
+				return bad("--detect-window", "a number from 8 to 4294967295");
 			o.detect_max_allocs = (uint32_t)v;
 			break;
 		case O_PARTIAL: partial = 1; break;
 		case O_DEPTH:
 			if (stprof_parse_uint(optarg, 256, &v) < 0 || v < 1)
-				goto bad;
+				return bad("--site-depth", "a number from 1 to 256");
 			o.site_depth = (uint32_t)v;
 			break;
 		case O_EARLY:
@@ -161,18 +168,20 @@ int cmd_report(int argc, char **argv)
 		case O_LFS:
 		case O_LFP:
 			if (stprof_parse_uint(optarg, UINT32_MAX, &v) < 0)
-				goto bad;
+				return bad(c == O_EARLY ? "--early-apis" : c == O_LATE ? "--late-apis" : c == O_IDLE ? "--idle-apis"
+				           : c == O_LFS ? "--late-free-segments" : "--late-free-peers",
+				           "a number from 0 to 4294967295");
 			*(c == O_EARLY ? &o.early_min_apis : c == O_LATE ? &o.late_min_apis : c == O_IDLE ? &o.idle_min_apis
 			  : c == O_LFS ? &o.late_free_min_segments : &o.late_free_min_peers) = (uint32_t)v;
 			break;
 		case O_RED:
 			if (parse_double(optarg, 0, 1000, &x) < 0)
-				goto bad;
+				return bad("--redundant-pct", "a percentage from 0 to 1000");
 			o.redundant_pct = x;
 			break;
 		case O_LFQ:
 			if (parse_double(optarg, 0, 1, &x) < 0)
-				goto bad;
+				return bad("--late-free-quantile", "a fraction from 0 to 1");
 			o.late_free_quantile = x;
 			break;
 		case O_MODELS:
@@ -185,7 +194,7 @@ int cmd_report(int argc, char **argv)
 		case O_NOMODELS: o.sim_models = 0; break;
 		case O_CAP:
 			if (stprof_parse_size(optarg, &o.sim_capacity) < 0)
-				goto bad;
+				return bad("--capacity", "a size (e.g. 80G)");
 			break;
 		case O_CONF: {
 			allocsim_config cfg;
@@ -201,18 +210,16 @@ int cmd_report(int argc, char **argv)
 		case O_NOREC: o.sim_no_recommend = 1; break;
 		case O_SIMMIN:
 			if (stprof_parse_size(optarg, &o.sim_host_min_size) < 0)
-				goto bad;
+				return bad("--sim-min-size", "a size (e.g. 512, 4k)");
 			break;
 		case O_PROG: want_progress = 1; break;
 		case O_NOPROG: want_progress = 0; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("report");
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return stprof_usage_error("report", "wants one TRACE (got %d arguments)", argc - optind);
 	int (*writer)(stp_det *, const stp_report_options *, FILE *) = NULL;
 	if (!strcmp(format, "text"))
 		writer = stp_report_text;
@@ -224,6 +231,8 @@ int cmd_report(int argc, char **argv)
 		stprof_err("report: unknown format '%s' (text, json or html)", format);
 		return 2;
 	}
+	if (stprof_refuse_same("report", out, (const char *const *)argv + optind, 1))
+		return 2;
 	int printed = 0;
 	if (want_progress) {
 		o.progress = progress;
@@ -263,7 +272,4 @@ int cmd_report(int argc, char **argv)
 	int status = rc < 0 || r->error ? 1 : 0;
 	stp_det_free(d);
 	return status;
-bad:
-	stprof_err("report: bad value '%s' for an option (see stprof report --help)", optarg);
-	return 2;
 }

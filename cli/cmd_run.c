@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "stprof/report.h"
 #include "record.h"
+#include "guard.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -75,14 +76,12 @@ int cmd_run(int argc, char **argv)
 		int rc = record_apply_option(&o, c, optarg);
 		if (rc) {
 			if (rc > 0)
-				usage(stderr);
+				return stprof_usage_hint("run");
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return stprof_usage_error("run", "no program to run");
 	char trace[PATH_MAX];
 	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)
