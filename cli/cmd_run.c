@@ -14,6 +14,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "stprof/report.h"
+#include "outname.h"
 #include "record.h"
 #include "guard.h"
 #include "util.h"
@@ -43,6 +44,17 @@ static void det_progress(void *ctx, int pass, uint64_t done, uint64_t total)
 	*(int *)ctx = 1;
 }
 
+/* May the one-shot mode write PATH?  Not over a file stprof did not write
+ * (with -o the names follow the trace's); an earlier run's is kept as .old. */
+static int sidecar_ok(const char *path, outname_kind kind, const char *what)
+{
+	if (outname_foreign(path, kind)) {
+		stprof_err("%s exists and was not written by stprof; no %s written (leaving it alone)", path, what);
+		return 0;
+	}
+	return outname_keep_old(path, kind) == 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static struct option longopts[16];
@@ -54,7 +66,7 @@ int cmd_run(int argc, char **argv)
 	longopts[n++] = (struct option){"no-plan", no_argument, 0, 'P'};
 	longopts[n] = (struct option){0, 0, 0, 0};
 
-	record_opts o = {.depth = -1, .flush_ms = -1};
+	record_opts o = {.depth = -1, .flush_ms = -1, .sidecars = 1};
 	int report = 1, timeline = 1, plan = 1, c;
 	while ((c = getopt_long(argc, argv, record_optstring, longopts, NULL)) != -1) {
 		if (c == 'h') {
@@ -113,13 +125,12 @@ int cmd_run(int argc, char **argv)
 		else
 			stp_report_text(det, NULL, stderr);
 	}
-	if (traces > 0 && plan && access(trace, R_OK) == 0) {
+	char out[PATH_MAX + 16];
+	size_t tl = strlen(trace);
+	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
+	if (traces > 0 && plan && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
 		/* the allocation plan of the last iteration, beside the trace; its
 		 * summary on stderr */
-		char out[PATH_MAX + 8];
-		size_t tl = strlen(trace);
-		snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl),
-		         trace);
 		char *pargv[6];
 		int pc = 0;
 		pargv[pc++] = "plan";
@@ -140,12 +151,8 @@ int cmd_run(int argc, char **argv)
 		dup2(saved, 1);
 		close(saved);
 	}
-	if (traces > 0 && timeline && access(trace, R_OK) == 0) {
-		char out[PATH_MAX + 16];
-		size_t len = strlen(trace);
-		if (len > 4 && !strcmp(trace + len - 4, ".stp"))
-			len -= 4;
-		snprintf(out, sizeof out, "%.*s.pftrace", (int)len, trace);
+	snprintf(out, sizeof out, "%.*s.pftrace", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
+	if (traces > 0 && timeline && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
 		stp_export_opts eo = {0};
 		const char *one[1] = {trace};
 		stp_det_options dopt;
