@@ -168,6 +168,8 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	}
 	fputs("]},\n\"classes\":", f);
 	classes_json(f, r->class_objects, r->class_bytes, r->peak_class_bytes);
+	fprintf(f, ",\n\"leaks_set_aside\":{\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", r->leaks_set_aside,
+	        r->leaks_set_aside_bytes);
 	fputs(",\n\"logical_unit\":", f);
 	rf_json_str(f, r->logical_unit);
 	fputs(",\n\"lifetime_buckets\":{\"time\":[\"<1us\",\"<10us\",\"<100us\",\"<1ms\",\"<10ms\",\"<100ms\",\"<1s\","

@@ -125,8 +125,8 @@ static void section_classes(const stp_det_result *r, FILE *f)
 	uint64_t tot = 0, totp = 0;
 	for (unsigned c = 0; c < STP_CLASS_COUNT; c++)
 		tot += r->class_bytes[c], totp += r->peak_class_bytes[c];
-	if (!tot)
-		return;
+	if (!tot || tot == r->class_bytes[STP_CLASS_UNCLASSIFIED])
+		return; /* no iterations: no classes */
 	fprintf(f, "Classes           objects   bytes allocated    live at peak\n");
 	for (unsigned c = 0; c < STP_CLASS_COUNT; c++) {
 		if (!r->class_objects[c])
@@ -177,6 +177,11 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 {
 	char b[4][64], sug[1024];
 	fprintf(f, "Findings, worst first (bytes x time wasted)\n");
+	if (r->nfindings)
+		fprintf(f, "  (waste: bytes held needlessly times for how long, e.g. 2 MiB*s = 2 MiB for a\n"
+		           "  second; distance: how far the object sits from where it should be, in %s,\n"
+		           "  or for late frees in segments, the stretches between phase boundaries)\n",
+		        r->logical_unit);
 	if (!r->nfindings)
 		fprintf(f, "  none\n");
 	for (uint32_t i = 0; i < r->nfindings && i < o->top; i++) {
@@ -196,6 +201,15 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 	}
 	if (r->nfindings > o->top)
 		fprintf(f, "  (%u more findings; --top N shows more)\n", r->nfindings - o->top);
+	if (r->leaks_set_aside)
+		fprintf(f, "  set aside: %s never-freed object%s (%s) not judged leaks: %s\n",
+		        rf_count(r->leaks_set_aside, b[0], 64), r->leaks_set_aside == 1 ? "" : "s",
+		        rf_bytes(r->leaks_set_aside_bytes, b[1], 64),
+		        r->timeline.niterations
+		            ? "their sites do not keep leaking from iteration\n    to iteration (caches filled once, "
+		              "libc's and the interpreter's lifetime buffers, teardown)"
+		            : "host memory live at exit, without iterations to\n    tell a leak from libc's and the "
+		              "interpreter's lifetime buffers");
 	int any = 0;
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		if (!r->pattern_available[p] && p != STP_PAT_LATE_FREE) {

@@ -234,6 +234,8 @@ typedef struct stp_det_result {
 	int32_t peak_phase;       /* phase holding it, -1 */
 	uint64_t class_objects[STP_CLASS_COUNT], class_bytes[STP_CLASS_COUNT];
 	uint64_t peak_class_bytes[STP_CLASS_COUNT]; /* bytes live at peak, by class */
+	uint64_t leaks_set_aside; /* never freed, not judged leaks (analyze.c): */
+	uint64_t leaks_set_aside_bytes; /* caches filled once, runtime buffers */
 
 	stp_det_timeline timeline;
 
