@@ -374,7 +374,7 @@ int cmd_plan(int argc, char **argv)
 		rc = 1;
 		goto done;
 	}
-	uint64_t gpool = 0;
+	uint64_t gpool = 0, stalloc_pool = 0;
 	double gsec = 0;
 	if (po.algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
 		stp_plan_opts go = po;
@@ -384,7 +384,19 @@ int cmd_plan(int argc, char **argv)
 		if (stp_plan_build(&r, &go, &g, err, sizeof err) == 0) {
 			gpool = g.pool;
 			gsec = g.stats.seconds;
-			stp_plan_free(&g);
+			/* the plan written is the best layout found: greedy's when
+			 * smaller (and valid), with STAlloc's figures kept for the
+			 * summary */
+			if (g.pool < p.pool && stp_plan_verify(&r, &g, err, sizeof err) == 0) {
+				g.stats.pool_stalloc = p.stats.pool_stalloc ? p.stats.pool_stalloc : p.pool;
+				g.stats.improved_requests = p.stats.improved_requests;
+				g.stats.seconds += p.stats.seconds;
+				stalloc_pool = p.pool;
+				stp_plan_free(&p);
+				p = g;
+			} else {
+				stp_plan_free(&g);
+			}
 		}
 	}
 	char *defout = NULL;
@@ -410,6 +422,12 @@ int cmd_plan(int argc, char **argv)
 		else
 			fprintf(f, "input:          %s\n", in);
 		stp_plan_summary(f, &r, &p, gpool, gsec);
+		if (stalloc_pool) {
+			char b[64];
+			fprintf(f, "written layout: greedy by size's, smaller than STAlloc's %s (the plan written is\n"
+			           "                always the smallest layout found)\n",
+			        stprof_fmt_bytes(stalloc_pool, b, sizeof b));
+		}
 		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po.algo != STP_ALGO_GREEDY)
 			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
 		fprintf(f, "verified:       no two requests overlap in time and address\n");
