@@ -34,7 +34,10 @@ static void usage(FILE *f)
 	        "  -f, --format FMT        text (default), json (docs/report-json.md) or html (one\n"
 	        "                          self-contained page with SVG plots)\n"
 	        "  -o, --output FILE       write to FILE instead of standard output\n"
-	        "  -n, --top N             call sites and findings to list (10)\n"
+	        "  -n, --top N             call sites and findings to list (10), in every format;\n"
+	        "                          JSON adds the sites its findings and models name\n"
+	        "      --all               list every call site and finding (a JSON report of a\n"
+	        "                          large run can then reach gigabytes)\n"
 	        "      --frames N          frames shown per call path (4)\n"
 	        "      --progress          progress on standard error (default when it is a terminal)\n"
 	        "      --no-progress       no progress\n\n"
@@ -103,7 +106,7 @@ static int bad(const char *opt, const char *want)
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
-	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN };
+	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -116,7 +119,7 @@ int cmd_report(int argc, char **argv)
 		{"no-progress", no_argument, 0, O_NOPROG}, {"site-depth", required_argument, 0, O_DEPTH},
 		{"models", required_argument, 0, O_MODELS}, {"no-models", no_argument, 0, O_NOMODELS},
 		{"capacity", required_argument, 0, O_CAP}, {"alloc-conf", required_argument, 0, O_CONF},
-		{"no-recommend", no_argument, 0, O_NOREC}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"no-recommend", no_argument, 0, O_NOREC}, {"all", no_argument, 0, O_ALL}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
@@ -135,6 +138,7 @@ int cmd_report(int argc, char **argv)
 				return bad("-n/--top", "a number from 0 to 1000000");
 			ro.top = (unsigned)v;
 			break;
+		case O_ALL: ro.top = UINT32_MAX; break;
 		case O_FRAMES:
 			if (stprof_parse_uint(optarg, 16, &v) < 0)
 				return bad("--frames", "a number from 0 to 16");

@@ -9,8 +9,10 @@
 
 #include "stprof/detector.h"
 
-/* ",\n\"models\":{...}" (or null) of the JSON report. */
-void report_json_models(stp_det *d, FILE *f);
+/* ",\n\"models\":{...}" (or null) of the JSON report.  Every site index
+ * it writes is marked in mark[] (nsites bytes) when mark is not NULL, so
+ * that the report's bounded "sites" carries it. */
+void report_json_models(stp_det *d, FILE *f, uint8_t *mark);
 /* The HTML "Allocator models" section: the table, the memory-over-time
  * plot of allocated vs reserved per model, the worst moment, the
  * recommendations. */

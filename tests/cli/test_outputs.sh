@@ -38,6 +38,20 @@ echo "keep me" >mine.pftrace
 "$S" -q --no-report --no-plan --no-export "$PY" -m json.tool /dev/null >/dev/null 2>&1 || true
 [ -s tool.stp ] || fail "python3 -m json.tool: no tool.stp: $(ls)"
 
+# the JSON report is bounded by --top like the text; --all lists everything
+"$S" report --format json job.stp >b.json
+"$S" report --format json --all job.stp >all.json
+"$PY" - b.json all.json <<'PY'
+import json, sys
+b, a = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert b['sites_total'] > 30 and b['sites_listed'] == len(b['sites']), (b['sites_total'], b['sites_listed'])
+assert len(b['sites']) < 30 and len(b['findings']) <= 10, len(b['sites'])
+assert [s['id'] for s in b['sites']][:10] == list(range(10))
+assert len(a['sites']) == a['sites_total'] == b['sites_total'] and len(a['findings']) == a['findings_total']
+ids = {s['id'] for s in b['sites']}
+assert all(f['site'] in ids for f in b['findings'])
+PY
+
 # output equal to input: refused, the input intact
 cp job.stp same.stp
 size=$(wc -c <same.stp)
