@@ -48,6 +48,10 @@ static void usage(FILE *f)
 	        "                       first event of the earliest trace; a time is a number\n"
 	        "                       with a unit ns, us, ms or s (no unit: ns), e.g.\n"
 	        "                       1.5s:2s; T0 or T1 may be left empty (start, end)\n"
+	        "      --counter-gap T  memory counters of objects not drawn get at most one\n"
+	        "                       point per T (e.g. 100us) plus the highest and the last\n"
+	        "                       value in between (peaks are kept); default: a point\n"
+	        "                       per allocation and free\n"
 	        "      --max-lanes N    at most N lifetime lanes per group (default 10000);\n"
 	        "                       objects beyond are counted but not drawn\n"
 	        "      --no-analysis    do not run the detector (stprof report) first: no\n"
@@ -119,11 +123,12 @@ static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP };
+	enum { OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP, OPT_GAP };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"top", required_argument, 0, OPT_TOP},
 		{"top-by", required_argument, 0, OPT_TOP_BY}, {"window", required_argument, 0, OPT_WINDOW},
 		{"max-lanes", required_argument, 0, OPT_MAX_LANES}, {"quiet", no_argument, 0, 'q'},
+		{"counter-gap", required_argument, 0, OPT_GAP},
 		{"no-analysis", no_argument, 0, OPT_NOANA}, {"no-models", no_argument, 0, OPT_NOMODELS},
 		{"alloc-conf", required_argument, 0, OPT_CONF}, {"capacity", required_argument, 0, OPT_CAP},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -163,6 +168,11 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			eo.has_window = 1;
+			break;
+		case OPT_GAP:
+			if (parse_time(optarg, &eo.counter_gap_ns) < 0)
+				return stprof_usage_error("export", "--counter-gap wants a time (e.g. 100us, 1ms), not '%s'",
+				                          optarg);
 			break;
 		case OPT_MAX_LANES:
 			if (stprof_parse_uint(optarg, UINT32_MAX - 1, &v) < 0 || !v) {
@@ -279,6 +289,8 @@ int export_run(const char *const *traces, size_t ntraces, const char *out, stp_e
 		if (analysis)
 			printf("  %" PRIu64 " findings, %" PRIu64 " points of simulated allocator counters\n", st.findings,
 			       st.series_points);
+		if (st.counter_points_held)
+			printf("  %" PRIu64 " counter points merged (--counter-gap; peaks kept)\n", st.counter_points_held);
 		if (st.unmatched_frees)
 			printf("  %" PRIu64 " frees of addresses not allocated in the trace were skipped\n", st.unmatched_frees);
 		if (st.unmatched_markers)

@@ -146,6 +146,8 @@ static int close_all(pf_proc *p, uint64_t t)
 	int rc = 0;
 	if (p->wstate != 1)
 		return 0;
+	for (size_t i = 0; i < p->nspaces; i++)
+		rc |= pf_counters_flush(p, &p->spaces[i]);
 	if (p->training.uuid)
 		rc |= pf_mark_pop_to(p, &p->training, 0, t);
 	for (size_t i = 0; i < p->nthreads; i++)
