@@ -64,6 +64,10 @@ static void usage(FILE *f)
 	        "                      or greedy (greedy by size, best fit)\n"
 	        "      --no-fusion     do not fuse HomoPhase groups\n"
 	        "      --all-kinds     plan host and device allocations together\n"
+	        "      --min-size SIZE a trace without device allocations: plan its host\n"
+	        "                      allocations of at least SIZE (default 512: the\n"
+	        "                      interpreter's and libraries' small objects, which no\n"
+	        "                      GPU allocator sees, would fill the plan; 0 plans all)\n"
 	        "      --no-varying    do not treat size-varying requests as dynamic\n"
 	        "      --greedy        always run the greedy baseline for the summary (it is\n"
 	        "                      skipped above %d requests: it is quadratic at worst)\n"
@@ -210,7 +214,7 @@ static char *default_output(const char *in, const char *ext)
 int cmd_plan(int argc, char **argv)
 {
 	enum { O_WINDOW = 256, O_ALGO, O_NOFUSION, O_ALLKINDS, O_NOVARY, O_GREEDY, O_NOGREEDY, O_CSV, O_SHOW, O_VERIFY,
-	       O_DETECT, O_NODETECT };
+	       O_DETECT, O_NODETECT, O_MINSIZE };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'},    {"iteration", required_argument, 0, 'i'},
 		{"window", required_argument, 0, O_WINDOW}, {"align", required_argument, 0, 'a'},
@@ -219,12 +223,14 @@ int cmd_plan(int argc, char **argv)
 		{"greedy", no_argument, 0, O_GREEDY},      {"no-greedy", no_argument, 0, O_NOGREEDY},
 		{"csv", required_argument, 0, O_CSV},      {"show", required_argument, 0, O_SHOW},
 		{"verify", required_argument, 0, O_VERIFY}, {"entries", required_argument, 0, 'n'},
+		{"min-size", required_argument, 0, O_MINSIZE},
 		{"detect", no_argument, 0, O_DETECT},      {"no-detect", no_argument, 0, O_NODETECT},
 		{"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
 	const char *out = NULL, *csv = NULL, *show = NULL, *verify = NULL;
 	stp_window win;
 	stp_window_init(&win);
+	win.host_min_size = 512;
 	stp_plan_opts po;
 	stp_plan_opts_init(&po);
 	uint64_t align = 0, v, max_entries = 50;
@@ -278,6 +284,10 @@ int cmd_plan(int argc, char **argv)
 			}
 			break;
 		case O_NOFUSION: po.no_fusion = 1; break;
+		case O_MINSIZE:
+			if (stprof_parse_size(optarg, &win.host_min_size) < 0)
+				return stprof_usage_error("plan", "--min-size wants a size (e.g. 0, 512, 4k), not '%s'", optarg);
+			break;
 		case O_DETECT: detect = 1; break;
 		case O_NODETECT: detect = -1; break;
 		case O_ALLKINDS: win.device_only = 0; break;

@@ -281,6 +281,8 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev);
 void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
 void det_sim_segment(stp_det *d, const stp_event *ev);
 void det_sim_finish(stp_det *d);
+/* simsites.c: merges the worst moments' rows of one call site. */
+void det_sim_merge_sites(stp_det *d);
 void det_sim_free_all(stp_det *d);
 
 /* objinfo.c: only called when d->opt.keep_objects */

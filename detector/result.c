@@ -226,8 +226,18 @@ static uint32_t raw_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint3
 
 /* Wrappers: depth by depth, the frame that at least 80% of the call sites
  * (5 or more, each with a frame beyond it) share with the same frames
- * before it: train_alloc <- tensor_alloc in a program that allocates
+ * before it, and that each of the 10 top sites shares too (the report
+ * shows those below the wrappers, so it must not name frames they do not
+ * go through): train_alloc <- tensor_alloc in a program that allocates
  * everything through them. */
+static int prefix_matches(const stp_det *d, const stp_det_frame *f, uint32_t k)
+{
+	for (uint32_t j = 0; j < k; j++)
+		if (f[j].ip != d->wrap_ip[j])
+			return 0;
+	return 1;
+}
+
 static void find_wrappers(stp_det *d)
 {
 	d->wrap_done = 1;
@@ -263,13 +273,18 @@ static void find_wrappers(stp_det *d)
 				continue;
 			uint32_t c = 0;
 			for (uint32_t q = 0; q < ns; q++)
-				c += nf[q] >= k + 2 && fr[(size_t)q * 9 + k].ip == ip;
+				c += nf[q] >= k + 2 && fr[(size_t)q * 9 + k].ip == ip && prefix_matches(d, fr + (size_t)q * 9, k);
 			if (c > best_n)
 				best_n = c, best = ip;
 			if (i > 64)
 				break; /* the majority frame shows up among the first few */
 		}
 		if (!eligible || best_n * 5 < ns * 4)
+			break;
+		int top_ok = 1;
+		for (uint32_t i = 0; i < ns && i < 10 && top_ok; i++)
+			top_ok = nf[i] >= k + 2 && fr[(size_t)i * 9 + k].ip == best && prefix_matches(d, fr + (size_t)i * 9, k);
+		if (!top_ok)
 			break;
 		d->wrap_ip[k] = best;
 		d->wrap_n = k + 1;

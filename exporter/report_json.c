@@ -1,6 +1,6 @@
 /*
  * report_json.c - the JSON report.  The schema is docs/report-json.md
- * ("schema": "stprof-report", "version": 1); fields are only ever added
+ * ("schema": "stprof-report", "version": 2); fields are only ever added
  * within a version.  Bounded like the text report: the --top call sites and
  * findings, plus every site a listed finding or the models name (ids are
  * the sites' ranks, so a bounded list has gaps); --top 0 (report --all)
@@ -87,7 +87,7 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	}
 	const stp_det_result *r = stp_det_result_of(d);
 	const stp_det_timeline *t = &r->timeline;
-	fputs("{\"schema\":\"stprof-report\",\"version\":1,\n\"trace\":{\"path\":", f);
+	fputs("{\"schema\":\"stprof-report\",\"version\":2,\n\"trace\":{\"path\":", f);
 	rf_json_str(f, r->path);
 	fputs(",\"command\":", f);
 	rf_json_str(f, r->command);

@@ -149,7 +149,7 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 	uint32_t nw = stp_det_wrappers(d, w, 8);
 	if (nw) {
 		char t[512];
-		fprintf(f, "  (paths are shown below the allocation wrapper%s every site goes through: ", nw > 1 ? "s" : "");
+		fprintf(f, "  (paths are shown below the allocation wrapper%s these sites go through: ", nw > 1 ? "s" : "");
 		for (uint32_t i = 0; i < nw; i++)
 			fprintf(f, "%s%s", i ? " <- " : "", stp_det_frame_text(&w[i], t, sizeof t));
 		fprintf(f, ")\n");

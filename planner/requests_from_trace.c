@@ -465,7 +465,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			continue;
 		if (ev.type == STP_EV_ALLOC) {
 			const stp_alloc_info *a = &ev.u.alloc;
-			if (want_device ? a->kind != STP_MEM_DEVICE : 0)
+			if (want_device ? a->kind != STP_MEM_DEVICE : a->kind == STP_MEM_HOST && a->size < w->host_min_size)
 				continue;
 			uint64_t cs = callsite_of(&c, a->stack);
 			/* position within its iteration, for detect_varying */
@@ -626,7 +626,10 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		if (r->layers[j].t_end <= r->layers[j].t_begin)
 			r->layers[j].t_end = r->period;
 	size_t nl = strlen(notes);
-	snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");
+	if (!want_device && w->host_min_size)
+		snprintf(notes + nl, sizeof notes - nl, "; host allocations of %" PRIu64 " B or more", w->host_min_size);
+	else
+		snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");
 	if (unpaired_out) {
 		nl = strlen(notes);
 		snprintf(notes + nl, sizeof notes - nl,

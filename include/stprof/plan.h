@@ -207,6 +207,7 @@ typedef struct stp_window {
 	uint32_t ncuts;
 	int device_only;              /* keep device allocations only (host when none) */
 	int detect_varying;           /* mark requests whose size varies across iterations dynamic */
+	uint64_t host_min_size;       /* host allocations (when planned) smaller than this are left out */
 } stp_window;
 
 void stp_window_init(stp_window *w);

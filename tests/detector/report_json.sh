@@ -13,7 +13,7 @@ python3 - "$T/train.json" "$T/patterns.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))
 p = json.load(open(sys.argv[2]))
-assert t['schema'] == 'stprof-report' and t['version'] == 1
+assert t['schema'] == 'stprof-report' and t['version'] == 2
 assert t['trace']['whole'] is True and t['trace']['error'] is None
 assert t['trace']['events_by_type']['alloc'] == 56
 s = t['spaces'][0]
