@@ -39,6 +39,10 @@ static void usage(FILE *f)
 	        "      --all               list every call site and finding (a JSON report of a\n"
 	        "                          large run can then reach gigabytes)\n"
 	        "      --frames N          frames shown per call path (4)\n"
+	        "      --group BY          text: the top call sites summed by function or by module\n"
+	        "                          (site, the default, lists each call site)\n"
+	        "      --models-detail     text: the allocator models' full section even for a trace\n"
+	        "                          without device allocations (a short summary by default)\n"
 	        "      --progress          progress on standard error (default when it is a terminal)\n"
 	        "      --no-progress       no progress\n\n"
 	        "Analysis:\n"
@@ -106,7 +110,7 @@ static int bad(const char *opt, const char *want)
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
-	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL };
+	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -119,7 +123,8 @@ int cmd_report(int argc, char **argv)
 		{"no-progress", no_argument, 0, O_NOPROG}, {"site-depth", required_argument, 0, O_DEPTH},
 		{"models", required_argument, 0, O_MODELS}, {"no-models", no_argument, 0, O_NOMODELS},
 		{"capacity", required_argument, 0, O_CAP}, {"alloc-conf", required_argument, 0, O_CONF},
-		{"no-recommend", no_argument, 0, O_NOREC}, {"all", no_argument, 0, O_ALL}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"no-recommend", no_argument, 0, O_NOREC}, {"all", no_argument, 0, O_ALL},
+		{"group", required_argument, 0, O_GROUP}, {"models-detail", no_argument, 0, O_MDETAIL}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
@@ -139,6 +144,17 @@ int cmd_report(int argc, char **argv)
 			ro.top = (unsigned)v;
 			break;
 		case O_ALL: ro.top = UINT32_MAX; break;
+		case O_MDETAIL: ro.models_detail = 1; break;
+		case O_GROUP:
+			if (!strcmp(optarg, "site"))
+				ro.group = STP_GROUP_SITE;
+			else if (!strcmp(optarg, "function"))
+				ro.group = STP_GROUP_FUNCTION;
+			else if (!strcmp(optarg, "module"))
+				ro.group = STP_GROUP_MODULE;
+			else
+				return bad("--group", "site, function or module");
+			break;
 		case O_FRAMES:
 			if (stprof_parse_uint(optarg, 16, &v) < 0)
 				return bad("--frames", "a number from 0 to 16");

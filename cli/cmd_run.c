@@ -184,7 +184,10 @@ int cmd_run(int argc, char **argv)
 		dup2(2, 1);
 		optind = 1;
 		if (!o.quiet)
-			fputc('\n', stdout);
+			fputs("\nAllocation plan (stprof plan; docs/planner.md): a fixed offset in one pool for\n"
+			      "every allocation of the last iteration that repeats; pool / bound near 1 means\n"
+			      "the plan wastes nothing beyond the peak of live bytes\n",
+			      stdout);
 		cmd_plan(pc, pargv);
 		fflush(stdout);
 		dup2(saved, 1);

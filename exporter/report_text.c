@@ -10,10 +10,12 @@
 #include <string.h>
 
 #include "report_fmt.h"
+#include "report_internal.h"
 #include "stprof/report.h"
 
 void stp_report_options_default(stp_report_options *o)
 {
+	memset(o, 0, sizeof *o);
 	o->top = 10;
 	o->frames = 4;
 	o->width = 100;
@@ -154,6 +156,10 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 			fprintf(f, "%s%s", i ? " <- " : "", stp_det_frame_text(&w[i], t, sizeof t));
 		fprintf(f, ")\n");
 	}
+	if (o->group) {
+		report_text_grouped(d, r, o, f);
+		return;
+	}
 	fprintf(f, "   #   live@peak  objects    allocs  bytes allocated  class\n");
 	unsigned shown = 0;
 	for (uint32_t i = 0; i < r->nsites && shown < o->top; i++) {
@@ -169,7 +175,8 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 		print_path(d, f, i, o->frames, "      ");
 	}
 	if (r->nsites > shown)
-		fprintf(f, "  (%u more call sites; --top N shows more)\n", r->nsites - shown);
+		fprintf(f, "  (%u more call sites; --top N shows more, --group function or module sums them)\n",
+		        r->nsites - shown);
 	fputc('\n', f);
 }
 
@@ -222,7 +229,27 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 		fprintf(f, "  unavailable: late-free (it needs iterations)\n");
 }
 
-static void section_models(stp_det *d, const stp_det_result *r, FILE *f)
+/* A CPU-only trace: the models replayed host allocations as a what-if; a
+ * few lines say what they found, --models-detail prints all of it. */
+static void models_summary(const stp_det_result *r, FILE *f)
+{
+	char b[3][64];
+	fprintf(f, "\nAllocator models (what-if: these host allocations on a GPU; docs/allocator-models.md)\n");
+	for (size_t i = 0; i < r->sim->ndevices; i++) {
+		const allocsim_device_report *dr = &r->sim->devices[i];
+		fprintf(f, "  %s host allocations of %s or more replayed; peak reserved by model\n"
+		           "  (reserved: what the allocator would hold from the device; used: the share of it\n"
+		           "  the program's objects fill at that peak):\n",
+		        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64));
+		for (size_t k = 0; k < dr->nresults; k++)
+			fprintf(f, "    %-40s %10s reserved, %5.1f%% used\n", dr->results[k].label,
+			        rf_bytes(dr->results[k].peak_reserved, b[2], 64), 100 * dr->results[k].efficiency);
+	}
+	fprintf(f, "  (--models-detail: the full tables, the worst moment and the recommended settings;\n"
+	           "  --no-models: none of it)\n");
+}
+
+static void section_models(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f)
 {
 	char b[3][64];
 	if (r->sim_error) {
@@ -231,7 +258,14 @@ static void section_models(stp_det *d, const stp_det_result *r, FILE *f)
 	}
 	if (!r->sim)
 		return;
+	if (r->sim_host && r->sim->ndevices && !o->models_detail) {
+		models_summary(r, f);
+		return;
+	}
 	fprintf(f, "\nAllocator models (docs/allocator-models.md)\n");
+	fprintf(f, "  (M_a: the most bytes allocated at once, rounded as the allocator rounds them;\n"
+	           "  M_r: the most bytes reserved from the device; E = M_a / M_r, the efficiency;\n"
+	           "  1-E: fragmentation; segs: device allocations (cudaMalloc calls or mappings))\n");
 	if (!r->sim->ndevices)
 		fprintf(f, "  no allocations to replay\n");
 	else if (r->sim_host)
@@ -265,7 +299,7 @@ int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
 	section_classes(r, f);
 	section_sites(d, r, o, f);
 	section_findings(d, r, o, f);
-	section_models(d, r, f);
+	section_models(d, r, o, f);
 	fflush(f);
 	return ferror(f) ? -1 : 0;
 }

@@ -52,6 +52,11 @@ ids = {s['id'] for s in b['sites']}
 assert all(f['site'] in ids for f in b['findings'])
 PY
 
+# --min-size: frees of the allocations it ignores are not "addresses not allocated"
+"$S" report --min-size 4k job.stp >ms.txt
+grep -q "allocations under --min-size ignored" ms.txt || fail "--min-size note missing"
+grep -q "not allocated" ms.txt && fail "--min-size claims frees of addresses not allocated: $(grep 'not allocated' ms.txt)"
+
 # output equal to input: refused, the input intact
 cp job.stp same.stp
 size=$(wc -c <same.stp)
