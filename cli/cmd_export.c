@@ -67,53 +67,6 @@ static void usage(FILE *f)
 	        "2 usage error.\n");
 }
 
-/* Parses "1.5s", "200ms", "30us", "1000ns", "1000". -1 on error. */
-static int parse_time(const char *s, uint64_t *out)
-{
-	char *end;
-	if (!*s || *s == '-' || *s == '+')
-		return -1;
-	double v = strtod(s, &end);
-	if (end == s || !isfinite(v) || v < 0)
-		return -1;
-	double mult = 1;
-	if (!strcmp(end, "") || !strcmp(end, "ns"))
-		mult = 1;
-	else if (!strcmp(end, "us"))
-		mult = 1e3;
-	else if (!strcmp(end, "ms"))
-		mult = 1e6;
-	else if (!strcmp(end, "s"))
-		mult = 1e9;
-	else
-		return -1;
-	v *= mult;
-	if (v >= 1.8e19)
-		return -1;
-	*out = (uint64_t)(v + 0.5);
-	return 0;
-}
-
-static int parse_window(const char *s, uint64_t *lo, uint64_t *hi)
-{
-	const char *colon = strchr(s, ':');
-	if (!colon || strchr(colon + 1, ':'))
-		return -1;
-	char a[64];
-	size_t n = (size_t)(colon - s);
-	if (n >= sizeof a)
-		return -1;
-	memcpy(a, s, n);
-	a[n] = 0;
-	*lo = 0;
-	*hi = UINT64_MAX;
-	if (n && parse_time(a, lo) < 0)
-		return -1;
-	if (colon[1] && parse_time(colon + 1, hi) < 0)
-		return -1;
-	return *hi < *lo ? -1 : 0;
-}
-
 static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 {
 	const char *const *names = ctx;
@@ -163,14 +116,14 @@ int cmd_export(int argc, char **argv)
 			}
 			break;
 		case OPT_WINDOW:
-			if (parse_window(optarg, &eo.window_begin_ns, &eo.window_end_ns) < 0) {
+			if (stprof_parse_window(optarg, &eo.window_begin_ns, &eo.window_end_ns) < 0) {
 				stprof_err("export: --window wants T0:T1 with T0 <= T1 (e.g. 1.5s:2s), not '%s'", optarg);
 				return 2;
 			}
 			eo.has_window = 1;
 			break;
 		case OPT_GAP:
-			if (parse_time(optarg, &eo.counter_gap_ns) < 0)
+			if (stprof_parse_time(optarg, &eo.counter_gap_ns) < 0)
 				return stprof_usage_error("export", "--counter-gap wants a time (e.g. 100us, 1ms), not '%s'",
 				                          optarg);
 			break;

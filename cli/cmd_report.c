@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,6 +48,12 @@ static void usage(FILE *f)
 	        "      --no-progress       no progress\n\n"
 	        "Analysis:\n"
 	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
+	        "      --window T0:T1      report the peak of this stretch of the trace and the call\n"
+	        "                          sites live at it, and the findings whose worst case falls\n"
+	        "                          in it; times since the first event with a unit (ns, us,\n"
+	        "                          ms, s), e.g. 1.5s:2s, either side may be empty.  Classes,\n"
+	        "                          totals and the allocator models stay the whole trace's\n"
+	        "      --iteration N       the same for iteration N (as numbered in the report)\n"
 	        "      --iterations MODE   auto (markers, else detect; default), markers, detect, none\n"
 	        "      --detect-window N   allocations examined to detect iterations (2097152)\n"
 	        "      --site-depth N      frames past the allocator's own that make a call site (12)\n"
@@ -101,6 +108,37 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* --iteration N: the window of iteration N, from a run of the detector's
+ * first pass (markers, else detection).  -1 after printing why not. */
+static int iteration_window(const char *trace, stp_det_options *o, int64_t n)
+{
+	char err[512];
+	stp_det *t = stp_det_timeline_run(trace, o, err, sizeof err);
+	if (!t) {
+		stprof_err("%s", err);
+		return -1;
+	}
+	const stp_det_timeline *tl = &stp_det_result_of(t)->timeline;
+	int rc = -1;
+	for (uint32_t i = 0; i < tl->niterations; i++)
+		if (tl->iterations[i].index == n) {
+			o->has_window = 1;
+			o->window_begin_ns = tl->iterations[i].begin_ns;
+			o->window_end_ns = tl->iterations[i].end_ns;
+			rc = 0;
+			break;
+		}
+	if (rc < 0) {
+		if (tl->niterations)
+			stprof_err("report: %s: no iteration %" PRId64 " (iterations %" PRId64 " to %" PRId64 ")", trace, n,
+			           tl->iterations[0].index, tl->iterations[tl->niterations - 1].index);
+		else
+			stprof_err("report: %s: no iterations found (markers or detection): --window instead", trace);
+	}
+	stp_det_free(t);
+	return rc;
+}
+
 /* A bad option value: the option, what it wants, what it got. */
 static int bad(const char *opt, const char *want)
 {
@@ -110,7 +148,7 @@ static int bad(const char *opt, const char *want)
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
-	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL };
+	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -124,13 +162,15 @@ int cmd_report(int argc, char **argv)
 		{"models", required_argument, 0, O_MODELS}, {"no-models", no_argument, 0, O_NOMODELS},
 		{"capacity", required_argument, 0, O_CAP}, {"alloc-conf", required_argument, 0, O_CONF},
 		{"no-recommend", no_argument, 0, O_NOREC}, {"all", no_argument, 0, O_ALL},
-		{"group", required_argument, 0, O_GROUP}, {"models-detail", no_argument, 0, O_MDETAIL}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"group", required_argument, 0, O_GROUP}, {"models-detail", no_argument, 0, O_MDETAIL},
+		{"window", required_argument, 0, O_WINDOW}, {"iteration", required_argument, 0, O_ITERATION}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
 	stp_report_options_default(&ro);
 	const char *format = "text", *out = NULL;
 	int partial = 0, want_progress = isatty(2), c;
+	int64_t iteration = -1;
 	uint64_t v;
 	double x;
 	optind = 1;
@@ -145,6 +185,16 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_ALL: ro.top = UINT32_MAX; break;
 		case O_MDETAIL: ro.models_detail = 1; break;
+		case O_WINDOW:
+			if (stprof_parse_window(optarg, &o.window_begin_ns, &o.window_end_ns) < 0)
+				return bad("--window", "T0:T1 with T0 <= T1 (e.g. 1.5s:2s, 100ms:)");
+			o.has_window = 1;
+			break;
+		case O_ITERATION:
+			if (stprof_parse_uint(optarg, INT64_MAX, &v) < 0)
+				return bad("--iteration", "an iteration number");
+			iteration = (int64_t)v;
+			break;
 		case O_GROUP:
 			if (!strcmp(optarg, "site"))
 				ro.group = STP_GROUP_SITE;
@@ -253,6 +303,10 @@ int cmd_report(int argc, char **argv)
 	}
 	if (stprof_refuse_same("report", out, (const char *const *)argv + optind, 1))
 		return 2;
+	if (iteration >= 0 && o.has_window)
+		return stprof_usage_error("report", "--window and --iteration exclude each other");
+	if (iteration >= 0 && iteration_window(argv[optind], &o, iteration) < 0)
+		return 1;
 	int printed = 0;
 	if (want_progress) {
 		o.progress = progress;

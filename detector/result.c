@@ -140,6 +140,19 @@ int det_build_result(stp_det *d)
 	qsort(d->out_findings, d->nfacc, sizeof *d->out_findings, cmp_findings);
 	r->findings = d->out_findings;
 	r->nfindings = d->nfacc;
+	r->has_window = d->opt.has_window;
+	r->window_begin_ns = d->opt.window_begin_ns;
+	r->window_end_ns = d->opt.window_end_ns;
+	if (d->opt.has_window) { /* the findings whose worst instance overlaps the window */
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < d->nfacc; i++) {
+			const stp_det_instance *w = &d->out_findings[i].worst;
+			uint64_t until = w->until_ns > w->at_ns ? w->until_ns : w->at_ns + 1;
+			if (w->at_ns < d->opt.window_end_ns && until > d->opt.window_begin_ns)
+				d->out_findings[k++] = d->out_findings[i];
+		}
+		r->nfindings = k;
+	}
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		r->pattern_available[p] = 1;
 	if (!d->have_ranges) {

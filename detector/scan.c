@@ -212,7 +212,8 @@ int det_scan(stp_det *d)
 			ss->live_bytes += a->size;
 			ss->live_objects++;
 			live_total += a->size;
-			if (ss->live_bytes > sp->peak_bytes) {
+			if (ss->live_bytes > sp->peak_bytes &&
+			    (!d->opt.has_window || (ns >= d->opt.window_begin_ns && ns < d->opt.window_end_ns))) {
 				sp->peak_bytes = ss->live_bytes;
 				sp->peak_objects = ss->live_objects;
 				sp->peak_seq = ev.seq;

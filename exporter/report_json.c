@@ -171,6 +171,13 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	}
 	fputs("]},\n\"classes\":", f);
 	classes_json(f, r->class_objects, r->class_bytes, r->peak_class_bytes);
+	if (r->has_window && r->window_end_ns == UINT64_MAX)
+		fprintf(f, ",\n\"window\":{\"begin_ns\":%" PRIu64 ",\"end_ns\":null}", r->window_begin_ns);
+	else if (r->has_window)
+		fprintf(f, ",\n\"window\":{\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 "}", r->window_begin_ns,
+		        r->window_end_ns);
+	else
+		fputs(",\n\"window\":null", f);
 	fprintf(f, ",\n\"leaks_set_aside\":{\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", r->leaks_set_aside,
 	        r->leaks_set_aside_bytes);
 	fputs(",\n\"logical_unit\":", f);

@@ -51,6 +51,17 @@ static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
 	        rf_count(r->marker_events, b3 + 192, 64));
 	if (r->lost_events)
 		fprintf(f, "  WARNING   %s events were lost while recording\n", rf_count(r->lost_events, b1, sizeof b1));
+	if (r->has_window) {
+		char w1[64], w2[64];
+		rf_ns(r->window_begin_ns, w1, sizeof w1);
+		if (r->window_end_ns == UINT64_MAX)
+			snprintf(w2, sizeof w2, "the end");
+		else
+			rf_ns(r->window_end_ns, w2, sizeof w2);
+		fprintf(f, "  window    %s to %s: the peak, the call sites live at it and the findings are\n"
+		           "            this window's; classes, totals and allocator models the whole trace's\n",
+		        w1, w2);
+	}
 	if (r->unknown_frees)
 		fprintf(f, "  note      %s frees of addresses not allocated in the trace (ignored)\n",
 		        rf_count(r->unknown_frees, b1, sizeof b1));
