@@ -242,7 +242,7 @@ static int export_trace(pf_export *x, uint32_t index, const char *path, int64_t 
 	int rc = -1;
 	char err[512];
 	if (x->opts.top_n) {
-		if (pf_select_top(x, path, offset, &bits, &p.nselected_bits) < 0)
+		if (pf_select_top(x, (uint32_t)index, path, offset, &bits, &p.nselected_bits) < 0)
 			return -1;
 		p.selected = bits;
 	}

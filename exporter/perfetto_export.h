@@ -223,7 +223,7 @@ uint64_t pf_call_path_iid(pf_proc *p, pf_pkt *k, uint32_t stack);
 void pf_symbols_free(pf_proc *p);
 
 /* perfetto_select.c: marks the top n objects of a trace by opts->top_by. */
-int pf_select_top(pf_export *x, const char *path, int64_t offset, uint64_t **bits, uint64_t *nbits);
+int pf_select_top(pf_export *x, uint32_t trace, const char *path, int64_t offset, uint64_t **bits, uint64_t *nbits);
 
 #define T_BEGIN PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN
 #define T_END PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END

@@ -20,4 +20,9 @@ grep -q '"leaks_set_aside":{"objects":3,' "$T/r.json" || fail "json leaks_set_as
 grep -q "^Classes" "$T/n.txt" && fail "--iterations none printed classes"
 grep -q "Memory leak" "$T/n.txt" && fail "--iterations none found host leaks"
 grep -q "set aside: 15 never-freed objects" "$T/n.txt" || fail "none: $(grep -A1 'set aside' "$T/n.txt")"
+# a bounded timeline draws the objects with findings first: --top 1 draws a
+# leaked 1000-byte block, not the 100000-byte work buffer
+"$S" export -q --top 1 "$T/l.stp" -o "$T/t1.pftrace"
+grep -aq "1000 B" "$T/t1.pftrace" || fail "--top 1 did not draw a leaked block"
+grep -aq "97.66 KiB" "$T/t1.pftrace" && fail "--top 1 drew the work buffer instead of a finding's object"
 echo ok
