@@ -153,6 +153,9 @@ struct stp_det {
 	/* marker state while pass 1 runs */
 	int iter_open, phase_open, phase_depth, last_iter_cut; /* open: index + 1 */
 	uint64_t cur_max_live, cur_max_seq, cur_max_ns, cur_ns;
+	/* the turnaround: the first peak within 0.1% of the iteration's highest
+	 * (windows.c), so that near-equal micro-batch peaks do not flip it */
+	uint64_t turn_cand_live, turn_cand_seq, turn_cand_ns;
 	uint64_t *turn_ns;
 	char method[512];
 	char steady_why[256];
