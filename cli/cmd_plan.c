@@ -67,7 +67,8 @@ static void usage(FILE *f)
 	        "      --min-size SIZE a trace without device allocations: plan its host\n"
 	        "                      allocations of at least SIZE (default 512: the\n"
 	        "                      interpreter's and libraries' small objects, which no\n"
-	        "                      GPU allocator sees, would fill the plan; 0 plans all)\n"
+	        "                      GPU allocator sees, would fill the plan; 0 plans all;\n"
+	        "                      a trace with no allocation that large is planned whole)\n"
 	        "      --no-varying    do not treat size-varying requests as dynamic\n"
 	        "      --greedy        always run the greedy baseline for the summary (it is\n"
 	        "                      skipped above %d requests: it is quadratic at worst)\n"
@@ -234,7 +235,7 @@ int cmd_plan(int argc, char **argv)
 	stp_plan_opts po;
 	stp_plan_opts_init(&po);
 	uint64_t align = 0, v, max_entries = 50;
-	int greedy = -1, quiet = 0, detect = 0, c, chose_iteration = 0;
+	int greedy = -1, quiet = 0, detect = 0, c, chose_iteration = 0, min_given = 0;
 	while ((c = getopt_long(argc, argv, "o:i:a:n:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
@@ -287,6 +288,7 @@ int cmd_plan(int argc, char **argv)
 		case O_MINSIZE:
 			if (stprof_parse_size(optarg, &win.host_min_size) < 0)
 				return stprof_usage_error("plan", "--min-size wants a size (e.g. 0, 512, 4k), not '%s'", optarg);
+			min_given = 1;
 			break;
 		case O_DETECT: detect = 1; break;
 		case O_NODETECT: detect = -1; break;
@@ -349,6 +351,12 @@ int cmd_plan(int argc, char **argv)
 				stp_reqs_free(&r);
 				crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
 			}
+		}
+		if (crc == 0 && !r.n && !r.device && win.host_min_size && !min_given) {
+			/* a program of small allocations only: plan them all */
+			win.host_min_size = 0;
+			stp_reqs_free(&r);
+			crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
 		}
 		for (uint32_t k = 0; cuts && k < win.ncuts; k++)
 			free((char *)cuts[k].name);

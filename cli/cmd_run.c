@@ -188,6 +188,7 @@ int cmd_run(int argc, char **argv)
 			      "every allocation of the last iteration that repeats; pool / bound near 1 means\n"
 			      "the plan wastes nothing beyond the peak of live bytes\n",
 			      stdout);
+		fflush(stdout);
 		cmd_plan(pc, pargv);
 		fflush(stdout);
 		dup2(saved, 1);

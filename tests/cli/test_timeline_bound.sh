@@ -27,4 +27,9 @@ grep -q "kept to about" err && fail "a small run was bounded"
 # short spike must still carry it (lint checks the counters parse)
 "$S" export -q --counter-gap 1ms loop.stp -o gap.pftrace
 "$S" lint-perfetto gap.pftrace >/dev/null || fail "--counter-gap timeline does not lint"
+# a program of small allocations only (all under plan's 512-byte host
+# default) still gets its plan
+"$S" -q --no-report --no-export -o tiny.stp "$STPROF_BUILD/cli_alloc_loop" 3000 2>err
+[ -s tiny.plan ] || fail "no plan for a program of small allocations: $(cat err)"
+"$S" plan -q --verify tiny.plan || fail "tiny.plan does not verify"
 echo ok
