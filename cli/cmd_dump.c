@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "guard.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -60,13 +61,11 @@ int cmd_dump(int argc, char **argv)
 			break;
 		}
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("dump");
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return stprof_usage_error("dump", "wants one TRACE (got %d arguments)", argc - optind);
 	stp_reader *r = stprof_open_trace(argv[optind]);
 	if (!r)
 		return 1;

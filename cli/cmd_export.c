@@ -15,6 +15,7 @@
 #include "stprof/allocsim.h"
 #include "stprof/detector.h"
 #include "stprof/perfetto.h"
+#include "guard.h"
 #include "util.h"
 #include "analysis.h"
 
@@ -47,6 +48,10 @@ static void usage(FILE *f)
 	        "                       first event of the earliest trace; a time is a number\n"
 	        "                       with a unit ns, us, ms or s (no unit: ns), e.g.\n"
 	        "                       1.5s:2s; T0 or T1 may be left empty (start, end)\n"
+	        "      --counter-gap T  memory counters of objects not drawn get at most one\n"
+	        "                       point per T (e.g. 100us) plus the highest and the last\n"
+	        "                       value in between (peaks are kept); default: a point\n"
+	        "                       per allocation and free\n"
 	        "      --max-lanes N    at most N lifetime lanes per group (default 10000);\n"
 	        "                       objects beyond are counted but not drawn\n"
 	        "      --no-analysis    do not run the detector (stprof report) first: no\n"
@@ -62,53 +67,6 @@ static void usage(FILE *f)
 	        "2 usage error.\n");
 }
 
-/* Parses "1.5s", "200ms", "30us", "1000ns", "1000". -1 on error. */
-static int parse_time(const char *s, uint64_t *out)
-{
-	char *end;
-	if (!*s || *s == '-' || *s == '+')
-		return -1;
-	double v = strtod(s, &end);
-	if (end == s || !isfinite(v) || v < 0)
-		return -1;
-	double mult = 1;
-	if (!strcmp(end, "") || !strcmp(end, "ns"))
-		mult = 1;
-	else if (!strcmp(end, "us"))
-		mult = 1e3;
-	else if (!strcmp(end, "ms"))
-		mult = 1e6;
-	else if (!strcmp(end, "s"))
-		mult = 1e9;
-	else
-		return -1;
-	v *= mult;
-	if (v >= 1.8e19)
-		return -1;
-	*out = (uint64_t)(v + 0.5);
-	return 0;
-}
-
-static int parse_window(const char *s, uint64_t *lo, uint64_t *hi)
-{
-	const char *colon = strchr(s, ':');
-	if (!colon || strchr(colon + 1, ':'))
-		return -1;
-	char a[64];
-	size_t n = (size_t)(colon - s);
-	if (n >= sizeof a)
-		return -1;
-	memcpy(a, s, n);
-	a[n] = 0;
-	*lo = 0;
-	*hi = UINT64_MAX;
-	if (n && parse_time(a, lo) < 0)
-		return -1;
-	if (colon[1] && parse_time(colon + 1, hi) < 0)
-		return -1;
-	return *hi < *lo ? -1 : 0;
-}
-
 static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 {
 	const char *const *names = ctx;
@@ -118,11 +76,12 @@ static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP };
+	enum { OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP, OPT_GAP };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"top", required_argument, 0, OPT_TOP},
 		{"top-by", required_argument, 0, OPT_TOP_BY}, {"window", required_argument, 0, OPT_WINDOW},
 		{"max-lanes", required_argument, 0, OPT_MAX_LANES}, {"quiet", no_argument, 0, 'q'},
+		{"counter-gap", required_argument, 0, OPT_GAP},
 		{"no-analysis", no_argument, 0, OPT_NOANA}, {"no-models", no_argument, 0, OPT_NOMODELS},
 		{"alloc-conf", required_argument, 0, OPT_CONF}, {"capacity", required_argument, 0, OPT_CAP},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
@@ -157,11 +116,16 @@ int cmd_export(int argc, char **argv)
 			}
 			break;
 		case OPT_WINDOW:
-			if (parse_window(optarg, &eo.window_begin_ns, &eo.window_end_ns) < 0) {
+			if (stprof_parse_window(optarg, &eo.window_begin_ns, &eo.window_end_ns) < 0) {
 				stprof_err("export: --window wants T0:T1 with T0 <= T1 (e.g. 1.5s:2s), not '%s'", optarg);
 				return 2;
 			}
 			eo.has_window = 1;
+			break;
+		case OPT_GAP:
+			if (stprof_parse_time(optarg, &eo.counter_gap_ns) < 0)
+				return stprof_usage_error("export", "--counter-gap wants a time (e.g. 100us, 1ms), not '%s'",
+				                          optarg);
 			break;
 		case OPT_MAX_LANES:
 			if (stprof_parse_uint(optarg, UINT32_MAX - 1, &v) < 0 || !v) {
@@ -189,15 +153,15 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			break;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("export");
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return stprof_usage_error("export", "no TRACE given");
 	const char *const *traces = (const char *const *)argv + optind;
 	size_t ntraces = (size_t)(argc - optind);
+	if (stprof_refuse_same("export", out, traces, ntraces))
+		return 2;
 	char *def = NULL;
 	if (!out) {
 		size_t n = strlen(traces[0]);
@@ -209,6 +173,10 @@ int cmd_export(int argc, char **argv)
 			def[n - 4] = 0;
 		strcat(def, ".pftrace");
 		out = def;
+		if (stprof_refuse_same("export", out, traces, ntraces)) {
+			free(def);
+			return 2;
+		}
 	}
 	int rc = export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet);
 	free(def);
@@ -274,6 +242,8 @@ int export_run(const char *const *traces, size_t ntraces, const char *out, stp_e
 		if (analysis)
 			printf("  %" PRIu64 " findings, %" PRIu64 " points of simulated allocator counters\n", st.findings,
 			       st.series_points);
+		if (st.counter_points_held)
+			printf("  %" PRIu64 " counter points merged (--counter-gap; peaks kept)\n", st.counter_points_held);
 		if (st.unmatched_frees)
 			printf("  %" PRIu64 " frees of addresses not allocated in the trace were skipped\n", st.unmatched_frees);
 		if (st.unmatched_markers)

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "stprof/trace_codec.h"
+#include "guard.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -42,13 +43,11 @@ int cmd_info(int argc, char **argv)
 		switch (c) {
 		case 'q': quiet = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("info");
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return stprof_usage_error("info", "wants one TRACE (got %d arguments)", argc - optind);
 	stp_reader *r = stprof_open_trace(argv[optind]);
 	if (!r)
 		return 1;

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "stprof/perfetto.h"
+#include "guard.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -61,13 +62,11 @@ int cmd_lint_perfetto(int argc, char **argv)
 				return 2;
 			}
 			break;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("lint-perfetto");
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return stprof_usage_error("lint-perfetto", "wants one FILE (got %d arguments)", argc - optind);
 	const char *path = argv[optind];
 	FILE *f = fopen(path, "rb");
 	if (!f) {

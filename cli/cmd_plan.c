@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "stprof/detector.h"
 #include "stprof/plan.h"
+#include "guard.h"
 #include "util.h"
 
 #define GREEDY_AUTO_MAX 200000
@@ -63,10 +64,15 @@ static void usage(FILE *f)
 	        "                      or greedy (greedy by size, best fit)\n"
 	        "      --no-fusion     do not fuse HomoPhase groups\n"
 	        "      --all-kinds     plan host and device allocations together\n"
+	        "      --min-size SIZE a trace without device allocations: plan its host\n"
+	        "                      allocations of at least SIZE (default 512: the\n"
+	        "                      interpreter's and libraries' small objects, which no\n"
+	        "                      GPU allocator sees, would fill the plan; 0 plans all;\n"
+	        "                      a trace with no allocation that large is planned whole);\n"
+	        "                      the plan records it, and `stprof run --plan` sends\n"
+	        "                      smaller requests to the program's own allocator\n"
 	        "      --no-varying    do not treat size-varying requests as dynamic\n"
-	        "      --min-size N    leave allocations smaller than N bytes out of the plan;\n"
-	        "                      the plan records N, and `stprof run --plan` sends them\n"
-	        "                      to the program's own allocator\n"
+
 	        "      --greedy        always run the greedy baseline for the summary (it is\n"
 	        "                      skipped above %d requests: it is quadratic at worst)\n"
 	        "      --no-greedy     never run it\n"
@@ -221,17 +227,18 @@ int cmd_plan(int argc, char **argv)
 		{"greedy", no_argument, 0, O_GREEDY},      {"no-greedy", no_argument, 0, O_NOGREEDY},
 		{"csv", required_argument, 0, O_CSV},      {"show", required_argument, 0, O_SHOW},
 		{"verify", required_argument, 0, O_VERIFY}, {"entries", required_argument, 0, 'n'},
-		{"detect", no_argument, 0, O_DETECT},      {"no-detect", no_argument, 0, O_NODETECT},
 		{"min-size", required_argument, 0, O_MINSIZE},
+		{"detect", no_argument, 0, O_DETECT},      {"no-detect", no_argument, 0, O_NODETECT},
 		{"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
 	const char *out = NULL, *csv = NULL, *show = NULL, *verify = NULL;
 	stp_window win;
 	stp_window_init(&win);
+	win.host_min_size = 512;
 	stp_plan_opts po;
 	stp_plan_opts_init(&po);
 	uint64_t align = 0, v, max_entries = 50;
-	int greedy = -1, quiet = 0, detect = 0, c, chose_iteration = 0;
+	int greedy = -1, quiet = 0, detect = 0, c, chose_iteration = 0, min_given = 0;
 	while ((c = getopt_long(argc, argv, "o:i:a:n:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
@@ -281,16 +288,15 @@ int cmd_plan(int argc, char **argv)
 			}
 			break;
 		case O_NOFUSION: po.no_fusion = 1; break;
+		case O_MINSIZE:
+			if (stprof_parse_size(optarg, &win.host_min_size) < 0)
+				return stprof_usage_error("plan", "--min-size wants a size (e.g. 0, 512, 4k), not '%s'", optarg);
+			min_given = 1;
+			break;
 		case O_DETECT: detect = 1; break;
 		case O_NODETECT: detect = -1; break;
 		case O_ALLKINDS: win.device_only = 0; break;
 		case O_NOVARY: win.detect_varying = 0; break;
-		case O_MINSIZE:
-			if (stprof_parse_size(optarg, &win.min_size) < 0) {
-				stprof_err("plan: --min-size wants a size in bytes (K, M, G suffixes), not '%s'", optarg);
-				return 2;
-			}
-			break;
 		case O_GREEDY: greedy = 1; break;
 		case O_NOGREEDY: greedy = 0; break;
 		case O_CSV: csv = optarg; break;
@@ -305,13 +311,14 @@ int cmd_plan(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		case 'v': po.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("plan");
 		}
 	}
 	int modes = !!csv + !!show + !!verify;
 	if (modes > 1 || (modes && optind != argc) || (!modes && optind != argc - 1)) {
-		usage(stderr);
-		return 2;
+		return stprof_usage_error("plan", "wants one TRACE, or one of --csv, --show, --verify without "
+		                                  "a TRACE (got %d options of those and %d arguments)",
+		                          modes, argc - optind);
 	}
 	if (show)
 		return show_file(show, (size_t)max_entries);
@@ -322,6 +329,8 @@ int cmd_plan(int argc, char **argv)
 	stp_reqs r;
 	uint64_t *given = NULL;
 	const char *in = csv ? csv : argv[optind];
+	if (stprof_refuse_same("plan", out, &in, 1))
+		return 2;
 	if (csv) {
 		if (stp_reqs_read_csv(csv, &r, &given, err, sizeof err) < 0) {
 			stprof_err("%s", err);
@@ -345,6 +354,12 @@ int cmd_plan(int argc, char **argv)
 				stp_reqs_free(&r);
 				crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
 			}
+		}
+		if (crc == 0 && !r.n && !r.device && win.host_min_size && !min_given) {
+			/* a program of small allocations only: plan them all */
+			win.host_min_size = 0;
+			stp_reqs_free(&r);
+			crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
 		}
 		for (uint32_t k = 0; cuts && k < win.ncuts; k++)
 			free((char *)cuts[k].name);
@@ -380,7 +395,7 @@ int cmd_plan(int argc, char **argv)
 		rc = 1;
 		goto done;
 	}
-	uint64_t gpool = 0;
+	uint64_t gpool = 0, stalloc_pool = 0;
 	double gsec = 0;
 	if (po.algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
 		stp_plan_opts go = po;
@@ -390,12 +405,29 @@ int cmd_plan(int argc, char **argv)
 		if (stp_plan_build(&r, &go, &g, err, sizeof err) == 0) {
 			gpool = g.pool;
 			gsec = g.stats.seconds;
-			stp_plan_free(&g);
+			/* the plan written is the best layout found: greedy's when
+			 * smaller (and valid), with STAlloc's figures kept for the
+			 * summary */
+			if (g.pool < p.pool && stp_plan_verify(&r, &g, err, sizeof err) == 0) {
+				g.stats.pool_stalloc = p.stats.pool_stalloc ? p.stats.pool_stalloc : p.pool;
+				g.stats.improved_requests = p.stats.improved_requests;
+				g.stats.seconds += p.stats.seconds;
+				stalloc_pool = p.pool;
+				stp_plan_free(&p);
+				p = g;
+			} else {
+				stp_plan_free(&g);
+			}
 		}
 	}
 	char *defout = NULL;
 	if (!out && !csv)
 		out = defout = default_output(in, ".plan");
+	if (defout && stprof_refuse_same("plan", out, &in, 1)) {
+		rc = 1;
+		free(defout);
+		goto done;
+	}
 	if (out) {
 		int wr = csv ? stp_reqs_write_csv(out, &r, p.offset, err, sizeof err)
 		             : stp_plan_write(out, &r, &p, err, sizeof err);
@@ -411,6 +443,12 @@ int cmd_plan(int argc, char **argv)
 		else
 			fprintf(f, "input:          %s\n", in);
 		stp_plan_summary(f, &r, &p, gpool, gsec);
+		if (stalloc_pool) {
+			char b[64];
+			fprintf(f, "written layout: greedy by size's, smaller than STAlloc's %s (the plan written is\n"
+			           "                always the smallest layout found)\n",
+			        stprof_fmt_bytes(stalloc_pool, b, sizeof b));
+		}
 		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po.algo != STP_ALGO_GREEDY)
 			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
 		fprintf(f, "verified:       no two requests overlap in time and address\n");

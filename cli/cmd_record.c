@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "record.h"
+#include "guard.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -37,14 +38,12 @@ int cmd_record(int argc, char **argv)
 		int rc = record_apply_option(&o, c, optarg);
 		if (rc) {
 			if (rc > 0)
-				usage(stderr);
+				return stprof_usage_hint("record");
 			return 2;
 		}
 	}
 	if (optind >= argc) {
-		stprof_err("record: no program to run");
-		usage(stderr);
-		return 2;
+		return stprof_usage_error("record", "no program to run");
 	}
 	char trace[PATH_MAX];
 	int status = record_program(&o, argv + optind, trace, sizeof trace);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "commands.h"
 #include "stprof/detector.h"
 #include "stprof/report.h"
+#include "guard.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -33,12 +35,25 @@ static void usage(FILE *f)
 	        "  -f, --format FMT        text (default), json (docs/report-json.md) or html (one\n"
 	        "                          self-contained page with SVG plots)\n"
 	        "  -o, --output FILE       write to FILE instead of standard output\n"
-	        "  -n, --top N             call sites and findings to list (10)\n"
+	        "  -n, --top N             call sites and findings to list (10), in every format;\n"
+	        "                          JSON adds the sites its findings and models name\n"
+	        "      --all               list every call site and finding (a JSON report of a\n"
+	        "                          large run can then reach gigabytes)\n"
 	        "      --frames N          frames shown per call path (4)\n"
+	        "      --group BY          text: the top call sites summed by function or by module\n"
+	        "                          (site, the default, lists each call site)\n"
+	        "      --models-detail     text: the allocator models' full section even for a trace\n"
+	        "                          without device allocations (a short summary by default)\n"
 	        "      --progress          progress on standard error (default when it is a terminal)\n"
 	        "      --no-progress       no progress\n\n"
 	        "Analysis:\n"
 	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
+	        "      --window T0:T1      report the peak of this stretch of the trace and the call\n"
+	        "                          sites live at it, and the findings whose worst case falls\n"
+	        "                          in it; times since the first event with a unit (ns, us,\n"
+	        "                          ms, s), e.g. 1.5s:2s, either side may be empty.  Classes,\n"
+	        "                          totals and the allocator models stay the whole trace's\n"
+	        "      --iteration N       the same for iteration N (as numbered in the report)\n"
 	        "      --iterations MODE   auto (markers, else detect; default), markers, detect, none\n"
 	        "      --detect-window N   allocations examined to detect iterations (2097152)\n"
 	        "      --site-depth N      frames past the allocator's own that make a call site (12)\n"
@@ -93,10 +108,47 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 	return 0;
 }
 
+/* --iteration N: the window of iteration N, from a run of the detector's
+ * first pass (markers, else detection).  -1 after printing why not. */
+static int iteration_window(const char *trace, stp_det_options *o, int64_t n)
+{
+	char err[512];
+	stp_det *t = stp_det_timeline_run(trace, o, err, sizeof err);
+	if (!t) {
+		stprof_err("%s", err);
+		return -1;
+	}
+	const stp_det_timeline *tl = &stp_det_result_of(t)->timeline;
+	int rc = -1;
+	for (uint32_t i = 0; i < tl->niterations; i++)
+		if (tl->iterations[i].index == n) {
+			o->has_window = 1;
+			o->window_begin_ns = tl->iterations[i].begin_ns;
+			o->window_end_ns = tl->iterations[i].end_ns;
+			rc = 0;
+			break;
+		}
+	if (rc < 0) {
+		if (tl->niterations)
+			stprof_err("report: %s: no iteration %" PRId64 " (iterations %" PRId64 " to %" PRId64 ")", trace, n,
+			           tl->iterations[0].index, tl->iterations[tl->niterations - 1].index);
+		else
+			stprof_err("report: %s: no iterations found (markers or detection): --window instead", trace);
+	}
+	stp_det_free(t);
+	return rc;
+}
+
+/* A bad option value: the option, what it wants, what it got. */
+static int bad(const char *opt, const char *want)
+{
+	return stprof_usage_error("report", "%s wants %s, not '%s'", opt, want, optarg);
+}
+
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
-	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN };
+	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -109,13 +161,16 @@ int cmd_report(int argc, char **argv)
 		{"no-progress", no_argument, 0, O_NOPROG}, {"site-depth", required_argument, 0, O_DEPTH},
 		{"models", required_argument, 0, O_MODELS}, {"no-models", no_argument, 0, O_NOMODELS},
 		{"capacity", required_argument, 0, O_CAP}, {"alloc-conf", required_argument, 0, O_CONF},
-		{"no-recommend", no_argument, 0, O_NOREC}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"no-recommend", no_argument, 0, O_NOREC}, {"all", no_argument, 0, O_ALL},
+		{"group", required_argument, 0, O_GROUP}, {"models-detail", no_argument, 0, O_MDETAIL},
+		{"window", required_argument, 0, O_WINDOW}, {"iteration", required_argument, 0, O_ITERATION}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
 	stp_report_options_default(&ro);
 	const char *format = "text", *out = NULL;
 	int partial = 0, want_progress = isatty(2), c;
+	int64_t iteration = -1;
 	uint64_t v;
 	double x;
 	optind = 1;
@@ -125,34 +180,56 @@ int cmd_report(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'n':
 			if (stprof_parse_uint(optarg, 1000000, &v) < 0)
-				goto bad;
+				return bad("-n/--top", "a number from 0 to 1000000");
 			ro.top = (unsigned)v;
+			break;
+		case O_ALL: ro.top = UINT32_MAX; break;
+		case O_MDETAIL: ro.models_detail = 1; break;
+		case O_WINDOW:
+			if (stprof_parse_window(optarg, &o.window_begin_ns, &o.window_end_ns) < 0)
+				return bad("--window", "T0:T1 with T0 <= T1 (e.g. 1.5s:2s, 100ms:)");
+			o.has_window = 1;
+			break;
+		case O_ITERATION:
+			if (stprof_parse_uint(optarg, INT64_MAX, &v) < 0)
+				return bad("--iteration", "an iteration number");
+			iteration = (int64_t)v;
+			break;
+		case O_GROUP:
+			if (!strcmp(optarg, "site"))
+				ro.group = STP_GROUP_SITE;
+			else if (!strcmp(optarg, "function"))
+				ro.group = STP_GROUP_FUNCTION;
+			else if (!strcmp(optarg, "module"))
+				ro.group = STP_GROUP_MODULE;
+			else
+				return bad("--group", "site, function or module");
 			break;
 		case O_FRAMES:
 			if (stprof_parse_uint(optarg, 16, &v) < 0)
-				goto bad;
+				return bad("--frames", "a number from 0 to 16");
 			ro.frames = (unsigned)v;
 			break;
 		case O_MIN:
 			if (stprof_parse_size(optarg, &o.min_size) < 0)
-				goto bad;
+				return bad("--min-size", "a size (e.g. 0, 4k, 1M)");
 			break;
 		case O_ITER:
 			if (!strcmp(optarg, "auto")) o.iter_mode = STP_DET_ITER_AUTO;
 			else if (!strcmp(optarg, "markers")) o.iter_mode = STP_DET_ITER_MARKERS;
 			else if (!strcmp(optarg, "detect")) o.iter_mode = STP_DET_ITER_DETECT;
 			else if (!strcmp(optarg, "none")) o.iter_mode = STP_DET_ITER_NONE;
-			else goto bad;
+			else return bad("--iterations", "auto, markers, detect or none");
 			break;
 		case O_WIN:
 			if (stprof_parse_uint(optarg, UINT32_MAX, &v) < 0 || v < 8)
-				goto bad;
+				return bad("--detect-window", "a number from 8 to 4294967295");
 			o.detect_max_allocs = (uint32_t)v;
 			break;
 		case O_PARTIAL: partial = 1; break;
 		case O_DEPTH:
 			if (stprof_parse_uint(optarg, 256, &v) < 0 || v < 1)
-				goto bad;
+				return bad("--site-depth", "a number from 1 to 256");
 			o.site_depth = (uint32_t)v;
 			break;
 		case O_EARLY:
@@ -161,18 +238,20 @@ int cmd_report(int argc, char **argv)
 		case O_LFS:
 		case O_LFP:
 			if (stprof_parse_uint(optarg, UINT32_MAX, &v) < 0)
-				goto bad;
+				return bad(c == O_EARLY ? "--early-apis" : c == O_LATE ? "--late-apis" : c == O_IDLE ? "--idle-apis"
+				           : c == O_LFS ? "--late-free-segments" : "--late-free-peers",
+				           "a number from 0 to 4294967295");
 			*(c == O_EARLY ? &o.early_min_apis : c == O_LATE ? &o.late_min_apis : c == O_IDLE ? &o.idle_min_apis
 			  : c == O_LFS ? &o.late_free_min_segments : &o.late_free_min_peers) = (uint32_t)v;
 			break;
 		case O_RED:
 			if (parse_double(optarg, 0, 1000, &x) < 0)
-				goto bad;
+				return bad("--redundant-pct", "a percentage from 0 to 1000");
 			o.redundant_pct = x;
 			break;
 		case O_LFQ:
 			if (parse_double(optarg, 0, 1, &x) < 0)
-				goto bad;
+				return bad("--late-free-quantile", "a fraction from 0 to 1");
 			o.late_free_quantile = x;
 			break;
 		case O_MODELS:
@@ -185,7 +264,7 @@ int cmd_report(int argc, char **argv)
 		case O_NOMODELS: o.sim_models = 0; break;
 		case O_CAP:
 			if (stprof_parse_size(optarg, &o.sim_capacity) < 0)
-				goto bad;
+				return bad("--capacity", "a size (e.g. 80G)");
 			break;
 		case O_CONF: {
 			allocsim_config cfg;
@@ -201,18 +280,16 @@ int cmd_report(int argc, char **argv)
 		case O_NOREC: o.sim_no_recommend = 1; break;
 		case O_SIMMIN:
 			if (stprof_parse_size(optarg, &o.sim_host_min_size) < 0)
-				goto bad;
+				return bad("--sim-min-size", "a size (e.g. 512, 4k)");
 			break;
 		case O_PROG: want_progress = 1; break;
 		case O_NOPROG: want_progress = 0; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("report");
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return stprof_usage_error("report", "wants one TRACE (got %d arguments)", argc - optind);
 	int (*writer)(stp_det *, const stp_report_options *, FILE *) = NULL;
 	if (!strcmp(format, "text"))
 		writer = stp_report_text;
@@ -224,6 +301,12 @@ int cmd_report(int argc, char **argv)
 		stprof_err("report: unknown format '%s' (text, json or html)", format);
 		return 2;
 	}
+	if (stprof_refuse_same("report", out, (const char *const *)argv + optind, 1))
+		return 2;
+	if (iteration >= 0 && o.has_window)
+		return stprof_usage_error("report", "--window and --iteration exclude each other");
+	if (iteration >= 0 && iteration_window(argv[optind], &o, iteration) < 0)
+		return 1;
 	int printed = 0;
 	if (want_progress) {
 		o.progress = progress;
@@ -263,7 +346,4 @@ int cmd_report(int argc, char **argv)
 	int status = rc < 0 || r->error ? 1 : 0;
 	stp_det_free(d);
 	return status;
-bad:
-	stprof_err("report: bad value '%s' for an option (see stprof report --help)", optarg);
-	return 2;
 }

@@ -6,6 +6,7 @@
  * timeline beside the trace.  The exit status is the program's.
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +16,9 @@
 #include "commands.h"
 #include "enforce.h"
 #include "stprof/report.h"
+#include "outname.h"
 #include "record.h"
+#include "guard.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -37,6 +40,11 @@ static void usage(FILE *f)
 	           "                       its statistics print on stderr at exit\n"
 	           "      --stalloc-stats FILE  with --plan: write the statistics to FILE\n"
 	           "      --no-export      no timeline\n"
+	           "      --full-timeline  draw every object and every counter point; by default\n"
+	           "                       the timeline of a large run is kept to about 100 MB\n"
+	           "                       (what the Perfetto UI loads comfortably): the largest\n"
+	           "                       objects by bytes x lifetime are drawn, counters keep\n"
+	           "                       every peak; `stprof export TRACE` writes all of it later\n"
 	           "  -h, --help           this help\n",
 	        record_help);
 }
@@ -48,6 +56,45 @@ static void det_progress(void *ctx, int pass, uint64_t done, uint64_t total)
 	*(int *)ctx = 1;
 }
 
+/* May the one-shot mode write PATH?  Not over a file stprof did not write
+ * (with -o the names follow the trace's); an earlier run's is kept as .old. */
+static int sidecar_ok(const char *path, outname_kind kind, const char *what)
+{
+	if (outname_foreign(path, kind)) {
+		stprof_err("%s exists and was not written by stprof; no %s written (leaving it alone)", path, what);
+		return 0;
+	}
+	return outname_keep_old(path, kind) == 0;
+}
+
+/* The one-shot timeline's bound: about 100 MB, what the Perfetto UI loads
+ * comfortably.  Measured on this exporter: a drawn object costs about 130
+ * bytes (instants, slice, flow), a counter point about 30. */
+#define TL_MAX_OBJECTS 300000u
+#define TL_MAX_POINTS 600000u
+static void timeline_bound(const stp_det_result *r, const char *trace, stp_export_opts *eo, char *note, size_t len)
+{
+	uint64_t allocs = r->by_type[STP_EV_ALLOC], points = r->by_type[STP_EV_ALLOC] + r->by_type[STP_EV_FREE];
+	int n = 0;
+	if (allocs > TL_MAX_OBJECTS) {
+		eo->top_n = TL_MAX_OBJECTS;
+		n = snprintf(note, len, ";\n  kept to about 100 MB: the %u largest of %" PRIu64 " objects (bytes x lifetime) are "
+		             "drawn", TL_MAX_OBJECTS, allocs);
+	}
+	if (points > TL_MAX_POINTS && r->duration_ns) {
+		/* at most 3 points a gap (first, highest, last) */
+		eo->counter_gap_ns = 3 * r->duration_ns / TL_MAX_POINTS;
+		if (!eo->counter_gap_ns)
+			eo->counter_gap_ns = 1;
+		char t[32];
+		n += snprintf(note + (n < (int)len ? n : (int)len), n < (int)len ? len - (size_t)n : 0,
+		              "%s counters get a point per %s, peaks kept", n ? ";" : ";\n  kept to about 100 MB:",
+		              stprof_fmt_ns(eo->counter_gap_ns, t, sizeof t));
+	}
+	if (n > 0 && n < (int)len)
+		snprintf(note + n, len - (size_t)n, ";\n  all of it: stprof export %s (or stprof --full-timeline)", trace);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static struct option longopts[16];
@@ -57,13 +104,14 @@ int cmd_run(int argc, char **argv)
 	longopts[n++] = (struct option){"no-report", no_argument, 0, 'N'};
 	longopts[n++] = (struct option){"no-export", no_argument, 0, 'X'};
 	longopts[n++] = (struct option){"no-plan", no_argument, 0, 'P'};
+	longopts[n++] = (struct option){"full-timeline", no_argument, 0, 'T'};
 	longopts[n++] = (struct option){"plan", required_argument, 0, 'E'};
 	longopts[n++] = (struct option){"stalloc-stats", required_argument, 0, 'S'};
 	longopts[n] = (struct option){0, 0, 0, 0};
 
-	record_opts o = {.depth = -1, .flush_ms = -1};
+	record_opts o = {.depth = -1, .flush_ms = -1, .sidecars = 1};
 	const char *enforce = NULL, *enforce_stats = NULL;
-	int report = 1, timeline = 1, plan = 1, c;
+	int report = 1, timeline = 1, plan = 1, full = 0, c;
 	while ((c = getopt_long(argc, argv, record_optstring, longopts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
@@ -85,17 +133,19 @@ int cmd_run(int argc, char **argv)
 			*(c == 'E' ? &enforce : &enforce_stats) = optarg;
 			continue;
 		}
+		if (c == 'T') {
+			full = 1;
+			continue;
+		}
 		int rc = record_apply_option(&o, c, optarg);
 		if (rc) {
 			if (rc > 0)
-				usage(stderr);
+				return stprof_usage_hint("run");
 			return 2;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return stprof_usage_error("run", "no program to run");
 	if (enforce)
 		return run_with_plan(enforce, argv + optind, o.quiet, enforce_stats);
 	char trace[PATH_MAX];
@@ -129,13 +179,12 @@ int cmd_run(int argc, char **argv)
 		else
 			stp_report_text(det, NULL, stderr);
 	}
-	if (traces > 0 && plan && access(trace, R_OK) == 0) {
+	char out[PATH_MAX + 16];
+	size_t tl = strlen(trace);
+	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
+	if (traces > 0 && plan && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
 		/* the allocation plan of the last iteration, beside the trace; its
 		 * summary on stderr */
-		char out[PATH_MAX + 8];
-		size_t tl = strlen(trace);
-		snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl),
-		         trace);
 		char *pargv[6];
 		int pc = 0;
 		pargv[pc++] = "plan";
@@ -150,20 +199,23 @@ int cmd_run(int argc, char **argv)
 		dup2(2, 1);
 		optind = 1;
 		if (!o.quiet)
-			fputc('\n', stdout);
+			fputs("\nAllocation plan (stprof plan; docs/planner.md): a fixed offset in one pool for\n"
+			      "every allocation of the last iteration that repeats; pool / bound near 1 means\n"
+			      "the plan wastes nothing beyond the peak of live bytes\n",
+			      stdout);
+		fflush(stdout);
 		cmd_plan(pc, pargv);
 		fflush(stdout);
 		dup2(saved, 1);
 		close(saved);
 	}
-	if (traces > 0 && timeline && access(trace, R_OK) == 0) {
-		char out[PATH_MAX + 16];
-		size_t len = strlen(trace);
-		if (len > 4 && !strcmp(trace + len - 4, ".stp"))
-			len -= 4;
-		snprintf(out, sizeof out, "%.*s.pftrace", (int)len, trace);
+	snprintf(out, sizeof out, "%.*s.pftrace", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
+	if (traces > 0 && timeline && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
 		stp_export_opts eo = {0};
 		const char *one[1] = {trace};
+		char bound[512] = "";
+		if (det && !full)
+			timeline_bound(stp_det_result_of(det), trace, &eo, bound, sizeof bound);
 		stp_det_options dopt;
 		stp_det_options_default(&dopt);
 		dopt.keep_objects = 1;
@@ -171,7 +223,8 @@ int cmd_run(int argc, char **argv)
 		/* the report's detector run when there was one (no second pass over
 		 * the trace), else the export's own */
 		if (export_run(one, 1, out, &eo, det ? NULL : &dopt, det ? &det : NULL, 1) == 0 && !o.quiet)
-			stprof_err("timeline written to %s (open it at https://ui.perfetto.dev; see docs/perfetto.md)", out);
+			stprof_err("timeline written to %s (open it at https://ui.perfetto.dev; see docs/perfetto.md)%s", out,
+			           bound);
 	}
 	stp_det_free(det);
 	exit_like(status);

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "outname.h"
 #include "record.h"
 #include "stprof/trace_codec.h"
 #include "util.h"
@@ -37,8 +38,12 @@ const struct option record_longopts[] = {
 };
 const char record_help[] =
 	"  -o, --output FILE    write the trace to FILE (default: PROGRAM.stp in the\n"
-	"                       current directory); child processes and exec'd images\n"
-	"                       write FILE.<pid> (and FILE.<pid>.<n>)\n"
+	"                       current directory, named after the script for an\n"
+	"                       interpreter: python3 train.py writes train.stp; an\n"
+	"                       earlier trace there is kept as FILE.old, a file stprof\n"
+	"                       did not write is left alone: PROGRAM.<pid>.stp);\n"
+	"                       child processes and exec'd images write FILE.<pid>\n"
+	"                       (and FILE.<pid>.<n>)\n"
 	"  -m, --min-size SIZE  record only allocations of at least SIZE bytes\n"
 	"                       (e.g. 4k, 1M; default 0: every allocation)\n"
 	"  -d, --depth N        frames of call path per allocation, 0-256 (default 32;\n"
@@ -154,9 +159,9 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	if (o->output) {
 		snprintf(want, sizeof want, "%s", o->output);
 	} else {
-		char prog[PATH_MAX];
-		snprintf(prog, sizeof prog, "%s", argv[0]);
-		snprintf(want, sizeof want, "%s.stp", basename(prog));
+		char base[PATH_MAX - 8];
+		outname_one_shot(argv, o->sidecars, base, sizeof base);
+		snprintf(want, sizeof want, "%s.stp", base);
 	}
 	/* absolute, so that a program that changes directory still writes it */
 	if (want[0] != '/') {
@@ -191,6 +196,9 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		stprof_err("%s: exists and is not an stprof trace; not overwriting it", trace);
 		return -1;
 	}
+	/* an earlier recording is kept as TRACE.old; its child traces go */
+	if (outname_keep_old(trace, OUTNAME_TRACE) < 0)
+		return -1;
 	for_each_trace(trace, remove_one, trace);
 
 	char buf[PATH_MAX * 2];

@@ -14,6 +14,7 @@ typedef struct record_opts {
 	int depth;            /* -1: collector default */
 	int flush_ms;         /* -1: collector default */
 	int quiet;
+	int sidecars;         /* one-shot: .plan and .pftrace beside the trace */
 } record_opts;
 
 /* Parses one record option at argv[optind] style with getopt_long: the

@@ -1,5 +1,6 @@
 /* util.c - see util.h. */
 #include <errno.h>
+#include <math.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -137,4 +138,51 @@ stp_reader *stprof_open_trace(const char *path)
 	if (!r)
 		stprof_err("%s", err);
 	return r;
+}
+
+/* Parses "1.5s", "200ms", "30us", "1000ns", "1000". -1 on error. */
+int stprof_parse_time(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	double v = strtod(s, &end);
+	if (end == s || !isfinite(v) || v < 0)
+		return -1;
+	double mult = 1;
+	if (!strcmp(end, "") || !strcmp(end, "ns"))
+		mult = 1;
+	else if (!strcmp(end, "us"))
+		mult = 1e3;
+	else if (!strcmp(end, "ms"))
+		mult = 1e6;
+	else if (!strcmp(end, "s"))
+		mult = 1e9;
+	else
+		return -1;
+	v *= mult;
+	if (v >= 1.8e19)
+		return -1;
+	*out = (uint64_t)(v + 0.5);
+	return 0;
+}
+
+int stprof_parse_window(const char *s, uint64_t *lo, uint64_t *hi)
+{
+	const char *colon = strchr(s, ':');
+	if (!colon || strchr(colon + 1, ':'))
+		return -1;
+	char a[64];
+	size_t n = (size_t)(colon - s);
+	if (n >= sizeof a)
+		return -1;
+	memcpy(a, s, n);
+	a[n] = 0;
+	*lo = 0;
+	*hi = UINT64_MAX;
+	if (n && stprof_parse_time(a, lo) < 0)
+		return -1;
+	if (colon[1] && stprof_parse_time(colon + 1, hi) < 0)
+		return -1;
+	return *hi < *lo ? -1 : 0;
 }

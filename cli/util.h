@@ -19,6 +19,10 @@ void stprof_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int stprof_parse_size(const char *s, uint64_t *out);
 /* Parses a non-negative integer. -1 on error. */
 int stprof_parse_uint(const char *s, uint64_t max, uint64_t *out);
+/* Parses "1.5s", "200ms", "30us", "1000ns", "1000" (ns). -1 on error. */
+int stprof_parse_time(const char *s, uint64_t *out);
+/* Parses "T0:T1" (either may be empty: start, end) with T0 <= T1. -1 on error. */
+int stprof_parse_window(const char *s, uint64_t *lo, uint64_t *hi);
 /* Formats bytes as "1.50 MiB" into buf (returns buf). */
 const char *stprof_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* Formats nanoseconds as "1.234 s" / "12.3 ms" / "456 us". */

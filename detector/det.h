@@ -154,6 +154,9 @@ struct stp_det {
 	/* marker state while pass 1 runs */
 	int iter_open, phase_open, phase_depth, last_iter_cut; /* open: index + 1 */
 	uint64_t cur_max_live, cur_max_seq, cur_max_ns, cur_ns;
+	/* the turnaround: the first peak within 0.1% of the iteration's highest
+	 * (windows.c), so that near-equal micro-batch peaks do not flip it */
+	uint64_t turn_cand_live, turn_cand_seq, turn_cand_ns;
 	uint64_t *turn_ns;
 	char method[512];
 	char steady_why[256];
@@ -282,6 +285,8 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev);
 void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
 void det_sim_segment(stp_det *d, const stp_event *ev);
 void det_sim_finish(stp_det *d);
+/* simsites.c: merges the worst moments' rows of one call site. */
+void det_sim_merge_sites(stp_det *d);
 void det_sim_free_all(stp_det *d);
 
 /* objinfo.c: only called when d->opt.keep_objects */

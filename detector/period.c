@@ -321,6 +321,13 @@ int det_detect_period(stp_det *d)
 		for (uint64_t i = lo; i < hi; i++)
 			if (d->tok_live[i] > d->tok_live[top])
 				top = i;
+		/* the turnaround: the first peak within 0.1% of the highest, so
+		 * that near-equal micro-batch peaks do not flip it (windows.c) */
+		for (uint64_t i = lo, high = d->tok_live[top]; i < top; i++)
+			if (d->tok_live[i] + high / 1000 >= high && (i + 1 >= hi || d->tok_live[i + 1] <= d->tok_live[i])) {
+				top = i;
+				break;
+			}
 		uint64_t bs = d->tok_seq[lo];
 		uint64_t es = hi < n ? d->tok_seq[hi] : d->tok_seq[n - 1] + 1;
 		d->iters[k] = (stp_det_iteration){.index = k, .begin_seq = bs, .end_seq = es, .begin_ns = UINT64_MAX,

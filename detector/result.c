@@ -140,6 +140,19 @@ int det_build_result(stp_det *d)
 	qsort(d->out_findings, d->nfacc, sizeof *d->out_findings, cmp_findings);
 	r->findings = d->out_findings;
 	r->nfindings = d->nfacc;
+	r->has_window = d->opt.has_window;
+	r->window_begin_ns = d->opt.window_begin_ns;
+	r->window_end_ns = d->opt.window_end_ns;
+	if (d->opt.has_window) { /* the findings whose worst instance overlaps the window */
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < d->nfacc; i++) {
+			const stp_det_instance *w = &d->out_findings[i].worst;
+			uint64_t until = w->until_ns > w->at_ns ? w->until_ns : w->at_ns + 1;
+			if (w->at_ns < d->opt.window_end_ns && until > d->opt.window_begin_ns)
+				d->out_findings[k++] = d->out_findings[i];
+		}
+		r->nfindings = k;
+	}
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		r->pattern_available[p] = 1;
 	if (!d->have_ranges) {
@@ -226,8 +239,18 @@ static uint32_t raw_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint3
 
 /* Wrappers: depth by depth, the frame that at least 80% of the call sites
  * (5 or more, each with a frame beyond it) share with the same frames
- * before it: train_alloc <- tensor_alloc in a program that allocates
+ * before it, and that each of the 10 top sites shares too (the report
+ * shows those below the wrappers, so it must not name frames they do not
+ * go through): train_alloc <- tensor_alloc in a program that allocates
  * everything through them. */
+static int prefix_matches(const stp_det *d, const stp_det_frame *f, uint32_t k)
+{
+	for (uint32_t j = 0; j < k; j++)
+		if (f[j].ip != d->wrap_ip[j])
+			return 0;
+	return 1;
+}
+
 static void find_wrappers(stp_det *d)
 {
 	d->wrap_done = 1;
@@ -263,13 +286,18 @@ static void find_wrappers(stp_det *d)
 				continue;
 			uint32_t c = 0;
 			for (uint32_t q = 0; q < ns; q++)
-				c += nf[q] >= k + 2 && fr[(size_t)q * 9 + k].ip == ip;
+				c += nf[q] >= k + 2 && fr[(size_t)q * 9 + k].ip == ip && prefix_matches(d, fr + (size_t)q * 9, k);
 			if (c > best_n)
 				best_n = c, best = ip;
 			if (i > 64)
 				break; /* the majority frame shows up among the first few */
 		}
 		if (!eligible || best_n * 5 < ns * 4)
+			break;
+		int top_ok = 1;
+		for (uint32_t i = 0; i < ns && i < 10 && top_ok; i++)
+			top_ok = nf[i] >= k + 2 && fr[(size_t)i * 9 + k].ip == best && prefix_matches(d, fr + (size_t)i * 9, k);
+		if (!top_ok)
 			break;
 		d->wrap_ip[k] = best;
 		d->wrap_n = k + 1;

@@ -131,8 +131,8 @@ int det_scan(stp_det *d)
 	}
 	struct stat st;
 	uint64_t fsize = stat(d->path, &st) == 0 ? (uint64_t)st.st_size : 0;
-	det_map live, segs;
-	if (det_map_init(&live, 1024) < 0 || det_map_init(&segs, 64) < 0) {
+	det_map live, segs, small; /* small: allocations under --min-size, whose frees are not "unknown" */
+	if (det_map_init(&live, 1024) < 0 || det_map_init(&segs, 64) < 0 || det_map_init(&small, 64) < 0) {
 		stp_reader_close(r);
 		return -1;
 	}
@@ -158,8 +158,13 @@ int det_scan(stp_det *d)
 			const stp_alloc_info *a = &ev.u.alloc;
 			if (a->size < d->opt.min_size) {
 				d->res.small_ignored++;
+				if (det_map_put(&small, a->addr, 1, NULL) < 0)
+					goto oom;
 				break;
 			}
+			uint64_t was_small;
+			if (d->opt.min_size)
+				det_map_del(&small, a->addr, &was_small);
 			int si = det_space_index(d, a->kind, a->device);
 			if (si < 0)
 				goto oom;
@@ -207,7 +212,8 @@ int det_scan(stp_det *d)
 			ss->live_bytes += a->size;
 			ss->live_objects++;
 			live_total += a->size;
-			if (ss->live_bytes > sp->peak_bytes) {
+			if (ss->live_bytes > sp->peak_bytes &&
+			    (!d->opt.has_window || (ns >= d->opt.window_begin_ns && ns < d->opt.window_end_ns))) {
 				sp->peak_bytes = ss->live_bytes;
 				sp->peak_objects = ss->live_objects;
 				sp->peak_seq = ev.seq;
@@ -223,7 +229,8 @@ int det_scan(stp_det *d)
 		case STP_EV_FREE: {
 			uint64_t v;
 			if (!det_map_del(&live, ev.u.free.addr, &v)) {
-				d->res.unknown_frees++;
+				if (!d->opt.min_size || !det_map_del(&small, ev.u.free.addr, &v))
+					d->res.unknown_frees++;
 				if (d->want_slots && push_fslot(d, UINT32_MAX) < 0)
 					goto oom;
 				break;
@@ -305,11 +312,13 @@ int det_scan(stp_det *d)
 	d->p1_next = NULL;
 	det_map_destroy(&live);
 	det_map_destroy(&segs);
+	det_map_destroy(&small);
 	stp_reader_close(r);
 	return 0;
 oom:
 	det_map_destroy(&live);
 	det_map_destroy(&segs);
+	det_map_destroy(&small);
 	stp_reader_close(r);
 	d->error = strdup("out of memory");
 	return -1;

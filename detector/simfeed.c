@@ -111,6 +111,7 @@ void det_sim_finish(stp_det *d)
 	} else {
 		d->sim_ran = 1;
 		d->sim.start_time = d->t0;
+		det_sim_merge_sites(d); /* simsites.c: one row per call site */
 	}
 	allocsim_collector_destroy(d->simc);
 	d->simc = NULL;

@@ -9,7 +9,9 @@
  * its iteration ends is closed there.  Windows left open when the trace
  * ends are closed at its end (the trace was cut short).  When the trace has
  * iteration markers but no phase markers, each iteration is split into
- * "forward" and "backward" at its live-bytes peak (the turnaround).  When it
+ * "forward" and "backward" at its live-bytes peak (the turnaround: the first
+ * peak within 0.1% of the highest, so that micro-batches with near-equal
+ * peaks do not move it from one iteration to the next).  When it
  * has phase markers but no iteration markers, an iteration starts at each
  * repeat of the first phase (same name, same micro-batch).
  */
@@ -60,8 +62,8 @@ static void close_iter(stp_det *d, uint64_t seq, uint64_t ns)
 		uint64_t *tn = realloc(d->turn_ns, (size_t)d->turn_cap * sizeof *tn);
 		if (tn) {
 			d->turn_ns = tn;
-			d->turn_seq[k] = d->cur_max_seq + 1;
-			d->turn_ns[k] = d->cur_max_ns;
+			d->turn_seq[k] = d->turn_cand_seq + 1;
+			d->turn_ns[k] = d->turn_cand_ns;
 			d->nturn = k + 1;
 		}
 	}
@@ -73,6 +75,13 @@ void det_marker_live(stp_det *d, uint64_t seq, uint64_t live_total)
 		d->cur_max_live = live_total;
 		d->cur_max_seq = seq;
 		d->cur_max_ns = d->cur_ns;
+		/* a new highest: the turnaround moves here only when the earlier
+		 * candidate is more than 0.1% below it */
+		if (d->turn_cand_live + live_total / 1000 < live_total) {
+			d->turn_cand_live = live_total;
+			d->turn_cand_seq = seq;
+			d->turn_cand_ns = d->cur_ns;
+		}
 	}
 }
 
@@ -95,6 +104,9 @@ void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t l
 		d->cur_max_live = live_total;
 		d->cur_max_seq = ev->seq;
 		d->cur_max_ns = ns;
+		d->turn_cand_live = live_total;
+		d->turn_cand_seq = ev->seq;
+		d->turn_cand_ns = ns;
 		break;
 	case STP_MARK_ITER_END:
 		close_iter(d, ev->seq, ns);

@@ -82,6 +82,8 @@ static int close_all(pf_proc *p, uint64_t t)
 	int rc = 0;
 	if (p->wstate != 1)
 		return 0;
+	for (size_t i = 0; i < p->nspaces; i++)
+		rc |= pf_counters_flush(p, &p->spaces[i]);
 	if (p->training.uuid)
 		rc |= pf_mark_pop_to(p, &p->training, 0, t);
 	for (size_t i = 0; i < p->nthreads; i++)
@@ -176,7 +178,7 @@ static int export_trace(pf_export *x, uint32_t index, const char *path, int64_t 
 	int rc = -1;
 	char err[512];
 	if (x->opts.top_n) {
-		if (pf_select_top(x, path, offset, &bits, &p.nselected_bits) < 0)
+		if (pf_select_top(x, (uint32_t)index, path, offset, &bits, &p.nselected_bits) < 0)
 			return -1;
 		p.selected = bits;
 	}

@@ -85,6 +85,12 @@ typedef struct pf_space {
 	uint64_t t_req, t_alloc, t_resv;   /* t_resv 0 until a segment is seen */
 	int64_t requested, allocated, reserved;
 	uint64_t last_ts, resv_last_ts; /* counter values never go back in time */
+	/* thinned counters (opts.counter_gap_ns): the last point written, and
+	 * what is pending in the current gap: its highest and its last values */
+	uint64_t thin_last;
+	int thin_any, thin_pend;
+	uint64_t max_t, pend_t;
+	int64_t max_req, max_alloc, pend_req, pend_alloc;
 } pf_space;
 
 typedef struct pf_span { uint64_t b, e; } pf_span;
@@ -219,7 +225,7 @@ uint64_t pf_call_path_iid(pf_proc *p, pf_pkt *k, uint32_t stack);
 void pf_symbols_free(pf_proc *p);
 
 /* perfetto_select.c: marks the top n objects of a trace by opts->top_by. */
-int pf_select_top(pf_export *x, const char *path, int64_t offset, uint64_t **bits, uint64_t *nbits);
+int pf_select_top(pf_export *x, uint32_t trace, const char *path, int64_t offset, uint64_t **bits, uint64_t *nbits);
 
 #define T_BEGIN PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN
 #define T_END PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END
@@ -243,6 +249,8 @@ int pf_on_free(pf_proc *p, const stp_event *ev, uint64_t t);
 int pf_on_segment(pf_proc *p, const stp_event *ev, uint64_t t);
 int pf_on_api(pf_proc *p, const stp_event *ev, uint64_t t);
 int pf_counters_packet(pf_proc *p, pf_space *s, uint64_t t);
+/* Writes what thinned counters hold back (before an exact value, at the end). */
+int pf_counters_flush(pf_proc *p, pf_space *s);
 int pf_reserved_packet(pf_proc *p, pf_space *s, uint64_t t);
 /* The lifetime slice of object oi: a = its ALLOC payload (NULL: rebuilt),
  * clipped = it was allocated before the window. */

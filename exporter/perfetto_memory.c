@@ -55,13 +55,50 @@ static uint64_t counter_time(pf_space *s, uint64_t t)
 	return t;
 }
 
+static int counter_point(pf_proc *p, pf_space *s, uint64_t t, int64_t req, int64_t alloc)
+{
+	pf_pkt *k = pf_event(&p->seq, t, T_COUNTER, s->t_req);
+	pf_counter_int(k, req);
+	pf_extra_counter(k, s->t_alloc, alloc);
+	return pf_emit(k);
+}
+
+int pf_counters_flush(pf_proc *p, pf_space *s)
+{
+	if (!s->thin_pend)
+		return 0;
+	s->thin_pend = 0;
+	int rc = counter_point(p, s, s->max_t, s->max_req, s->max_alloc);
+	if (s->pend_t > s->max_t || s->pend_req != s->max_req)
+		rc |= counter_point(p, s, s->pend_t, s->pend_req, s->pend_alloc);
+	return rc;
+}
+
 int pf_counters_packet(pf_proc *p, pf_space *s, uint64_t t)
 {
 	t = counter_time(s, t);
-	pf_pkt *k = pf_event(&p->seq, t, T_COUNTER, s->t_req);
-	pf_counter_int(k, s->requested);
-	pf_extra_counter(k, s->t_alloc, s->allocated);
-	return pf_emit(k);
+	uint64_t gap = p->x->opts.counter_gap_ns;
+	if (gap) {
+		if (s->thin_any && t - s->thin_last < gap) {
+			/* inside the gap: hold the highest and the last value */
+			if (!s->thin_pend || s->requested > s->max_req) {
+				s->max_t = t;
+				s->max_req = s->requested;
+				s->max_alloc = s->allocated;
+			}
+			s->thin_pend = 1;
+			s->pend_t = t;
+			s->pend_req = s->requested;
+			s->pend_alloc = s->allocated;
+			p->x->st.counter_points_held++;
+			return 0;
+		}
+		if (pf_counters_flush(p, s) < 0)
+			return -1;
+		s->thin_any = 1;
+		s->thin_last = t;
+	}
+	return counter_point(p, s, t, s->requested, s->allocated);
 }
 
 int pf_reserved_packet(pf_proc *p, pf_space *s, uint64_t t)
@@ -218,6 +255,8 @@ static int do_free(pf_proc *p, uint32_t oi, uint64_t t, const stp_free_info *fr,
 			if ((o->flags & PF_OBJ_STEPPED) && te < o->t_step)
 				te = o->t_step;
 			te = counter_time(s, te);
+			if (pf_counters_flush(p, s) < 0)
+				return -1;
 			uint32_t si = fr ? pf_stream_get(p, o->kind, fr->device, fr->stream, te) : o->stream;
 			if (si == PF_NONE)
 				return -1;
@@ -273,6 +312,8 @@ int pf_on_alloc(pf_proc *p, const stp_event *ev, uint64_t t)
 	if (!(o->flags & PF_OBJ_SELECTED))
 		return pf_counters_packet(p, s, te);
 	te = counter_time(s, te);
+	if (pf_counters_flush(p, s) < 0)
+		return -1;
 	o->t_alloc = te; /* as written: flows and accesses compare with it */
 	o->flow = p->x->next_flow++;
 	o->flags |= PF_OBJ_FLOW;

@@ -2,7 +2,9 @@
  * perfetto_select.c - the --top pre-pass: reads a trace once and marks the N
  * objects with the largest score in a bitmap indexed by their ALLOC seq.
  *
- * Score: bytes x lifetime (STP_TOP_BY_AREA) or bytes (STP_TOP_BY_SIZE).  With
+ * Score: bytes x lifetime (STP_TOP_BY_AREA) or bytes (STP_TOP_BY_SIZE);
+ * objects the detector found a pattern in (a leak, a late free, ...) come
+ * first, so a bounded timeline still draws every finding's objects.  With
  * a window, only objects live inside it count, and the lifetime is the part
  * inside it.  An object never freed lives to the trace's last event.  Ties go
  * to the earlier allocation.  Memory: the live objects plus a heap of N.
@@ -17,6 +19,7 @@ typedef struct scored { double score; uint64_t seq; } scored;
 
 typedef struct sel {
 	pf_export *x;
+	uint32_t trace;
 	uint64_t n;
 	scored *heap; /* min-heap by (score, -seq) of the best n so far */
 	size_t nheap, heap_cap;
@@ -85,6 +88,10 @@ static void score(sel *s, const live *l, uint64_t t_end)
 	double v = (double)l->size;
 	if (s->x->opts.top_by == STP_TOP_BY_AREA)
 		v *= (double)(e - b) + 1.0;
+	const char *names[1];
+	stp_export_object o = {.trace = s->trace, .alloc_seq = l->seq};
+	if (s->x->opts.patterns && s->x->opts.patterns(s->x->opts.ctx, &o, names, 1))
+		v = (v + 1.0) * 1e100; /* with a finding: before any other, by its own score */
 	offer(s, v, l->seq);
 }
 
@@ -102,9 +109,9 @@ static int drop(sel *s, uint64_t addr, uint64_t t)
 	return 0;
 }
 
-int pf_select_top(pf_export *x, const char *path, int64_t offset, uint64_t **bits, uint64_t *nbits)
+int pf_select_top(pf_export *x, uint32_t trace, const char *path, int64_t offset, uint64_t **bits, uint64_t *nbits)
 {
-	sel s = {.x = x, .n = x->opts.top_n};
+	sel s = {.x = x, .trace = trace, .n = x->opts.top_n};
 	int rc = -1;
 	char err[512];
 	*bits = NULL;

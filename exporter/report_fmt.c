@@ -23,6 +23,18 @@ const char *rf_bytes(uint64_t b, char *buf, size_t len)
 	return buf;
 }
 
+uint64_t rf_axis_bytes(uint64_t ymax, int ticks, uint64_t *top)
+{
+	uint64_t want = ymax + ymax / 12; /* headroom: the peak's label goes above the curve */
+	if (want < 1)
+		want = 1;
+	uint64_t step = 1;
+	while (step < UINT64_MAX / 4 && step * (uint64_t)ticks < want)
+		step *= 2;
+	*top = (want + step - 1) / step * step;
+	return step;
+}
+
 const char *rf_ns(uint64_t ns, char *buf, size_t len)
 {
 	if (ns >= 1000000000ull)

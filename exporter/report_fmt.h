@@ -16,6 +16,11 @@ const char *rf_bytes(uint64_t b, char *buf, size_t len);   /* "1.50 MiB" */
 const char *rf_ns(uint64_t ns, char *buf, size_t len);     /* "1.23 s", "45.6 ms" */
 const char *rf_count(uint64_t n, char *buf, size_t len);   /* "1,234,567" */
 const char *rf_byte_time(double bns, char *buf, size_t len); /* "1.2 GiB*s" */
+/* A byte axis for about `ticks` ticks: a step that is round in binary units
+ * (1, 2, 4, 8, 16, 32, 64, 128, 256 or 512 KiB, MiB, ...) so that every tick
+ * label is exact; *top (>= ymax plus a little headroom for labels) is a
+ * multiple of it, so the top of the axis carries a label.  Returns the step. */
+uint64_t rf_axis_bytes(uint64_t ymax, int ticks, uint64_t *top);
 void rf_json_str(FILE *f, const char *s);                  /* "..." with escapes */
 void rf_html(FILE *f, const char *s);                      /* text with &<>"' escaped */
 /* "exited with status 0", "killed by signal 9 (Killed)", ... or the

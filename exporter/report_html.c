@@ -112,6 +112,7 @@ static void memory_plot(const stp_det_result *r, FILE *f)
 			ymax = r->series[i].reserved_bytes;
 		have_res |= r->series[i].reserved_bytes != 0;
 	}
+	uint64_t ystep = rf_axis_bytes(ymax, 5, &ymax);
 	double sx = (double)(W - L - R) / (double)tmax, sy = (double)(H - T - B) / (double)ymax;
 	fputs("<h2>Memory over time</h2>\n", f);
 	fprintf(f, "<svg id=memory width=%d height=%d viewBox='0 0 %d %d' role=img>\n", W, H, W, H);
@@ -130,11 +131,10 @@ static void memory_plot(const stp_det_result *r, FILE *f)
 	char b[64];
 	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, H - B, W - R, H - B);
 	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, T, L, H - B);
-	double ys = nice_step((double)ymax, 5);
-	for (double y = 0; y <= (double)ymax * 1.0001; y += ys) {
-		double py = H - B - y * sy;
-		fprintf(f, "<line x1=%d y1=%.1f x2=%d y2=%.1f stroke='#eee'/><text x=%d y=%.1f text-anchor=end>%s</text>\n",
-		        L, py, W - R, py, L - 4, py + 4, rf_bytes((uint64_t)y, b, sizeof b));
+	for (uint64_t y = 0; y <= ymax; y += ystep) { /* binary steps: exact labels, the top one too */
+		double py = H - B - (double)y * sy;
+		fprintf(f, "<line x1=%d y1=%.1f x2=%d y2=%.1f stroke='#eee'/><text class=ytick x=%d y=%.1f text-anchor=end>%s</text>\n",
+		        L, py, W - R, py, L - 4, py + 4, rf_bytes(y, b, sizeof b));
 	}
 	double xs = nice_step((double)tmax, 8);
 	for (double x = 0; x <= (double)tmax * 1.0001; x += xs)
@@ -154,8 +154,12 @@ static void memory_plot(const stp_det_result *r, FILE *f)
 	if (r->primary >= 0) {
 		const stp_det_space *s = &r->spaces[r->primary];
 		double px = L + s->peak_ns * sx, py = H - B - s->peak_bytes * sy;
-		fprintf(f, "<circle cx=%.1f cy=%.1f r=4 fill='#e15759'/><text x=%.1f y=%.1f %s>peak %s</text>\n", px, py,
-		        px + (px > W / 2 ? -8 : 8), py + 12, px > W / 2 ? "text-anchor=end" : "",
+		/* the label above the point, in the headroom the axis leaves, on a
+		 * white backing so the curve never runs through it */
+		double ly = py - 9 < T + 10 ? T + 10 : py - 9;
+		fprintf(f, "<circle cx=%.1f cy=%.1f r=4 fill='#e15759'/><text class=peak x=%.1f y=%.1f %s "
+		           "paint-order=stroke stroke='#fff' stroke-width=4>peak %s</text>\n",
+		        px, py, px + (px > W / 2 ? -8 : 8), ly, px > W / 2 ? "text-anchor=end" : "",
 		        rf_bytes(s->peak_bytes, b, sizeof b));
 	}
 	fputs("</svg>\n<p><span class=sw style='background:#4e79a7'></span>live bytes", f);

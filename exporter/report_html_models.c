@@ -26,6 +26,18 @@ static void site_cell(stp_det *d, FILE *f, uint32_t stack)
 	rf_html(f, n ? n : stack ? "(unknown stack)" : "(none)");
 }
 
+/* 1 when two models' series are the same, point for point. */
+static int same_series(const allocsim_result *a, const allocsim_result *b)
+{
+	if (a->nseries != b->nseries)
+		return 0;
+	for (size_t i = 0; i < a->nseries; i++)
+		if (a->series[i].time != b->series[i].time || a->series[i].reserved != b->series[i].reserved ||
+		    a->series[i].allocated != b->series[i].allocated)
+			return 0;
+	return 1;
+}
+
 static void plot(const stp_det_result *r, const allocsim_device_report *dr, uint64_t t0, FILE *f)
 {
 	const int W = 960, H = 300, L = 70, R = 20, T = 14, B = 36;
@@ -38,15 +50,28 @@ static void plot(const stp_det_result *r, const allocsim_device_report *dr, uint
 			if (s->allocated > ymax)
 				ymax = s->allocated;
 		}
+	uint64_t ystep = rf_axis_bytes(ymax, 5, &ymax);
 	double sx = (double)(W - L - R) / (double)tmax, sy = (double)(H - T - B) / (double)ymax;
 	char b[64];
+	/* a model whose series is the same as an earlier one's is drawn a few
+	 * pixels higher, and the legend says so: no series hides another */
+	size_t dup_of[16], lift[16];
+	for (size_t m = 0; m < dr->nresults && m < 16; m++) {
+		dup_of[m] = m;
+		lift[m] = 0;
+		for (size_t k = 0; k < m && dup_of[m] == m; k++)
+			if (same_series(&dr->results[k], &dr->results[m])) {
+				dup_of[m] = dup_of[k];
+				for (size_t q = 0; q < m; q++)
+					lift[m] += dup_of[q] == dup_of[k] || q == dup_of[k];
+			}
+	}
 	fprintf(f, "<svg class=models width=%d height=%d viewBox='0 0 %d %d' role=img>\n", W, H, W, H);
 	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, H - B, W - R, H - B);
 	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, T, L, H - B);
-	for (int k = 0; k <= 5; k++) {
-		uint64_t y = ymax / 5 * (uint64_t)k;
+	for (uint64_t y = 0; y <= ymax; y += ystep) { /* binary steps: exact labels, the top one too */
 		double py = H - B - (double)y * sy;
-		fprintf(f, "<line x1=%d y1=%.1f x2=%d y2=%.1f stroke='#eee'/><text x=%d y=%.1f text-anchor=end>%s</text>\n",
+		fprintf(f, "<line x1=%d y1=%.1f x2=%d y2=%.1f stroke='#eee'/><text class=ytick x=%d y=%.1f text-anchor=end>%s</text>\n",
 		        L, py, W - R, py, L - 4, py + 4, rf_bytes(y, b, sizeof b));
 	}
 	for (int k = 0; k <= 8; k++) {
@@ -58,10 +83,12 @@ static void plot(const stp_det_result *r, const allocsim_device_report *dr, uint
 	/* reserved solid, allocated dashed; steps (a value holds until the next sample) */
 	for (size_t m = dr->nresults; m-- > 0;) { /* the reference (as run) on top */
 		const allocsim_result *res = &dr->results[m];
+		double up = m < 16 ? 2.5 * (double)lift[m] : 0;
 		for (int alloc = 1; alloc >= 0; alloc--) {
-			fprintf(f, "<polyline class=%s fill=none stroke='%s' stroke-width=1.5%s points='",
+			fprintf(f, "<polyline class=%s fill=none stroke='%s' stroke-width=1.5%s transform='translate(0,%.1f)' "
+			           "points='",
 			        alloc ? "model-allocated" : "model-reserved", model_color[m % NCOLORS],
-			        alloc ? " stroke-dasharray='5,3'" : "");
+			        alloc ? " stroke-dasharray='5,3'" : "", -up);
 			double prev = H - B;
 			for (size_t i = 0; i < res->nseries; i++) {
 				const allocsim_sample *s = &res->series[i];
@@ -77,6 +104,11 @@ static void plot(const stp_det_result *r, const allocsim_device_report *dr, uint
 	for (size_t m = 0; m < dr->nresults; m++) {
 		fprintf(f, "<span class=sw style='background:%s'></span>", model_color[m % NCOLORS]);
 		rf_html(f, dr->results[m].label);
+		if (m < 16 && dup_of[m] != m) {
+			fputs(" <span class=same>(the same as ", f);
+			rf_html(f, dr->results[dup_of[m]].label);
+			fprintf(f, "; drawn %.1f px higher)</span>", 2.5 * (double)lift[m]);
+		}
 	}
 	fputs("<br>solid: reserved from the device; dashed: allocated (after the model's rounding)</p>\n", f);
 }

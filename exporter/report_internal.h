@@ -8,11 +8,17 @@
 #include <stdio.h>
 
 #include "stprof/detector.h"
+#include "stprof/report.h"
 
-/* ",\n\"models\":{...}" (or null) of the JSON report. */
-void report_json_models(stp_det *d, FILE *f);
+/* ",\n\"models\":{...}" (or null) of the JSON report.  Every site index
+ * it writes is marked in mark[] (nsites bytes) when mark is not NULL, so
+ * that the report's bounded "sites" carries it. */
+void report_json_models(stp_det *d, FILE *f, uint8_t *mark);
 /* The HTML "Allocator models" section: the table, the memory-over-time
  * plot of allocated vs reserved per model, the worst moment, the
  * recommendations. */
 void report_html_models(stp_det *d, FILE *f);
+/* The text report's top call sites grouped by function or module
+ * (o->group; report_group.c), after the section's heading. */
+void report_text_grouped(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f);
 #endif

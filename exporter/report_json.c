@@ -1,10 +1,13 @@
 /*
  * report_json.c - the JSON report.  The schema is docs/report-json.md
- * ("schema": "stprof-report", "version": 1); fields are only ever added
- * within a version.  Every call site and every finding is included (the
- * text report's --top does not apply); call paths are cut at --frames.
+ * ("schema": "stprof-report", "version": 2); fields are only ever added
+ * within a version.  Bounded like the text report: the --top call sites and
+ * findings, plus every site a listed finding or the models name (ids are
+ * the sites' ranks, so a bounded list has gaps); --top 0 (report --all)
+ * includes everything.  Call paths are cut at --frames.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report_fmt.h"
@@ -84,7 +87,7 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	}
 	const stp_det_result *r = stp_det_result_of(d);
 	const stp_det_timeline *t = &r->timeline;
-	fputs("{\"schema\":\"stprof-report\",\"version\":1,\n\"trace\":{\"path\":", f);
+	fputs("{\"schema\":\"stprof-report\",\"version\":2,\n\"trace\":{\"path\":", f);
 	rf_json_str(f, r->path);
 	fputs(",\"command\":", f);
 	rf_json_str(f, r->command);
@@ -168,17 +171,54 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	}
 	fputs("]},\n\"classes\":", f);
 	classes_json(f, r->class_objects, r->class_bytes, r->peak_class_bytes);
+	if (r->has_window && r->window_end_ns == UINT64_MAX)
+		fprintf(f, ",\n\"window\":{\"begin_ns\":%" PRIu64 ",\"end_ns\":null}", r->window_begin_ns);
+	else if (r->has_window)
+		fprintf(f, ",\n\"window\":{\"begin_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 "}", r->window_begin_ns,
+		        r->window_end_ns);
+	else
+		fputs(",\n\"window\":null", f);
+	fprintf(f, ",\n\"leaks_set_aside\":{\"objects\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", r->leaks_set_aside,
+	        r->leaks_set_aside_bytes);
 	fputs(",\n\"logical_unit\":", f);
 	rf_json_str(f, r->logical_unit);
 	fputs(",\n\"lifetime_buckets\":{\"time\":[\"<1us\",\"<10us\",\"<100us\",\"<1ms\",\"<10ms\",\"<100ms\",\"<1s\","
 	      "\"<10s\",\"<100s\",\"<1000s\",\">=1000s\",\"never freed\"],\"logical\":[\"0\",\"1-9\",\"10-99\","
 	      "\"100-999\",\"1000-9999\",\"10000-99999\",\"100000-999999\",\">=1000000\",\"never freed\"]},\n\"sites\":[",
 	      f);
+	/* the models first, into memory: the sites they name are listed */
+	uint32_t top = o->top ? o->top : UINT32_MAX;
+	uint32_t nf = r->nfindings < top ? r->nfindings : top;
+	uint8_t *mark = calloc(r->nsites ? r->nsites : 1, 1);
+	char *models = NULL;
+	size_t models_len = 0;
+	FILE *mf = mark ? open_memstream(&models, &models_len) : NULL;
+	if (!mf) {
+		free(mark);
+		return -1;
+	}
+	report_json_models(d, mf, mark);
+	if (fclose(mf) != 0) {
+		free(mark);
+		free(models);
+		return -1;
+	}
+	for (uint32_t i = 0; i < r->nsites && i < top; i++)
+		mark[i] = 1;
+	for (uint32_t i = 0; i < nf; i++) {
+		mark[r->findings[i].site] = 1;
+		if (r->findings[i].worst.other_site < r->nsites)
+			mark[r->findings[i].worst.other_site] = 1;
+	}
+	uint32_t listed = 0;
 	for (uint32_t i = 0; i < r->nsites; i++) {
+		if (!mark[i])
+			continue;
+		int first = !listed++;
 		stp_det_site site;
 		stp_det_site_get(d, i, &site);
 		const stp_det_site *s = &site;
-		fprintf(f, "%s\n{\"id\":%u,\"stack\":%u,\"kind\":\"%s\",\"class\":\"%s\",", i ? "," : "", i, s->stack,
+		fprintf(f, "%s\n{\"id\":%u,\"stack\":%u,\"kind\":\"%s\",\"class\":\"%s\",", first ? "" : ",", i, s->stack,
 		        stp_mem_kind_name(s->kind), stp_det_class_name(s->dominant));
 		u64(f, "allocs", s->allocs, 1);
 		u64(f, "frees", s->frees, 1);
@@ -198,13 +238,16 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		frames_json(d, f, i, o->frames);
 		fputc('}', f);
 	}
-	fputs("],\n\"patterns\":{", f);
+	free(mark);
+	fprintf(f, "],\n\"sites_total\":%u,\"sites_listed\":%u,\"findings_total\":%u,\"findings_listed\":%u", r->nsites,
+	        listed, r->nfindings, nf);
+	fputs(",\n\"patterns\":{", f);
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		fprintf(f, "%s\"%s\":{\"available\":%s,\"objects\":%" PRIu64 ",\"waste_byte_ns\":%.0f}", p ? "," : "",
 		        stp_det_pattern_name(p), r->pattern_available[p] ? "true" : "false", r->pattern_objects[p],
 		        r->pattern_waste[p]);
 	fputs("},\n\"findings\":[", f);
-	for (uint32_t i = 0; i < r->nfindings; i++) {
+	for (uint32_t i = 0; i < nf; i++) {
 		const stp_det_finding *x = &r->findings[i];
 		const stp_det_instance *w = &x->worst;
 		char sug[1024];
@@ -242,7 +285,8 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		fprintf(f, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", r->series[i].t_ns,
 		        r->series[i].live_bytes, r->series[i].reserved_bytes);
 	fputc(']', f);
-	report_json_models(d, f);
+	fwrite(models, 1, models_len, f);
+	free(models);
 	fputs("}\n", f);
 	fflush(f);
 	return ferror(f) ? -1 : 0;

@@ -13,9 +13,13 @@
 #include "report_fmt.h"
 #include "report_internal.h"
 
+static uint8_t *site_mark; /* report_json_models()'s mark, while it runs */
+
 static void site_or_null(stp_det *d, FILE *f, const char *k, uint32_t stack, int comma)
 {
 	uint32_t s = stack ? stp_det_stack_site(d, stack) : UINT32_MAX;
+	if (s != UINT32_MAX && site_mark)
+		site_mark[s] = 1;
 	if (s == UINT32_MAX)
 		fprintf(f, "\"%s\":null%s", k, comma ? "," : "");
 	else
@@ -111,7 +115,16 @@ static void worst_json(stp_det *d, FILE *f, const allocsim_device_report *dr, ui
 	fputs("]}", f);
 }
 
-void report_json_models(stp_det *d, FILE *f)
+static void json_models(stp_det *d, FILE *f);
+
+void report_json_models(stp_det *d, FILE *f, uint8_t *mark)
+{
+	site_mark = mark;
+	json_models(d, f);
+	site_mark = NULL;
+}
+
+static void json_models(stp_det *d, FILE *f)
 {
 	const stp_det_result *r = stp_det_result_of(d);
 	fputs(",\n\"models\":", f);

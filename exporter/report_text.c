@@ -10,10 +10,12 @@
 #include <string.h>
 
 #include "report_fmt.h"
+#include "report_internal.h"
 #include "stprof/report.h"
 
 void stp_report_options_default(stp_report_options *o)
 {
+	memset(o, 0, sizeof *o);
 	o->top = 10;
 	o->frames = 4;
 	o->width = 100;
@@ -49,6 +51,17 @@ static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
 	        rf_count(r->marker_events, b3 + 192, 64));
 	if (r->lost_events)
 		fprintf(f, "  WARNING   %s events were lost while recording\n", rf_count(r->lost_events, b1, sizeof b1));
+	if (r->has_window) {
+		char w1[64], w2[64];
+		rf_ns(r->window_begin_ns, w1, sizeof w1);
+		if (r->window_end_ns == UINT64_MAX)
+			snprintf(w2, sizeof w2, "the end");
+		else
+			rf_ns(r->window_end_ns, w2, sizeof w2);
+		fprintf(f, "  window    %s to %s: the peak, the call sites live at it and the findings are\n"
+		           "            this window's; classes, totals and allocator models the whole trace's\n",
+		        w1, w2);
+	}
 	if (r->unknown_frees)
 		fprintf(f, "  note      %s frees of addresses not allocated in the trace (ignored)\n",
 		        rf_count(r->unknown_frees, b1, sizeof b1));
@@ -125,8 +138,8 @@ static void section_classes(const stp_det_result *r, FILE *f)
 	uint64_t tot = 0, totp = 0;
 	for (unsigned c = 0; c < STP_CLASS_COUNT; c++)
 		tot += r->class_bytes[c], totp += r->peak_class_bytes[c];
-	if (!tot)
-		return;
+	if (!tot || tot == r->class_bytes[STP_CLASS_UNCLASSIFIED])
+		return; /* no iterations: no classes */
 	fprintf(f, "Classes           objects   bytes allocated    live at peak\n");
 	for (unsigned c = 0; c < STP_CLASS_COUNT; c++) {
 		if (!r->class_objects[c])
@@ -149,10 +162,14 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 	uint32_t nw = stp_det_wrappers(d, w, 8);
 	if (nw) {
 		char t[512];
-		fprintf(f, "  (paths are shown below the allocation wrapper%s every site goes through: ", nw > 1 ? "s" : "");
+		fprintf(f, "  (paths are shown below the allocation wrapper%s these sites go through: ", nw > 1 ? "s" : "");
 		for (uint32_t i = 0; i < nw; i++)
 			fprintf(f, "%s%s", i ? " <- " : "", stp_det_frame_text(&w[i], t, sizeof t));
 		fprintf(f, ")\n");
+	}
+	if (o->group) {
+		report_text_grouped(d, r, o, f);
+		return;
 	}
 	fprintf(f, "   #   live@peak  objects    allocs  bytes allocated  class\n");
 	unsigned shown = 0;
@@ -169,7 +186,8 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 		print_path(d, f, i, o->frames, "      ");
 	}
 	if (r->nsites > shown)
-		fprintf(f, "  (%u more call sites; --top N shows more)\n", r->nsites - shown);
+		fprintf(f, "  (%u more call sites; --top N shows more, --group function or module sums them)\n",
+		        r->nsites - shown);
 	fputc('\n', f);
 }
 
@@ -177,6 +195,11 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 {
 	char b[4][64], sug[1024];
 	fprintf(f, "Findings, worst first (bytes x time wasted)\n");
+	if (r->nfindings)
+		fprintf(f, "  (waste: bytes held needlessly times for how long, e.g. 2 MiB*s = 2 MiB for a\n"
+		           "  second; distance: how far the object sits from where it should be, in %s,\n"
+		           "  or for late frees in segments, the stretches between phase boundaries)\n",
+		        r->logical_unit);
 	if (!r->nfindings)
 		fprintf(f, "  none\n");
 	for (uint32_t i = 0; i < r->nfindings && i < o->top; i++) {
@@ -196,6 +219,15 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 	}
 	if (r->nfindings > o->top)
 		fprintf(f, "  (%u more findings; --top N shows more)\n", r->nfindings - o->top);
+	if (r->leaks_set_aside)
+		fprintf(f, "  set aside: %s never-freed object%s (%s) not judged leaks: %s\n",
+		        rf_count(r->leaks_set_aside, b[0], 64), r->leaks_set_aside == 1 ? "" : "s",
+		        rf_bytes(r->leaks_set_aside_bytes, b[1], 64),
+		        r->timeline.niterations
+		            ? "their sites do not keep leaking from iteration\n    to iteration (caches filled once, "
+		              "libc's and the interpreter's lifetime buffers, teardown)"
+		            : "host memory live at exit, without iterations to\n    tell a leak from libc's and the "
+		              "interpreter's lifetime buffers");
 	int any = 0;
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		if (!r->pattern_available[p] && p != STP_PAT_LATE_FREE) {
@@ -208,7 +240,27 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 		fprintf(f, "  unavailable: late-free (it needs iterations)\n");
 }
 
-static void section_models(stp_det *d, const stp_det_result *r, FILE *f)
+/* A CPU-only trace: the models replayed host allocations as a what-if; a
+ * few lines say what they found, --models-detail prints all of it. */
+static void models_summary(const stp_det_result *r, FILE *f)
+{
+	char b[3][64];
+	fprintf(f, "\nAllocator models (what-if: these host allocations on a GPU; docs/allocator-models.md)\n");
+	for (size_t i = 0; i < r->sim->ndevices; i++) {
+		const allocsim_device_report *dr = &r->sim->devices[i];
+		fprintf(f, "  %s host allocations of %s or more replayed; peak reserved by model\n"
+		           "  (reserved: what the allocator would hold from the device; used: the share of it\n"
+		           "  the program's objects fill at that peak):\n",
+		        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64));
+		for (size_t k = 0; k < dr->nresults; k++)
+			fprintf(f, "    %-40s %10s reserved, %5.1f%% used\n", dr->results[k].label,
+			        rf_bytes(dr->results[k].peak_reserved, b[2], 64), 100 * dr->results[k].efficiency);
+	}
+	fprintf(f, "  (--models-detail: the full tables, the worst moment and the recommended settings;\n"
+	           "  --no-models: none of it)\n");
+}
+
+static void section_models(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f)
 {
 	char b[3][64];
 	if (r->sim_error) {
@@ -217,7 +269,14 @@ static void section_models(stp_det *d, const stp_det_result *r, FILE *f)
 	}
 	if (!r->sim)
 		return;
+	if (r->sim_host && r->sim->ndevices && !o->models_detail) {
+		models_summary(r, f);
+		return;
+	}
 	fprintf(f, "\nAllocator models (docs/allocator-models.md)\n");
+	fprintf(f, "  (M_a: the most bytes allocated at once, rounded as the allocator rounds them;\n"
+	           "  M_r: the most bytes reserved from the device; E = M_a / M_r, the efficiency;\n"
+	           "  1-E: fragmentation; segs: device allocations (cudaMalloc calls or mappings))\n");
 	if (!r->sim->ndevices)
 		fprintf(f, "  no allocations to replay\n");
 	else if (r->sim_host)
@@ -251,7 +310,7 @@ int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
 	section_classes(r, f);
 	section_sites(d, r, o, f);
 	section_findings(d, r, o, f);
-	section_models(d, r, f);
+	section_models(d, r, o, f);
 	fflush(f);
 	return ferror(f) ? -1 : 0;
 }

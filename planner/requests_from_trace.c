@@ -377,9 +377,10 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	r->begin_seq = begin;
 	r->end_seq = end;
 	r->trace_events = events;
-	r->min_size = w->min_size;
 	r->period = end - begin;
 	int want_device = w->device_only && any_device;
+	/* the runtime allocator sends what was left out elsewhere (plan 1.1) */
+	r->min_size = want_device ? 0 : w->host_min_size;
 	r->device = want_device;
 
 	/* ---- pass 2: objects, phases, layers, positions */
@@ -466,10 +467,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			continue;
 		if (ev.type == STP_EV_ALLOC) {
 			const stp_alloc_info *a = &ev.u.alloc;
-			if (want_device ? a->kind != STP_MEM_DEVICE : 0)
+			if (want_device ? a->kind != STP_MEM_DEVICE : a->kind == STP_MEM_HOST && a->size < w->host_min_size)
 				continue;
-			if (a->size < w->min_size)
-				continue; /* left out: its free finds no object and is skipped */
 			uint64_t cs = callsite_of(&c, a->stack);
 			/* position within its iteration, for detect_varying */
 			uint64_t poskey = 0;
@@ -629,11 +628,10 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		if (r->layers[j].t_end <= r->layers[j].t_begin)
 			r->layers[j].t_end = r->period;
 	size_t nl = strlen(notes);
-	snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");
-	if (w->min_size) {
-		nl = strlen(notes);
-		snprintf(notes + nl, sizeof notes - nl, " of %" PRIu64 " bytes or more", w->min_size);
-	}
+	if (!want_device && w->host_min_size)
+		snprintf(notes + nl, sizeof notes - nl, "; host allocations of %" PRIu64 " B or more", w->host_min_size);
+	else
+		snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");
 	if (unpaired_out) {
 		nl = strlen(notes);
 		snprintf(notes + nl, sizeof notes - nl,

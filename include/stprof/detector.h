@@ -71,6 +71,12 @@ typedef struct stp_det_options {
 	/* Keep each object's class and patterns for stp_det_object_info() (the
 	 * timeline exporter): 14 bytes per allocation (0). */
 	int keep_objects;
+	/* A window of the trace (ns since its first event, [begin, end)): the
+	 * peak, and the call sites live at it, are the window's; findings are
+	 * those whose worst instance overlaps it.  Classes, totals and the
+	 * models stay the whole trace's.  0: no window. */
+	int has_window;
+	uint64_t window_begin_ns, window_end_ns;
 	/* Progress: called now and then with the pass (1 or 2) and the bytes
 	 * read so far out of total; NULL for none. */
 	void (*progress)(void *ctx, int pass, uint64_t done, uint64_t total);
@@ -234,6 +240,10 @@ typedef struct stp_det_result {
 	int32_t peak_phase;       /* phase holding it, -1 */
 	uint64_t class_objects[STP_CLASS_COUNT], class_bytes[STP_CLASS_COUNT];
 	uint64_t peak_class_bytes[STP_CLASS_COUNT]; /* bytes live at peak, by class */
+	int has_window;           /* stp_det_options' window: the peak and findings are its */
+	uint64_t window_begin_ns, window_end_ns;
+	uint64_t leaks_set_aside; /* never freed, not judged leaks (analyze.c): */
+	uint64_t leaks_set_aside_bytes; /* caches filled once, runtime buffers */
 
 	stp_det_timeline timeline;
 

@@ -99,6 +99,10 @@ typedef struct stp_export_opts {
 	int has_window;         /* export only [window_begin_ns, window_end_ns] */
 	uint64_t window_begin_ns, window_end_ns; /* since the earliest trace's first event */
 	uint32_t max_lanes;     /* lifetime lanes per group; 0: 10000 */
+	/* Counters of objects not drawn: at most one point per this many ns
+	 * plus the highest and the last value of each such gap (peaks are
+	 * kept); 0: a point per allocation and free. */
+	uint64_t counter_gap_ns;
 
 	/* Detector results (all optional). */
 	void *ctx;              /* passed to every callback */
@@ -130,6 +134,7 @@ typedef struct stp_export_stats {
 	uint64_t flows;
 	uint64_t callstacks, frames;   /* interned */
 	uint64_t unmatched_frees;      /* frees of addresses never allocated */
+	uint64_t counter_points_held;  /* counter points merged by counter_gap_ns */
 	uint64_t unmatched_markers;    /* ends without a begin */
 	uint64_t findings, series_points;
 } stp_export_stats;

@@ -208,8 +208,8 @@ typedef struct stp_window {
 	const stp_phase_cut *cuts;    /* optional, sorted by begin_seq */
 	uint32_t ncuts;
 	int device_only;              /* keep device allocations only (host when none) */
-	uint64_t min_size;            /* leave out allocations smaller than this (0: none) */
 	int detect_varying;           /* mark requests whose size varies across iterations dynamic */
+	uint64_t host_min_size;       /* host allocations (when planned) smaller than this are left out */
 } stp_window;
 
 void stp_window_init(stp_window *w);

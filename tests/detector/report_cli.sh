@@ -56,7 +56,7 @@ set -e
 "$B/stprof" report --help | grep -q -- "--format" || fail "--help"
 "$B/stprof" report --help | grep -q -- "--alloc-conf" || fail "--help lists the model options"
 # the text report ends with the allocator models, and says what was fed
-"$B/stprof" report "$T/train.stp" >"$T/models.out"
+"$B/stprof" report --models-detail "$T/train.stp" >"$T/models.out"
 grep -q "^Allocator models" "$T/models.out" || fail "no allocator-model section"
 grep -q "fed .* host allocations of 512 B or more" "$T/models.out" || fail "what was fed"
 grep -q "^  pytorch  " "$T/models.out" || fail "model table"

@@ -51,8 +51,9 @@ leak, late = by['memory-leak'][0], by['late-free'][0]
 # -i 4 -m 2: one 144-byte block leaked per micro-batch, one snapshot per micro-batch
 assert (leak['objects'], leak['bytes']) == (8, 1152), leak
 assert late['objects'] == 8, late
-lf = functions(bugs['sites'][leak['site']]['frames'])
-tf = functions(bugs['sites'][late['site']]['frames'])
+site = {s['id']: s for s in bugs['sites']}  # a bounded list: look up by id
+lf = functions(site[leak['site']]['frames'])
+tf = functions(site[late['site']]['frames'])
 assert ('cache_batch_stats', 'bugs.c:22') in lf, lf
 assert ('snapshot_activations', 'bugs.c:49') in tf, tf
 c = bugs['classes']

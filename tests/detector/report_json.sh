@@ -13,7 +13,7 @@ python3 - "$T/train.json" "$T/patterns.json" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))
 p = json.load(open(sys.argv[2]))
-assert t['schema'] == 'stprof-report' and t['version'] == 1
+assert t['schema'] == 'stprof-report' and t['version'] == 2
 assert t['trace']['whole'] is True and t['trace']['error'] is None
 assert t['trace']['events_by_type']['alloc'] == 56
 s = t['spaces'][0]
@@ -47,7 +47,7 @@ for r in d['results']:
     assert abs(r['efficiency'] + r['fragmentation'] - 1) < 1e-6 and r['series']
 assert d['worst'] is None or d['worst']['reserved'] == d['results'][0]['peak_reserved']
 for s in (d['worst'] or {}).get('sites', []):
-    assert s['site'] is None or 0 <= s['site'] < len(t['sites'])
+    assert s['site'] is None or s['site'] in {x['id'] for x in t['sites']}
 pm = p['models']
 assert pm['fed']['source'] == 'device' and pm['devices'][0]['host_fallback'] is False, pm['fed']
 print('report_json: ok')

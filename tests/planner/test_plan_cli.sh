@@ -53,6 +53,11 @@ for f in "$mm"/*.csv; do
   "$ST" plan -q --csv "$f" -o "$T/$n.out.csv" || fail "csv $n"
   head -1 "$T/$n.out.csv" | grep -q "^id,lower,upper,size,offset$" || fail "csv header $n"
   "$ST" plan -q --verify "$T/$n.out.csv" || fail "csv verify $n"
+  # the plan written is the best layout found: never larger than greedy's
+  "$ST" plan -q --algo greedy --csv "$f" -o "$T/$n.g.csv" || fail "csv greedy $n"
+  pool() { awk -F, 'NR > 1 && $5 + $4 > m { m = $5 + $4 } END { print m + 0 }' "$1"; }
+  [ "$(pool "$T/$n.out.csv")" -le "$(pool "$T/$n.g.csv")" ] ||
+    fail "$n: the plan written ($(pool "$T/$n.out.csv")) is larger than greedy's ($(pool "$T/$n.g.csv"))"
 done
 echo "MiniMalloc instances planned and verified: $ninst"
 

@@ -1,0 +1,27 @@
+/*
+ * guard.h - the CLI's forgiveness and safety checks: one-line usage errors,
+ * "did you mean" for mistyped subcommands, and refusing to overwrite an input
+ * or a file that stprof did not write.
+ */
+#ifndef STPROF_CLI_GUARD_H
+#define STPROF_CLI_GUARD_H
+#include <stddef.h>
+
+/* "stprof CMD: <message>" and a pointer to --help on stderr; returns 2. */
+int stprof_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Only the pointer to --help (after getopt's own message); returns 2. */
+int stprof_usage_hint(const char *cmd);
+struct stprof_cmd;
+/* The subcommand of cmds (ended by a NULL name; "run" and "help" too)
+ * closest to word, or NULL.  The table is passed in so that this file
+ * stays below main.c (calls run one way: tests/layout). */
+const char *stprof_close_subcommand(const char *word, const struct stprof_cmd *cmds);
+/* 1 when WORD runs something: a path that exists, or an executable on $PATH. */
+int stprof_on_path(const char *word);
+/* 1 when both paths exist and are the same file. */
+int stprof_same_file(const char *a, const char *b);
+/* Prints an error and returns 1 when OUT is one of the inputs INS. */
+int stprof_refuse_same(const char *cmd, const char *out, const char *const *ins, size_t nins);
+/* 1 when PATH can be read and starts with the N bytes MAGIC. */
+int stprof_file_starts_with(const char *path, const void *magic, size_t n);
+#endif

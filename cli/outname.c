@@ -1,0 +1,149 @@
+/*
+ * outname.c - the names of what stprof writes by default, and keeping what
+ * it must not destroy (see outname.h).
+ *
+ * A run of `python3 train.py` is named after train.py (train.stp,
+ * train.plan, train.pftrace), not after the interpreter.  A file already at
+ * an output's name is either stprof's own (an earlier run: it is kept as
+ * NAME.old, as perf keeps perf.data.old) or someone else's (never touched:
+ * the outputs move to NAME.<pid>.*, as heaptrack adds the pid).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "guard.h"
+#include "outname.h"
+#include "stprof/trace_codec.h"
+#include "util.h"
+
+/* Interpreters whose first non-option argument is the program run. */
+static int is_interpreter(const char *b)
+{
+	static const char *const pre[] = {"python", "pypy", "perl", "ruby", "node", "lua", "julia", "Rscript",
+	                                  "bash", "dash", "zsh", "ksh", "sh", "tclsh", "php"};
+	for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) {
+		size_t n = strlen(pre[i]);
+		/* python3, python3.11, perl5.36, nodejs: the name, then digits, dots or "js" */
+		if (!strncmp(b, pre[i], n) && (b[n] == 0 || strspn(b + n, "0123456789.") == strlen(b + n) ||
+		                                !strcmp(b + n, "js")))
+			return 1;
+	}
+	return 0;
+}
+
+/* Python's options that take the next word as their argument. */
+static int takes_arg(const char *opt) { return !strcmp(opt, "-W") || !strcmp(opt, "-X") || !strcmp(opt, "-Q"); }
+
+static void strip_ext(char *s)
+{
+	char *dot = strrchr(s, '.');
+	if (dot && dot != s)
+		*dot = 0;
+}
+
+void outname_base(char *const *argv, char *base, size_t len)
+{
+	char buf[PATH_MAX];
+	int i = 0;
+	snprintf(buf, sizeof buf, "%s", argv[0]);
+	/* env [VAR=VALUE]... PROGRAM */
+	if (!strcmp(basename(buf), "env")) {
+		for (i = 1; argv[i] && (strchr(argv[i], '=') || argv[i][0] == '-'); i++)
+			;
+		if (!argv[i])
+			i = 0;
+		snprintf(buf, sizeof buf, "%s", argv[i]);
+	}
+	snprintf(base, len, "%s", basename(buf));
+	if (!is_interpreter(base))
+		return;
+	for (int k = i + 1; argv[k]; k++) {
+		const char *a = argv[k];
+		if (!strcmp(a, "-m") && argv[k + 1]) { /* python3 -m pkg.mod: mod */
+			const char *mod = strrchr(argv[k + 1], '.');
+			snprintf(base, len, "%s", mod ? mod + 1 : argv[k + 1]);
+			return;
+		}
+		if (!strcmp(a, "-c") || !strcmp(a, "-e") || !strcmp(a, "-"))
+			return; /* code on the command line: the interpreter's name */
+		if (a[0] == '-') {
+			if (takes_arg(a) && argv[k + 1])
+				k++;
+			continue;
+		}
+		snprintf(buf, sizeof buf, "%s", a);
+		snprintf(base, len, "%s", basename(buf));
+		strip_ext(base);
+		if (!*base)
+			snprintf(base, len, "%s", "stprof");
+		return;
+	}
+}
+
+int outname_ours(const char *path, outname_kind kind)
+{
+	switch (kind) {
+	case OUTNAME_TRACE: return stprof_file_starts_with(path, STP_FILE_MAGIC, 8);
+	case OUTNAME_PLAN: return stprof_file_starts_with(path, "STPPLAN", 8);
+	case OUTNAME_TIMELINE: {
+		/* a Perfetto trace (a TracePacket first) naming stprof's tracks early */
+		char buf[4096];
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		ssize_t n = read(fd, buf, sizeof buf);
+		close(fd);
+		return n > 8 && buf[0] == 0x0a && memmem(buf, (size_t)n, "stprof", 6) != NULL;
+	}
+	}
+	return 0;
+}
+
+int outname_foreign(const char *path, outname_kind kind)
+{
+	struct stat sb;
+	if (lstat(path, &sb) != 0)
+		return 0;
+	return !S_ISREG(sb.st_mode) || !outname_ours(path, kind);
+}
+
+int outname_keep_old(const char *path, outname_kind kind)
+{
+	struct stat sb;
+	if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !outname_ours(path, kind))
+		return 0;
+	char old[PATH_MAX + 8];
+	snprintf(old, sizeof old, "%s.old", path);
+	if (rename(path, old) != 0) {
+		stprof_err("cannot keep %s as %s: %s", path, old, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void outname_one_shot(char *const *argv, int with_sidecars, char *base, size_t len)
+{
+	char b[PATH_MAX - 32], p[PATH_MAX + 16];
+	outname_base(argv, b, sizeof b);
+	static const struct {
+		const char *ext;
+		outname_kind kind;
+	} outs[] = {{".stp", OUTNAME_TRACE}, {".plan", OUTNAME_PLAN}, {".pftrace", OUTNAME_TIMELINE}};
+	for (size_t i = 0; i < (with_sidecars ? 3u : 1u); i++) {
+		snprintf(p, sizeof p, "%s%s", b, outs[i].ext);
+		if (outname_foreign(p, outs[i].kind)) {
+			char alt[PATH_MAX];
+			snprintf(alt, sizeof alt, "%s.%d", b, (int)getpid());
+			stprof_err("%s exists and was not written by stprof; leaving it alone and writing %s.*", p, alt);
+			snprintf(base, len, "%s", alt);
+			return;
+		}
+	}
+	snprintf(base, len, "%s", b);
+}

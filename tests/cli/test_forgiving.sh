@@ -1,0 +1,61 @@
+#!/bin/sh
+# The CLI forgives: a mistyped subcommand gets "did you mean", a program on
+# PATH given only traces is not run, `stprof help X` is X's --help, usage
+# errors are one line plus a pointer to --help and name the option's limit.
+set -eu
+: "${STPROF_BUILD:?run through ctest}"
+S="$STPROF_BUILD/stprof"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$T"
+"$S" record -q -o a.stp /bin/true
+cp a.stp b.stp
+
+# a typo: no program runs, the subcommand is suggested, exit 2
+rc=0; "$S" reprot a.stp 2>err || rc=$?
+[ "$rc" = 2 ] || fail "reprot: exit $rc, want 2"
+grep -q "did you mean 'stprof report'" err || fail "reprot: no suggestion: $(cat err)"
+[ ! -e reprot.stp ] || fail "reprot was recorded"
+# a prefix is close too
+rc=0; "$S" expor a.stp 2>err || rc=$?
+[ "$rc" = 2 ] && grep -q "'stprof export'" err || fail "expor: $(cat err)"
+# a program on PATH given only traces: refused, pointer to run
+rc=0; "$S" diff a.stp b.stp >out 2>err || rc=$?
+[ "$rc" = 2 ] || fail "diff a.stp b.stp: exit $rc, want 2"
+grep -q "stprof run diff" err || fail "diff: no pointer to stprof run: $(cat err)"
+[ ! -e diff.stp ] || fail "diff was profiled"
+# ... while a program with other arguments still runs, and run forces it
+"$S" -q --no-report --no-plan --no-export /bin/echo hello >out 2>/dev/null
+grep -qx hello out || fail "echo did not run"
+# a word that is neither and is not close to a subcommand: the shell's 127
+rc=0; "$S" no-such-program-xyz 2>err || rc=$?
+[ "$rc" = 127 ] || fail "unknown program: exit $rc, want 127"
+
+# help X is X's help
+"$S" help report >out
+head -1 out | grep -q "usage: stprof report" || fail "help report: $(head -1 out)"
+"$S" help run | head -1 | grep -q "usage: stprof" || fail "help run"
+"$S" --help | grep -q -- "--no-plan" || fail "--help does not list --no-plan"
+"$S" --help | grep -q "^  run " || fail "--help does not list run"
+"$S" run --help | grep -q -- "--no-plan" || fail "run --help does not list --no-plan"
+
+# usage errors: short, naming the option and its limit
+one_error() { # WHAT PATTERN CMD...
+	what=$1 pat=$2; shift 2
+	rc=0; "$@" >out 2>err || rc=$?
+	[ "$rc" = 2 ] || fail "$what: exit $rc, want 2"
+	[ "$(wc -l <err)" -le 2 ] || fail "$what: $(wc -l <err) lines of error, want at most 2"
+	grep -q -- "$pat" err || fail "$what: '$pat' not in: $(cat err)"
+	grep -q -- "--help" err || fail "$what: no pointer to --help"
+}
+one_error "report -n abc" "-n/--top wants a number from 0 to 1000000, not 'abc'" "$S" report -n abc a.stp
+one_error "report --frames 32" "--frames wants a number from 0 to 16, not '32'" "$S" report --frames 32 a.stp
+one_error "report --iterations x" "--iterations wants auto, markers, detect or none" "$S" report --iterations x a.stp
+one_error "report no trace" "wants one TRACE" "$S" report
+one_error "report --bogus" "bogus" "$S" report --bogus a.stp
+one_error "export no trace" "no TRACE" "$S" export
+one_error "plan two traces" "wants one TRACE" "$S" plan a.stp b.stp
+one_error "info" "wants one TRACE" "$S" info
+one_error "record" "no program" "$S" record
+echo ok

@@ -1,0 +1,35 @@
+#!/bin/sh
+# The one-shot timeline of a large run is bounded (about 100 MB): the
+# largest objects are drawn, counters are thinned with their peaks kept, the
+# run says what it left out and how to get all of it; --full-timeline and
+# `stprof export` still write everything; every file lints clean.
+set -eu
+: "${STPROF_BUILD:?run through ctest}"
+S="$STPROF_BUILD/stprof"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$T"
+"$S" --no-report --no-plan -o loop.stp "$STPROF_BUILD/cli_alloc_loop" 700000 2>err || fail "run: $(cat err)"
+grep -q "the 300000 largest of 700000 objects" err || fail "no word on the objects left out: $(cat err)"
+grep -q "counters get a point per" err || fail "no word on the thinned counters: $(cat err)"
+grep -q "all of it: stprof export" err || fail "no pointer to all of it: $(cat err)"
+"$S" lint-perfetto loop.pftrace >/dev/null || fail "the bounded timeline does not lint"
+"$S" export -q loop.stp -o full.pftrace
+"$S" lint-perfetto full.pftrace >/dev/null || fail "the full timeline does not lint"
+b=$(wc -c <loop.pftrace) f=$(wc -c <full.pftrace)
+echo "bounded $b bytes, full $f bytes"
+[ $((b * 2)) -lt "$f" ] || fail "bounded $b is not under half of full $f"
+# a small run is not bounded
+"$S" --no-report --no-plan -o small.stp "$STPROF_BUILD/cli_alloc_loop" 1000 2>err
+grep -q "kept to about" err && fail "a small run was bounded"
+# --counter-gap keeps the peak: thinned export of a trace whose peak is one
+# short spike must still carry it (lint checks the counters parse)
+"$S" export -q --counter-gap 1ms loop.stp -o gap.pftrace
+"$S" lint-perfetto gap.pftrace >/dev/null || fail "--counter-gap timeline does not lint"
+# a program of small allocations only (all under plan's 512-byte host
+# default) still gets its plan
+"$S" -q --no-report --no-export -o tiny.stp "$STPROF_BUILD/cli_alloc_loop" 3000 2>err
+[ -s tiny.plan ] || fail "no plan for a program of small allocations: $(cat err)"
+"$S" plan -q --verify tiny.plan || fail "tiny.plan does not verify"
+echo ok
