@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "snapshot_cli.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -67,7 +68,10 @@ int cmd_dump(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	stp_reader *r = stprof_open_trace(argv[optind]);
+	const char *trace = argv[optind];
+	if (stprof_pickle_input(&trace, 1)) /* a PyTorch snapshot: imported first */
+		return 1;
+	stp_reader *r = stprof_open_trace(trace);
 	if (!r)
 		return 1;
 	stp_event ev;

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "stprof/trace_codec.h"
+#include "snapshot_cli.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -49,7 +50,10 @@ int cmd_info(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	stp_reader *r = stprof_open_trace(argv[optind]);
+	const char *trace = argv[optind];
+	if (stprof_pickle_input(&trace, 1)) /* a PyTorch snapshot: imported first */
+		return 1;
+	stp_reader *r = stprof_open_trace(trace);
 	if (!r)
 		return 1;
 	stp_event ev;

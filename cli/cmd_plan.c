@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "stprof/detector.h"
 #include "stprof/plan.h"
+#include "snapshot_cli.h"
 #include "util.h"
 
 #define GREEDY_AUTO_MAX 200000
@@ -312,6 +313,8 @@ int cmd_plan(int argc, char **argv)
 	stp_reqs r;
 	uint64_t *given = NULL;
 	const char *in = csv ? csv : argv[optind];
+	if (!csv && stprof_pickle_input(&in, quiet)) /* a PyTorch snapshot: imported first */
+		return 1;
 	if (csv) {
 		if (stp_reqs_read_csv(csv, &r, &given, err, sizeof err) < 0) {
 			stprof_err("%s", err);
