@@ -316,18 +316,20 @@ static int write_trace(importer *im, const char *out)
 	stp_writer *w = stp_writer_open(out, im->err, im->errlen);
 	if (!w)
 		return -1;
-	stp_event ev = {.type = STP_EV_PROCESS, .tid = 1, .seq = STP_SEQ_AUTO};
+	/* the first events at the first entry's time: a trace's times count from it */
+	uint64_t t0 = im->out.n ? im->out.v[0].time_ns : 0;
+	stp_event ev = {.type = STP_EV_PROCESS, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "PyTorch memory snapshot %s", im->path);
 	ev.u.process = (stp_process_info){.rank = -1, .local_rank = -1, .world_size = -1,
 	                                  .cmdline = stp_writer_string(w, cmd), .exe = stp_writer_string(w, im->path)};
 	int bad = stp_writer_event(w, &ev) < 0;
-	ev = (stp_event){.type = STP_EV_THREAD, .tid = 1, .seq = STP_SEQ_AUTO};
+	ev = (stp_event){.type = STP_EV_THREAD, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
 	ev.u.thread.tid = 1;
 	ev.u.thread.name = stp_writer_string(w, "pytorch");
 	bad |= stp_writer_event(w, &ev) < 0;
 	for (size_t i = 0; i < im->nf && !bad; i++) {
-		ev = (stp_event){.type = STP_EV_MODULE, .tid = 1, .seq = STP_SEQ_AUTO};
+		ev = (stp_event){.type = STP_EV_MODULE, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
 		uint64_t base = STP_SRCFRAME_BASE + i * STP_SRCFRAME_STRIDE;
 		ev.u.module = (stp_module_info){.path = stp_writer_string(w, im->ftext[i]), .base = base,
 		                                .size = STP_SRCFRAME_STRIDE, .bias = base};
@@ -409,8 +411,11 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 	for (size_t i = 0; i < im->trace.n; i++)
 		if (imp_push(&im->out, &im->trace.v[i]) < 0)
 			return oom(im);
+	/* only events that carry a call path: frames are interned in the order
+	 * the trace uses them, so an export imported back numbers them alike */
 	for (size_t i = 0; i < im->out.n; i++)
-		if (stack_of(im, im->out.v[i].frames) < 0)
+		if ((im->out.v[i].type == STP_EV_ALLOC || im->out.v[i].type == STP_EV_SEGMENT_RESERVE) &&
+		    stack_of(im, im->out.v[i].frames) < 0)
 			return oom(im);
 	im->st->frames = im->nf;
 	return write_trace(im, out);
