@@ -421,18 +421,15 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 	return write_trace(im, out);
 }
 
-int stp_snapshot_import(const char *pickle, const char *out_stp, stp_snapshot_import_stats *st, char *err,
-                        size_t errlen)
+int snap_import_doc(pk_doc *doc, const char *name, const char *out_stp, stp_snapshot_import_stats *st, char *err,
+                    size_t errlen)
 {
 	stp_snapshot_import_stats dummy;
 	if (!st)
 		st = &dummy;
 	memset(st, 0, sizeof *st);
-	pk_doc *doc = pk_parse_file(pickle, err, errlen);
-	if (!doc)
-		return -1;
 	st->protocol = pk_protocol(doc);
-	importer im = {.path = pickle, .err = err, .errlen = errlen, .st = st};
+	importer im = {.path = name, .err = err, .errlen = errlen, .st = st};
 	int rc = import_doc(&im, pk_root(doc), out_stp);
 	for (size_t i = 0; i < im.nf; i++)
 		free(im.ftext[i]);
@@ -447,6 +444,18 @@ int stp_snapshot_import(const char *pickle, const char *out_stp, stp_snapshot_im
 	free(im.end_allocs.v);
 	free(im.trace.v);
 	free(im.out.v);
+	return rc;
+}
+
+int stp_snapshot_import(const char *pickle, const char *out_stp, stp_snapshot_import_stats *st, char *err,
+                        size_t errlen)
+{
+	if (st)
+		memset(st, 0, sizeof *st);
+	pk_doc *doc = pk_parse_file(pickle, err, errlen);
+	if (!doc)
+		return -1;
+	int rc = snap_import_doc(doc, pickle, out_stp, st, err, errlen);
 	pk_free(doc);
 	return rc;
 }

@@ -49,4 +49,10 @@ static inline uint64_t imp_round(uint64_t req)
  * and order left 0 for the caller to set).  Returns 0 or -1 (no memory).
  */
 int imp_replay_initial(const imp_vec *end_segs, const imp_vec *end_allocs, const imp_vec *tr, imp_vec *out);
+
+struct stp_snapshot_import_stats;
+/* stp_snapshot_import on a parsed pickle (name: for messages); the fuzz
+ * target's way in without a pickle file. */
+int snap_import_doc(pk_doc *doc, const char *name, const char *out_stp, struct stp_snapshot_import_stats *st,
+                    char *err, size_t errlen);
 #endif
