@@ -88,6 +88,10 @@ void pkw_list_end(pk_writer *w);
 void pkw_tuple_begin(pk_writer *w);
 void pkw_tuple_end(pk_writer *w);
 void pkw_str(pk_writer *w, const char *s);
+/* A string written once and memoized: for keys and other constants (by
+ * pointer: pass string literals).  What Python's pickler does for the
+ * shared key objects of PyTorch's snapshots. */
+void pkw_const(pk_writer *w, const char *s);
 void pkw_int(pk_writer *w, int64_t v);
 void pkw_uint(pk_writer *w, uint64_t v);
 void pkw_float(pk_writer *w, double v);

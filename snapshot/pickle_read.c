@@ -14,12 +14,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Nodes and string bytes come from arenas (chunks freed together); only
+ * containers' item arrays are separate allocations, listed for pk_free. */
+#define NODE_CHUNK 4096
+#define BYTE_CHUNK (1u << 20)
+typedef struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char mem[];
+} chunk;
+
 struct pk_doc {
-	pk_val **nodes; /* every node made, for pk_free */
-	size_t nnodes, cap;
+	chunk *nodes, *bytes;
+	pk_val **containers;
+	size_t ncont, contcap;
 	pk_val *root;
 	int proto;
 };
+
+static void *arena(chunk **head, size_t n, size_t chunk_size)
+{
+	n = (n + 15) & ~(size_t)15;
+	chunk *c = *head;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > chunk_size ? n : chunk_size;
+		c = malloc(sizeof *c + cap);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		if (n > chunk_size / 4 && *head) { /* a big one: behind the current chunk */
+			c->next = (*head)->next;
+			(*head)->next = c;
+		} else {
+			c->next = *head;
+			*head = c;
+		}
+	}
+	void *r = c->mem + c->used;
+	c->used += n;
+	return r;
+}
+
+static void free_chunks(chunk *c)
+{
+	while (c) {
+		chunk *n = c->next;
+		free(c);
+		c = n;
+	}
+}
 
 typedef struct parser {
 	const uint8_t *p;
@@ -52,20 +96,22 @@ static int fail(parser *ps, const char *fmt, ...)
 static pk_val *new_node(parser *ps, pk_type t)
 {
 	pk_doc *d = ps->doc;
-	if (d->nnodes == d->cap) {
-		size_t nc = d->cap ? d->cap * 2 : 256;
-		pk_val **nn = realloc(d->nodes, nc * sizeof *nn);
+	if (t >= PK_LIST && d->ncont == d->contcap) {
+		size_t nc = d->contcap ? d->contcap * 2 : 256;
+		pk_val **nn = realloc(d->containers, nc * sizeof *nn);
 		if (!nn)
 			return NULL;
-		d->nodes = nn;
-		d->cap = nc;
+		d->containers = nn;
+		d->contcap = nc;
 	}
-	pk_val *v = calloc(1, sizeof *v);
+	pk_val *v = arena(&d->nodes, sizeof *v, NODE_CHUNK * sizeof *v);
 	if (!v)
 		return NULL;
+	memset(v, 0, sizeof *v);
 	v->type = (uint8_t)t;
 	v->offset = ps->op_at;
-	d->nodes[d->nnodes++] = v;
+	if (t >= PK_LIST)
+		d->containers[d->ncont++] = v;
 	return v;
 }
 
@@ -144,7 +190,7 @@ static int string_op(parser *ps, size_t lenbytes, pk_type t)
 	pk_val *v = new_node(ps, t);
 	if (!s || !v)
 		return v ? -1 : fail(ps, "out of memory");
-	v->u.s = malloc((size_t)n + 1);
+	v->u.s = arena(&ps->doc->bytes, (size_t)n + 1, BYTE_CHUNK);
 	if (!v->u.s)
 		return fail(ps, "out of memory");
 	memcpy(v->u.s, s, (size_t)n);
@@ -491,15 +537,11 @@ void pk_free(pk_doc *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->nnodes; i++) {
-		pk_val *v = d->nodes[i];
-		if (v->type == PK_STR || v->type == PK_BYTES)
-			free(v->u.s);
-		else if (v->type >= PK_LIST)
-			free(v->u.items);
-		free(v);
-	}
-	free(d->nodes);
+	for (size_t i = 0; i < d->ncont; i++)
+		free(d->containers[i]->u.items);
+	free(d->containers);
+	free_chunks(d->nodes);
+	free_chunks(d->bytes);
 	free(d);
 }
 

@@ -13,10 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CONSTS 64
 struct pk_writer {
 	FILE *f;
 	uint32_t memo;
 	int bad;
+	const char *cptr[CONSTS]; /* pkw_const's strings, by pointer hash */
+	uint32_t cmemo[CONSTS];
 };
 
 static void put(pk_writer *w, const void *b, size_t n)
@@ -61,6 +64,18 @@ void pkw_str(pk_writer *w, const char *s)
 	op(w, 'X');
 	le(w, n, 4);
 	put(w, s, n);
+}
+
+void pkw_const(pk_writer *w, const char *s)
+{
+	size_t h = ((uintptr_t)s >> 3) % CONSTS;
+	if (w->cptr[h] == s) {
+		pkw_memo_get(w, w->cmemo[h]);
+		return;
+	}
+	pkw_str(w, s);
+	w->cptr[h] = s;
+	w->cmemo[h] = pkw_memo_put(w);
 }
 
 void pkw_int(pk_writer *w, int64_t v)

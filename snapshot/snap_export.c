@@ -249,11 +249,11 @@ static void write_frame(exporter *x, uint64_t ip, int caller)
 		f.name = buf;
 	}
 	pkw_dict_begin(x->w);
-	pkw_str(x->w, "filename");
+	pkw_const(x->w, "filename");
 	pkw_str(x->w, f.filename && *f.filename ? f.filename : "??");
-	pkw_str(x->w, "line");
+	pkw_const(x->w, "line");
 	pkw_int(x->w, f.line);
-	pkw_str(x->w, "name");
+	pkw_const(x->w, "name");
 	pkw_str(x->w, f.name);
 	pkw_dict_end(x->w);
 	x->st->frames++;
@@ -279,7 +279,7 @@ static void write_frames(exporter *x, uint32_t stack)
 
 static void kv_uint(pk_writer *w, const char *k, uint64_t v)
 {
-	pkw_str(w, k);
+	pkw_const(w, k);
 	pkw_uint(w, v);
 }
 
@@ -287,8 +287,8 @@ static void write_entry(exporter *x, const ent *e)
 {
 	pk_writer *w = x->w;
 	pkw_dict_begin(w);
-	pkw_str(w, "action");
-	pkw_str(w, action_name[e->action]);
+	pkw_const(w, "action");
+	pkw_const(w, action_name[e->action]);
 	if (e->action == A_OOM) {
 		kv_uint(w, "addr", (uint64_t)e->value);
 		kv_uint(w, "device_free", (uint64_t)e->value);
@@ -298,7 +298,7 @@ static void write_entry(exporter *x, const ent *e)
 	kv_uint(w, "size", e->size);
 	kv_uint(w, "stream", e->stream);
 	kv_uint(w, "time_us", e->time_us);
-	pkw_str(w, "frames");
+	pkw_const(w, "frames");
 	write_frames(x, e->stack);
 	pkw_dict_end(w);
 	x->st->entries++;
@@ -311,17 +311,17 @@ static void write_block(exporter *x, uint64_t addr, uint64_t size, const obj *o,
 	kv_uint(w, "address", addr);
 	kv_uint(w, "size", size);
 	kv_uint(w, "requested_size", o ? o->requested : 0);
-	pkw_str(w, "state");
-	pkw_str(w, o ? "active_allocated" : "inactive");
-	pkw_str(w, "frames");
+	pkw_const(w, "state");
+	pkw_const(w, o ? "active_allocated" : "inactive");
+	pkw_const(w, "frames");
 	write_frames(x, o ? o->stack : 0);
 	if (layout == 113 && o) {
-		pkw_str(w, "history");
+		pkw_const(w, "history");
 		pkw_list_begin(w);
 		pkw_dict_begin(w);
 		kv_uint(w, "addr", addr);
 		kv_uint(w, "real_size", o->requested);
-		pkw_str(w, "frames");
+		pkw_const(w, "frames");
 		write_frames(x, o->stack);
 		pkw_dict_end(w);
 		pkw_list_end(w);
@@ -359,18 +359,18 @@ static void write_segment(exporter *x, const obj *s, obj **allocs, size_t n, siz
 	kv_uint(w, "active_size", allocated);
 	kv_uint(w, "requested_size", requested);
 	kv_uint(w, "stream", s->stream);
-	pkw_str(w, "segment_type");
-	pkw_str(w, s->size <= (2u << 20) ? "small" : "large");
-	pkw_str(w, "segment_pool_id");
+	pkw_const(w, "segment_type");
+	pkw_const(w, s->size <= (2u << 20) ? "small" : "large");
+	pkw_const(w, "segment_pool_id");
 	pkw_tuple_begin(w);
 	pkw_int(w, 0);
 	pkw_int(w, 0);
 	pkw_tuple_end(w);
-	pkw_str(w, "is_expandable");
+	pkw_const(w, "is_expandable");
 	pkw_bool(w, 0);
-	pkw_str(w, "frames");
+	pkw_const(w, "frames");
 	write_frames(x, s->stack);
-	pkw_str(w, "blocks");
+	pkw_const(w, "blocks");
 	pkw_list_begin(w);
 	cur = s->addr;
 	for (size_t i = from; i < to; i++) {
@@ -432,10 +432,10 @@ static int write_doc(exporter *x, int layout)
 	if (layout == 113)
 		return write_segments(x, layout);
 	pkw_dict_begin(w);
-	pkw_str(w, "segments");
+	pkw_const(w, "segments");
 	if (write_segments(x, layout) < 0)
 		return -1;
-	pkw_str(w, "device_traces");
+	pkw_const(w, "device_traces");
 	pkw_list_begin(w);
 	uint32_t ndev = x->ndev ? x->ndev : 1;
 	for (uint32_t d = 0; d < ndev; d++) {
@@ -446,7 +446,7 @@ static int write_doc(exporter *x, int layout)
 		pkw_list_end(w);
 	}
 	pkw_list_end(w);
-	pkw_str(w, "external_annotations");
+	pkw_const(w, "external_annotations");
 	pkw_list_begin(w);
 	for (size_t i = 0; i < x->nents; i++) {
 		const ent *e = &x->ents[i];
@@ -454,19 +454,19 @@ static int write_doc(exporter *x, int layout)
 			continue;
 		pkw_dict_begin(w);
 		kv_uint(w, "device", e->device);
-		pkw_str(w, "stage");
-		pkw_str(w, action_name[e->action]);
-		pkw_str(w, "name");
+		pkw_const(w, "stage");
+		pkw_const(w, action_name[e->action]);
+		pkw_const(w, "name");
 		pkw_str(w, e->name);
 		kv_uint(w, "time_us", e->time_us);
 		pkw_dict_end(w);
 	}
 	pkw_list_end(w);
-	pkw_str(w, "stprof");
+	pkw_const(w, "stprof");
 	pkw_dict_begin(w);
-	pkw_str(w, "synthetic_segments");
+	pkw_const(w, "synthetic_segments");
 	pkw_bool(w, !x->any_segment);
-	pkw_str(w, "source");
+	pkw_const(w, "source");
 	pkw_str(w, stp_reader_path(x->r));
 	pkw_dict_end(w);
 	pkw_dict_end(w);
