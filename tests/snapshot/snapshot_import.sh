@@ -59,6 +59,7 @@ echo "$r" | grep -q "^  pytorch  " || fail "report: the PyTorch model beside the
 [ -s "$T/p.plan" ] || fail "plan wrote nothing"
 "$STPROF" export -q "$T/v2_p4.pickle" -o "$T/p.pftrace" || fail "export on a pickle"
 [ -s "$T/p.pftrace" ] || fail "export wrote nothing"
+"$STPROF" lint-perfetto "$T/p.pftrace" | grep -q "no violations" || fail "the timeline of a snapshot has violations"
 "$STPROF" info "$T/v113.pickle" | grep -q "whole:        yes" || fail "info on a pickle"
 
 # hostile or foreign pickles: one line naming file and offset, exit 1
