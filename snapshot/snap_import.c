@@ -397,7 +397,8 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 	if (read_segments(im, segs) < 0 || read_trace(im, dt) < 0 ||
 	    (root->type == PK_DICT && read_annotations(im, pk_get(root, "external_annotations")) < 0))
 		return -1;
-	qsort(im->trace.v, im->trace.n, sizeof *im->trace.v, by_time);
+	if (im->trace.n)
+		qsort(im->trace.v, im->trace.n, sizeof *im->trace.v, by_time);
 	if (imp_replay_initial(&im->end_segs, &im->end_allocs, &im->trace, &im->out) < 0)
 		return oom(im);
 	uint64_t t0 = im->trace.n ? im->trace.v[0].time_ns : 0;
