@@ -32,11 +32,15 @@ struct pk_doc {
 	int proto;
 };
 
-static void *arena(chunk **head, size_t n, size_t chunk_size)
+/* chunks grow from 4 KiB to max_chunk: a small pickle stays cheap */
+static void *arena(chunk **head, size_t n, size_t max_chunk)
 {
 	n = (n + 15) & ~(size_t)15;
 	chunk *c = *head;
 	if (!c || c->cap - c->used < n) {
+		size_t chunk_size = c ? (c->cap * 2 < max_chunk ? c->cap * 2 : max_chunk) : 4096;
+		if (chunk_size < 4096)
+			chunk_size = 4096;
 		size_t cap = n > chunk_size ? n : chunk_size;
 		c = malloc(sizeof *c + cap);
 		if (!c)
