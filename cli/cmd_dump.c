@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "guard.h"
+#include "snapshot_cli.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -66,7 +67,10 @@ int cmd_dump(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return stprof_usage_error("dump", "wants one TRACE (got %d arguments)", argc - optind);
-	stp_reader *r = stprof_open_trace(argv[optind]);
+	const char *trace = argv[optind];
+	if (stprof_pickle_input(&trace, 1)) /* a PyTorch snapshot: imported first */
+		return 1;
+	stp_reader *r = stprof_open_trace(trace);
 	if (!r)
 		return 1;
 	stp_event ev;

@@ -16,13 +16,15 @@
 #include "stprof/detector.h"
 #include "stprof/perfetto.h"
 #include "guard.h"
+#include "snapshot_cli.h"
 #include "util.h"
 #include "analysis.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: stprof export [OPTIONS] TRACE... [-o FILE.pftrace]\n\n"
+	        "usage: stprof export [OPTIONS] TRACE... [-o FILE.pftrace]\n"
+	        "       stprof export --format torch-snapshot TRACE [-o FILE.pickle]\n\n"
 	        "Writes a Perfetto timeline of the traces (one process per trace, e.g. one per\n"
 	        "rank) that https://ui.perfetto.dev opens (\"Open trace file\").  It shows, per\n"
 	        "process: memory counters (requested, allocated, reserved; reserved under each\n"
@@ -36,9 +38,20 @@ static void usage(FILE *f)
 	        "scoped, transient, init-only, leaked), each object carries its patterns, each\n"
 	        "finding is an instant with its suggestion, frames are named.  See\n"
 	        "docs/perfetto.md.\n\n"
+	        "With --format torch-snapshot it writes the trace as a PyTorch memory snapshot\n"
+	        "that https://pytorch.org/memory_viz and torch.cuda._memory_viz open: the\n"
+	        "segments and blocks live at the end, a trace entry per allocation, free and\n"
+	        "segment event, call paths as frames (see docs/snapshot.md).  A TRACE may\n"
+	        "also be a PyTorch snapshot (.pickle), imported first.\n\n"
 	        "Options:\n"
 	        "  -o, --output FILE    the file to write (default: the first TRACE with its\n"
-	        "                       .stp suffix replaced by .pftrace)\n"
+	        "                       .stp suffix replaced by .pftrace or .pickle)\n"
+	        "  -f, --format FMT     pftrace (the default: a Perfetto timeline) or\n"
+	        "                       torch-snapshot (a PyTorch memory snapshot pickle)\n"
+	        "      --torch-layout L the snapshot layout: 2 (PyTorch 2.x, a dict with\n"
+	        "                       segments and device_traces; the default) or 1.13 (a\n"
+	        "                       list of segments whose blocks have a history, what\n"
+	        "                       PyTorch 1.13's torch.cuda._memory_viz reads)\n"
 	        "      --top N          draw only the N largest objects of each trace (lifetime\n"
 	        "                       slices, instants, flows, call stacks); counters still\n"
 	        "                       count every object\n"
@@ -76,7 +89,8 @@ static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 
 int cmd_export(int argc, char **argv)
 {
-	enum { OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP, OPT_GAP };
+	enum { OPT_LAYOUT = 250, OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP,
+	       OPT_GAP };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"top", required_argument, 0, OPT_TOP},
 		{"top-by", required_argument, 0, OPT_TOP_BY}, {"window", required_argument, 0, OPT_WINDOW},
@@ -84,8 +98,10 @@ int cmd_export(int argc, char **argv)
 		{"counter-gap", required_argument, 0, OPT_GAP},
 		{"no-analysis", no_argument, 0, OPT_NOANA}, {"no-models", no_argument, 0, OPT_NOMODELS},
 		{"alloc-conf", required_argument, 0, OPT_CONF}, {"capacity", required_argument, 0, OPT_CAP},
+		{"format", required_argument, 0, 'f'}, {"torch-layout", required_argument, 0, OPT_LAYOUT},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_export_opts eo = {0};
+	int snapshot = 0, layout = 2;
 	const char *out = NULL;
 	int quiet = 0, analysis = 1, c;
 	stp_det_options dopt;
@@ -93,9 +109,29 @@ int cmd_export(int argc, char **argv)
 	dopt.keep_objects = 1;
 	dopt.sim_no_recommend = 1; /* the timeline shows the models, not advice */
 	uint64_t v;
-	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:f:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
+		case 'f':
+			if (!strcmp(optarg, "torch-snapshot"))
+				snapshot = 1;
+			else if (!strcmp(optarg, "pftrace") || !strcmp(optarg, "perfetto"))
+				snapshot = 0;
+			else {
+				stprof_err("export: --format wants pftrace or torch-snapshot, not '%s'", optarg);
+				return 2;
+			}
+			break;
+		case OPT_LAYOUT:
+			if (!strcmp(optarg, "2") || !strcmp(optarg, "2.x"))
+				layout = 2;
+			else if (!strcmp(optarg, "1.13"))
+				layout = 113;
+			else {
+				stprof_err("export: --torch-layout wants 2 or 1.13, not '%s'", optarg);
+				return 2;
+			}
+			break;
 		case 'q': quiet = 1; break;
 		case 'h': usage(stdout); return 0;
 		case OPT_TOP:
@@ -162,6 +198,10 @@ int cmd_export(int argc, char **argv)
 	size_t ntraces = (size_t)(argc - optind);
 	if (stprof_refuse_same("export", out, traces, ntraces))
 		return 2;
+	if (snapshot && ntraces != 1) {
+		stprof_err("export: --format torch-snapshot takes one trace");
+		return 2;
+	}
 	char *def = NULL;
 	if (!out) {
 		size_t n = strlen(traces[0]);
@@ -171,14 +211,22 @@ int cmd_export(int argc, char **argv)
 		memcpy(def, traces[0], n + 1);
 		if (n > 4 && !strcmp(def + n - 4, ".stp"))
 			def[n - 4] = 0;
-		strcat(def, ".pftrace");
+		else if (!snapshot && n > 7 && !strcmp(def + n - 7, ".pickle"))
+			def[n - 7] = 0;
+		strcat(def, snapshot ? ".pickle" : ".pftrace");
 		out = def;
 		if (stprof_refuse_same("export", out, traces, ntraces)) {
 			free(def);
 			return 2;
 		}
 	}
-	int rc = export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet);
+	/* PyTorch snapshots given as traces are imported first */
+	if (stprof_pickle_inputs(argc, argv, optind, quiet)) {
+		free(def);
+		return 1;
+	}
+	int rc = snapshot ? snapshot_export_run(traces[0], out, layout, quiet)
+	                  : export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet);
 	free(def);
 	return rc;
 }

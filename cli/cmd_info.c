@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "stprof/trace_codec.h"
 #include "guard.h"
+#include "snapshot_cli.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -48,7 +49,10 @@ int cmd_info(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return stprof_usage_error("info", "wants one TRACE (got %d arguments)", argc - optind);
-	stp_reader *r = stprof_open_trace(argv[optind]);
+	const char *trace = argv[optind];
+	if (stprof_pickle_input(&trace, 1)) /* a PyTorch snapshot: imported first */
+		return 1;
+	stp_reader *r = stprof_open_trace(trace);
 	if (!r)
 		return 1;
 	stp_event ev;

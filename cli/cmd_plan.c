@@ -17,6 +17,7 @@
 #include "stprof/detector.h"
 #include "stprof/plan.h"
 #include "guard.h"
+#include "snapshot_cli.h"
 #include "util.h"
 
 #define GREEDY_AUTO_MAX 200000
@@ -331,6 +332,8 @@ int cmd_plan(int argc, char **argv)
 	const char *in = csv ? csv : argv[optind];
 	if (stprof_refuse_same("plan", out, &in, 1))
 		return 2;
+	if (!csv && stprof_pickle_input(&in, quiet)) /* a PyTorch snapshot: imported first */
+		return 1;
 	if (csv) {
 		if (stp_reqs_read_csv(csv, &r, &given, err, sizeof err) < 0) {
 			stprof_err("%s", err);

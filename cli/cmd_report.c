@@ -16,6 +16,7 @@
 #include "stprof/detector.h"
 #include "stprof/report.h"
 #include "guard.h"
+#include "snapshot_cli.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -313,7 +314,10 @@ int cmd_report(int argc, char **argv)
 		o.progress_ctx = &printed;
 	}
 	char err[512];
-	stp_det *d = stp_det_run(argv[optind], &o, err, sizeof err);
+	const char *trace = argv[optind];
+	if (stprof_pickle_input(&trace, 0)) /* a PyTorch snapshot: imported first */
+		return 1;
+	stp_det *d = stp_det_run(trace, &o, err, sizeof err);
 	if (printed)
 		fprintf(stderr, "\r%40s\r", "");
 	if (!d) {

@@ -21,6 +21,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_lint_perfetto(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_run(int argc, char **argv); /* `stprof CMD ARGS...` */
 
 extern const struct stprof_cmd stprof_commands[];

@@ -30,6 +30,7 @@ const struct stprof_cmd stprof_commands[] = {
 	{"export", cmd_export, "write a Perfetto timeline (.pftrace) of one or more traces"},
 	{"lint-perfetto", cmd_lint_perfetto, "check a Perfetto trace for what the UI drops silently"},
 	{"plan", cmd_plan, "build an STAlloc allocation plan from a trace; show or verify one"},
+	{"import", cmd_import, "turn a PyTorch memory snapshot (.pickle) into a trace"},
 	{0, 0, 0},
 };
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "livemap.h"
+#include "stprof/srcframe.h"
 
 /* Names come from the symbolizer (symbolize/, stprof/symbolize.h). */
 #include "stprof/symbolize.h"
@@ -32,6 +33,9 @@ struct det_frames {
 	uint32_t ncache, cache_cap;
 	det_map index;
 	char **owned;           /* strings built here ("f (inlined into g)") */
+	stp_det_frame *src;     /* source frames (stprof/srcframe.h) by index */
+	char **src_text;
+	uint32_t nsrc;
 	uint32_t nowned, owned_cap;
 	stp_symbolizer *sym;
 };
@@ -66,6 +70,10 @@ void det_frames_free(det_frames *f)
 	for (uint32_t i = 0; i < f->nowned; i++)
 		free(f->owned[i]);
 	free(f->owned);
+	for (uint32_t i = 0; i < f->nsrc; i++)
+		free(f->src_text[i]);
+	free(f->src_text);
+	free(f->src);
 	stp_sym_free(f->sym);
 	free(f);
 }
@@ -103,9 +111,43 @@ static const char *own(det_frames *f, char *s)
 	return s;
 }
 
+/* A frame known by name (stprof/srcframe.h): kept in its own table, never
+ * given to the symbolizer. */
+static int add_srcframe(det_frames *f, const char *path, uint64_t base)
+{
+	uint64_t k = (base - STP_SRCFRAME_BASE) / STP_SRCFRAME_STRIDE;
+	char *copy;
+	const char *fn, *file;
+	uint32_t line;
+	if (k >= (1u << 26) || stp_srcframe_parse(path, &copy, &fn, &file, &line) < 0)
+		return 0; /* not one we can show: the frame stays an address */
+	if (k >= f->nsrc) {
+		uint32_t nn = (uint32_t)k + 1 > f->nsrc * 2 ? (uint32_t)k + 1 : f->nsrc * 2;
+		stp_det_frame *ns = realloc(f->src, nn * sizeof *ns);
+		if (ns)
+			f->src = ns;
+		char **nt = ns ? realloc(f->src_text, nn * sizeof *nt) : NULL;
+		if (!nt) {
+			free(copy);
+			return -1;
+		}
+		f->src_text = nt;
+		memset(f->src + f->nsrc, 0, (nn - f->nsrc) * sizeof *ns);
+		memset(f->src_text + f->nsrc, 0, (nn - f->nsrc) * sizeof *nt);
+		f->nsrc = nn;
+	}
+	free(f->src_text[k]);
+	f->src_text[k] = copy;
+	f->src[k] = (stp_det_frame){.ip = base, .module = "", .function = fn, .file = *file ? file : NULL,
+	                            .line = line};
+	return 0;
+}
+
 int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64_t size, uint64_t bias,
                           const uint8_t *build_id, uint32_t build_id_len)
 {
+	if (base >= STP_SRCFRAME_BASE && stp_srcframe_is(path))
+		return add_srcframe(f, path, base);
 	if (size && path && *path)
 		stp_sym_add_module(f->sym, path, base, size, bias, build_id, build_id_len);
 	/* the same mapping seen again (a re-announced module): keep one */
@@ -164,6 +206,14 @@ static const det_module *find_module(const det_frames *f, uint64_t ip)
 void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *out)
 {
 	uint64_t key = ip ^ ((uint64_t)(caller != 0) << 63), idx;
+	if (ip >= STP_SRCFRAME_BASE) {
+		uint64_t k = (ip - STP_SRCFRAME_BASE) / STP_SRCFRAME_STRIDE;
+		if (k < f->nsrc && f->src_text[k]) {
+			*out = f->src[k];
+			out->ip = ip;
+			return;
+		}
+	}
 	if (key && det_map_get(&f->index, key, &idx)) {
 		*out = f->cache[idx];
 		return;

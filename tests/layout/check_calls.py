@@ -19,7 +19,7 @@ import sys
 # (directory, CMake target) pairs: every static library, and the CLI
 LIBS = [("trace", "stp_trace"), ("symbolize", "stp_symbolize"), ("allocsim", "stp_allocsim"),
         ("detector", "stp_detector"), ("planner", "stp_planner"), ("exporter", "stp_exporter"),
-        ("allocator", "stp_allocator"), ("cli", "stprof")]
+        ("snapshot", "stp_snapshot"), ("allocator", "stp_allocator"), ("cli", "stprof")]
 
 
 def graph(objs):

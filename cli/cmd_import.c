@@ -1,0 +1,95 @@
+/*
+ * cmd_import.c - `stprof import SNAPSHOT.pickle [-o TRACE.stp]`: turns a
+ * PyTorch memory snapshot into a trace (docs/snapshot.md).  Exit 0 on
+ * success, 1 when the pickle cannot be read or the trace written, 2 on
+ * usage errors.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "stprof/snapshot.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: stprof import [OPTIONS] SNAPSHOT.pickle [-o TRACE.stp]\n\n"
+	        "Reads a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot, the file\n"
+	        "https://pytorch.org/memory_viz opens; PyTorch 1.13's memory_snapshot() list\n"
+	        "too) and writes an stprof trace: the allocator's segments and blocks, every\n"
+	        "trace entry (alloc, free_completed, segment_alloc/free/map/unmap, oom,\n"
+	        "snapshot) as an event with its Python/C++ frames as the call path, and the\n"
+	        "state before the ring buffer's first entry, rebuilt by replaying the trace\n"
+	        "backwards from the segments.  The pickle is only read as data: an opcode\n"
+	        "that could import or run code is refused.  report, export and plan also\n"
+	        "take a snapshot where they take a trace.  See docs/snapshot.md.\n\n"
+	        "Options:\n"
+	        "  -o, --output FILE    the trace to write (default: SNAPSHOT with its suffix\n"
+	        "                       replaced by .stp)\n"
+	        "  -q, --quiet          print nothing but errors\n"
+	        "  -h, --help           this help\n\n"
+	        "Exit status: 0 written, 1 the snapshot could not be read or the trace\n"
+	        "written, 2 usage error.\n");
+}
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+	                                     {"quiet", no_argument, 0, 'q'},
+	                                     {"help", no_argument, 0, 'h'},
+	                                     {0, 0, 0, 0}};
+	const char *out = NULL;
+	int quiet = 0, c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	const char *in = argv[optind];
+	char *def = NULL;
+	if (!out) {
+		size_t n = strlen(in);
+		def = malloc(n + 8);
+		if (!def)
+			return 1;
+		memcpy(def, in, n + 1);
+		char *dot = strrchr(def, '.'), *slash = strrchr(def, '/');
+		if (dot && (!slash || dot > slash))
+			*dot = 0;
+		strcat(def, ".stp");
+		out = def;
+	}
+	char err[1024];
+	stp_snapshot_import_stats st;
+	int rc = stp_snapshot_import(in, out, &st, err, sizeof err);
+	if (rc < 0) {
+		stprof_err("import: %s", err);
+		free(def);
+		return 1;
+	}
+	if (!quiet) {
+		printf("wrote %s from %s (PyTorch %s layout, pickle protocol %d)\n", out, in,
+		       st.layout == 113 ? "1.13" : "2.x", st.protocol);
+		printf("  %" PRIu64 " segments, %" PRIu64 " blocks%s; %" PRIu64 " trace entries", st.segments, st.blocks,
+		       st.synthetic_segments ? " (segments made by stprof's exporter: not imported)" : "", st.entries);
+		if (st.skipped)
+			printf(" (%" PRIu64 " with an unknown action skipped)", st.skipped);
+		printf("\n  before the first entry: %" PRIu64 " segments, %" PRIu64 " allocations (rebuilt)\n",
+		       st.initial_segments, st.initial_allocs);
+		printf("  %" PRIu64 " events, %" PRIu64 " distinct frames\n", st.events, st.frames);
+	}
+	free(def);
+	return 0;
+}

@@ -1,0 +1,148 @@
+/*
+ * snapshot_cli.c - see snapshot_cli.h.  Temporary imports live in one
+ * mkdtemp directory under $TMPDIR (default /tmp), removed by an atexit
+ * handler; the exporter names addresses with the symbolizer.
+ */
+#include "snapshot_cli.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stprof/snapshot.h"
+#include "stprof/symbolize.h"
+#include "util.h"
+
+#define MAX_TEMPS 64
+static char tmpdir[PATH_MAX];
+static char *temps[MAX_TEMPS];
+static int ntemps;
+
+static void cleanup(void)
+{
+	for (int i = 0; i < ntemps; i++) {
+		unlink(temps[i]);
+		free(temps[i]);
+	}
+	if (*tmpdir)
+		rmdir(tmpdir);
+}
+
+int stprof_pickle_input(const char **path, int quiet)
+{
+	if (!stp_snapshot_is_pickle(*path))
+		return 0;
+	if (ntemps == MAX_TEMPS) {
+		stprof_err("%s: too many snapshots at once", *path);
+		return 1;
+	}
+	if (!*tmpdir) {
+		const char *t = getenv("TMPDIR");
+		snprintf(tmpdir, sizeof tmpdir, "%s/stprof-import-XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(tmpdir)) {
+			stprof_err("cannot create a temporary directory %s", tmpdir);
+			*tmpdir = 0;
+			return 1;
+		}
+		atexit(cleanup);
+	}
+	const char *base = strrchr(*path, '/');
+	base = base ? base + 1 : *path;
+	char out[PATH_MAX + 300];
+	snprintf(out, sizeof out, "%s/%d-%s", tmpdir, ntemps, base);
+	char *dot = strrchr(out, '.');
+	if (dot && dot > strrchr(out, '/'))
+		*dot = 0;
+	strcat(out, ".stp");
+	char err[1024];
+	stp_snapshot_import_stats st;
+	int rc = stp_snapshot_import(*path, out, &st, err, sizeof err);
+	temps[ntemps] = strdup(out);
+	if (temps[ntemps])
+		ntemps++;
+	if (rc < 0) {
+		stprof_err("%s", err);
+		return 1;
+	}
+	if (!quiet)
+		fprintf(stderr, "stprof: %s: PyTorch memory snapshot (%s layout): %" PRIu64 " segments, %" PRIu64
+		                " trace entries imported\n",
+		        *path, st.layout == 113 ? "1.13" : "2.x", st.segments, st.entries);
+	*path = temps[ntemps - 1];
+	return 0;
+}
+
+int stprof_pickle_inputs(int argc, char **argv, int from, int quiet)
+{
+	for (int i = from; i < argc; i++) {
+		const char *p = argv[i];
+		if (stprof_pickle_input(&p, quiet))
+			return 1;
+		argv[i] = (char *)p;
+	}
+	return 0;
+}
+
+typedef struct resolver {
+	stp_symbolizer *sym;
+	char name[512], file[PATH_MAX];
+} resolver;
+
+static void on_module(void *ctx, const char *path, uint64_t base, uint64_t size, uint64_t bias,
+                      const uint8_t *build_id, uint32_t build_id_len)
+{
+	resolver *rs = ctx;
+	if (rs->sym && size && path && *path)
+		stp_sym_add_module(rs->sym, path, base, size, bias, build_id, build_id_len);
+}
+
+static void on_resolve(void *ctx, uint64_t ip, int caller, stp_snap_frame *out)
+{
+	resolver *rs = ctx;
+	stp_frame f[STP_SYM_MAX_FRAMES];
+	int n = rs->sym ? stp_sym_lookup(rs->sym, ip, caller, f, STP_SYM_MAX_FRAMES) : 0;
+	if (n <= 0) {
+		snprintf(rs->name, sizeof rs->name, "0x%" PRIx64, ip);
+		out->name = rs->name;
+		out->filename = "??";
+		out->line = 0;
+		return;
+	}
+	if (f[0].function) {
+		out->name = f[0].function;
+	} else {
+		const char *m = f[0].module ? strrchr(f[0].module, '/') : NULL;
+		if (f[0].module)
+			snprintf(rs->name, sizeof rs->name, "%s+0x%" PRIx64, m ? m + 1 : f[0].module, f[0].module_offset);
+		else
+			snprintf(rs->name, sizeof rs->name, "0x%" PRIx64, ip);
+		out->name = rs->name;
+	}
+	out->filename = f[0].file ? f[0].file : f[0].module ? f[0].module : "??";
+	out->line = f[0].line;
+}
+
+int snapshot_export_run(const char *trace, const char *out, int layout, int quiet)
+{
+	resolver rs = {.sym = stp_sym_new()};
+	stp_snapshot_export_opts o = {.layout = layout, .module = on_module, .resolve = on_resolve, .ctx = &rs};
+	stp_snapshot_export_stats st;
+	char err[1024];
+	int rc = stp_snapshot_export(trace, out, &o, &st, err, sizeof err);
+	stp_sym_free(rs.sym);
+	if (rc < 0) {
+		stprof_err("export: %s", err);
+		return 1;
+	}
+	if (!quiet) {
+		printf("wrote %s: PyTorch memory snapshot (%s layout)\n", out, layout == 113 ? "1.13" : "2.x");
+		printf("  %" PRIu64 " segments%s, %" PRIu64 " blocks, %" PRIu64 " trace entries, %" PRIu64 " frames\n",
+		       st.segments, st.synthetic_segments ? " (one per live allocation: the trace has none)" : "",
+		       st.blocks, st.entries, st.frames);
+		printf("open it at https://pytorch.org/memory_viz; see docs/snapshot.md\n");
+	}
+	return 0;
+}

@@ -1,0 +1,18 @@
+/*
+ * snapshot_cli.h - PyTorch memory snapshots in the stprof command: `stprof
+ * import`, `export --format torch-snapshot`, and pickles given where a trace
+ * is expected (report, export, plan, info, dump).
+ */
+#ifndef STPROF_CLI_SNAPSHOT_H
+#define STPROF_CLI_SNAPSHOT_H
+
+/* When *path is a pickle, imports it into a temporary .stp (same base name,
+ * removed at exit) and points *path at it.  0, or 1 after printing the
+ * error (the pickle cannot be read). */
+int stprof_pickle_input(const char **path, int quiet);
+/* Same for argv[from..argc). */
+int stprof_pickle_inputs(int argc, char **argv, int from, int quiet);
+/* `stprof export --format torch-snapshot`: writes trace as a snapshot
+ * pickle (layout 2 or 113); 0, or 1 after printing the error. */
+int snapshot_export_run(const char *trace, const char *out, int layout, int quiet);
+#endif

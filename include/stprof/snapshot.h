@@ -1,0 +1,82 @@
+/*
+ * stprof/snapshot.h - PyTorch memory snapshots in and out (stp_snapshot).
+ *
+ * A PyTorch memory snapshot is the pickle torch.cuda.memory._dump_snapshot
+ * writes and https://pytorch.org/memory_viz opens.  Two layouts exist:
+ *   - PyTorch 1.13: a list of segments; blocks have size, state and a
+ *     `history` of {addr, real_size, frames}; no trace;
+ *   - PyTorch 2.x: a dict with `segments` (blocks with address, size,
+ *     requested_size, state, frames), `device_traces` (a ring buffer of
+ *     alloc / free_requested / free_completed / segment_alloc / segment_free
+ *     / segment_map / segment_unmap / oom / snapshot entries per device),
+ *     optionally `allocator_settings` and `external_annotations`.
+ * The pickle reader executes nothing: any opcode that could import or call
+ * code is refused (docs/snapshot.md).
+ *
+ * Import maps the snapshot onto trace events (frames become source frames,
+ * stprof/srcframe.h); export writes any trace as a snapshot.  Both report
+ * errors as one line "FILE: offset N: what" (import) or "FILE: what".
+ */
+#ifndef STPROF_SNAPSHOT_H
+#define STPROF_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when the file starts like a pickle (byte 0x80: protocol 2 or later),
+ * 0 otherwise or when it cannot be read. */
+int stp_snapshot_is_pickle(const char *path);
+
+typedef struct stp_snapshot_import_stats {
+	int layout;                /* 113 (PyTorch 1.13 list) or 2 (2.x dict) */
+	int protocol;              /* pickle protocol announced */
+	uint64_t segments, blocks; /* in `segments` */
+	uint64_t entries;          /* trace entries read (all devices) */
+	uint64_t skipped;          /* entries with an unknown action or no address */
+	uint64_t initial_segments, initial_allocs; /* rebuilt from before the ring's first entry */
+	uint64_t events;           /* events written */
+	uint64_t frames;           /* distinct source frames */
+	int synthetic_segments;    /* written by stprof from a trace without segments */
+} stp_snapshot_import_stats;
+
+/* Reads the pickle and writes a .stp trace.  Returns 0, or -1 with err set. */
+int stp_snapshot_import(const char *pickle, const char *out_stp, stp_snapshot_import_stats *st, char *err,
+                        size_t errlen);
+
+/* How the exporter names a frame that is an address (not a source frame). */
+typedef struct stp_snap_frame {
+	const char *name;     /* function, or "module+0xoff" */
+	const char *filename; /* source file or module path ("??" when unknown) */
+	uint32_t line;
+} stp_snap_frame;
+
+typedef struct stp_snapshot_export_opts {
+	int layout; /* 2 (default, 0 means 2) or 113 */
+	/* called for every MODULE event that is not a source frame */
+	void (*module)(void *ctx, const char *path, uint64_t base, uint64_t size, uint64_t bias,
+	               const uint8_t *build_id, uint32_t build_id_len);
+	/* names an address; caller = 1 for a return address.  NULL: "0x..." */
+	void (*resolve)(void *ctx, uint64_t ip, int caller, stp_snap_frame *out);
+	void *ctx;
+} stp_snapshot_export_opts;
+
+typedef struct stp_snapshot_export_stats {
+	uint64_t events;           /* trace events read */
+	uint64_t entries;          /* trace entries written */
+	uint64_t segments, blocks; /* in `segments` */
+	uint64_t frames;           /* distinct frames written */
+	int synthetic_segments;    /* the trace had no segments: one per live allocation */
+} stp_snapshot_export_stats;
+
+/* Reads a .stp trace and writes a snapshot pickle.  Returns 0 or -1. */
+int stp_snapshot_export(const char *stp, const char *out_pickle, const stp_snapshot_export_opts *o,
+                        stp_snapshot_export_stats *st, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,127 @@
+/*
+ * fuzz_pickle.c - libFuzzer target for the pickle reader and the snapshot
+ * importer.  The first byte picks the mode:
+ *   odd:  byte-level: the rest is parsed as a pickle; when it parses, it is
+ *         imported (into /dev/null) and the graph is walked;
+ *   even: structure-aware: the rest drives a generator of snapshot-shaped
+ *         pickles (dicts, lists of segments, blocks, trace entries, frames,
+ *         memo sharing and memo loops, odd values in every field) written
+ *         with the pickle writer, then parsed and imported.
+ * Invariants: no crash, no leak, no error message longer than one line.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../pickle.h"
+#include "../snap_int.h"
+#include "stprof/snapshot.h"
+
+typedef struct src {
+	const uint8_t *p;
+	size_t n, i;
+} src;
+
+static unsigned next(src *s) { return s->i < s->n ? s->p[s->i++] : 0; }
+
+static const char *const keys[] = {"segments", "device_traces", "blocks", "frames", "address", "addr", "size",
+                                   "total_size", "requested_size", "state", "action", "time_us", "stream",
+                                   "device", "history", "real_size", "filename", "line", "name",
+                                   "external_annotations", "stage", "device_free", "stprof", "synthetic_segments"};
+static const char *const strs[] = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
+                                   "segment_map", "segment_unmap", "oom", "snapshot", "active_allocated",
+                                   "active_pending_free", "inactive", "START", "END", "x\x1fy", ""};
+
+static void value(src *s, pk_writer *w, int depth, uint32_t *memo_n)
+{
+	unsigned c = next(s);
+	if (depth > 6)
+		c &= 7;
+	switch (c % 12) {
+	case 0: pkw_int(w, (int64_t)((uint64_t)next(s) << (next(s) % 56))); break;
+	case 1: pkw_uint(w, UINT64_MAX - next(s)); break;
+	case 2: pkw_str(w, strs[next(s) % (sizeof strs / sizeof *strs)]); break;
+	case 3: pkw_float(w, (double)next(s) * 1e6); break;
+	case 4: pkw_none(w); break;
+	case 5: pkw_bool(w, next(s) & 1); break;
+	case 6: pkw_int(w, -(int64_t)next(s)); break;
+	case 7: /* a memo reference to anything stored so far (loops included) */
+		if (*memo_n)
+			pkw_memo_get(w, next(s) % *memo_n);
+		else
+			pkw_none(w);
+		break;
+	case 8: case 9: { /* a dict with known keys */
+		unsigned n = next(s) % 6;
+		pkw_dict_begin(w);
+		for (unsigned i = 0; i < n; i++) {
+			pkw_str(w, keys[next(s) % (sizeof keys / sizeof *keys)]);
+			value(s, w, depth + 1, memo_n);
+		}
+		pkw_dict_end(w);
+		break;
+	}
+	default: { /* a list */
+		unsigned n = next(s) % 5;
+		pkw_list_begin(w);
+		for (unsigned i = 0; i < n; i++)
+			value(s, w, depth + 1, memo_n);
+		pkw_list_end(w);
+		break;
+	}
+	}
+	if (next(s) % 3 == 0) {
+		pkw_memo_put(w);
+		(*memo_n)++;
+	}
+}
+
+static void run(const uint8_t *p, size_t n)
+{
+	char err[1024];
+	pk_doc *d = pk_parse(p, n, "fuzz.pickle", err, sizeof err);
+	if (!d) {
+		if (strchr(err, '\n'))
+			abort();
+		return;
+	}
+	stp_snapshot_import_stats st;
+	if (snap_import_doc(d, "fuzz.pickle", "/dev/null", &st, err, sizeof err) < 0 && strchr(err, '\n'))
+		abort();
+	pk_free(d);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	if (data[0] & 1) {
+		run(data + 1, size - 1);
+		return 0;
+	}
+	src s = {data + 1, size - 1, 0};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return 0;
+	pk_writer *w = pkw_open(f);
+	uint32_t memo_n = 0;
+	/* the top level: a snapshot dict or a 1.13 list most of the time */
+	if (next(&s) & 1) {
+		pkw_dict_begin(w);
+		pkw_str(w, "segments");
+		value(&s, w, 1, &memo_n);
+		pkw_str(w, "device_traces");
+		value(&s, w, 1, &memo_n);
+		pkw_dict_end(w);
+	} else {
+		value(&s, w, 0, &memo_n);
+	}
+	pkw_close(w);
+	fclose(f);
+	run((const uint8_t *)buf, len);
+	free(buf);
+	return 0;
+}
