@@ -47,18 +47,30 @@ typedef struct frame {
 	uint32_t placed;   /* request placed by this frame, UINT32_MAX = none (or waste) */
 	uint64_t prev_size;/* size of the last candidate tried (symmetry) */
 	uint32_t prev_sb;
+	uint32_t tried;    /* candidates placed from this node */
+	uint64_t h1, h2;   /* the state's hash when the node was opened */
 } frame;
+
+/* failed states: (placed set, floors of the sections still to fill) as two
+ * 64-bit hashes; open addressing, never grown (full: no more entries) */
+#define TT_BITS 20
+#define TT_PROBE 8
+
+#define BLK 16
 
 typedef struct srch {
 	uint32_t nq, K;
 	sreq *q;
 	uint32_t *first, *list;  /* requests starting in section k: list[first[k] .. first[k+1]) */
 	uint64_t *f, *rem, *eff;
+	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
 	uint32_t *cross;
 	uint8_t *done;
 	uint64_t *off;           /* offset per request (index into q) */
 	frame *st;
 	size_t stcap;
+	uint64_t h1, h2;         /* hash of the current state (sums of terms) */
+	uint64_t *tt;            /* 2 words per slot; 0 = empty */
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
@@ -72,10 +84,89 @@ static void srch_free(srch *s)
 	free(s->f);
 	free(s->rem);
 	free(s->eff);
+	free(s->bmax);
+	free(s->bmin);
 	free(s->cross);
 	free(s->done);
 	free(s->off);
 	free(s->st);
+	free(s->tt);
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+static uint64_t tf1(uint32_t k, uint64_t f) { return mix(f * 0xD6E8FEB86659FD93ull ^ mix(k)); }
+static uint64_t tf2(uint32_t k, uint64_t f) { return mix(mix(f + 0x632BE59BD9B4E019ull) ^ ((uint64_t)k << 32 | 0x5bd1)); }
+static uint64_t tb1(uint32_t i) { return mix((uint64_t)i << 1 | 1); }
+static uint64_t tb2(uint32_t i) { return mix(((uint64_t)i << 20) ^ 0xA0761D6478BD642Full); }
+
+/* sets section j's floor and unplaced bytes, keeping the hash (a section
+ * counts only while it has unplaced requests) */
+static void sec_set(srch *s, uint32_t j, uint64_t nf, uint64_t nrem)
+{
+	if (s->rem[j]) {
+		s->h1 -= tf1(j, s->f[j]);
+		s->h2 -= tf2(j, s->f[j]);
+	}
+	s->f[j] = nf;
+	s->rem[j] = nrem;
+	if (nrem) {
+		s->h1 += tf1(j, nf);
+		s->h2 += tf2(j, nf);
+	}
+}
+
+/* recomputes the block maxima of the floors over sections [lo, hi) */
+static void fix_blocks(srch *s, uint32_t lo, uint32_t hi)
+{
+	for (uint32_t bl = lo / BLK; bl * BLK < hi; bl++) {
+		uint64_t mx = 0;
+		uint32_t end = (bl + 1) * BLK < s->K ? (bl + 1) * BLK : s->K;
+		for (uint32_t j = bl * BLK; j < end; j++)
+			if (s->f[j] > mx)
+				mx = s->f[j];
+		s->bmax[bl] = mx;
+	}
+}
+
+/* max floor over sections [lo, hi) */
+static uint64_t range_max(const srch *s, uint32_t lo, uint32_t hi)
+{
+	uint64_t mx = 0;
+	while (lo < hi && lo % BLK) {
+		if (s->f[lo] > mx)
+			mx = s->f[lo];
+		lo++;
+	}
+	while (lo + BLK <= hi) {
+		if (s->bmax[lo / BLK] > mx)
+			mx = s->bmax[lo / BLK];
+		lo += BLK;
+	}
+	for (; lo < hi; lo++)
+		if (s->f[lo] > mx)
+			mx = s->f[lo];
+	return mx;
+}
+
+static uint64_t *tt_slot(srch *s, uint64_t h1, uint64_t h2, int *found)
+{
+	uint64_t key = h1 ? h1 : 1;
+	size_t mask = ((size_t)1 << TT_BITS) - 1;
+	for (size_t p = 0; p < TT_PROBE; p++) {
+		uint64_t *e = &s->tt[2 * ((h2 + p) & mask)];
+		if (!e[0] || (e[0] == key && e[1] == h2)) {
+			*found = e[0] != 0;
+			return e;
+		}
+	}
+	*found = 0;
+	return NULL;
 }
 
 /* candidate order inside a start section: larger first, then longer */
@@ -144,12 +235,14 @@ static int build(srch *s, const pl_work *w)
 	s->f = calloc((size_t)K + 2, sizeof *s->f);
 	s->rem = calloc((size_t)K + 2, sizeof *s->rem);
 	s->eff = calloc((size_t)K + 2, sizeof *s->eff);
+	s->bmax = calloc((size_t)K / BLK + 2, sizeof *s->bmax);
+	s->bmin = calloc((size_t)K / BLK + 2, sizeof *s->bmin);
 	s->cross = calloc((size_t)K + 2, sizeof *s->cross);
 	s->done = calloc(nq + 1, 1);
 	s->off = malloc((nq + 1) * sizeof *s->off);
 	s->stcap = (size_t)nq * 2 + K + 2;
 	s->st = malloc(s->stcap * sizeof *s->st);
-	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->cross || !s->done || !s->off || !s->st)
+	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->off || !s->st)
 		return -1;
 	for (uint32_t i = 0; i < nq; i++)
 		s->first[s->q[i].sa + 1]++;
@@ -229,53 +322,143 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 {
 	for (uint32_t j = a; j < b; j++)
 		s->eff[j] = UINT64_MAX;
+	for (uint32_t bl = a / BLK; bl * BLK < b; bl++)
+		s->bmin[bl] = UINT64_MAX;
 	for (uint32_t k = a; k < b; k++)
 		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
 			uint32_t i = s->list[p];
 			if (s->done[i])
 				continue;
 			const sreq *q = &s->q[i];
-			uint64_t e = 0;
-			for (uint32_t j = q->sa; j < q->sb; j++)
-				if (s->f[j] > e)
-					e = s->f[j];
+			uint64_t e = range_max(s, q->sa, q->sb);
 			if (e + q->size > s->cap)
 				return 0;
-			for (uint32_t j = q->sa; j < q->sb; j++)
-				if (e < s->eff[j])
-					s->eff[j] = e;
+			uint32_t lo = q->sa, hi = q->sb;
+			for (; lo < hi && lo % BLK; lo++)
+				if (e < s->eff[lo])
+					s->eff[lo] = e;
+			for (; lo + BLK <= hi; lo += BLK)
+				if (e < s->bmin[lo / BLK])
+					s->bmin[lo / BLK] = e;
+			for (; lo < hi; lo++)
+				if (e < s->eff[lo])
+					s->eff[lo] = e;
 		}
-	for (uint32_t j = a; j < b; j++)
-		if (s->rem[j] && s->eff[j] + s->rem[j] > s->cap)
+	for (uint32_t j = a; j < b; j++) {
+		uint64_t e = s->eff[j] < s->bmin[j / BLK] ? s->eff[j] : s->bmin[j / BLK];
+		if (s->rem[j] && e + s->rem[j] > s->cap)
 			return 0;
+	}
 	return 1;
 }
 
-/* Searches sections [a, b) (a component); base is the floor for all. Returns
- * 1 found (offsets in s->off), 0 proven infeasible, -1 out of time, -2 no memory. */
-static int solve(srch *s, uint32_t a, uint32_t b, uint64_t base)
+/* Undoes what frame fr did (a placement or a waste) and clears it. */
+static void undo(srch *s, frame *fr)
 {
-	for (uint32_t k = a; k < b; k++)
-		s->f[k] = base;
-	int depth = 0;
+	if (fr->placed != UINT32_MAX) {
+		const sreq *q = &s->q[fr->placed];
+		for (uint32_t k = q->sa; k < q->sb; k++) {
+			sec_set(s, k, fr->m, s->rem[k] + q->size);
+			if (k > q->sa)
+				s->cross[k]++;
+		}
+		fix_blocks(s, q->sa, q->sb);
+		s->h1 -= tb1(fr->placed);
+		s->h2 -= tb2(fr->placed);
+		s->done[fr->placed] = 0;
+		fr->placed = UINT32_MAX;
+	} else if (fr->next == UINT32_MAX - 1) {
+		sec_set(s, fr->k, fr->m, s->rem[fr->k]);
+		fix_blocks(s, fr->k, fr->k + 1);
+		fr->next = UINT32_MAX;
+	}
+}
+
+static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top);
+
+/* Dynamic decomposition: when no unplaced request crosses some boundaries
+ * inside [a, b), the parts are independent: each is solved on its own, and
+ * one part failing fails the node without retrying the others.  Returns
+ * 2 when [a, b) is one part (nothing done), else as solve (on success every
+ * part stays placed, frames up to *top; on failure all is undone). */
+static int decompose(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
+{
+	uint32_t parts = 0;
+	int any = 0;
+	for (uint32_t k = a; k < b; k++) {
+		if (k > a && !s->cross[k] && any) {
+			parts++;
+			any = 0;
+		}
+		if (s->rem[k])
+			any = 1;
+	}
+	parts += any;
+	if (parts < 2)
+		return 2;
+	size_t at = base;
+	uint32_t p = a;
+	int rc = 1;
+	for (uint32_t k = a + 1; k <= b && rc == 1; k++)
+		if (k == b || !s->cross[k]) {
+			int has = 0;
+			for (uint32_t j = p; j < k && !has; j++)
+				has = s->rem[j] != 0;
+			if (has)
+				rc = solve(s, p, k, at, &at);
+			p = k;
+		}
+	if (rc == 1) {
+		*top = at;
+		return 1;
+	}
+	while (at > base) /* the parts solved before the one that failed */
+		undo(s, &s->st[--at]);
+	return rc;
+}
+
+/* Searches sections [a, b) from the current floors, with frames from
+ * s->st[base].  Returns 1 found (offsets in s->off; the frames up to *top
+ * hold what was placed, for a caller that must undo it), 0 proven
+ * impossible (everything undone), -1 out of time, -2 no memory. */
+static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
+{
+	size_t depth = base;
 	uint32_t remaining = 0;
 	for (uint32_t k = a; k < b; k++)
-		remaining += s->first[k + 1] - s->first[k];
+		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++)
+			remaining += !s->done[s->list[p]];
 	for (uint32_t k = a; k < b; k++)
-		if (s->f[k] + s->rem[k] > s->cap)
+		if (s->rem[k] && s->f[k] + s->rem[k] > s->cap)
 			return 0;
-	if (!remaining)
-		return 1;
-	/* open the root */
 	int open = 1;
 	for (;;) {
 		frame *fr;
 		if (open) {
-			if (!remaining)
+			if (!remaining) {
+				*top = depth;
 				return 1;
+			}
 			if ((++s->nodes & 1023) == 0 && (pl_now() > s->deadline || s->nodes > s->node_limit)) {
 				s->timed_out = 1;
 				return -1;
+			}
+			if (s->tt && depth > base) {
+				int found;
+				tt_slot(s, s->h1, s->h2, &found);
+				if (found) {
+					open = 0; /* failed before: the parent tries its next */
+					continue;
+				}
+			}
+			if (depth > base) {
+				int d = decompose(s, a, b, depth, top);
+				if (d == 1 || d < 0)
+					return d;
+				if (d == 0) {
+					open = 0;
+					continue;
+				}
 			}
 			uint32_t k = UINT32_MAX;
 			uint64_t m = UINT64_MAX;
@@ -284,7 +467,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, uint64_t base)
 					m = s->f[j];
 					k = j;
 				}
-			if ((size_t)depth == s->stcap) {
+			if (depth == s->stcap) {
 				frame *ns = realloc(s->st, s->stcap * 2 * sizeof *ns);
 				if (!ns)
 					return -2;
@@ -292,23 +475,13 @@ static int solve(srch *s, uint32_t a, uint32_t b, uint64_t base)
 				s->stcap *= 2;
 			}
 			fr = &s->st[depth++];
-			*fr = (frame){k, m, s->first[k], UINT32_MAX, 0, 0};
+			*fr = (frame){k, m, s->first[k], UINT32_MAX, 0, 0, 0, s->h1, s->h2};
 			open = 0;
 		}
 		fr = &s->st[depth - 1];
-		/* undo what this frame did last */
-		if (fr->placed != UINT32_MAX) {
-			const sreq *q = &s->q[fr->placed];
-			for (uint32_t k = q->sa; k < q->sb; k++)
-				s->f[k] = fr->m;
-			s->done[fr->placed] = 0;
-			take(s, fr->placed, +1);
-			remaining++;
-			fr->placed = UINT32_MAX;
-		} else if (fr->next == UINT32_MAX - 1) {
-			s->f[fr->k] = fr->m; /* waste undone */
-			fr->next = UINT32_MAX;
-		}
+		int was_placed = fr->placed != UINT32_MAX;
+		undo(s, fr); /* what this frame did last */
+		remaining += was_placed;
 		uint32_t k = fr->k;
 		uint64_t m = fr->m;
 		int advanced = 0;
@@ -326,15 +499,24 @@ static int solve(srch *s, uint32_t a, uint32_t b, uint64_t base)
 				continue;
 			fr->prev_size = q->size;
 			fr->prev_sb = q->sb;
+			fr->tried++;
 			s->done[i] = 1;
-			take(s, i, -1);
 			remaining--;
 			s->off[i] = m;
 			fr->placed = i;
+			s->h1 += tb1(i);
+			s->h2 += tb2(i);
 			for (uint32_t j = q->sa; j < q->sb; j++) {
-				s->f[j] = m + q->size;
+				sec_set(s, j, m + q->size, s->rem[j] - q->size);
+				if (j > q->sa)
+					s->cross[j]--;
 				if (s->rem[j] && s->f[j] + s->rem[j] > s->cap)
 					ok = 0;
+			}
+			fix_blocks(s, q->sa, q->sb);
+			if (ok && (++s->nodes & 1023) == 0 && (pl_now() > s->deadline || s->nodes > s->node_limit)) {
+				s->timed_out = 1;
+				return -1;
 			}
 			if (!ok || !feasible(s, a, b))
 				break; /* undone at the top of the loop */
@@ -351,19 +533,28 @@ static int solve(srch *s, uint32_t a, uint32_t b, uint64_t base)
 			fr->next = UINT32_MAX;
 			uint64_t L = waste_level(s, k, m, b);
 			if (L != UINT64_MAX && L > m && L + s->rem[k] <= s->cap) {
-				s->f[k] = L;
+				sec_set(s, k, L, s->rem[k]);
+				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX - 1;
 				if (feasible(s, a, b)) {
 					open = 1;
 					continue;
 				}
-				s->f[k] = m;
+				sec_set(s, k, m, s->rem[k]);
+				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX;
 			}
 		}
-		/* exhausted: pop */
-		depth--;
-		if (!depth)
+		/* exhausted: remember the state as failed, pop */
+		if (s->tt) {
+			int found;
+			uint64_t *e = tt_slot(s, fr->h1, fr->h2, &found);
+			if (e && !found) {
+				e[0] = fr->h1 ? fr->h1 : 1;
+				e[1] = fr->h2;
+			}
+		}
+		if (--depth == base)
 			return 0;
 	}
 }
@@ -381,14 +572,20 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 	s.node_limit = node_limit ? node_limit : UINT64_MAX;
 	for (uint32_t i = 0; i < s.nq; i++)
 		take(&s, i, +1);
-	rc = 1;
-	/* components: sections no request crosses into start a new one */
-	uint32_t a = 0;
-	for (uint32_t k = 1; k <= s.K && rc == 1; k++)
-		if (k == s.K || !s.cross[k]) {
-			rc = solve(&s, a, k, w->pinned_bytes);
-			a = k;
+	s.tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s.tt); /* without it: no memo, same answers */
+	for (uint32_t k = 0; k < s.K; k++)
+		s.f[k] = w->pinned_bytes;
+	for (uint32_t k = 0; k < s.K; k++)
+		if (s.rem[k]) {
+			s.h1 += tf1(k, s.f[k]);
+			s.h2 += tf2(k, s.f[k]);
 		}
+	fix_blocks(&s, 0, s.K);
+	/* components (no request crosses between them) are solved one by one */
+	size_t top = 0;
+	rc = s.K ? decompose(&s, 0, s.K, 0, &top) : 1;
+	if (rc == 2)
+		rc = solve(&s, 0, s.K, 0, &top);
 	if (rc == 1) {
 		uint64_t base = 0; /* pinned requests stacked at the bottom, as greedy does */
 		for (size_t i = 0; i < w->n; i++)
