@@ -38,12 +38,14 @@ typedef struct sreq {
 	uint32_t sa, sb;   /* sections [sa, sb) */
 	uint64_t size;
 	uint32_t id;       /* index in pl_work */
+	uint32_t len;      /* lifetime in ticks */
 } sreq;
 
 typedef struct frame {
 	uint32_t k;        /* section */
 	uint64_t m;        /* its floor when the node was opened */
-	uint32_t next;     /* next candidate position in by_start[k] to try; UINT32_MAX = waste tried */
+	uint32_t next;     /* next candidate (index into cand) to try; UINT32_MAX = waste tried */
+	uint32_t cend;     /* this node's candidates: cand[previous frame's cend .. cend) */
 	uint32_t placed;   /* request placed by this frame, UINT32_MAX = none (or waste) */
 	uint64_t prev_size;/* size of the last candidate tried (symmetry) */
 	uint32_t prev_sb;
@@ -69,6 +71,10 @@ typedef struct srch {
 	uint64_t *off;           /* offset per request (index into q) */
 	frame *st;
 	size_t stcap;
+	size_t sp;               /* frames in use (all of them, nested solves included) */
+	int mode;                /* candidate order of this restart */
+	pl_kv *cand;             /* candidate stacks of the open nodes (k: order key) */
+	size_t ccap;
 	uint64_t h1, h2;         /* hash of the current state (sums of terms) */
 	uint64_t *tt;            /* 2 words per slot; 0 = empty */
 	uint64_t cap, nodes, node_limit;
@@ -91,6 +97,7 @@ static void srch_free(srch *s)
 	free(s->off);
 	free(s->st);
 	free(s->tt);
+	free(s->cand);
 }
 
 static uint64_t mix(uint64_t x)
@@ -211,7 +218,7 @@ static int build(srch *s, const pl_work *w)
 	uint32_t j = 0;
 	for (size_t i = 0; i < n; i++)
 		if (w->kind[i] == PL_STATIC) {
-			s->q[j] = (sreq){0, 0, w->size[i], (uint32_t)i};
+			s->q[j] = (sreq){0, 0, w->size[i], (uint32_t)i, w->e[i] - w->s[i]};
 			t[2 * j] = (pl_kv){w->s[i], 2 * j};
 			t[2 * j + 1] = (pl_kv){w->e[i], 2 * j + 1};
 			j++;
@@ -352,6 +359,52 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 	return 1;
 }
 
+/* The order in which a node tries its candidates, per restart (mode):
+ * 0 larger first; 1 the most loaded section first (fail first); 2 larger
+ * area (size x lifetime) first; 3 longer first; 4 and up: larger first with
+ * sizes shaken by up to 1/8 (a different tie order each restart). */
+static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
+{
+	switch (s->mode) {
+	case 0: return q->size;
+	case 1: return most_loaded;
+	case 2: return q->size * (uint64_t)q->len;
+	case 3: return q->len;
+	default: return q->size + (mix((uint64_t)s->mode << 32 | q->id) % (q->size / 8 + 1));
+	}
+}
+
+/* candidates by key descending, then size, lifetime, section range, index
+ * (identical requests end up adjacent) */
+static int cand_before(const srch *s, const pl_kv *x, const pl_kv *y)
+{
+	if (x->k != y->k)
+		return x->k > y->k;
+	const sreq *a = &s->q[x->v], *b = &s->q[y->v];
+	if (a->size != b->size)
+		return a->size > b->size;
+	if (a->len != b->len)
+		return a->len > b->len;
+	if (a->size != b->size)
+		return a->size > b->size;
+	if (a->sb != b->sb)
+		return a->sb > b->sb;
+	return x->v < y->v;
+}
+
+static void sort_cands(const srch *s, pl_kv *c, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		pl_kv x = c[i];
+		uint32_t j = i;
+		while (j > 0 && cand_before(s, &x, &c[j - 1])) {
+			c[j] = c[j - 1];
+			j--;
+		}
+		c[j] = x;
+	}
+}
+
 /* Undoes what frame fr did (a placement or a waste) and clears it. */
 static void undo(srch *s, frame *fr)
 {
@@ -456,6 +509,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				if (d == 1 || d < 0)
 					return d;
 				if (d == 0) {
+					s->sp = depth;
 					open = 0;
 					continue;
 				}
@@ -474,8 +528,36 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				s->st = ns;
 				s->stcap *= 2;
 			}
+			uint32_t cb = depth ? s->st[depth - 1].cend : 0, ce = cb;
+			if (cb + (size_t)(s->first[k + 1] - s->first[k]) > s->ccap) {
+				size_t nc = (s->ccap + s->first[k + 1] - s->first[k]) * 2;
+				pl_kv *n2 = realloc(s->cand, nc * sizeof *n2);
+				if (!n2)
+					return -2;
+				s->cand = n2;
+				s->ccap = nc;
+			}
+			/* candidates: start in k, every section at m; the most loaded
+			 * section first (fail first), then larger area, then longer */
+			for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+				uint32_t i = s->list[p];
+				const sreq *q = &s->q[i];
+				if (s->done[i] || m + q->size > s->cap)
+					continue;
+				uint64_t tot = 0;
+				int ok = 1;
+				for (uint32_t j = q->sa; j < q->sb && ok; j++) {
+					ok = s->f[j] == m;
+					if (s->rem[j] > tot)
+						tot = s->rem[j];
+				}
+				if (ok)
+					s->cand[ce++] = (pl_kv){cand_key(s, q, tot), i};
+			}
+			sort_cands(s, s->cand + cb, ce - cb);
 			fr = &s->st[depth++];
-			*fr = (frame){k, m, s->first[k], UINT32_MAX, 0, 0, 0, s->h1, s->h2};
+			s->sp = depth;
+			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2};
 			open = 0;
 		}
 		fr = &s->st[depth - 1];
@@ -485,18 +567,12 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 		uint32_t k = fr->k;
 		uint64_t m = fr->m;
 		int advanced = 0;
-		while (fr->next < s->first[k + 1]) {
-			uint32_t i = s->list[fr->next++];
+		while (fr->next < fr->cend) {
+			uint32_t i = s->cand[fr->next++].v;
 			const sreq *q = &s->q[i];
-			if (s->done[i] || m + q->size > s->cap)
-				continue;
 			if (q->size == fr->prev_size && q->sb == fr->prev_sb)
-				continue; /* same as the last one tried here */
+				continue; /* same as one tried here (identical ones are adjacent) */
 			int ok = 1;
-			for (uint32_t j = q->sa + 1; j < q->sb && ok; j++)
-				ok = s->f[j] == m;
-			if (!ok)
-				continue;
 			fr->prev_size = q->size;
 			fr->prev_sb = q->sb;
 			fr->tried++;
@@ -554,7 +630,8 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				e[1] = fr->h2;
 			}
 		}
-		if (--depth == base)
+		s->sp = --depth;
+		if (depth == base)
 			return 0;
 	}
 }
@@ -568,7 +645,6 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 	if (build(&s, w) < 0)
 		goto out;
 	s.cap = cap;
-	s.deadline = deadline;
 	s.node_limit = node_limit ? node_limit : UINT64_MAX;
 	for (uint32_t i = 0; i < s.nq; i++)
 		take(&s, i, +1);
@@ -581,11 +657,27 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 			s.h2 += tf2(k, s.f[k]);
 		}
 	fix_blocks(&s, 0, s.K);
-	/* components (no request crosses between them) are solved one by one */
-	size_t top = 0;
-	rc = s.K ? decompose(&s, 0, s.K, 0, &top) : 1;
-	if (rc == 2)
-		rc = solve(&s, 0, s.K, 0, &top);
+	/* Restarts: each with another candidate order and twice the time of
+	 * the round before it (every order once per round).  Search trees are
+	 * heavy-tailed: one order solves in a few hundred nodes what another
+	 * does not in millions.  Failed states stay remembered across restarts
+	 * (they fail under any order). */
+	double slice = 0.02;
+	for (int round = 0;; round++) {
+		s.mode = round;
+		double now = pl_now(), until = now + slice * (double)(1u << (round / 5 < 20 ? round / 5 : 20));
+		s.deadline = until < deadline ? until : deadline;
+		s.timed_out = 0;
+		/* components (no request crosses between them) are solved one by one */
+		size_t top = 0;
+		rc = s.K ? decompose(&s, 0, s.K, 0, &top) : 1;
+		if (rc == 2)
+			rc = solve(&s, 0, s.K, 0, &top);
+		if (rc != -1 || pl_now() >= deadline || s.nodes > s.node_limit)
+			break;
+		while (s.sp) /* back to the start */
+			undo(&s, &s.st[--s.sp]);
+	}
 	if (rc == 1) {
 		uint64_t base = 0; /* pinned requests stacked at the bottom, as greedy does */
 		for (size_t i = 0; i < w->n; i++)
