@@ -132,6 +132,7 @@ static int keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step
 		return 0;
 	memcpy(best, cand, w->n * sizeof *best);
 	st->step = step;
+	st->found_seconds = pl_now(); /* made relative by stp_plan_build */
 	return 1;
 }
 
@@ -150,9 +151,12 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 			st->search_stopped = 1;
 			break;
 		}
-		/* the bound first (with a third of the time), then bisection */
+		/* the bound first (with half the time), then bisection, each try
+		 * with a third of what is left (a try that runs out is skipped) */
 		uint64_t cap = first ? lo : lo + (hi - lo) / 2;
-		double until = first ? now + (deadline - now) / 3 : deadline;
+		double until = now + (deadline - now) / (first ? 2 : 3);
+		if (deadline - now < 0.05)
+			until = deadline;
 		memcpy(cand, best, w->n * sizeof *cand);
 		int r = pl_search(w, cap, until, 0, cand, &st->search_nodes);
 		if (verbose)

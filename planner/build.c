@@ -126,5 +126,8 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 		return -1;
 	}
 	st->seconds = pl_now() - t0;
+	/* the search stamped the clock when it kept a layout; else the steps
+	 * before it found this one */
+	st->found_seconds = st->found_seconds > t0 ? st->found_seconds - t0 : st->seconds - st->search_seconds;
 	return 0;
 }

@@ -361,7 +361,8 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 
 /* The order in which a node tries its candidates, per restart (mode):
  * 0 larger first; 1 the most loaded section first (fail first); 2 larger
- * area (size x lifetime) first; 3 longer first; 4 and up: larger first with
+ * area (size x lifetime) first; 3 those whose top meets a neighbouring
+ * floor (a snug fit) first, then larger; 4 and up: larger first with
  * sizes shaken by up to 1/8 (a different tie order each restart). */
 static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 {
@@ -369,7 +370,12 @@ static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 	case 0: return q->size;
 	case 1: return most_loaded;
 	case 2: return q->size * (uint64_t)q->len;
-	case 3: return q->len;
+	case 3: { /* snug first: its top meets a neighbouring floor */
+		uint64_t top = s->f[q->sa] + q->size;
+		int snug = (q->sa > 0 && s->rem[q->sa - 1] && s->f[q->sa - 1] == top) ||
+		           (q->sb < s->K && s->rem[q->sb] && s->f[q->sb] == top);
+		return (uint64_t)snug << 63 | q->size;
+	}
 	default: return q->size + (mix((uint64_t)s->mode << 32 | q->id) % (q->size / 8 + 1));
 	}
 }

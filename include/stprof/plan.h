@@ -147,6 +147,7 @@ typedef struct stp_plan_stats {
 	uint64_t pool_greedy;        /* greedy-by-size, improved; 0 = not run */
 	uint64_t search_nodes;       /* search nodes visited */
 	double search_seconds;       /* time spent searching */
+	double found_seconds;        /* since planning began, when the kept layout was found */
 	int search_stopped;          /* 1: the budget ran out before the search was done */
 	uint64_t dynamic_requests;
 	uint64_t dynamic_fit;        /* dynamic requests of the trace that fit their reusable space */
