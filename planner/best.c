@@ -5,8 +5,8 @@
  *
  *   up to PL_EXACT_MAX static requests: the exact search (search.c) as a
  *     decision procedure over capacities: first the working view's bound
- *     (most bytes live at once), then a bisection between the best proven
- *     impossible capacity and the best pool found.  A capacity the search
+ *     (most bytes live at once), then downwards from the best pool found
+ *     by a step that halves when a try runs out of time.  A capacity the search
  *     exhausts is proven impossible; with the pool one above it (or at the
  *     bound) the layout is optimal.  A capacity it runs out of time on is
  *     skipped without proof.
@@ -145,15 +145,19 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 	uint64_t hi = pl_pool(w, best); /* best found; lo: smallest not proven impossible */
 	double t0 = pl_now();
 	int first = 1, rc = 0;
-	while (lo < hi) {
+	uint64_t step = 0;
+	for (;;) {
 		double now = pl_now();
-		if (now >= deadline) {
-			st->search_stopped = 1;
+		if (now >= deadline || lo >= hi)
 			break;
-		}
-		/* the bound first (with half the time), then bisection, each try
-		 * with a third of what is left (a try that runs out is skipped) */
-		uint64_t cap = first ? lo : lo + (hi - lo) / 2;
+		/* the bound first (with half the time), then downwards from the
+		 * best found by a step that starts at an eighth of the gap, is kept
+		 * after a success and halves after a try that runs out of time
+		 * (capacities just below a layout found are the easy ones); each
+		 * try gets a third of what is left */
+		if (!first && !step)
+			step = (hi - lo) / 8 ? (hi - lo) / 8 : 1;
+		uint64_t cap = first ? lo : (hi - lo > step ? hi - step : lo);
 		double until = now + (deadline - now) / (first ? 2 : 3);
 		if (deadline - now < 0.05)
 			until = deadline;
@@ -175,21 +179,19 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 			}
 			hi = pl_pool(w, best);
 		} else if (r == 0) {
-			lo = cap + 1;
-			if (cap + 1 > st->proven_bound)
-				st->proven_bound = cap + 1;
-		} else {
-			if (!first)
-				st->search_stopped = 1;
-			if (!first && pl_now() >= deadline)
-				break;
-			if (!first)
-				lo = cap + 1; /* not proven: skip it */
+			lo = cap + 1; /* proven: nothing below cap + 1 fits */
+			if (lo > st->proven_bound)
+				st->proven_bound = lo;
+			step = 0;
+		} else if (!first) {
+			step = step > 1 ? step / 2 : 1;
 		}
 		first = 0;
 	}
-	if (lo >= hi && st->proven_bound >= hi)
+	if (st->proven_bound >= hi)
 		st->optimal = 1;
+	else
+		st->search_stopped = 1;
 	st->search_seconds += pl_now() - t0;
 	free(cand);
 	return rc;
