@@ -10,12 +10,10 @@
  *     exhausts is proven impossible; with the pool one above it (or at the
  *     bound) the layout is optimal.  A capacity it runs out of time on is
  *     skipped without proof.
- *   larger sets: greedy best fit over other request orders (by lifetime
- *     area, by start, by length), each re-placed above the bound as the
- *     improvement step does; the cheap fallback TelaMalloc also keeps.
+ *   larger sets are not searched (the budget is not spent on them).
  *
- * Invariants: `best` always holds a layout that pl_check accepted (the
- * caller's, or one of ours); st->proven_bound only rises on a bound or an
+ * Invariants: `best` only ever takes a layout that pl_check accepted and
+ * whose pool is smaller; st->proven_bound only rises on a bound or an
  * exhausted search.
  */
 #include <stdio.h>
@@ -33,7 +31,6 @@ const char *stp_plan_step_name(int step)
 	case STP_STEP_IMPROVE: return "STAlloc + re-placement";
 	case STP_STEP_GREEDY: return "greedy by size + re-placement";
 	case STP_STEP_SEARCH: return "exact search";
-	case STP_STEP_ORDERS: return "greedy over other orders";
 	default: return "?";
 	}
 }

@@ -11,18 +11,25 @@
  *           at floor m goes to offset m (its sections rise to m + size);
  *   waste:  nothing lands at m in k: k's floor rises to L, a level no
  *           request covering k can lie below in any gravity-packed layout
- *           (one where no request can drop): the lowest such request rests
- *           on something in a neighbouring section, so
- *           L = min(f[k-1] when a request crosses into k from the left,
- *                   f[k+1] (or m + the smallest unplaced size when f[k+1]=m)
- *                   when one crosses out to the right).
- *           With no request crossing either edge the waste branch is empty.
+ *           (one where no request can drop).  The lowest such request y
+ *           rests on something in another of its sections: a placed request
+ *           (then y lies at or above its highest floor e_y > m) or an unplaced
+ *           one z (then at least m + size of z); one that covers only k
+ *           cannot rest on anything.  L = the least of these bounds over the
+ *           unplaced requests covering k (waste_level); none: no waste branch.
  * Every gravity-packed layout (and one exists for every feasible C) is
  * reached this way, so an exhausted search proves that C does not fit.
- * Pruning ("inference"): a section whose floor plus its unplaced bytes exceed
- * C fails; requests identical in (sections, size) are tried once per node
- * (symmetry).  Sections fall into independent components (no request
- * crosses between them) that are searched one after the other.
+ * Pruning ("inference"): a section fails when its effective floor (the
+ * lowest max floor of its unplaced requests) plus its unplaced bytes exceed
+ * C; requests identical in (sections, size) are tried once per node
+ * (symmetry); a state (placed set, floors) whose subtree failed is remembered
+ * by two 64-bit hashes and not searched again (a collision, odds about
+ * 2^-100 per lookup, could hide a layout and so wrongly call C impossible); when no unplaced request
+ * crosses some section boundaries the parts are solved independently
+ * (dynamic decomposition: a failure in one part is not retried against the
+ * other parts' alternatives).  pl_search restarts with another candidate
+ * order in time slices that double every round (search trees are
+ * heavy-tailed); remembered failures hold under any order.
  *
  * Pinned requests sit below everything (pl_work); the search places the
  * STATIC ones above w->pinned_bytes.  Invariants: f[k] <= C for every

@@ -126,8 +126,7 @@ typedef enum stp_plan_step {
 	STP_STEP_STALLOC = 0,   /* STAlloc steps */
 	STP_STEP_IMPROVE,       /* STAlloc + re-placement above the bound */
 	STP_STEP_GREEDY,        /* greedy by size (+ re-placement) */
-	STP_STEP_SEARCH,        /* exact search (search.c) */
-	STP_STEP_ORDERS         /* greedy over other orders (large sets) */
+	STP_STEP_SEARCH         /* exact search (search.c; up to 5000 static requests) */
 } stp_plan_step;
 const char *stp_plan_step_name(int step);
 
