@@ -58,7 +58,14 @@ typedef struct frame {
 	uint32_t prev_sb;
 	uint32_t tried;    /* candidates placed from this node */
 	uint64_t h1, h2;   /* the state's hash when the node was opened */
+	uint32_t tr;       /* trail length before this frame's last action */
 } frame;
+
+/* a floor raised by the inference (unallocated floor), to restore */
+typedef struct raised {
+	uint32_t k;
+	uint64_t f;
+} raised;
 
 /* failed states: (placed set, floors of the sections still to fill) as two
  * 64-bit hashes; open addressing, never grown (full: no more entries) */
@@ -76,9 +83,12 @@ typedef struct srch {
 	uint32_t *cross;
 	uint8_t *done;
 	uint64_t *off;           /* offset per request (index into q) */
+	uint64_t *inc;           /* the incumbent layout's offsets (guided order), or NULL */
 	frame *st;
 	size_t stcap;
 	size_t sp;               /* frames in use (all of them, nested solves included) */
+	raised *trail;           /* floors raised by feasible(), per frame action */
+	size_t ntrail, trcap;
 	int mode;                /* candidate order of this restart */
 	pl_kv *cand;             /* candidate stacks of the open nodes (k: order key) */
 	size_t ccap;
@@ -102,9 +112,11 @@ static void srch_free(srch *s)
 	free(s->cross);
 	free(s->done);
 	free(s->off);
+	free(s->inc);
 	free(s->st);
 	free(s->tt);
 	free(s->cand);
+	free(s->trail);
 }
 
 static uint64_t mix(uint64_t x)
@@ -360,24 +372,54 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 		}
 	for (uint32_t j = a; j < b; j++) {
 		uint64_t e = s->eff[j] < s->bmin[j / BLK] ? s->eff[j] : s->bmin[j / BLK];
+		s->eff[j] = e;
 		if (s->rem[j] && e + s->rem[j] > s->cap)
 			return 0;
 	}
+	/* unallocated floor: nothing can go below eff[j] in section j, so its
+	 * floor rises there now (one node instead of a waste node per level);
+	 * the old floors go on the trail for undo() */
+	int any = 0;
+	for (uint32_t j = a; j < b; j++)
+		if (s->rem[j] && s->eff[j] > s->f[j] && s->eff[j] != UINT64_MAX) {
+			if (s->ntrail == s->trcap) {
+				size_t nc = s->trcap ? s->trcap * 2 : 1024;
+				raised *nt = realloc(s->trail, nc * sizeof *nt);
+				if (!nt)
+					return 1; /* no raise: still correct */
+				s->trail = nt;
+				s->trcap = nc;
+			}
+			s->trail[s->ntrail++] = (raised){j, s->f[j]};
+			sec_set(s, j, s->eff[j], s->rem[j]);
+			any = 1;
+		}
+	if (any)
+		fix_blocks(s, a, b);
 	return 1;
 }
 
 /* The order in which a node tries its candidates, per restart (mode):
- * 0 larger first; 1 the most loaded section first (fail first); 2 larger
- * area (size x lifetime) first; 3 those whose top meets a neighbouring
- * floor (a snug fit) first, then larger; 4 and up: larger first with
+ * 0 guided by the incumbent (the best layout so far): the candidate whose
+ * offset there is nearest m first, so the search starts close to a layout
+ * known to be good and departs from it where it must; 1 larger first; 2 the
+ * most loaded section first (fail first); 3 larger area (size x lifetime)
+ * first; 4 those whose top meets a neighbouring floor (a snug fit) first,
+ * then larger; 4 and up: larger first with
  * sizes shaken by up to 1/8 (a different tie order each restart). */
 static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 {
 	switch (s->mode) {
-	case 0: return q->size;
-	case 1: return most_loaded;
-	case 2: return q->size * (uint64_t)q->len;
-	case 3: { /* snug first: its top meets a neighbouring floor */
+	case 0: { /* guided: where the incumbent layout has it, nearest first */
+		if (!s->inc)
+			return q->size;
+		uint64_t m = s->f[q->sa], o = s->inc[q - s->q];
+		return UINT64_MAX - (o > m ? o - m : m - o);
+	}
+	case 1: return q->size;
+	case 2: return most_loaded;
+	case 3: return q->size * (uint64_t)q->len;
+	case 4: { /* snug first: its top meets a neighbouring floor */
 		uint64_t top = s->f[q->sa] + q->size;
 		int snug = (q->sa > 0 && s->rem[q->sa - 1] && s->f[q->sa - 1] == top) ||
 		           (q->sb < s->K && s->rem[q->sb] && s->f[q->sb] == top);
@@ -421,6 +463,16 @@ static void sort_cands(const srch *s, pl_kv *c, uint32_t n)
 /* Undoes what frame fr did (a placement or a waste) and clears it. */
 static void undo(srch *s, frame *fr)
 {
+	if (s->ntrail > fr->tr) {
+		uint32_t lo = UINT32_MAX, hi = 0;
+		while (s->ntrail > fr->tr) {
+			raised x = s->trail[--s->ntrail];
+			sec_set(s, x.k, x.f, s->rem[x.k]);
+			lo = x.k < lo ? x.k : lo;
+			hi = x.k + 1 > hi ? x.k + 1 : hi;
+		}
+		fix_blocks(s, lo, hi);
+	}
 	if (fr->placed != UINT32_MAX) {
 		const sreq *q = &s->q[fr->placed];
 		for (uint32_t k = q->sa; k < q->sb; k++) {
@@ -570,7 +622,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			sort_cands(s, s->cand + cb, ce - cb);
 			fr = &s->st[depth++];
 			s->sp = depth;
-			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2};
+			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2, (uint32_t)s->ntrail};
 			open = 0;
 		}
 		fr = &s->st[depth - 1];
@@ -589,6 +641,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			fr->prev_size = q->size;
 			fr->prev_sb = q->sb;
 			fr->tried++;
+			fr->tr = (uint32_t)s->ntrail;
 			s->done[i] = 1;
 			remaining--;
 			s->off[i] = m;
@@ -622,6 +675,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			fr->next = UINT32_MAX;
 			uint64_t L = waste_level(s, k, m, b);
 			if (L != UINT64_MAX && L > m && L + s->rem[k] <= s->cap) {
+				fr->tr = (uint32_t)s->ntrail;
 				sec_set(s, k, L, s->rem[k]);
 				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX - 1;
@@ -659,6 +713,10 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 		goto out;
 	s.cap = cap;
 	s.node_limit = node_limit ? node_limit : UINT64_MAX;
+	/* off holds the incumbent on entry: it guides the first order */
+	s.inc = malloc((s.nq + 1) * sizeof *s.inc);
+	for (uint32_t i = 0; s.inc && i < s.nq; i++)
+		s.inc[i] = off[s.q[i].id] == STP_NO_OFFSET ? 0 : off[s.q[i].id];
 	for (uint32_t i = 0; i < s.nq; i++)
 		take(&s, i, +1);
 	s.tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s.tt); /* without it: no memo, same answers */
@@ -670,23 +728,26 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 			s.h2 += tf2(k, s.f[k]);
 		}
 	fix_blocks(&s, 0, s.K);
-	/* Restarts: each with another candidate order and twice the time of
-	 * the round before it (every order once per round).  Search trees are
+	/* Restarts: each with another candidate order, and twice the nodes
+	 * every 5 rounds.  Search trees are
 	 * heavy-tailed: one order solves in a few hundred nodes what another
 	 * does not in millions.  Failed states stay remembered across restarts
 	 * (they fail under any order). */
-	double slice = 0.02;
+	uint64_t limit = s.node_limit;
 	for (int round = 0;; round++) {
 		s.mode = round;
-		double now = pl_now(), until = now + slice * (double)(1u << (round / 5 < 20 ? round / 5 : 20));
-		s.deadline = until < deadline ? until : deadline;
+		/* a round may visit 4 nodes per request and section (a descent
+		 * visits about one each), doubling every 5 rounds */
+		uint64_t per = ((uint64_t)s.nq + s.K + 64) * 4 << (round / 5 < 30 ? round / 5 : 30);
+		s.node_limit = limit - s.nodes > per ? s.nodes + per : limit;
+		s.deadline = deadline;
 		s.timed_out = 0;
 		/* components (no request crosses between them) are solved one by one */
 		size_t top = 0;
 		rc = s.K ? decompose(&s, 0, s.K, 0, &top) : 1;
 		if (rc == 2)
 			rc = solve(&s, 0, s.K, 0, &top);
-		if (rc != -1 || pl_now() >= deadline || s.nodes > s.node_limit)
+		if (rc != -1 || pl_now() >= deadline || s.nodes >= limit)
 			break;
 		while (s.sp) /* back to the start */
 			undo(&s, &s.st[--s.sp]);

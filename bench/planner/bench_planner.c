@@ -309,6 +309,13 @@ static int perturb_main(int argc, char **argv)
 				stp_reqs_free(&r);
 				continue;
 			}
+			const char *dump = getenv("BENCH_DUMP"); /* a folder: each instance, with greedy's offsets */
+			if (dump) {
+				char out[1024];
+				snprintf(out, sizeof out, "%s/%s.seed%d.csv", dump, base ? base + 1 : argv[a], seed);
+				if (stp_reqs_write_csv(out, &r, g.offset, err, sizeof err))
+					fprintf(stderr, "%s\n", err);
+			}
 			double lb = (double)p.stats.lower_bound;
 			char v[64];
 			printf("%-16s %4d %6zu %10.0f %9.4f %9.4f %9.3f  %s (%s)\n", base ? base + 1 : argv[a], seed, r.n, lb,
