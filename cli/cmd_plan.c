@@ -63,6 +63,11 @@ static void usage(FILE *f)
 	        "                      device allocations, 16 for host ones, 1 for CSV)\n"
 	        "      --algo NAME     stalloc (default: STAlloc + improvement), stalloc-only,\n"
 	        "                      or greedy (greedy by size, best fit)\n"
+	        "      --budget SECONDS  time for the search for a smaller pool after the\n"
+	        "                      STAlloc and greedy steps (default 2; 0 = none); it\n"
+	        "                      stops early at the lower bound, keeps only verified\n"
+	        "                      layouts better than the best so far, and proves\n"
+	        "                      optimality exactly on sets of up to 5000 requests\n"
 	        "      --no-fusion     do not fuse HomoPhase groups\n"
 	        "      --all-kinds     plan host and device allocations together\n"
 	        "      --min-size SIZE a trace without device allocations: plan its host\n"
@@ -219,7 +224,7 @@ static char *default_output(const char *in, const char *ext)
 int cmd_plan(int argc, char **argv)
 {
 	enum { O_WINDOW = 256, O_ALGO, O_NOFUSION, O_ALLKINDS, O_NOVARY, O_GREEDY, O_NOGREEDY, O_CSV, O_SHOW, O_VERIFY,
-	       O_DETECT, O_NODETECT, O_MINSIZE };
+	       O_DETECT, O_NODETECT, O_MINSIZE, O_BUDGET };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'},    {"iteration", required_argument, 0, 'i'},
 		{"window", required_argument, 0, O_WINDOW}, {"align", required_argument, 0, 'a'},
@@ -229,6 +234,7 @@ int cmd_plan(int argc, char **argv)
 		{"csv", required_argument, 0, O_CSV},      {"show", required_argument, 0, O_SHOW},
 		{"verify", required_argument, 0, O_VERIFY}, {"entries", required_argument, 0, 'n'},
 		{"min-size", required_argument, 0, O_MINSIZE},
+		{"budget", required_argument, 0, O_BUDGET},
 		{"detect", no_argument, 0, O_DETECT},      {"no-detect", no_argument, 0, O_NODETECT},
 		{"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
@@ -288,6 +294,16 @@ int cmd_plan(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case O_BUDGET: {
+			char *end;
+			double b = strtod(optarg, &end);
+			if (end == optarg || *end || !(b >= 0 && b <= 86400)) {
+				stprof_err("plan: --budget wants seconds from 0 to 86400, not '%s'", optarg);
+				return 2;
+			}
+			po.budget = b;
+			break;
+		}
 		case O_NOFUSION: po.no_fusion = 1; break;
 		case O_MINSIZE:
 			if (stprof_parse_size(optarg, &win.host_min_size) < 0)

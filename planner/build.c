@@ -2,8 +2,12 @@
  * build.c - stp_plan_build: runs the steps in order and fills the stats.
  *
  *   work view (work.c) -> static plan (stalloc.c or greedy.c)
- *   -> improvement (greedy.c: pl_improve) -> dynamic space (dynamic.c)
+ *   -> improvement (greedy.c: pl_improve; greedy-by-size kept when smaller)
+ *   -> budgeted search (best.c: pl_best) -> dynamic space (dynamic.c)
  *
+ * Every step after the first keeps its layout only when its pool is smaller
+ * than the best so far, so the plan holds the best layout of all steps
+ * (stats.step says whose).
  * The plan owns its arrays; stp_plan_free releases them.
  */
 #include <stdio.h>
@@ -17,6 +21,7 @@ void stp_plan_opts_init(stp_plan_opts *o)
 	memset(o, 0, sizeof *o);
 	o->algo = STP_ALGO_STALLOC;
 	o->align = 1;
+	o->budget = 2.0;
 }
 
 void stp_plan_free(stp_plan *p)
@@ -41,9 +46,12 @@ static int try_greedy(const pl_work *w, stp_plan_stats *st, uint64_t *off, uint6
 		rc = pl_improve(w, st->lower_bound, alt, &moved, budget);
 	else if (rc == 1)
 		rc = 0; /* over budget: keep what we have */
+	if (rc == 0 && complete)
+		st->pool_greedy = pl_pool(w, alt);
 	if (rc == 0 && complete && pl_pool(w, alt) < pl_pool(w, off)) {
 		memcpy(off, alt, w->n * sizeof *off);
 		st->greedy_layout = 1;
+		st->step = STP_STEP_GREEDY;
 		st->improved_requests = moved;
 	}
 	free(alt);
@@ -79,6 +87,7 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 	if (o->algo == STP_ALGO_GREEDY) {
 		rc = pl_greedy(&w, p->offset, NULL);
 		st->pool_stalloc = 0;
+		st->step = STP_STEP_GREEDY;
 	} else {
 		rc = pl_stalloc(r, &w, !o->no_fusion, p->offset, st);
 		if (!rc)
@@ -93,9 +102,17 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 		uint64_t budget = pl_improve_budget(r->n);
 		if (!rc && o->algo == STP_ALGO_STALLOC)
 			rc = pl_improve(&w, st->lower_bound, p->offset, &st->improved_requests, &budget);
+		if (!rc && st->improved_requests && pl_pool(&w, p->offset) < st->pool_stalloc)
+			st->step = STP_STEP_IMPROVE;
 		if (!rc && o->algo == STP_ALGO_STALLOC && budget && pl_pool(&w, p->offset) > st->lower_bound)
 			rc = try_greedy(&w, st, p->offset, &budget);
+		if (!rc && o->algo == STP_ALGO_STALLOC && o->budget > 0 && pl_pool(&w, p->offset) > st->lower_bound)
+			rc = pl_best(&w, p->offset, pl_now() + o->budget, o->verbose, st);
 	}
+	if (st->proven_bound < st->lower_bound)
+		st->proven_bound = st->lower_bound;
+	if (!rc && pl_pool(&w, p->offset) <= st->proven_bound)
+		st->optimal = 1;
 	if (!rc) {
 		p->pool = pl_pool(&w, p->offset);
 		rc = pl_dynamic(r, &w, p);
@@ -109,5 +126,8 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 		return -1;
 	}
 	st->seconds = pl_now() - t0;
+	/* the search stamped the clock when it kept a layout; else the steps
+	 * before it found this one */
+	st->found_seconds = st->found_seconds > t0 ? st->found_seconds - t0 : st->seconds - st->search_seconds;
 	return 0;
 }

@@ -91,6 +91,24 @@ int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p);
  * (best fit, as the runtime's dynamic allocator would) and fills
  * stats.dynamic_fit and stats.dynamic_fallback_peak. */
 int pl_dynamic_replay(const stp_reqs *r, stp_plan *p);
+/* The exact step (search.c): places the STATIC requests at or above
+ * pinned_bytes so that none reaches above cap (pinned ones stacked below, in
+ * index order).  off holds a layout on entry (the best so far: it guides the
+ * search's first order).  Returns 1 found (off filled), 0 proven impossible, -1 out of
+ * time (deadline, pl_now() seconds) or nodes, -2 out of memory.  *nodes
+ * (may be NULL) is increased by the nodes visited. */
+int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, uint64_t *off,
+              uint64_t *nodes);
+/* The most bytes live at once in the working view (pinned + static): no
+ * placement of it has a smaller pool. */
+uint64_t pl_work_bound(const pl_work *w);
+/* Proves a placement of the working view free of overlaps: 0, or -1. */
+int pl_check(const pl_work *w, const uint64_t *off);
+/* The budgeted improvement (best.c): from the layout in best (pool above the
+ * bound), searches for better ones until deadline; best only ever takes a
+ * verified layout with a smaller pool.  Fills the search fields of st. */
+int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
+
 /* Pool of a placement: max offset + size over placed requests. */
 uint64_t pl_pool(const pl_work *w, const uint64_t *off);
 

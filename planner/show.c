@@ -69,8 +69,21 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 	if (st->pinned_requests)
 		fprintf(f, "pinned:         %" PRIu64 " requests live across the cyclic cut are kept for the whole iteration\n",
 		        st->pinned_requests);
-	if (st->seconds > 0)
+	if (st->seconds > 0) {
+		/* which step's layout this is, and how good it is known to be */
+		fprintf(f, "result:         %s; ", stp_plan_step_name(st->step));
+		if (st->optimal)
+			fprintf(f, "optimal%s\n", p->pool <= st->lower_bound ? " (meets the lower bound)"
+			                         : st->pinned_requests ? " for the cut timeline (no smaller pool exists for it)"
+			                                               : " (no smaller pool exists: the search proved it)");
+		else
+			fprintf(f, "best found, gap %.2f%% above the best proven bound %" PRIu64 "%s\n",
+			        100.0 * (ratio(p->pool, st->proven_bound) - 1), st->proven_bound,
+			        st->search_stopped ? " (search stopped at the budget)" : "");
+		if (st->search_nodes)
+			fprintf(f, "search:         %" PRIu64 " nodes in %.3f s\n", st->search_nodes, st->search_seconds);
 		fprintf(f, "planned in:     %.3f s\n", st->seconds);
+	}
 }
 
 void stp_plan_show(FILE *f, const stp_reqs *r, const stp_plan *p, size_t max_entries)

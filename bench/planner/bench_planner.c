@@ -8,7 +8,12 @@
  *                                 algorithm: planning time, pool / lower
  *                                 bound, memory per request
  *   bench_planner csv FILE...     MiniMalloc instances: pool vs the best known
- *                                 capacity (1,048,576 for all 11)
+ *                                 capacity (1,048,576 for all 11), greedy and
+ *                                 stprof with the search ($BENCH_BUDGET s,
+ *                                 default 10), when the layout was found
+ *   bench_planner perturb S FILE... the same instances with every size scaled
+ *                                 by U[0.9, 1.1] for seeds 1..S: pool / lower
+ *                                 bound, optimal or gap
  *
  * Times are the planning's CPU time (one thread), which a shared machine
  * disturbs less than wall time.  Each plan runs in a child process so its
@@ -173,12 +178,56 @@ static int gen_main(int argc, char **argv)
 	return bad;
 }
 
+/* budget for the search, seconds ($BENCH_BUDGET, default 10) */
+static double bench_budget(void)
+{
+	const char *b = getenv("BENCH_BUDGET");
+	double v = b ? atof(b) : 10.0;
+	return v > 0 ? v : 10.0;
+}
+
+/* plans r with the default steps and the budget, verifies; 0 or -1 */
+static int plan_csv(const stp_reqs *r, stp_plan_algo algo, double budget, stp_plan *p)
+{
+	stp_plan_opts o;
+	stp_plan_opts_init(&o);
+	o.algo = algo;
+	o.budget = budget;
+	char err[512];
+	if (stp_plan_build(r, &o, p, err, sizeof err)) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	if (stp_plan_verify(r, p, err, sizeof err)) {
+		fprintf(stderr, "INVALID PLAN: %s\n", err);
+		stp_plan_free(p);
+		return -1;
+	}
+	return 0;
+}
+
+static const char *verdict(const stp_plan *p, char *buf, size_t len)
+{
+	if (p->stats.optimal)
+		snprintf(buf, len, "optimal");
+	else
+		snprintf(buf, len, "gap %.2f%%", 100.0 * ((double)p->pool / (double)p->stats.proven_bound - 1));
+	return buf;
+}
+
+/* The MiniMalloc instances at their best known capacity (1,048,576 for all
+ * 11): greedy by size, then stprof's default steps with the search budget;
+ * when the kept layout was found (wall time, one thread), and whether the
+ * search proved it optimal or how far it is from the best proven bound. */
 static int csv_main(int argc, char **argv)
 {
 	const double best = 1048576.0;
-	printf("%-16s %6s %10s %14s %14s %14s\n", "instance", "bufs", "bound", "stalloc", "stalloc-only", "greedy");
-	double sum[3] = {0};
-	int cnt = 0, bad = 0;
+	double budget = bench_budget();
+	printf("budget %.0f s per instance; %% = above the best known capacity 1,048,576\n", budget);
+	printf("%-16s %6s %10s %14s %14s %9s %9s  %s\n", "instance", "bufs", "bound", "greedy", "stprof", "found s",
+	       "total s", "result (step)");
+	double sum[2] = {0};
+	int cnt = 0, bad = 0, at_best = 0;
 	for (int a = 1; a < argc; a++) {
 		stp_reqs r;
 		uint64_t *off;
@@ -190,27 +239,101 @@ static int csv_main(int argc, char **argv)
 		free(off);
 		const char *base = strrchr(argv[a], '/');
 		printf("%-16s %6zu %10llu", base ? base + 1 : argv[a], r.n, (unsigned long long)stp_lower_bound(&r, 0));
-		for (int al = 0; al < 3; al++) {
-			stp_plan_opts o;
-			stp_plan_opts_init(&o);
-			o.algo = al == 0 ? STP_ALGO_STALLOC : al == 1 ? STP_ALGO_STALLOC_ONLY : STP_ALGO_GREEDY;
-			stp_plan p;
-			if (stp_plan_build(&r, &o, &p, err, sizeof err) || stp_plan_verify(&r, &p, err, sizeof err)) {
-				fprintf(stderr, "%s\n", err);
-				bad = 1;
-				continue;
-			}
-			printf(" %8llu %+4.0f%%", (unsigned long long)p.pool, (p.pool / best - 1) * 100);
-			sum[al] += p.pool / best - 1;
-			stp_plan_free(&p);
+		stp_plan g, p;
+		if (plan_csv(&r, STP_ALGO_GREEDY, 0, &g) || plan_csv(&r, STP_ALGO_STALLOC, budget, &p)) {
+			bad = 1;
+			printf("\n");
+			stp_reqs_free(&r);
+			continue;
 		}
+		char v[64];
+		printf(" %8llu %+4.0f%% %8llu %+4.1f%% %9.3f %9.3f  %s (%s)\n", (unsigned long long)g.pool,
+		       (g.pool / best - 1) * 100, (unsigned long long)p.pool, (p.pool / best - 1) * 100,
+		       p.stats.found_seconds, p.stats.seconds, verdict(&p, v, sizeof v), stp_plan_step_name(p.stats.step));
+		fflush(stdout);
+		sum[0] += g.pool / best - 1;
+		sum[1] += p.pool / best - 1;
+		at_best += p.pool <= best;
 		cnt++;
-		printf("\n");
+		stp_plan_free(&g);
+		stp_plan_free(&p);
 		stp_reqs_free(&r);
 	}
 	if (cnt)
-		printf("%-16s %6s %10s %13.1f%% %13.1f%% %13.1f%%  (mean above best known)\n", "mean", "", "",
-		       100 * sum[0] / cnt, 100 * sum[1] / cnt, 100 * sum[2] / cnt);
+		printf("%-16s %6s %10s %13.1f%% %13.1f%%  (mean above best known); %d of %d at or below it\n", "mean", "",
+		       "", 100 * sum[0] / cnt, 100 * sum[1] / cnt, at_best, cnt);
+	printf("MiniMalloc's published times for these 11 at 1,048,576: 0.6 to 5.4 s each (its paper; per-instance\n"
+	       "figures are not reproduced here)\n");
+	return bad;
+}
+
+/* A generated family: every instance with each size scaled by a random
+ * factor in [0.9, 1.1] (rounded to 256 bytes), per seed.  The best known
+ * capacities no longer apply: the pool is compared with the lower bound
+ * (max live bytes), and the search says optimal or its gap. */
+static int perturb_main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: bench_planner perturb SEEDS FILE...\n");
+		return 2;
+	}
+	int seeds = atoi(argv[1]);
+	double budget = bench_budget();
+	printf("sizes x U[0.9, 1.1] per seed; budget %.0f s; ratios are pool / lower bound\n", budget);
+	printf("%-16s %4s %6s %10s %9s %9s %9s  %s\n", "instance", "seed", "bufs", "bound", "greedy", "stprof",
+	       "found s", "result (step)");
+	int bad = 0, cnt = 0, opt = 0, at_bound = 0;
+	double sum_g = 0, sum_p = 0;
+	for (int a = 2; a < argc; a++)
+		for (int seed = 1; seed <= seeds; seed++) {
+			stp_reqs r;
+			uint64_t *off, x = 0x9E3779B97F4A7C15ull * (uint64_t)(seed * 7919 + a);
+			char err[512];
+			if (stp_reqs_read_csv(argv[a], &r, &off, err, sizeof err)) {
+				fprintf(stderr, "%s\n", err);
+				return 1;
+			}
+			free(off);
+			for (size_t i = 0; i < r.n; i++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				double f = 0.9 + 0.2 * (double)(x % 1000001) / 1e6;
+				uint64_t sz = (uint64_t)((double)r.req[i].size * f) / 256 * 256;
+				r.req[i].size = sz ? sz : 256;
+			}
+			const char *base = strrchr(argv[a], '/');
+			stp_plan g, p;
+			if (plan_csv(&r, STP_ALGO_GREEDY, 0, &g) || plan_csv(&r, STP_ALGO_STALLOC, budget, &p)) {
+				bad = 1;
+				stp_reqs_free(&r);
+				continue;
+			}
+			const char *dump = getenv("BENCH_DUMP"); /* a folder: each instance, with greedy's offsets */
+			if (dump) {
+				char out[1024];
+				snprintf(out, sizeof out, "%s/%s.seed%d.csv", dump, base ? base + 1 : argv[a], seed);
+				if (stp_reqs_write_csv(out, &r, g.offset, err, sizeof err))
+					fprintf(stderr, "%s\n", err);
+			}
+			double lb = (double)p.stats.lower_bound;
+			char v[64];
+			printf("%-16s %4d %6zu %10.0f %9.4f %9.4f %9.3f  %s (%s)\n", base ? base + 1 : argv[a], seed, r.n, lb,
+			       g.pool / lb, p.pool / lb, p.stats.found_seconds, verdict(&p, v, sizeof v),
+			       stp_plan_step_name(p.stats.step));
+			fflush(stdout);
+			cnt++;
+			opt += p.stats.optimal;
+			at_bound += p.pool <= p.stats.lower_bound;
+			sum_g += g.pool / lb;
+			sum_p += p.pool / lb;
+			stp_plan_free(&g);
+			stp_plan_free(&p);
+			stp_reqs_free(&r);
+		}
+	if (cnt)
+		printf("%d instances: mean pool/bound greedy %.4f, stprof %.4f; %d at the bound, %d proven optimal\n", cnt,
+		       sum_g / cnt, sum_p / cnt, at_bound, opt);
 	return bad;
 }
 
@@ -220,6 +343,8 @@ int main(int argc, char **argv)
 		return gen_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "csv"))
 		return csv_main(argc - 1, argv + 1);
-	fprintf(stderr, "usage: bench_planner gen N... | csv FILE...\n");
+	if (argc >= 2 && !strcmp(argv[1], "perturb"))
+		return perturb_main(argc - 1, argv + 1);
+	fprintf(stderr, "usage: bench_planner gen N... | csv FILE... | perturb SEEDS FILE...\n");
 	return 2;
 }

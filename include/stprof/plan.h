@@ -118,7 +118,19 @@ typedef struct stp_plan_opts {
 	uint64_t align;         /* every offset and size is a multiple of it (>= 1) */
 	int no_fusion;          /* skip HomoPhase fusion */
 	int verbose;            /* progress and step figures on stderr */
+	double budget;          /* seconds for the improvement search after the
+	                         * STAlloc and greedy steps (stopped early when the
+	                         * bound is met); 0 = no search (default 2) */
 } stp_plan_opts;
+
+/* The step whose layout a plan keeps (the best verified one of all). */
+typedef enum stp_plan_step {
+	STP_STEP_STALLOC = 0,   /* STAlloc steps */
+	STP_STEP_IMPROVE,       /* STAlloc + re-placement above the bound */
+	STP_STEP_GREEDY,        /* greedy by size (+ re-placement) */
+	STP_STEP_SEARCH         /* exact search (search.c; up to 5000 static requests) */
+} stp_plan_step;
+const char *stp_plan_step_name(int step);
 
 typedef struct stp_plan_stats {
 	uint64_t lower_bound;        /* static + persistent requests, aligned sizes */
@@ -129,6 +141,15 @@ typedef struct stp_plan_stats {
 	uint64_t phase_groups, fused_groups, units, size_groups;
 	uint64_t improved_requests;  /* re-placed by the improvement step */
 	int greedy_layout;           /* the improvement step kept greedy-by-size's (improved) layout */
+	int step;                    /* stp_plan_step that produced the layout */
+	int optimal;                 /* 1: no layout of the working view has a smaller pool */
+	uint64_t proven_bound;       /* pools below it are impossible (>= lower_bound when the
+	                              * cut pins nothing; the working view's bound otherwise) */
+	uint64_t pool_greedy;        /* greedy-by-size, improved; 0 = not run */
+	uint64_t search_nodes;       /* search nodes visited */
+	double search_seconds;       /* time spent searching */
+	double found_seconds;        /* since planning began, when the kept layout was found */
+	int search_stopped;          /* 1: the budget ran out before the search was done */
 	uint64_t dynamic_requests;
 	uint64_t dynamic_fit;        /* dynamic requests of the trace that fit their reusable space */
 	uint64_t dynamic_fallback_peak; /* peak bytes of those that do not (the fallback allocator's) */

@@ -50,7 +50,7 @@ for f in "$mm"/*.csv; do
   [ -f "$f" ] || continue
   ninst=$((ninst + 1))
   n=$(basename "$f" .csv)
-  "$ST" plan -q --csv "$f" -o "$T/$n.out.csv" || fail "csv $n"
+  "$ST" plan -q --budget 0.3 --csv "$f" -o "$T/$n.out.csv" || fail "csv $n"
   head -1 "$T/$n.out.csv" | grep -q "^id,lower,upper,size,offset$" || fail "csv header $n"
   "$ST" plan -q --verify "$T/$n.out.csv" || fail "csv verify $n"
   # the plan written is the best layout found: never larger than greedy's
@@ -60,6 +60,19 @@ for f in "$mm"/*.csv; do
     fail "$n: the plan written ($(pool "$T/$n.out.csv")) is larger than greedy's ($(pool "$T/$n.g.csv"))"
 done
 echo "MiniMalloc instances planned and verified: $ninst"
+# the search: instance C reaches its bound (exact search, optimal) within the budget
+if [ -f "$mm/C.1048576.csv" ]; then
+  "$ST" plan --budget 5 --csv "$mm/C.1048576.csv" -o "$T/c.out.csv" >"$T/c.txt" || fail "csv C with the search"
+  grep -q "^result: *exact search; optimal" "$T/c.txt" || fail "C result: $(cat "$T/c.txt")"
+  grep -q "^pool: .*(1039360 bytes)" "$T/c.txt" || fail "C pool: $(cat "$T/c.txt")"
+  "$ST" plan -q --verify "$T/c.out.csv" || fail "C verify"
+fi
+"$ST" plan --help | grep -q -- "--budget SECONDS" || fail "--budget not in --help"
+set +e
+"$ST" plan --budget soon "$T/train.stp" 2>"$T/eb"; rc=$?
+set -e
+[ $rc = 2 ] || fail "--budget soon exit $rc"
+grep -q "budget wants seconds" "$T/eb" || fail "--budget message: $(cat "$T/eb")"
 
 # bad input: one line, exit 1
 printf 'id,lower,upper,size\n0,9,3,1\n' >"$T/bad.csv"

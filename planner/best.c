@@ -1,0 +1,212 @@
+/*
+ * best.c - the budgeted improvement after the STAlloc and greedy steps:
+ * looks for a layout with a smaller pool until the deadline or until the
+ * bound is met, and keeps only verified layouts better than the best so far.
+ *
+ *   up to PL_EXACT_MAX static requests: the exact search (search.c) as a
+ *     decision procedure over capacities: first the working view's bound
+ *     (most bytes live at once), then downwards from the best pool found
+ *     by a step that halves when a try runs out of time.  A capacity the search
+ *     exhausts is proven impossible; with the pool one above it (or at the
+ *     bound) the layout is optimal.  A capacity it runs out of time on is
+ *     skipped without proof.
+ *   larger sets are not searched (the budget is not spent on them).
+ *
+ * Invariants: `best` only ever takes a layout that pl_check accepted and
+ * whose pool is smaller; st->proven_bound only rises on a bound or an
+ * exhausted search.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PL_EXACT_MAX 5000
+
+const char *stp_plan_step_name(int step)
+{
+	switch (step) {
+	case STP_STEP_STALLOC: return "STAlloc steps";
+	case STP_STEP_IMPROVE: return "STAlloc + re-placement";
+	case STP_STEP_GREEDY: return "greedy by size + re-placement";
+	case STP_STEP_SEARCH: return "exact search";
+	default: return "?";
+	}
+}
+
+uint64_t pl_work_bound(const pl_work *w)
+{
+	size_t n = w->n, m = 0;
+	pl_kv *ev = malloc((2 * n + 1) * sizeof *ev), *tmp = malloc((2 * n + 1) * sizeof *tmp);
+	uint64_t live = 0, best = 0;
+	if (!ev || !tmp) {
+		free(ev);
+		free(tmp);
+		return w->pinned_bytes; /* a weaker bound, still a bound */
+	}
+	for (size_t i = 0; i < n; i++)
+		if (w->kind[i] == PL_STATIC) {
+			ev[m++] = (pl_kv){(uint64_t)w->s[i] << 1 | 1, (uint32_t)i};
+			ev[m++] = (pl_kv){(uint64_t)w->e[i] << 1, (uint32_t)i};
+		}
+	pl_sort_kv(ev, tmp, m);
+	for (size_t j = 0; j < m; j++) {
+		if (ev[j].k & 1) {
+			live += w->size[ev[j].v];
+			if (live > best)
+				best = live;
+		} else
+			live -= w->size[ev[j].v];
+	}
+	free(ev);
+	free(tmp);
+	return w->pinned_bytes + best;
+}
+
+typedef struct chk {
+	const pl_work *w;
+	const uint64_t *off;
+	uint32_t cur;
+	int bad;
+} chk;
+
+static void chk_one(uint32_t id, void *ctx)
+{
+	chk *c = ctx;
+	/* id was placed earlier in offset order: it must end at or below cur's start */
+	if (c->off[id] + c->w->size[id] > c->off[c->cur])
+		c->bad = 1;
+}
+
+int pl_check(const pl_work *w, const uint64_t *off)
+{
+	size_t n = w->n;
+	uint32_t m = 0;
+	pl_kv *kv = malloc((n + 1) * sizeof *kv), *tmp = malloc((n + 1) * sizeof *tmp);
+	uint32_t *ids = malloc((n + 1) * sizeof *ids);
+	pl_itree t = {0};
+	int rc = -1;
+	if (!kv || !tmp || !ids)
+		goto out;
+	uint64_t pinned_top = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (w->kind[i] == PL_DYNAMIC)
+			continue;
+		if (off[i] == STP_NO_OFFSET || off[i] > UINT64_MAX - w->size[i])
+			goto out;
+		if (w->kind[i] == PL_PINNED) {
+			if (off[i] + w->size[i] > pinned_top)
+				pinned_top = off[i] + w->size[i];
+		}
+		ids[m] = (uint32_t)i;
+		kv[m++] = (pl_kv){off[i], (uint32_t)i};
+	}
+	pl_sort_kv(kv, tmp, m);
+	/* pinned requests are live over [0, T): the interval index sees them too */
+	if (pl_itree_init(&t, w->s, w->e, n, ids, m) < 0)
+		goto out;
+	chk c = {w, off, 0, 0};
+	for (uint32_t j = 0; j < m && !c.bad; j++) {
+		c.cur = kv[j].v;
+		pl_itree_query(&t, w->s[c.cur], w->e[c.cur], chk_one, &c);
+		pl_itree_set(&t, c.cur, 1);
+	}
+	rc = c.bad ? -1 : 0;
+out:
+	pl_itree_free(&t);
+	free(kv);
+	free(tmp);
+	free(ids);
+	return rc;
+}
+
+/* keeps cand in best when it is valid and smaller */
+static int keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step, stp_plan_stats *st)
+{
+	uint64_t np = pl_pool(w, cand);
+	if (np >= pl_pool(w, best) || pl_check(w, cand) < 0)
+		return 0;
+	memcpy(best, cand, w->n * sizeof *best);
+	st->step = step;
+	st->found_seconds = pl_now(); /* made relative by stp_plan_build */
+	return 1;
+}
+
+static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline, int verbose,
+                 stp_plan_stats *st)
+{
+	uint64_t *cand = malloc((w->n + 1) * sizeof *cand);
+	if (!cand)
+		return -1;
+	uint64_t hi = pl_pool(w, best); /* best found; lo: smallest not proven impossible */
+	double t0 = pl_now();
+	int first = 1, rc = 0;
+	uint64_t step = 0;
+	for (;;) {
+		double now = pl_now();
+		if (now >= deadline || lo >= hi)
+			break;
+		/* the bound first (with half the time), then downwards from the
+		 * best found by a step that starts at an eighth of the gap, is kept
+		 * after a success and halves after a try that runs out of time
+		 * (capacities just below a layout found are the easy ones); each
+		 * try gets a third of what is left */
+		if (!first && !step)
+			step = (hi - lo) / 8 ? (hi - lo) / 8 : 1;
+		uint64_t cap = first ? lo : (hi - lo > step ? hi - step : lo);
+		double until = now + (deadline - now) / (first ? 2 : 3);
+		if (deadline - now < 0.05)
+			until = deadline;
+		memcpy(cand, best, w->n * sizeof *cand);
+		int r = pl_search(w, cap, until, 0, cand, &st->search_nodes);
+		if (verbose)
+			fprintf(stderr, "plan: search at %llu: %s (%.3f s, %llu nodes so far)\n", (unsigned long long)cap,
+			        r == 1 ? "found" : r == 0 ? "impossible" : r == -1 ? "out of time" : "out of memory",
+			        pl_now() - now, (unsigned long long)st->search_nodes);
+		if (r == -2) {
+			rc = -1;
+			break;
+		}
+		if (r == 1) {
+			if (!keep(w, best, cand, STP_STEP_SEARCH, st)) {
+				if (verbose)
+					fprintf(stderr, "plan: search layout at %llu rejected\n", (unsigned long long)cap);
+				break; /* cannot happen; never keep an unchecked layout */
+			}
+			hi = pl_pool(w, best);
+		} else if (r == 0) {
+			lo = cap + 1; /* proven: nothing below cap + 1 fits */
+			if (lo > st->proven_bound)
+				st->proven_bound = lo;
+			step = 0;
+		} else if (!first) {
+			step = step > 1 ? step / 2 : 1;
+		}
+		first = 0;
+	}
+	if (st->proven_bound >= hi)
+		st->optimal = 1;
+	else
+		st->search_stopped = 1;
+	st->search_seconds += pl_now() - t0;
+	free(cand);
+	return rc;
+}
+
+int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st)
+{
+	uint64_t wlb = pl_work_bound(w);
+	if (wlb > st->proven_bound)
+		st->proven_bound = wlb;
+	if (pl_pool(w, best) <= st->proven_bound) {
+		st->optimal = 1;
+		return 0;
+	}
+	size_t nq = 0;
+	for (size_t i = 0; i < w->n; i++)
+		nq += w->kind[i] == PL_STATIC;
+	if (nq <= PL_EXACT_MAX)
+		return exact(w, best, st->proven_bound, deadline, verbose, st);
+	return 0;
+}

@@ -1,0 +1,771 @@
+/*
+ * search.c - the exact step: "do the static requests fit under capacity C?"
+ * decided by a depth-first search over canonical layouts (MiniMalloc's ideas,
+ * built from the paper, not its code).
+ *
+ * Time is cut into sections (between consecutive distinct lifetime ends of
+ * the static requests).  Every section k has a floor f[k]: everything below
+ * it is placed or proven empty.  A node takes the leftmost lowest section k
+ * (floor m) that still has unplaced requests, and branches:
+ *   place:  an unplaced request b that starts in k and whose sections all sit
+ *           at floor m goes to offset m (its sections rise to m + size);
+ *   waste:  nothing lands at m in k: k's floor rises to L, a level no
+ *           request covering k can lie below in any gravity-packed layout
+ *           (one where no request can drop).  The lowest such request y
+ *           rests on something in another of its sections: a placed request
+ *           (then y lies at or above its highest floor e_y > m) or an unplaced
+ *           one z (then at least m + size of z); one that covers only k
+ *           cannot rest on anything.  L = the least of these bounds over the
+ *           unplaced requests covering k (waste_level); none: no waste branch.
+ * Every gravity-packed layout (and one exists for every feasible C) is
+ * reached this way, so an exhausted search proves that C does not fit.
+ * Pruning ("inference"): a section fails when its effective floor (the
+ * lowest max floor of its unplaced requests) plus its unplaced bytes exceed
+ * C; requests identical in (sections, size) are tried once per node
+ * (symmetry); a state (placed set, floors) whose subtree failed is remembered
+ * by two 64-bit hashes and not searched again (a collision, odds about
+ * 2^-100 per lookup, could hide a layout and so wrongly call C impossible); when no unplaced request
+ * crosses some section boundaries the parts are solved independently
+ * (dynamic decomposition: a failure in one part is not retried against the
+ * other parts' alternatives).  pl_search restarts with another candidate
+ * order in time slices that double every round (search trees are
+ * heavy-tailed); remembered failures hold under any order.
+ *
+ * Pinned requests sit below everything (pl_work); the search places the
+ * STATIC ones above w->pinned_bytes.  Invariants: f[k] <= C for every
+ * section with unplaced requests; rem[k] is the unplaced bytes covering k;
+ * cross[k] counts unplaced requests covering sections k-1 and k.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct sreq {
+	uint32_t sa, sb;   /* sections [sa, sb) */
+	uint64_t size;
+	uint32_t id;       /* index in pl_work */
+	uint32_t len;      /* lifetime in ticks */
+} sreq;
+
+typedef struct frame {
+	uint32_t k;        /* section */
+	uint64_t m;        /* its floor when the node was opened */
+	uint32_t next;     /* next candidate (index into cand) to try; UINT32_MAX = waste tried */
+	uint32_t cend;     /* this node's candidates: cand[previous frame's cend .. cend) */
+	uint32_t placed;   /* request placed by this frame, UINT32_MAX = none (or waste) */
+	uint64_t prev_size;/* size of the last candidate tried (symmetry) */
+	uint32_t prev_sb;
+	uint32_t tried;    /* candidates placed from this node */
+	uint64_t h1, h2;   /* the state's hash when the node was opened */
+	uint32_t tr;       /* trail length before this frame's last action */
+} frame;
+
+/* a floor raised by the inference (unallocated floor), to restore */
+typedef struct raised {
+	uint32_t k;
+	uint64_t f;
+} raised;
+
+/* failed states: (placed set, floors of the sections still to fill) as two
+ * 64-bit hashes; open addressing, never grown (full: no more entries) */
+#define TT_BITS 20
+#define TT_PROBE 8
+
+#define BLK 16
+
+typedef struct srch {
+	uint32_t nq, K;
+	sreq *q;
+	uint32_t *first, *list;  /* requests starting in section k: list[first[k] .. first[k+1]) */
+	uint64_t *f, *rem, *eff;
+	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
+	uint32_t *cross;
+	uint8_t *done;
+	uint64_t *off;           /* offset per request (index into q) */
+	uint64_t *inc;           /* the incumbent layout's offsets (guided order), or NULL */
+	frame *st;
+	size_t stcap;
+	size_t sp;               /* frames in use (all of them, nested solves included) */
+	raised *trail;           /* floors raised by feasible(), per frame action */
+	size_t ntrail, trcap;
+	int mode;                /* candidate order of this restart */
+	pl_kv *cand;             /* candidate stacks of the open nodes (k: order key) */
+	size_t ccap;
+	uint64_t h1, h2;         /* hash of the current state (sums of terms) */
+	uint64_t *tt;            /* 2 words per slot; 0 = empty */
+	uint64_t cap, nodes, node_limit;
+	double deadline;
+	int timed_out;
+} srch;
+
+static void srch_free(srch *s)
+{
+	free(s->q);
+	free(s->first);
+	free(s->list);
+	free(s->f);
+	free(s->rem);
+	free(s->eff);
+	free(s->bmax);
+	free(s->bmin);
+	free(s->cross);
+	free(s->done);
+	free(s->off);
+	free(s->inc);
+	free(s->st);
+	free(s->tt);
+	free(s->cand);
+	free(s->trail);
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+static uint64_t tf1(uint32_t k, uint64_t f) { return mix(f * 0xD6E8FEB86659FD93ull ^ mix(k)); }
+static uint64_t tf2(uint32_t k, uint64_t f) { return mix(mix(f + 0x632BE59BD9B4E019ull) ^ ((uint64_t)k << 32 | 0x5bd1)); }
+static uint64_t tb1(uint32_t i) { return mix((uint64_t)i << 1 | 1); }
+static uint64_t tb2(uint32_t i) { return mix(((uint64_t)i << 20) ^ 0xA0761D6478BD642Full); }
+
+/* sets section j's floor and unplaced bytes, keeping the hash (a section
+ * counts only while it has unplaced requests) */
+static void sec_set(srch *s, uint32_t j, uint64_t nf, uint64_t nrem)
+{
+	if (s->rem[j]) {
+		s->h1 -= tf1(j, s->f[j]);
+		s->h2 -= tf2(j, s->f[j]);
+	}
+	s->f[j] = nf;
+	s->rem[j] = nrem;
+	if (nrem) {
+		s->h1 += tf1(j, nf);
+		s->h2 += tf2(j, nf);
+	}
+}
+
+/* recomputes the block maxima of the floors over sections [lo, hi) */
+static void fix_blocks(srch *s, uint32_t lo, uint32_t hi)
+{
+	for (uint32_t bl = lo / BLK; bl * BLK < hi; bl++) {
+		uint64_t mx = 0;
+		uint32_t end = (bl + 1) * BLK < s->K ? (bl + 1) * BLK : s->K;
+		for (uint32_t j = bl * BLK; j < end; j++)
+			if (s->f[j] > mx)
+				mx = s->f[j];
+		s->bmax[bl] = mx;
+	}
+}
+
+/* max floor over sections [lo, hi) */
+static uint64_t range_max(const srch *s, uint32_t lo, uint32_t hi)
+{
+	uint64_t mx = 0;
+	while (lo < hi && lo % BLK) {
+		if (s->f[lo] > mx)
+			mx = s->f[lo];
+		lo++;
+	}
+	while (lo + BLK <= hi) {
+		if (s->bmax[lo / BLK] > mx)
+			mx = s->bmax[lo / BLK];
+		lo += BLK;
+	}
+	for (; lo < hi; lo++)
+		if (s->f[lo] > mx)
+			mx = s->f[lo];
+	return mx;
+}
+
+static uint64_t *tt_slot(srch *s, uint64_t h1, uint64_t h2, int *found)
+{
+	uint64_t key = h1 ? h1 : 1;
+	size_t mask = ((size_t)1 << TT_BITS) - 1;
+	for (size_t p = 0; p < TT_PROBE; p++) {
+		uint64_t *e = &s->tt[2 * ((h2 + p) & mask)];
+		if (!e[0] || (e[0] == key && e[1] == h2)) {
+			*found = e[0] != 0;
+			return e;
+		}
+	}
+	*found = 0;
+	return NULL;
+}
+
+/* candidate order inside a start section: larger first, then longer */
+static int cmp_cand(const void *pa, const void *pb, void *ctx)
+{
+	const sreq *q = ctx;
+	const sreq *a = &q[*(const uint32_t *)pa], *b = &q[*(const uint32_t *)pb];
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	if (a->sb != b->sb)
+		return a->sb > b->sb ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* insertion sort with context (lists are short; qsort_r is not C11) */
+static void sort_list(uint32_t *a, uint32_t n, const sreq *q)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t x = a[i], j = i;
+		while (j > 0 && cmp_cand(&x, &a[j - 1], (void *)q) < 0) {
+			a[j] = a[j - 1];
+			j--;
+		}
+		a[j] = x;
+	}
+}
+
+static int build(srch *s, const pl_work *w)
+{
+	size_t n = w->n;
+	uint32_t nq = 0;
+	for (size_t i = 0; i < n; i++)
+		nq += w->kind[i] == PL_STATIC;
+	s->nq = nq;
+	pl_kv *t = malloc((2 * (size_t)nq + 1) * sizeof *t), *tmp = malloc((2 * (size_t)nq + 1) * sizeof *tmp);
+	s->q = malloc((nq + 1) * sizeof *s->q);
+	if (!t || !tmp || !s->q) {
+		free(t);
+		free(tmp);
+		return -1;
+	}
+	uint32_t j = 0;
+	for (size_t i = 0; i < n; i++)
+		if (w->kind[i] == PL_STATIC) {
+			s->q[j] = (sreq){0, 0, w->size[i], (uint32_t)i, w->e[i] - w->s[i]};
+			t[2 * j] = (pl_kv){w->s[i], 2 * j};
+			t[2 * j + 1] = (pl_kv){w->e[i], 2 * j + 1};
+			j++;
+		}
+	pl_sort_kv(t, tmp, 2 * (size_t)nq);
+	uint32_t K = 0;
+	for (size_t a = 0; a < 2 * (size_t)nq; a++) {
+		if (a && t[a].k != t[a - 1].k)
+			K++;
+		uint32_t v = t[a].v;
+		if (v & 1)
+			s->q[v >> 1].sb = K;
+		else
+			s->q[v >> 1].sa = K;
+	}
+	free(t);
+	free(tmp);
+	s->K = K; /* sections 0 .. K-1 (the last point closes the last section) */
+	s->first = calloc((size_t)K + 2, sizeof *s->first);
+	s->list = malloc((nq + 1) * sizeof *s->list);
+	s->f = calloc((size_t)K + 2, sizeof *s->f);
+	s->rem = calloc((size_t)K + 2, sizeof *s->rem);
+	s->eff = calloc((size_t)K + 2, sizeof *s->eff);
+	s->bmax = calloc((size_t)K / BLK + 2, sizeof *s->bmax);
+	s->bmin = calloc((size_t)K / BLK + 2, sizeof *s->bmin);
+	s->cross = calloc((size_t)K + 2, sizeof *s->cross);
+	s->done = calloc(nq + 1, 1);
+	s->off = malloc((nq + 1) * sizeof *s->off);
+	s->stcap = (size_t)nq * 2 + K + 2;
+	s->st = malloc(s->stcap * sizeof *s->st);
+	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->off || !s->st)
+		return -1;
+	for (uint32_t i = 0; i < nq; i++)
+		s->first[s->q[i].sa + 1]++;
+	for (uint32_t k = 0; k < K + 1; k++)
+		s->first[k + 1] += s->first[k];
+	uint32_t *fill = calloc((size_t)K + 1, sizeof *fill);
+	if (!fill)
+		return -1;
+	for (uint32_t i = 0; i < nq; i++)
+		s->list[s->first[s->q[i].sa] + fill[s->q[i].sa]++] = i;
+	free(fill);
+	for (uint32_t k = 0; k < K; k++)
+		sort_list(s->list + s->first[k], s->first[k + 1] - s->first[k], s->q);
+	return 0;
+}
+
+static void take(srch *s, uint32_t i, int sign)
+{
+	const sreq *q = &s->q[i];
+	for (uint32_t k = q->sa; k < q->sb; k++) {
+		if (sign > 0)
+			s->rem[k] += q->size;
+		else
+			s->rem[k] -= q->size;
+		if (k > q->sa)
+			s->cross[k] += sign;
+	}
+}
+
+/* The waste level of section k (floor m): a lower bound on the offset of
+ * the lowest unplaced request covering k when nothing lands at m in k.
+ * That request rests on something in another of its sections: a placed
+ * request (then it lies at or above its own max floor e_y > m), or an
+ * unplaced one z (then at least m + size of z).  A request that covers only
+ * k cannot rest on anything: it is not the lowest.  UINT64_MAX: none can be. */
+static uint64_t waste_level(const srch *s, uint32_t k, uint64_t m, uint32_t b)
+{
+	/* the two smallest unplaced requests that reach past k (for z) */
+	uint64_t mn1 = UINT64_MAX, mn2 = UINT64_MAX;
+	uint32_t id1 = UINT32_MAX;
+	for (uint32_t i = 0; i < s->nq; i++) {
+		const sreq *q = &s->q[i];
+		if (s->done[i] || q->sb <= k + 1 || q->sa >= b)
+			continue;
+		if (q->size < mn1) {
+			mn2 = mn1;
+			mn1 = q->size;
+			id1 = i;
+		} else if (q->size < mn2)
+			mn2 = q->size;
+	}
+	uint64_t L = UINT64_MAX;
+	for (uint32_t i = 0; i < s->nq; i++) {
+		const sreq *q = &s->q[i];
+		if (s->done[i] || q->sa > k || q->sb <= k || q->sb == q->sa + 1)
+			continue;
+		uint64_t e = 0;
+		for (uint32_t j = q->sa; j < q->sb && e < L; j++)
+			if (s->f[j] > e)
+				e = s->f[j];
+		if (e <= m) {
+			/* rests on an unplaced z in a later section (q starts at k) */
+			uint64_t z = i == id1 ? mn2 : mn1;
+			e = z == UINT64_MAX ? UINT64_MAX : m + z;
+		}
+		if (e < L)
+			L = e;
+	}
+	return L;
+}
+
+/* The inference over the whole component [a, b): every unplaced request
+ * lies at or above its max floor e_y, so nothing covering section j lies
+ * below eff[j] = min e_y over the unplaced requests covering j; the section
+ * fails when eff[j] + its unplaced bytes exceed the capacity.  0 = prune. */
+static int feasible(srch *s, uint32_t a, uint32_t b)
+{
+	for (uint32_t j = a; j < b; j++)
+		s->eff[j] = UINT64_MAX;
+	for (uint32_t bl = a / BLK; bl * BLK < b; bl++)
+		s->bmin[bl] = UINT64_MAX;
+	for (uint32_t k = a; k < b; k++)
+		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+			uint32_t i = s->list[p];
+			if (s->done[i])
+				continue;
+			const sreq *q = &s->q[i];
+			uint64_t e = range_max(s, q->sa, q->sb);
+			if (e + q->size > s->cap)
+				return 0;
+			uint32_t lo = q->sa, hi = q->sb;
+			for (; lo < hi && lo % BLK; lo++)
+				if (e < s->eff[lo])
+					s->eff[lo] = e;
+			for (; lo + BLK <= hi; lo += BLK)
+				if (e < s->bmin[lo / BLK])
+					s->bmin[lo / BLK] = e;
+			for (; lo < hi; lo++)
+				if (e < s->eff[lo])
+					s->eff[lo] = e;
+		}
+	for (uint32_t j = a; j < b; j++) {
+		uint64_t e = s->eff[j] < s->bmin[j / BLK] ? s->eff[j] : s->bmin[j / BLK];
+		s->eff[j] = e;
+		if (s->rem[j] && e + s->rem[j] > s->cap)
+			return 0;
+	}
+	/* unallocated floor: nothing can go below eff[j] in section j, so its
+	 * floor rises there now (one node instead of a waste node per level);
+	 * the old floors go on the trail for undo() */
+	int any = 0;
+	for (uint32_t j = a; j < b; j++)
+		if (s->rem[j] && s->eff[j] > s->f[j] && s->eff[j] != UINT64_MAX) {
+			if (s->ntrail == s->trcap) {
+				size_t nc = s->trcap ? s->trcap * 2 : 1024;
+				raised *nt = realloc(s->trail, nc * sizeof *nt);
+				if (!nt)
+					return 1; /* no raise: still correct */
+				s->trail = nt;
+				s->trcap = nc;
+			}
+			s->trail[s->ntrail++] = (raised){j, s->f[j]};
+			sec_set(s, j, s->eff[j], s->rem[j]);
+			any = 1;
+		}
+	if (any)
+		fix_blocks(s, a, b);
+	return 1;
+}
+
+/* The order in which a node tries its candidates, per restart (mode):
+ * 0 guided by the incumbent (the best layout so far): the candidate whose
+ * offset there is nearest m first, so the search starts close to a layout
+ * known to be good and departs from it where it must; 1 larger first; 2 the
+ * most loaded section first (fail first); 3 larger area (size x lifetime)
+ * first; 4 those whose top meets a neighbouring floor (a snug fit) first,
+ * then larger; 4 and up: larger first with
+ * sizes shaken by up to 1/8 (a different tie order each restart). */
+static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
+{
+	switch (s->mode) {
+	case 0: { /* guided: where the incumbent layout has it, nearest first */
+		if (!s->inc)
+			return q->size;
+		uint64_t m = s->f[q->sa], o = s->inc[q - s->q];
+		return UINT64_MAX - (o > m ? o - m : m - o);
+	}
+	case 1: return q->size;
+	case 2: return most_loaded;
+	case 3: return q->size * (uint64_t)q->len;
+	case 4: { /* snug first: its top meets a neighbouring floor */
+		uint64_t top = s->f[q->sa] + q->size;
+		int snug = (q->sa > 0 && s->rem[q->sa - 1] && s->f[q->sa - 1] == top) ||
+		           (q->sb < s->K && s->rem[q->sb] && s->f[q->sb] == top);
+		return (uint64_t)snug << 63 | q->size;
+	}
+	default: return q->size + (mix((uint64_t)s->mode << 32 | q->id) % (q->size / 8 + 1));
+	}
+}
+
+/* candidates by key descending, then size, lifetime, section range, index
+ * (identical requests end up adjacent) */
+static int cand_before(const srch *s, const pl_kv *x, const pl_kv *y)
+{
+	if (x->k != y->k)
+		return x->k > y->k;
+	const sreq *a = &s->q[x->v], *b = &s->q[y->v];
+	if (a->size != b->size)
+		return a->size > b->size;
+	if (a->len != b->len)
+		return a->len > b->len;
+	if (a->size != b->size)
+		return a->size > b->size;
+	if (a->sb != b->sb)
+		return a->sb > b->sb;
+	return x->v < y->v;
+}
+
+static void sort_cands(const srch *s, pl_kv *c, uint32_t n)
+{
+	for (uint32_t i = 1; i < n; i++) {
+		pl_kv x = c[i];
+		uint32_t j = i;
+		while (j > 0 && cand_before(s, &x, &c[j - 1])) {
+			c[j] = c[j - 1];
+			j--;
+		}
+		c[j] = x;
+	}
+}
+
+/* Undoes what frame fr did (a placement or a waste) and clears it. */
+static void undo(srch *s, frame *fr)
+{
+	if (s->ntrail > fr->tr) {
+		uint32_t lo = UINT32_MAX, hi = 0;
+		while (s->ntrail > fr->tr) {
+			raised x = s->trail[--s->ntrail];
+			sec_set(s, x.k, x.f, s->rem[x.k]);
+			lo = x.k < lo ? x.k : lo;
+			hi = x.k + 1 > hi ? x.k + 1 : hi;
+		}
+		fix_blocks(s, lo, hi);
+	}
+	if (fr->placed != UINT32_MAX) {
+		const sreq *q = &s->q[fr->placed];
+		for (uint32_t k = q->sa; k < q->sb; k++) {
+			sec_set(s, k, fr->m, s->rem[k] + q->size);
+			if (k > q->sa)
+				s->cross[k]++;
+		}
+		fix_blocks(s, q->sa, q->sb);
+		s->h1 -= tb1(fr->placed);
+		s->h2 -= tb2(fr->placed);
+		s->done[fr->placed] = 0;
+		fr->placed = UINT32_MAX;
+	} else if (fr->next == UINT32_MAX - 1) {
+		sec_set(s, fr->k, fr->m, s->rem[fr->k]);
+		fix_blocks(s, fr->k, fr->k + 1);
+		fr->next = UINT32_MAX;
+	}
+}
+
+static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top);
+
+/* Dynamic decomposition: when no unplaced request crosses some boundaries
+ * inside [a, b), the parts are independent: each is solved on its own, and
+ * one part failing fails the node without retrying the others.  Returns
+ * 2 when [a, b) is one part (nothing done), else as solve (on success every
+ * part stays placed, frames up to *top; on failure all is undone). */
+static int decompose(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
+{
+	uint32_t parts = 0;
+	int any = 0;
+	for (uint32_t k = a; k < b; k++) {
+		if (k > a && !s->cross[k] && any) {
+			parts++;
+			any = 0;
+		}
+		if (s->rem[k])
+			any = 1;
+	}
+	parts += any;
+	if (parts < 2)
+		return 2;
+	size_t at = base;
+	uint32_t p = a;
+	int rc = 1;
+	for (uint32_t k = a + 1; k <= b && rc == 1; k++)
+		if (k == b || !s->cross[k]) {
+			int has = 0;
+			for (uint32_t j = p; j < k && !has; j++)
+				has = s->rem[j] != 0;
+			if (has)
+				rc = solve(s, p, k, at, &at);
+			p = k;
+		}
+	if (rc == 1) {
+		*top = at;
+		return 1;
+	}
+	while (at > base) /* the parts solved before the one that failed */
+		undo(s, &s->st[--at]);
+	return rc;
+}
+
+/* Searches sections [a, b) from the current floors, with frames from
+ * s->st[base].  Returns 1 found (offsets in s->off; the frames up to *top
+ * hold what was placed, for a caller that must undo it), 0 proven
+ * impossible (everything undone), -1 out of time, -2 no memory. */
+static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
+{
+	size_t depth = base;
+	uint32_t remaining = 0;
+	for (uint32_t k = a; k < b; k++)
+		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++)
+			remaining += !s->done[s->list[p]];
+	for (uint32_t k = a; k < b; k++)
+		if (s->rem[k] && s->f[k] + s->rem[k] > s->cap)
+			return 0;
+	int open = 1;
+	for (;;) {
+		frame *fr;
+		if (open) {
+			if (!remaining) {
+				*top = depth;
+				return 1;
+			}
+			if ((++s->nodes & 1023) == 0 && (pl_now() > s->deadline || s->nodes > s->node_limit)) {
+				s->timed_out = 1;
+				return -1;
+			}
+			if (s->tt && depth > base) {
+				int found;
+				tt_slot(s, s->h1, s->h2, &found);
+				if (found) {
+					open = 0; /* failed before: the parent tries its next */
+					continue;
+				}
+			}
+			if (depth > base) {
+				int d = decompose(s, a, b, depth, top);
+				if (d == 1 || d < 0)
+					return d;
+				if (d == 0) {
+					s->sp = depth;
+					open = 0;
+					continue;
+				}
+			}
+			uint32_t k = UINT32_MAX;
+			uint64_t m = UINT64_MAX;
+			for (uint32_t j = a; j < b; j++)
+				if (s->rem[j] && s->f[j] < m) {
+					m = s->f[j];
+					k = j;
+				}
+			if (depth == s->stcap) {
+				frame *ns = realloc(s->st, s->stcap * 2 * sizeof *ns);
+				if (!ns)
+					return -2;
+				s->st = ns;
+				s->stcap *= 2;
+			}
+			uint32_t cb = depth ? s->st[depth - 1].cend : 0, ce = cb;
+			if (cb + (size_t)(s->first[k + 1] - s->first[k]) > s->ccap) {
+				size_t nc = (s->ccap + s->first[k + 1] - s->first[k]) * 2;
+				pl_kv *n2 = realloc(s->cand, nc * sizeof *n2);
+				if (!n2)
+					return -2;
+				s->cand = n2;
+				s->ccap = nc;
+			}
+			/* candidates: start in k, every section at m; the most loaded
+			 * section first (fail first), then larger area, then longer */
+			for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+				uint32_t i = s->list[p];
+				const sreq *q = &s->q[i];
+				if (s->done[i] || m + q->size > s->cap)
+					continue;
+				uint64_t tot = 0;
+				int ok = 1;
+				for (uint32_t j = q->sa; j < q->sb && ok; j++) {
+					ok = s->f[j] == m;
+					if (s->rem[j] > tot)
+						tot = s->rem[j];
+				}
+				if (ok)
+					s->cand[ce++] = (pl_kv){cand_key(s, q, tot), i};
+			}
+			sort_cands(s, s->cand + cb, ce - cb);
+			fr = &s->st[depth++];
+			s->sp = depth;
+			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2, (uint32_t)s->ntrail};
+			open = 0;
+		}
+		fr = &s->st[depth - 1];
+		int was_placed = fr->placed != UINT32_MAX;
+		undo(s, fr); /* what this frame did last */
+		remaining += was_placed;
+		uint32_t k = fr->k;
+		uint64_t m = fr->m;
+		int advanced = 0;
+		while (fr->next < fr->cend) {
+			uint32_t i = s->cand[fr->next++].v;
+			const sreq *q = &s->q[i];
+			if (q->size == fr->prev_size && q->sb == fr->prev_sb)
+				continue; /* same as one tried here (identical ones are adjacent) */
+			int ok = 1;
+			fr->prev_size = q->size;
+			fr->prev_sb = q->sb;
+			fr->tried++;
+			fr->tr = (uint32_t)s->ntrail;
+			s->done[i] = 1;
+			remaining--;
+			s->off[i] = m;
+			fr->placed = i;
+			s->h1 += tb1(i);
+			s->h2 += tb2(i);
+			for (uint32_t j = q->sa; j < q->sb; j++) {
+				sec_set(s, j, m + q->size, s->rem[j] - q->size);
+				if (j > q->sa)
+					s->cross[j]--;
+				if (s->rem[j] && s->f[j] + s->rem[j] > s->cap)
+					ok = 0;
+			}
+			fix_blocks(s, q->sa, q->sb);
+			if (ok && (++s->nodes & 1023) == 0 && (pl_now() > s->deadline || s->nodes > s->node_limit)) {
+				s->timed_out = 1;
+				return -1;
+			}
+			if (!ok || !feasible(s, a, b))
+				break; /* undone at the top of the loop */
+			advanced = 1;
+			break;
+		}
+		if (fr->placed != UINT32_MAX) {
+			if (advanced)
+				open = 1;
+			continue;
+		}
+		if (fr->next != UINT32_MAX && fr->next != UINT32_MAX - 1) {
+			/* the waste branch */
+			fr->next = UINT32_MAX;
+			uint64_t L = waste_level(s, k, m, b);
+			if (L != UINT64_MAX && L > m && L + s->rem[k] <= s->cap) {
+				fr->tr = (uint32_t)s->ntrail;
+				sec_set(s, k, L, s->rem[k]);
+				fix_blocks(s, k, k + 1);
+				fr->next = UINT32_MAX - 1;
+				if (feasible(s, a, b)) {
+					open = 1;
+					continue;
+				}
+				sec_set(s, k, m, s->rem[k]);
+				fix_blocks(s, k, k + 1);
+				fr->next = UINT32_MAX;
+			}
+		}
+		/* exhausted: remember the state as failed, pop */
+		if (s->tt) {
+			int found;
+			uint64_t *e = tt_slot(s, fr->h1, fr->h2, &found);
+			if (e && !found) {
+				e[0] = fr->h1 ? fr->h1 : 1;
+				e[1] = fr->h2;
+			}
+		}
+		s->sp = --depth;
+		if (depth == base)
+			return 0;
+	}
+}
+
+int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, uint64_t *off,
+              uint64_t *nodes)
+{
+	srch s;
+	memset(&s, 0, sizeof s);
+	int rc = -2;
+	if (build(&s, w) < 0)
+		goto out;
+	s.cap = cap;
+	s.node_limit = node_limit ? node_limit : UINT64_MAX;
+	/* off holds the incumbent on entry: it guides the first order */
+	s.inc = malloc((s.nq + 1) * sizeof *s.inc);
+	for (uint32_t i = 0; s.inc && i < s.nq; i++)
+		s.inc[i] = off[s.q[i].id] == STP_NO_OFFSET ? 0 : off[s.q[i].id];
+	for (uint32_t i = 0; i < s.nq; i++)
+		take(&s, i, +1);
+	s.tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s.tt); /* without it: no memo, same answers */
+	for (uint32_t k = 0; k < s.K; k++)
+		s.f[k] = w->pinned_bytes;
+	for (uint32_t k = 0; k < s.K; k++)
+		if (s.rem[k]) {
+			s.h1 += tf1(k, s.f[k]);
+			s.h2 += tf2(k, s.f[k]);
+		}
+	fix_blocks(&s, 0, s.K);
+	/* Restarts: each with another candidate order, and twice the nodes
+	 * every 5 rounds.  Search trees are
+	 * heavy-tailed: one order solves in a few hundred nodes what another
+	 * does not in millions.  Failed states stay remembered across restarts
+	 * (they fail under any order). */
+	uint64_t limit = s.node_limit;
+	for (int round = 0;; round++) {
+		s.mode = round;
+		/* a round may visit 4 nodes per request and section (a descent
+		 * visits about one each), doubling every 5 rounds */
+		uint64_t per = ((uint64_t)s.nq + s.K + 64) * 4 << (round / 5 < 30 ? round / 5 : 30);
+		s.node_limit = limit - s.nodes > per ? s.nodes + per : limit;
+		s.deadline = deadline;
+		s.timed_out = 0;
+		/* components (no request crosses between them) are solved one by one */
+		size_t top = 0;
+		rc = s.K ? decompose(&s, 0, s.K, 0, &top) : 1;
+		if (rc == 2)
+			rc = solve(&s, 0, s.K, 0, &top);
+		if (rc != -1 || pl_now() >= deadline || s.nodes >= limit)
+			break;
+		while (s.sp) /* back to the start */
+			undo(&s, &s.st[--s.sp]);
+	}
+	if (rc == 1) {
+		uint64_t base = 0; /* pinned requests stacked at the bottom, as greedy does */
+		for (size_t i = 0; i < w->n; i++)
+			if (w->kind[i] == PL_PINNED) {
+				off[i] = base;
+				base += w->size[i];
+			} else if (w->kind[i] == PL_DYNAMIC)
+				off[i] = STP_NO_OFFSET;
+		for (uint32_t i = 0; i < s.nq; i++)
+			off[s.q[i].id] = s.off[i];
+	}
+out:
+	if (nodes)
+		*nodes += s.nodes;
+	srch_free(&s);
+	return rc;
+}
