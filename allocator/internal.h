@@ -14,6 +14,8 @@
  *   preload.c    libstalloc.so's malloc family and marker entry point
  *   preload_cuda.c  libstalloc.so's cudaMalloc/cudaFree and PyTorch's
  *                CUDAPluggableAllocator entry points
+ *   preload_torch.c  libstalloc.so's c10::alloc_cpu/free_cpu: PyTorch CPU
+ *                tensor storages from a tensor plan
  *
  * Calls run one way: preload*.c -> stalloc.c -> sequence.c, slab.c, fallback.c ->
  * bits.c, ptrmap.c -> mem.c.
@@ -140,6 +142,8 @@ int st_maybe_fallback(stalloc *a);
  * first use with the given backend (NULL when the plan is a host plan, or
  * none was given, or it failed: then the caller uses the real calls). */
 stalloc *st_preload_device(const stalloc_backend *b);
+/* The tensor plan's allocator (preload_torch.c), NULL without one. */
+stalloc *st_preload_tensors(void);
 
 /* ---- the entry points libstalloc.so exports (preload.c, preload_cuda.c)
  * beside the C library's malloc family */

@@ -10,6 +10,8 @@
  *     loaded, go straight to glibc (__libc_*), with no lock.
  *   - A device plan: host calls pass through; preload_cuda.c takes
  *     cudaMalloc/cudaFree and PyTorch's pluggable-allocator calls.
+ *   - A tensor plan (a PyTorch CPU run's tensor storages): the malloc
+ *     family passes through; preload_torch.c takes c10::alloc_cpu/free_cpu.
  *   - stprof_mark_v1 (the marker API of stprof/stprof.h): ITER_BEGIN starts
  *     an iteration of the plan.
  *
@@ -41,6 +43,7 @@ extern void __libc_free(void *p);
 #define EXPORT __attribute__((visibility("default")))
 
 static stalloc *host;          /* the host plan's allocator, once ready */
+static stalloc *tensors;       /* the same, when the plan is of PyTorch's tensors */
 static uint64_t host_min = UINT64_MAX;
 static stalloc *device;        /* the device plan's, made on first use */
 static stp_reqs dev_r;         /* the device plan, kept until then */
@@ -156,6 +159,7 @@ __attribute__((constructor)) static void stalloc_init(void)
 	opts.no_fallback_cache = 1; /* glibc keeps its own cache */
 	stalloc *a = stalloc_new(&r, &p, &b, &opts, err, sizeof err);
 	host_min = opts.min_size == UINT64_MAX ? r.min_size : opts.min_size;
+	int tensor_plan = r.tensors;
 	stp_reqs_free(&r);
 	stp_plan_free(&p);
 	if (!a) {
@@ -166,6 +170,12 @@ __attribute__((constructor)) static void stalloc_init(void)
 	}
 	if (!host_min)
 		host_min = 1;
+	if (tensor_plan) {
+		/* c10::alloc_cpu's storages only (preload_torch.c); the malloc
+		 * family stays glibc's, but frees still look at the pool */
+		host_min = UINT64_MAX;
+		__atomic_store_n(&tensors, a, __ATOMIC_RELEASE);
+	}
 	__atomic_store_n(&host, a, __ATOMIC_RELEASE);
 }
 
@@ -179,6 +189,8 @@ __attribute__((destructor)) static void stalloc_fini(void)
 	if (device)
 		write_stats(device);
 }
+
+stalloc *st_preload_tensors(void) { return __atomic_load_n(&tensors, __ATOMIC_ACQUIRE); }
 
 stalloc *st_preload_device(const stalloc_backend *b)
 {

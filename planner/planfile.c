@@ -21,6 +21,7 @@
 #define PLAN_MAJOR 1
 #define PLAN_MINOR 1
 #define PLAN_FLAG_DEVICE 1u /* 1.1: the plan is of device (GPU) allocations */
+#define PLAN_FLAG_TENSORS 2u /* 1.1: of PyTorch CPU tensor storages */
 #define HDR_SIZE 64
 #define DIR_SIZE 24
 #define TRAILER 8
@@ -74,7 +75,7 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put32(b + 12, HDR_SIZE);
 	put64(b + 16, size);
 	put32(b + 24, SEC_MAX);
-	put32(b + 28, r->device ? PLAN_FLAG_DEVICE : 0); /* 1.1 */
+	put32(b + 28, (r->device ? PLAN_FLAG_DEVICE : 0) | (r->tensors ? PLAN_FLAG_TENSORS : 0)); /* 1.1 */
 	put64(b + 32, p->pool);
 	put64(b + 40, p->align);
 	put64(b + 48, r->period);
@@ -234,6 +235,7 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 	r->period = get64(b + 48);
 	r->min_size = get64(b + 56); /* 1.1: 0 in 1.0 files */
 	r->device = (get32(b + 28) & PLAN_FLAG_DEVICE) != 0;
+	r->tensors = (get32(b + 28) & PLAN_FLAG_TENSORS) != 0;
 	if (!p->align || p->align > ((uint64_t)1 << 40))
 		FAIL(40, "bad alignment %llu", (unsigned long long)p->align);
 	/* phases and layers */

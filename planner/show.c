@@ -97,7 +97,9 @@ void stp_plan_show(FILE *f, const stp_reqs *r, const stp_plan *p, size_t max_ent
 		fprintf(f, "notes:          %s\n", stp_reqs_str(r, r->notes));
 	fprintf(f, "period:         %" PRIu64 " ticks\n", r->period);
 	fprintf(f, "alignment:      %" PRIu64 "\n", p->align);
-	fprintf(f, "memory:         %s\n", r->device ? "device (GPU) allocations" : "host allocations");
+	fprintf(f, "memory:         %s\n", r->device    ? "device (GPU) allocations"
+	                                  : r->tensors ? "PyTorch CPU tensor storages"
+	                                               : "host allocations");
 	if (r->min_size)
 		fprintf(f, "min size:       %" PRIu64 " bytes (smaller allocations are not planned)\n", r->min_size);
 	stp_plan_summary(f, r, p, 0, 0);

@@ -68,6 +68,7 @@ typedef struct stp_reqs {
 	uint64_t trace_events;
 	uint32_t notes;                /* string: what the converter had to assume */
 	int device;                    /* 1: device allocations (GPU), 0: host or unknown */
+	int tensors;                   /* 1: PyTorch CPU tensor storages (the tensor space) */
 	uint64_t min_size;             /* allocations below it were left out (0: none); the
 	                                * runtime allocator sends them elsewhere */
 } stp_reqs;
