@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../internal.h"
-include "wf_src.h" /* tests/hardening/ */
+#include "wf_src.h" /* tests/hardening/ */
 
 static const char *const pieces[] = {"",  " ",  "-",  "+",  "0x", "0",  "k",  "K",  "m",   "M",  "g",   "G",
                                      "t", "T",  "p",  "e",  "E",  "b",  "kb", "KiB", "MB", "iB", "\t", ".",
