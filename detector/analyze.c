@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "det.h"
+#include "space.h"
 
 int det_crosses_iterations(const stp_det *d, uint32_t a, uint32_t f)
 {
@@ -89,8 +90,23 @@ static uint64_t path_key(stp_det *d, uint32_t stack)
 {
 	uint64_t h = 0x84222325cbf29ce4ull, ip;
 	uint32_t parent, depth = 0, kept = 0, skipping = 1;
-	uint32_t interp = 0;
-	while (stack && kept < d->opt.site_depth && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
+	uint32_t interp = 0, py = 0;
+	while (stack && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
+		/* Python frames (tensor paths: native frames, then the Python
+		 * ones) are all part of the key up to site_depth of them: the
+		 * user's line tells sites apart, however deep the native path */
+		if (STP_IS_PYFRAME(ip)) {
+			h = (h ^ ip) * 0x100000001b3ull;
+			h ^= h >> 29;
+			stack = parent;
+			if (++py >= d->opt.site_depth)
+				break;
+			continue;
+		}
+		if (kept >= d->opt.site_depth) {
+			stack = parent; /* past the native key: only Python frames count */
+			continue;
+		}
 		unsigned cls = det_frames_module_class(d->frames, ip);
 		if (skipping)
 			skipping = (cls & DET_MOD_PLUMBING) != 0;
@@ -292,7 +308,7 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	const stp_alloc_info *a = &ev->u.alloc;
 	if (a->size < d->opt.min_size)
 		return 0;
-	int si = det_space_index(d, a->kind, a->device);
+	int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 	if (si < 0)
 		return -1;
 	if (d->reuse_i < d->nreuse && d->reuse[d->reuse_i].seq == ev->seq) { /* lost free: end the old one here */
@@ -428,6 +444,7 @@ int det_analyze(stp_det *d)
 			d->error = strdup(err);
 		return -1;
 	}
+	det_frames_set_reader(d->frames, d->rd);
 	struct stat st;
 	uint64_t fsize = stat(d->path, &st) == 0 ? (uint64_t)st.st_size : 0;
 	pass2 p = {.primary = d->res.primary, .peak_seq = UINT64_MAX};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "det.h"
+#include "space.h"
 
 void stp_det_options_default(stp_det_options *o)
 {
@@ -28,7 +29,7 @@ void stp_det_options_default(stp_det_options *o)
 
 int det_space_index(stp_det *d, uint8_t kind, int32_t device)
 {
-	if (kind == STP_MEM_HOST)
+	if (kind == STP_MEM_HOST && device != DET_DEV_TENSORS)
 		device = -1;
 	for (uint32_t i = 0; i < d->nspaces; i++)
 		if (d->spaces[i].kind == kind && d->spaces[i].device == device)
@@ -47,7 +48,7 @@ int det_space_index(stp_det *d, uint8_t kind, int32_t device)
 		d->sstate = nst;
 		d->spaces_cap = nc;
 	}
-	d->spaces[d->nspaces] = (stp_det_space){.kind = kind, .device = device};
+	d->spaces[d->nspaces] = (stp_det_space){.kind = kind, .device = device, .tensors = device == DET_DEV_TENSORS};
 	d->sstate[d->nspaces] = (det_space_state){0};
 	return (int)d->nspaces++;
 }
@@ -158,10 +159,7 @@ static int det_timeline(stp_det *d)
 {
 	if (det_scan(d) < 0 && !d->stats.events)
 		return -2;
-	/* the primary space: the highest peak */
-	for (uint32_t i = 0; i < d->nspaces; i++)
-		if (d->res.primary < 0 || d->spaces[i].peak_bytes > d->spaces[d->res.primary].peak_bytes)
-			d->res.primary = (int32_t)i;
+	d->res.primary = det_primary_space(d);
 	int found = 0;
 	if (d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_MARKERS)
 		found = det_windows_from_markers(d);

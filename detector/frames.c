@@ -38,6 +38,7 @@ struct det_frames {
 	uint32_t ncache, cache_cap;
 	det_map index;
 	char **owned;           /* strings built here ("f (inlined into g)") */
+	const stp_reader *rd;   /* names Python frames */
 	uint32_t nowned, owned_cap;
 #ifdef DET_HAVE_SYMBOLIZER
 	stp_symbolizer *sym;
@@ -108,7 +109,6 @@ uint32_t det_frames_warnings(const det_frames *f, const char **out, uint32_t max
 	return n;
 }
 
-#ifdef DET_HAVE_SYMBOLIZER
 static const char *own(det_frames *f, char *s)
 {
 	if (!s)
@@ -126,7 +126,6 @@ static const char *own(det_frames *f, char *s)
 	f->owned[f->nowned++] = s;
 	return s;
 }
-#endif
 
 int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64_t size, uint64_t bias,
                           const uint8_t *build_id, uint32_t build_id_len)
@@ -199,6 +198,14 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 		return;
 	}
 	stp_det_frame fr = {.ip = ip, .module = "", .offset = ip};
+	if (STP_IS_PYFRAME(ip)) {
+		char *file, *func;
+		if (f->rd && det_pyframe_parse(stp_reader_string(f->rd, (uint32_t)ip), &file, &fr.line, &func) == 0) {
+			fr.file = own(f, file);
+			fr.function = own(f, func);
+		}
+		goto done;
+	}
 	const det_module *m = find_module(f, ip);
 	if (m) {
 		fr.module = m->path;
@@ -226,6 +233,7 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 		}
 	}
 #endif
+done:
 	if (f->ncache == f->cache_cap) {
 		uint32_t nc = f->cache_cap ? f->cache_cap * 2 : 256;
 		stp_det_frame *ncch = realloc(f->cache, nc * sizeof *ncch);
@@ -242,6 +250,8 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 	f->ncache++;
 	*out = fr;
 }
+
+void det_frames_set_reader(det_frames *f, const stp_reader *rd) { f->rd = rd; }
 
 static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "det.h"
+#include "space.h"
 
 void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t live_total);
 void det_marker_live(stp_det *d, uint64_t seq, uint64_t live_total);
@@ -160,7 +161,7 @@ int det_scan(stp_det *d)
 				d->res.small_ignored++;
 				break;
 			}
-			int si = det_space_index(d, a->kind, a->device);
+			int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 			if (si < 0)
 				goto oom;
 			/* the slot pass 2 will give this object: the same LIFO free
