@@ -142,6 +142,32 @@ static void remove_one(const char *path, void *arg)
 		unlink(path);
 }
 
+/* The Python shim (collector/python, copied beside libstprof.so as
+ * stprof-python/) goes first on PYTHONPATH: every Python program the
+ * recording runs loads it, and it loads the user's own sitecustomize. */
+static void python_shim_env(const char *lib)
+{
+	char dir[PATH_MAX];
+	const char *env = getenv("STPROF_PYTHON_DIR");
+	if (env && *env) {
+		snprintf(dir, sizeof dir, "%s", env);
+	} else {
+		snprintf(dir, sizeof dir, "%s", lib);
+		char *slash = strrchr(dir, '/');
+		if (!slash)
+			return;
+		snprintf(slash + 1, sizeof dir - (size_t)(slash + 1 - dir), "stprof-python");
+	}
+	char probe[PATH_MAX + 32];
+	snprintf(probe, sizeof probe, "%s/sitecustomize.py", dir);
+	if (access(probe, R_OK))
+		return;
+	const char *old = getenv("PYTHONPATH");
+	char buf[PATH_MAX * 2];
+	snprintf(buf, sizeof buf, "%s%s%s", dir, old && *old ? ":" : "", old ? old : "");
+	setenv("PYTHONPATH", buf, 1);
+}
+
 int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len, int *started)
 {
 	*started = 0;
@@ -185,6 +211,7 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	snprintf(buf, sizeof buf, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_PRELOAD", buf, 1);
 	setenv("STPROF_OUTPUT", trace, 1);
+	python_shim_env(lib);
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->min_size);
 	setenv("STPROF_MIN_SIZE", buf, 1);
 	if (o->depth >= 0) {

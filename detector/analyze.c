@@ -265,10 +265,13 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		else if (c == STP_CLASS_PERSISTENT && it >= 1 && it < (int64_t)d->niters && s->freed_in_loop > 0)
 			c = d->stats.whole ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
 	}
-	d->res.class_objects[c]++;
-	d->res.class_bytes[c] += o->size;
-	if (o->flags & DET_OBJ_AT_PEAK)
-		d->res.peak_class_bytes[c] += o->size;
+	int in_view = det_space_in_view(d, o->space);
+	if (in_view) {
+		d->res.class_objects[c]++;
+		d->res.class_bytes[c] += o->size;
+		if (o->flags & DET_OBJ_AT_PEAK)
+			d->res.peak_class_bytes[c] += o->size;
+	}
 	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
 	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
 	unsigned tb = freed ? det_time_bucket(life) : STP_DET_TIME_BUCKETS - 1;
@@ -285,7 +288,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	}
 	s->live_bytes -= o->size;
 	s->live_objects--;
-	if (c == STP_CLASS_LEAKED) {
+	if (c == STP_CLASS_LEAKED && in_view) {
 		stp_det_instance in = {.alloc_seq = o->alloc_seq, .free_seq = UINT64_MAX, .alloc_ns = o->alloc_ns,
 		                       .free_ns = UINT64_MAX, .addr = o->addr, .size = o->size, .distance = logical,
 		                       .at_ns = o->alloc_ns, .until_ns = d->end_ns, .other_site = UINT32_MAX};

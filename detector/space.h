@@ -8,6 +8,7 @@
 #ifndef STP_DET_SPACE_H
 #define STP_DET_SPACE_H
 
+#include "det.h"
 #include "stprof/detector.h"
 #include "stprof/trace.h"
 
@@ -20,6 +21,14 @@ static inline int32_t det_space_device(uint8_t kind, int32_t device, uint32_t po
 	return pool == STP_POOL_TENSORS ? DET_DEV_TENSORS : -1;
 }
 #define DET_ALLOC_DEVICE(a) det_space_device((a)->kind, (a)->device, (a)->pool)
+
+/* Whether objects of space si count in the totals and findings: all of
+ * them, except on a run analyzed in its tensor space (then only those). */
+static inline int det_space_in_view(const stp_det *d, uint32_t si)
+{
+	int32_t p = d->res.primary;
+	return p < 0 || (uint32_t)p == si || !d->spaces[p].tensors;
+}
 
 /* The space analyzed in depth, after pass 1 (opt.space; spaces.c); -1 none. */
 int32_t det_primary_space(const stp_det *d);
