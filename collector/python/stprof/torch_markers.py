@@ -7,7 +7,9 @@ the backward):
 
   idle --forward/backward/step--> in iteration k (ITER_BEGIN k)
   root forward pre-hook  -> phase "forward" of micro-batch m (m counts the
-                            root forwards of the iteration from 0)
+                            root forwards of the iteration from 0); a
+                            forward under no_grad (inference) starts no
+                            iteration and no phase
   autograd.backward/grad -> phase "backward" of the current micro-batch
                             (nested calls, as activation checkpointing's
                             reentrant backward makes, are part of it)
@@ -40,6 +42,7 @@ class _State:
         self.bwd_depth = 0
         self.recompute_depth = 0
         self.lock = threading.RLock()
+        self.grad_enabled = lambda: True
 
     # ---- iterations and phases
     def begin_iteration(self):
@@ -100,7 +103,8 @@ class _State:
                 self.recompute_depth += 1
                 if self.recompute_depth == 1:
                     mark(PHASE_BEGIN, "recompute", max(self.micro_batch, 0))
-            elif top and self.learn_names(module):
+            elif top and self.learn_names(module) and self.grad_enabled():
+                # (a forward under no_grad is inference: no iteration)
                 self.begin_iteration()
                 self.micro_batch += 1
                 self.open_phase("forward", self.micro_batch)
@@ -179,6 +183,7 @@ def install(torch):
     if _installed:
         return
     _installed = True
+    STATE.grad_enabled = torch.is_grad_enabled
     mm = torch.nn.modules.module
     mm.register_module_forward_pre_hook(STATE.pre)
     mm.register_module_forward_hook(STATE.post)
