@@ -23,7 +23,8 @@ seq=$(grep -E 'kind=(iteration|phase)_' "$T/m.txt" | sed 's/.* kind=\([a-z_]*\) 
 one() { echo -n "iteration_begin::$1 "; for mb in 0 1; do
 	echo -n "phase_begin:forward:$mb phase_end:forward:$mb phase_begin:backward:$mb phase_end:backward:$mb "; done
 	echo -n "phase_begin:optimizer:0 phase_end:optimizer:0 iteration_end::$1 "; }
-expect_eq "iteration and phase markers" "$seq" "$(one 0)$(one 1)$(one 2)"
+# (the iteration after the last step begins and never ends: not counted)
+expect_eq "iteration and phase markers" "$seq" "$(one 0)$(one 1)$(one 2)iteration_begin::3 "
 
 # 3. module names, qualified, each entered once per forward (3 x 2 + 1 eval)
 names=$(sed -n 's/.* kind=module_enter name="\([^"]*\)".*/\1/p' "$T/m.txt" | sort | uniq -c | awk '{print $2 "=" $1}' | tr '\n' ' ')

@@ -14,7 +14,10 @@ the backward):
                             (nested calls, as activation checkpointing's
                             reentrant backward makes, are part of it)
   module run inside a backward -> phase "recompute", nested in "backward"
-  Optimizer.step         -> phase "optimizer" 0, then ITER_END k -> idle
+  Optimizer.step         -> phase "optimizer" 0, then ITER_END k and at
+                            once ITER_BEGIN k+1 (the iteration after the
+                            last step is never ended: the detector drops
+                            an open iteration that follows an ended one)
 
 One phase is open at a time (the next one closes it); markers never change
 what the program computes.  Works with PyTorch 1.13 (optimizer classes'
@@ -57,8 +60,11 @@ class _State:
             self.close_phase()
             mark(ITER_END, None, self.iteration)
             self.iteration += 1
-            self.in_iter = False
             self.stack = []
+            # the next iteration starts now (its data loading is part of
+            # it); one never ended is dropped by the detector
+            self.in_iter = False
+            self.begin_iteration()
 
     def open_phase(self, name, mb):
         self.close_phase()
