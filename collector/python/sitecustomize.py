@@ -5,7 +5,7 @@ It owns nothing but start-up: it loads the user's own sitecustomize (the one
 this file shadows, if any), then, when the program really runs under the
 collector, arranges for stprof.torch_markers to be installed the moment the
 program imports torch (it never imports torch itself).  Without the collector
-(STPROF_OUTPUT unset) it does nothing else.  Errors in the shim never reach
+(STPROF_OUTPUT unset), or with STPROF_SHIM=0, it does nothing else.  Errors in the shim never reach
 the program: they are reported on stderr once and the shim stands down.
 """
 import os
@@ -26,7 +26,7 @@ def _chain_user_sitecustomize():
 
 
 def _start():
-    if not os.environ.get("STPROF_OUTPUT") or os.environ.get("STPROF_PYTHON") == "0":
+    if not os.environ.get("STPROF_OUTPUT") or os.environ.get("STPROF_SHIM") == "0":
         return
     import stprof
     stprof._arm()

@@ -5,7 +5,8 @@
 # space's live bytes equal PyTorch's own count at chosen points; the report
 # shows the user's Python line first; under activation checkpointing the
 # recomputed forwards are marked and the classes are sane; a user's own
-# sitecustomize still runs; stprof.step() marks loops without an optimizer.
+# sitecustomize still runs; stprof.step() marks loops without an optimizer;
+# without markers no start-up loop is taken for iterations.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 export OMP_NUM_THREADS=1
@@ -77,4 +78,12 @@ expect_eq "markers with a user sitecustomize" "$("$STPROF" dump -t marker "$T/s.
 printf 'import torch, stprof\nfor i in range(4):\n    x = torch.ones(1000) * i\n    stprof.step()\n' >"$T/noopt.py"
 "$STPROF" record -q -o "$T/n.stp" -- "$PY" "$T/noopt.py" || fail "record noopt"
 expect_eq "stprof.step() iterations" "$("$STPROF" dump -t marker "$T/n.stp" | grep -c iteration_end)" 4
+# 9. without markers (shim off), the host heap of `import torch` and a few
+#    ops: its repeating start-up loops are no credible iteration, and the
+#    report says so and names the options instead of a confidence
+printf 'import torch\nx = torch.randn(500, 500)\ny = x @ x\nprint(float(y.sum()) != 0)\n' >"$T/plain.py"
+STPROF_SHIM=0 "$STPROF" record -q -o "$T/p.stp" -- "$PY" "$T/plain.py" >/dev/null || fail "record plain"
+expect_eq "no markers with the shim off" "$("$STPROF" dump -t marker "$T/p.stp" | wc -l)" 0
+it=$("$STPROF" report --space host "$T/p.stp" | grep '^Iterations')
+case "$it" in *"no credible iteration"*"stprof.step()"*"--iterations none"*) ;; *) fail "host start-up: $it" ;; esac
 echo ok
