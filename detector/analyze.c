@@ -314,6 +314,8 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 	if (si < 0)
 		return -1;
+	if (si == p->primary)
+		det_modbytes_alloc(d, a->size);
 	if (d->reuse_i < d->nreuse && d->reuse[d->reuse_i].seq == ev->seq) { /* lost free: end the old one here */
 		uint32_t old = d->reuse[d->reuse_i++].slot;
 		det_obj *o = &d->objs[old];
@@ -497,6 +499,9 @@ int det_analyze(stp_det *d)
 		case STP_EV_API:
 			if (d->have_ranges && det_access_api(d, &ev) < 0)
 				goto oom;
+			break;
+		case STP_EV_MARKER:
+			det_modbytes_marker(d, &ev);
 			break;
 		case STP_EV_SEGMENT_RESERVE:
 		case STP_EV_SEGMENT_RELEASE: {

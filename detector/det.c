@@ -251,6 +251,7 @@ void stp_det_free(stp_det *d)
 		return;
 	det_access_free(d);
 	det_latefree_free(d);
+	det_modbytes_free(d);
 	det_sim_free_all(d);
 	if (d->rd)
 		stp_reader_close(d->rd);

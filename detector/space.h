@@ -30,6 +30,11 @@ static inline int det_space_in_view(const stp_det *d, uint32_t si)
 	return p < 0 || (uint32_t)p == si || !d->spaces[p].tensors;
 }
 
+/* modbytes.c: pass 2's feed of the bytes-by-module table. */
+void det_modbytes_marker(stp_det *d, const stp_event *ev);
+void det_modbytes_alloc(stp_det *d, uint64_t size);
+void det_modbytes_free(stp_det *d);
+
 /* The space analyzed in depth, after pass 1 (opt.space; spaces.c); -1 none. */
 int32_t det_primary_space(const stp_det *d);
 #endif

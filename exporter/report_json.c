@@ -199,6 +199,14 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		frames_json(d, f, i, o->frames);
 		fputc('}', f);
 	}
+	fputs("],\n\"modules\":[", f);
+	const stp_det_module *mods;
+	uint32_t nmods = stp_det_modules(d, &mods);
+	for (uint32_t i = 0; i < nmods; i++) {
+		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f);
+		rf_json_str(f, mods[i].name);
+		fprintf(f, ",\"allocs\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", mods[i].allocs, mods[i].bytes);
+	}
 	fputs("],\n\"patterns\":{", f);
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		fprintf(f, "%s\"%s\":{\"available\":%s,\"objects\":%" PRIu64 ",\"waste_byte_ns\":%.0f}", p ? "," : "",

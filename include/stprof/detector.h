@@ -307,6 +307,16 @@ void stp_det_site_get(const stp_det *d, uint32_t site, stp_det_site *out);
 /* Its stack id (0: none). */
 uint32_t stp_det_site_stack(const stp_det *d, uint32_t site);
 
+/* Bytes by module: the analyzed space's allocations charged to the
+ * innermost module open (module markers) when made, most bytes first;
+ * "(no module)" for those outside any.  0 rows when the trace has no module
+ * markers.  Valid until stp_det_free(). */
+typedef struct stp_det_module {
+	const char *name;
+	uint64_t allocs, bytes;
+} stp_det_module;
+uint32_t stp_det_modules(stp_det *d, const stp_det_module **out);
+
 /* The result's call-site index of a stack id (UINT32_MAX when no
  * allocation had it), e.g. to name the stacks of the allocator models. */
 uint32_t stp_det_stack_site(const stp_det *d, uint32_t stack);

@@ -50,6 +50,9 @@ grep -q "^Top call sites by bytes live at the peak (cpu tensors)" "$T/r.txt" || 
 first=$(grep -m1 '^      at ' "$T/r.txt")
 case "$first" in *"at known_model.py:"*" in "*) ;; *) fail "first site is not a user line: $first" ;; esac
 grep -q "at known_model.py:26 in Net.__init__" "$T/r.txt" || fail "no site at the model's first layer"
+# bytes by module, from the module markers
+grep -q "^Bytes by module, allocated while it ran (cpu tensors)" "$T/r.txt" || fail "no bytes by module"
+grep -qE "^ +[0-9.]+ [KM]iB +[0-9,]+  body.0$" "$T/r.txt" || fail "module body.0 not in bytes by module"
 # the host heap stays one option away
 "$STPROF" report --space host "$T/k.stp" | grep -q "^Top call sites by bytes live at the peak (host)" || fail "--space host"
 
