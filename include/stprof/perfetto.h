@@ -99,6 +99,8 @@ typedef struct stp_export_opts {
 	int has_window;         /* export only [window_begin_ns, window_end_ns] */
 	uint64_t window_begin_ns, window_end_ns; /* since the earliest trace's first event */
 	uint32_t max_lanes;     /* lifetime lanes per group; 0: 10000 */
+	int tensors_only;       /* draw only tensors (host pool 1) and device objects;
+	                         * every space keeps its counters */
 
 	/* Detector results (all optional). */
 	void *ctx;              /* passed to every callback */
