@@ -45,7 +45,10 @@ const char record_help[] =
 	"                       0 records no call paths)\n"
 	"      --flush-ms N     write buffered events at least every N ms, 1-100\n"
 	"                       (default 50); bounds what a SIGKILL can lose\n"
-	"  -q, --quiet          print nothing of stprof's own\n";
+	"  -q, --quiet          print nothing of stprof's own\n"
+	"  Python programs also get PyTorch tensor events, Python lines and markers\n"
+	"  (iterations, phases, modules) from stprof's shim, with no change to the\n"
+	"  script (docs/python.md; STPROF_SHIM=0 turns the shim off)\n";
 
 int record_apply_option(record_opts *o, int c, const char *arg)
 {
