@@ -31,6 +31,7 @@ const struct option record_longopts[] = {
 	{"min-size", required_argument, 0, 'm'},
 	{"depth", required_argument, 0, 'd'},
 	{"flush-ms", required_argument, 0, 'F'},
+	{"accesses", no_argument, 0, 'A'},
 	{"quiet", no_argument, 0, 'q'},
 	{"help", no_argument, 0, 'h'},
 	{0, 0, 0, 0},
@@ -46,6 +47,9 @@ const char record_help[] =
 	"      --flush-ms N     write buffered events at least every N ms, 1-100\n"
 	"                       (default 50); bounds what a SIGKILL can lose\n"
 	"  -q, --quiet          print nothing of stprof's own\n"
+	"      --accesses       PyTorch programs: record which tensors each aten op read\n"
+	"                       and wrote (for the access patterns of stprof report; a\n"
+	"                       Python call per op)\n"
 	"  Python programs also get PyTorch tensor events, Python lines and markers\n"
 	"  (iterations, phases, modules) from stprof's shim, with no change to the\n"
 	"  script (docs/python.md; STPROF_SHIM=0 turns the shim off)\n";
@@ -80,6 +84,9 @@ int record_apply_option(record_opts *o, int c, const char *arg)
 		return 0;
 	case 'q':
 		o->quiet = 1;
+		return 0;
+	case 'A':
+		o->accesses = 1;
 		return 0;
 	}
 	return 1;
@@ -215,6 +222,8 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	setenv("LD_PRELOAD", buf, 1);
 	setenv("STPROF_OUTPUT", trace, 1);
 	python_shim_env(lib);
+	if (o->accesses)
+		setenv("STPROF_ACCESSES", "1", 1);
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->min_size);
 	setenv("STPROF_MIN_SIZE", buf, 1);
 	if (o->depth >= 0) {

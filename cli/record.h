@@ -14,6 +14,7 @@ typedef struct record_opts {
 	int depth;            /* -1: collector default */
 	int flush_ms;         /* -1: collector default */
 	int quiet;
+	int accesses;         /* --accesses: the Python shim records op accesses */
 } record_opts;
 
 /* Parses one record option at argv[optind] style with getopt_long: the

@@ -194,6 +194,11 @@ def install(torch):
     mm.register_module_forward_pre_hook(STATE.pre)
     mm.register_module_forward_hook(STATE.post)
 
+    import os
+    if os.environ.get("STPROF_ACCESSES") == "1":
+        from . import accesses
+        accesses.install(torch)
+
     ag = torch.autograd
     for name in ("backward", "grad"):
         f = getattr(ag, name, None)
