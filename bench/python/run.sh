@@ -4,6 +4,7 @@
 # no change to the script, as wall-time ratios to the native run from one
 # interleaved series (bench/collector/overhead.py: median of 5 rounds):
 #   stprof        the default: heap + tensor events, Python lines, markers
+#   stprof-acc    the default plus op accesses (stprof record --accesses)
 #   stprof-noshim the collector alone (STPROF_SHIM=0: no markers; tensor
 #                 events and Python lines still come from libstprof.so)
 #   memray        `memray run` (Python allocators + malloc, Python frames)
@@ -21,6 +22,7 @@ V=${MEMRAY_VENV:-$HOME/.cache/stprof/memray-venv}
 X="$S/examples/torch_transformer.py --iters 5"
 set -- "native=$PY $X" \
   "stprof=$B/stprof record -q -o $T/p{i}.stp -- $PY $X" \
+  "stprof-acc=$B/stprof record --accesses -q -o $T/a{i}.stp -- $PY $X" \
   "stprof-noshim=env STPROF_SHIM=0 $B/stprof record -q -o $T/q{i}.stp -- $PY $X"
 if [ -x "$V/bin/memray" ]; then
   set -- "$@" "memray=$V/bin/memray run -q -f -o $T/m{i}.bin $X" \
