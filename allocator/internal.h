@@ -142,8 +142,9 @@ int st_maybe_fallback(stalloc *a);
  * first use with the given backend (NULL when the plan is a host plan, or
  * none was given, or it failed: then the caller uses the real calls). */
 stalloc *st_preload_device(const stalloc_backend *b);
-/* The tensor plan's allocator (preload_torch.c), NULL without one. */
-stalloc *st_preload_tensors(void);
+/* The tensor plan's allocator (preload_torch.c), NULL without one; storages
+ * below *min_size are not planned. */
+stalloc *st_preload_tensors(uint64_t *min_size);
 
 /* ---- the entry points libstalloc.so exports (preload.c, preload_cuda.c)
  * beside the C library's malloc family */

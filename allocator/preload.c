@@ -44,6 +44,7 @@ extern void __libc_free(void *p);
 
 static stalloc *host;          /* the host plan's allocator, once ready */
 static stalloc *tensors;       /* the same, when the plan is of PyTorch's tensors */
+static uint64_t tensor_min;    /* smaller storages go to c10's own allocation */
 static uint64_t host_min = UINT64_MAX;
 static stalloc *device;        /* the device plan's, made on first use */
 static stp_reqs dev_r;         /* the device plan, kept until then */
@@ -173,6 +174,7 @@ __attribute__((constructor)) static void stalloc_init(void)
 	if (tensor_plan) {
 		/* c10::alloc_cpu's storages only (preload_torch.c); the malloc
 		 * family stays glibc's, but frees still look at the pool */
+		tensor_min = host_min;
 		host_min = UINT64_MAX;
 		__atomic_store_n(&tensors, a, __ATOMIC_RELEASE);
 	}
@@ -190,7 +192,11 @@ __attribute__((destructor)) static void stalloc_fini(void)
 		write_stats(device);
 }
 
-stalloc *st_preload_tensors(void) { return __atomic_load_n(&tensors, __ATOMIC_ACQUIRE); }
+stalloc *st_preload_tensors(uint64_t *min_size)
+{
+	*min_size = tensor_min;
+	return __atomic_load_n(&tensors, __ATOMIC_ACQUIRE);
+}
 
 stalloc *st_preload_device(const stalloc_backend *b)
 {
@@ -246,8 +252,8 @@ static inline stalloc *planned(size_t n)
 static inline int our_free(void *p)
 {
 	stalloc *a = __atomic_load_n(&host, __ATOMIC_ACQUIRE);
-	if (!a || !p)
-		return 0;
+	if (!a || !p || tensors)
+		return 0; /* a tensor plan's blocks are freed by c10::free_cpu only */
 	void *base;
 	uint64_t size;
 	stalloc_pool(a, &base, &size);
@@ -260,7 +266,7 @@ static inline int our_free(void *p)
 static inline uint64_t our_size(void *p)
 {
 	stalloc *a = __atomic_load_n(&host, __ATOMIC_ACQUIRE);
-	return a && p ? stalloc_size(a, p) : 0;
+	return a && p && !tensors ? stalloc_size(a, p) : 0;
 }
 
 EXPORT void *malloc(size_t n)

@@ -63,8 +63,9 @@ void *st_c10_alloc_cpu(size_t n)
 {
 	if (!__atomic_load_n((void **)&real_alloc, __ATOMIC_ACQUIRE))
 		resolve();
-	stalloc *a = st_preload_tensors();
-	if (a && n) {
+	uint64_t min;
+	stalloc *a = st_preload_tensors(&min);
+	if (a && n && n >= min) {
 		void *p = stalloc_alloc(a, n, 64);
 		if (p)
 			return p;
@@ -76,7 +77,8 @@ void st_c10_free_cpu(void *p)
 {
 	if (!__atomic_load_n((void **)&real_alloc, __ATOMIC_ACQUIRE))
 		resolve();
-	stalloc *a = st_preload_tensors();
+	uint64_t min;
+	stalloc *a = st_preload_tensors(&min);
 	if (a && p && stalloc_free(a, p))
 		return;
 	real_free(p);

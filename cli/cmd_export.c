@@ -72,6 +72,9 @@ static void usage(FILE *f)
 	        "                       findings, simulated allocators or function names\n"
 	        "      --no-models      run the detector without the allocator models (no\n"
 	        "                       simulated reserved or fragmentation counters)\n"
+	        "      --space SPACE    the space whose objects are drawn: auto (default: on a\n"
+	        "                       PyTorch CPU run its tensors, else every object), host,\n"
+	        "                       tensors, device (counters show every space)\n"
 	        "      --alloc-conf STR, --capacity SIZE\n"
 	        "                       the allocator models' settings, as in stprof report\n"
 	        "  -q, --quiet          print nothing but errors\n"
@@ -90,7 +93,7 @@ static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 int cmd_export(int argc, char **argv)
 {
 	enum { OPT_LAYOUT = 250, OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP,
-	       OPT_GAP };
+	       OPT_GAP, OPT_SPACE };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"top", required_argument, 0, OPT_TOP},
 		{"top-by", required_argument, 0, OPT_TOP_BY}, {"window", required_argument, 0, OPT_WINDOW},
@@ -99,7 +102,7 @@ int cmd_export(int argc, char **argv)
 		{"no-analysis", no_argument, 0, OPT_NOANA}, {"no-models", no_argument, 0, OPT_NOMODELS},
 		{"alloc-conf", required_argument, 0, OPT_CONF}, {"capacity", required_argument, 0, OPT_CAP},
 		{"format", required_argument, 0, 'f'}, {"torch-layout", required_argument, 0, OPT_LAYOUT},
-		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"space", required_argument, 0, OPT_SPACE}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_export_opts eo = {0};
 	int snapshot = 0, layout = 2;
 	const char *out = NULL;
@@ -172,6 +175,12 @@ int cmd_export(int argc, char **argv)
 			break;
 		case OPT_NOANA: analysis = 0; break;
 		case OPT_NOMODELS: dopt.sim_models = 0; break;
+		case OPT_SPACE:
+			if (stp_det_space_parse(optarg, &dopt.space) < 0) {
+				stprof_err("export: --space wants auto, host, tensors or device, not '%s'", optarg);
+				return 2;
+			}
+			break;
 		case OPT_CONF: {
 			allocsim_config cfg;
 			char e[256];
@@ -261,6 +270,13 @@ int export_run(const char *const *traces, size_t ntraces, const char *out, stp_e
 		if (dets[i] && stp_det_result_of(dets[i])->sim_error && !quiet)
 			stprof_err("export: %s: allocator models not run: %s", traces[i],
 			           stp_det_result_of(dets[i])->sim_error);
+	}
+	/* a PyTorch run analyzed in its tensor space: draw the tensors only
+	 * (the interpreter's heap keeps its counters) */
+	for (size_t i = 0; i < ntraces && analysis; i++) {
+		const stp_det_result *r = dets[i] ? stp_det_result_of(dets[i]) : NULL;
+		if (r && r->primary >= 0 && r->spaces[r->primary].tensors)
+			eo->tensors_only = 1;
 	}
 	int rc = -1;
 	if (analysis && !(bridge = stp_export_detector_attach((stp_det *const *)dets, ntraces, eo)))

@@ -58,6 +58,10 @@ static void usage(FILE *f)
 	        "      --iterations MODE   auto (markers, else detect; default), markers, detect, none\n"
 	        "      --detect-window N   allocations examined to detect iterations (2097152)\n"
 	        "      --site-depth N      frames past the allocator's own that make a call site (12)\n"
+	        "      --space SPACE       the memory space analyzed in depth: auto (default: device\n"
+	        "                          memory, else a PyTorch run's CPU tensors, else the highest\n"
+	        "                          peak), host (the heap of the interpreter and libraries),\n"
+	        "                          tensors, device\n"
 	        "      --partial           when the trace is damaged, report what was read before the\n"
 	        "                          damage (the exit status is still 1)\n\n"
 	        "Allocator models (docs/allocator-models.md):\n"
@@ -149,7 +153,8 @@ static int bad(const char *opt, const char *want)
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
-	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION };
+	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION,
+	       O_SPACE };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -164,7 +169,9 @@ int cmd_report(int argc, char **argv)
 		{"capacity", required_argument, 0, O_CAP}, {"alloc-conf", required_argument, 0, O_CONF},
 		{"no-recommend", no_argument, 0, O_NOREC}, {"all", no_argument, 0, O_ALL},
 		{"group", required_argument, 0, O_GROUP}, {"models-detail", no_argument, 0, O_MDETAIL},
-		{"window", required_argument, 0, O_WINDOW}, {"iteration", required_argument, 0, O_ITERATION}, {"sim-min-size", required_argument, 0, O_SIMMIN}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"window", required_argument, 0, O_WINDOW}, {"iteration", required_argument, 0, O_ITERATION},
+		{"sim-min-size", required_argument, 0, O_SIMMIN}, {"space", required_argument, 0, O_SPACE},
+		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
@@ -228,6 +235,10 @@ int cmd_report(int argc, char **argv)
 			o.detect_max_allocs = (uint32_t)v;
 			break;
 		case O_PARTIAL: partial = 1; break;
+		case O_SPACE:
+			if (stp_det_space_parse(optarg, &o.space) < 0)
+				return bad("--space", "auto, host, tensors or device (see --help)");
+			break;
 		case O_DEPTH:
 			if (stprof_parse_uint(optarg, 256, &v) < 0 || v < 1)
 				return bad("--site-depth", "a number from 1 to 256");

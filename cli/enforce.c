@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "enforce.h"
+#include "record.h"
 #include "stprof/plan.h"
 #include "util.h"
 
@@ -63,6 +64,11 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	snprintf(buf, sizeof buf, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_PRELOAD", buf, 1);
 	setenv("STALLOC_PLAN", abs, 1);
+	/* a Python program gets the shim's markers (optimizer steps start the
+	 * plan's iterations), as when it was recorded */
+	const char *shim_lib = stprof_collector_path();
+	if (shim_lib)
+		record_python_shim(shim_lib);
 	snprintf(buf, sizeof buf, "%ld", (long)getpid());
 	setenv("STALLOC_PID", buf, 1);
 	if (stats)

@@ -32,6 +32,7 @@ const struct option record_longopts[] = {
 	{"min-size", required_argument, 0, 'm'},
 	{"depth", required_argument, 0, 'd'},
 	{"flush-ms", required_argument, 0, 'F'},
+	{"accesses", no_argument, 0, 'A'},
 	{"quiet", no_argument, 0, 'q'},
 	{"help", no_argument, 0, 'h'},
 	{0, 0, 0, 0},
@@ -50,7 +51,13 @@ const char record_help[] =
 	"                       0 records no call paths)\n"
 	"      --flush-ms N     write buffered events at least every N ms, 1-100\n"
 	"                       (default 50); bounds what a SIGKILL can lose\n"
-	"  -q, --quiet          print nothing of stprof's own\n";
+	"  -q, --quiet          print nothing of stprof's own\n"
+	"      --accesses       PyTorch programs: record which tensors each aten op read\n"
+	"                       and wrote (for the access patterns of stprof report; a\n"
+	"                       Python call per op)\n"
+	"  Python programs also get PyTorch tensor events, Python lines and markers\n"
+	"  (iterations, phases, modules) from stprof's shim, with no change to the\n"
+	"  script (docs/python.md; STPROF_SHIM=0 turns the shim off)\n";
 
 int record_apply_option(record_opts *o, int c, const char *arg)
 {
@@ -82,6 +89,9 @@ int record_apply_option(record_opts *o, int c, const char *arg)
 		return 0;
 	case 'q':
 		o->quiet = 1;
+		return 0;
+	case 'A':
+		o->accesses = 1;
 		return 0;
 	}
 	return 1;
@@ -147,6 +157,32 @@ static void remove_one(const char *path, void *arg)
 		unlink(path);
 }
 
+/* The Python shim (collector/python, copied beside libstprof.so as
+ * stprof-python/) goes first on PYTHONPATH: every Python program the
+ * recording runs loads it, and it loads the user's own sitecustomize. */
+void record_python_shim(const char *lib)
+{
+	char dir[PATH_MAX];
+	const char *env = getenv("STPROF_PYTHON_DIR");
+	if (env && *env) {
+		snprintf(dir, sizeof dir, "%s", env);
+	} else {
+		snprintf(dir, sizeof dir, "%s", lib);
+		char *slash = strrchr(dir, '/');
+		if (!slash)
+			return;
+		snprintf(slash + 1, sizeof dir - (size_t)(slash + 1 - dir), "stprof-python");
+	}
+	char probe[PATH_MAX + 32];
+	snprintf(probe, sizeof probe, "%s/sitecustomize.py", dir);
+	if (access(probe, R_OK))
+		return;
+	const char *old = getenv("PYTHONPATH");
+	char buf[PATH_MAX * 2];
+	snprintf(buf, sizeof buf, "%s%s%s", dir, old && *old ? ":" : "", old ? old : "");
+	setenv("PYTHONPATH", buf, 1);
+}
+
 int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len, int *started)
 {
 	*started = 0;
@@ -206,6 +242,9 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	snprintf(buf, sizeof buf, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_PRELOAD", buf, 1);
 	setenv("STPROF_OUTPUT", trace, 1);
+	record_python_shim(lib);
+	if (o->accesses)
+		setenv("STPROF_ACCESSES", "1", 1);
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->min_size);
 	setenv("STPROF_MIN_SIZE", buf, 1);
 	if (o->depth >= 0) {

@@ -15,6 +15,7 @@ typedef struct record_opts {
 	int flush_ms;         /* -1: collector default */
 	int quiet;
 	int sidecars;         /* one-shot: .plan and .pftrace beside the trace */
+	int accesses;         /* --accesses: the Python shim records op accesses */
 } record_opts;
 
 /* Parses one record option at argv[optind] style with getopt_long: the
@@ -40,4 +41,8 @@ int record_program(const record_opts *o, char **argv, char *trace_path, size_t t
 int record_summary(const char *trace_path, const char *program, int quiet);
 /* Exits the way the program did: same exit code, or the same signal. */
 void exit_like(int status) __attribute__((noreturn));
+/* Puts the Python shim (stprof-python/ beside lib, libstprof.so) first on
+ * PYTHONPATH, when it is there. */
+void record_python_shim(const char *lib);
+
 #endif

@@ -211,6 +211,15 @@ struct dl_phdr_info;
 STC_HIDDEN int stc_phdr_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 STC_HIDDEN void stc_modules_atfork_child(void);
 
+/* ---------------------------------------------------------------- python (pyframes.c) */
+/* The process runs CPython (its C API could be found). */
+STC_HIDDEN int stc_py_active(void);
+/* ip lies in the object holding the interpreter's eval loop. */
+STC_HIDDEN int stc_py_in_interpreter(uint64_t ip);
+/* Up to max Python frames of the calling thread, innermost first, as
+ * STP_PYFRAME_TAG | string id; 0 when the thread does not hold the GIL. */
+STC_HIDDEN uint32_t stc_py_frames(uint64_t *ips, uint32_t max);
+
 /* ---------------------------------------------------------------- lifecycle */
 STC_HIDDEN void stc_init(void);
 /* The flusher thread starts lazily (flusher.c): when the program creates a

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "det.h"
+#include "space.h"
 
 #define NIL UINT32_MAX
 
@@ -220,9 +221,14 @@ int det_access_alloc(stp_det *d, uint32_t slot, const stp_event *ev)
 		a->cap = nc;
 	}
 	const stp_alloc_info *al = &ev->u.alloc;
-	uint64_t lvl = stream_level(a, al->device, al->stream) + 1;
-	set_stream_level(a, al->device, al->stream, lvl);
-	a->max_level = max64(a->max_level, lvl);
+	/* objects out of view (the heap of a tensor-space run) are no vertex:
+	 * distances count the tensors' allocations and the ops only */
+	int in_view = det_space_in_view(d, d->objs[slot].space);
+	uint64_t lvl = stream_level(a, al->device, al->stream) + (in_view ? 1 : 0);
+	if (in_view) {
+		set_stream_level(a, al->device, al->stream, lvl);
+		a->max_level = max64(a->max_level, lvl);
+	}
 	a->rng ^= a->rng << 13;
 	a->rng ^= a->rng >> 17;
 	a->rng ^= a->rng << 5;
@@ -352,6 +358,12 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 	acc_obj *x = &a->o[slot];
 	const det_obj *ob = &d->objs[slot];
 	uint64_t lvl_end;
+	/* a PyTorch run analyzed in its tensor space: the interpreter's heap
+	 * objects are no vertex and no findings (no op ever touches them) */
+	if (!det_space_in_view(d, ob->space)) {
+		a->root = t_remove(d, a->root, slot);
+		return 0;
+	}
 	if (freed) { /* the free vertex: after the stream, the last writer and readers */
 		lvl_end = max64(stream_level(a, a->free_device, a->free_stream), max64(x->lvl_write, x->lvl_read)) + 1;
 		set_stream_level(a, a->free_device, a->free_stream, lvl_end);

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "det.h"
+#include "space.h"
 
 int det_crosses_iterations(const stp_det *d, uint32_t a, uint32_t f)
 {
@@ -89,8 +90,23 @@ static uint64_t path_key(stp_det *d, uint32_t stack)
 {
 	uint64_t h = 0x84222325cbf29ce4ull, ip;
 	uint32_t parent, depth = 0, kept = 0, skipping = 1;
-	uint32_t interp = 0;
-	while (stack && kept < d->opt.site_depth && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
+	uint32_t interp = 0, py = 0;
+	while (stack && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
+		/* Python frames (tensor paths: native frames, then the Python
+		 * ones) are all part of the key up to site_depth of them: the
+		 * user's line tells sites apart, however deep the native path */
+		if (STP_IS_PYFRAME(ip)) {
+			h = (h ^ ip) * 0x100000001b3ull;
+			h ^= h >> 29;
+			stack = parent;
+			if (++py >= d->opt.site_depth)
+				break;
+			continue;
+		}
+		if (kept >= d->opt.site_depth) {
+			stack = parent; /* past the native key: only Python frames count */
+			continue;
+		}
 		unsigned cls = det_frames_module_class(d->frames, ip);
 		if (skipping)
 			skipping = (cls & DET_MOD_PLUMBING) != 0;
@@ -271,10 +287,13 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 			d->res.leaks_set_aside_bytes += o->size;
 		}
 	}
-	d->res.class_objects[c]++;
-	d->res.class_bytes[c] += o->size;
-	if (o->flags & DET_OBJ_AT_PEAK)
-		d->res.peak_class_bytes[c] += o->size;
+	int in_view = det_space_in_view(d, o->space);
+	if (in_view) {
+		d->res.class_objects[c]++;
+		d->res.class_bytes[c] += o->size;
+		if (o->flags & DET_OBJ_AT_PEAK)
+			d->res.peak_class_bytes[c] += o->size;
+	}
 	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
 	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
 	unsigned tb = freed ? det_time_bucket(life) : STP_DET_TIME_BUCKETS - 1;
@@ -291,7 +310,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	}
 	s->live_bytes -= o->size;
 	s->live_objects--;
-	if (leak) {
+	if (leak && in_view) {
 		stp_det_instance in = {.alloc_seq = o->alloc_seq, .free_seq = UINT64_MAX, .alloc_ns = o->alloc_ns,
 		                       .free_ns = UINT64_MAX, .addr = o->addr, .size = o->size, .distance = logical,
 		                       .at_ns = o->alloc_ns, .until_ns = d->end_ns, .other_site = UINT32_MAX};
@@ -314,9 +333,11 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	const stp_alloc_info *a = &ev->u.alloc;
 	if (a->size < d->opt.min_size)
 		return 0;
-	int si = det_space_index(d, a->kind, a->device);
+	int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 	if (si < 0)
 		return -1;
+	if (si == p->primary)
+		det_modbytes_alloc(d, a->size);
 	if (d->reuse_i < d->nreuse && d->reuse[d->reuse_i].seq == ev->seq) { /* lost free: end the old one here */
 		uint32_t old = d->reuse[d->reuse_i++].slot;
 		det_obj *o = &d->objs[old];
@@ -450,6 +471,7 @@ int det_analyze(stp_det *d)
 			d->error = strdup(err);
 		return -1;
 	}
+	det_frames_set_reader(d->frames, d->rd);
 	struct stat st;
 	uint64_t fsize = stat(d->path, &st) == 0 ? (uint64_t)st.st_size : 0;
 	pass2 p = {.primary = d->res.primary, .peak_seq = UINT64_MAX};
@@ -499,6 +521,9 @@ int det_analyze(stp_det *d)
 		case STP_EV_API:
 			if (d->have_ranges && det_access_api(d, &ev) < 0)
 				goto oom;
+			break;
+		case STP_EV_MARKER:
+			det_modbytes_marker(d, &ev);
 			break;
 		case STP_EV_SEGMENT_RESERVE:
 		case STP_EV_SEGMENT_RELEASE: {

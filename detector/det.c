@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "det.h"
+#include "space.h"
 
 void stp_det_options_default(stp_det_options *o)
 {
@@ -54,10 +55,7 @@ static int det_timeline(stp_det *d)
 {
 	if (det_scan(d) < 0 && !d->stats.events)
 		return -2;
-	/* the primary space: the highest peak */
-	for (uint32_t i = 0; i < d->nspaces; i++)
-		if (d->res.primary < 0 || d->spaces[i].peak_bytes > d->spaces[d->res.primary].peak_bytes)
-			d->res.primary = (int32_t)i;
+	d->res.primary = det_primary_space(d);
 	int found = 0;
 	if (d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_MARKERS)
 		found = det_windows_from_markers(d);
@@ -149,6 +147,7 @@ void stp_det_free(stp_det *d)
 		return;
 	det_access_free(d);
 	det_latefree_free(d);
+	det_modbytes_free(d);
 	det_sim_free_all(d);
 	if (d->rd)
 		stp_reader_close(d->rd);

@@ -204,6 +204,7 @@ struct stp_det {
 	det_map fidx;                       /* (pattern, site) -> facc index */
 	struct det_access *acc;
 	struct det_latefree *lf;
+	struct det_modbytes *modbytes; /* bytes by module (modbytes.c) */
 
 	/* allocation wrappers: the innermost frames (after the plumbing) that
 	 * nearly every call site shares; paths are shown below them */

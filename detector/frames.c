@@ -36,6 +36,7 @@ struct det_frames {
 	stp_det_frame *src;     /* source frames (stprof/srcframe.h) by index */
 	char **src_text;
 	uint32_t nsrc;
+	const stp_reader *rd;   /* names Python frames */
 	uint32_t nowned, owned_cap;
 	stp_symbolizer *sym;
 };
@@ -219,6 +220,14 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 		return;
 	}
 	stp_det_frame fr = {.ip = ip, .module = "", .offset = ip};
+	if (STP_IS_PYFRAME(ip)) {
+		char *file, *func;
+		if (f->rd && det_pyframe_parse(stp_reader_string(f->rd, (uint32_t)ip), &file, &fr.line, &func) == 0) {
+			fr.file = own(f, file);
+			fr.function = own(f, func);
+		}
+		goto done;
+	}
 	const det_module *m = find_module(f, ip);
 	if (m) {
 		fr.module = m->path;
@@ -244,6 +253,7 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 			}
 		}
 	}
+done:
 	if (f->ncache == f->cache_cap) {
 		uint32_t nc = f->cache_cap ? f->cache_cap * 2 : 256;
 		stp_det_frame *ncch = realloc(f->cache, nc * sizeof *ncch);
@@ -260,6 +270,8 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 	f->ncache++;
 	*out = fr;
 }
+
+void det_frames_set_reader(det_frames *f, const stp_reader *rd) { f->rd = rd; }
 
 static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 

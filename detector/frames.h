@@ -45,4 +45,14 @@ unsigned det_frames_module_class(det_frames *f, uint64_t ip);
 int det_frames_is_plumbing(const stp_det_frame *fr);
 /* 1 when the frame is in a language interpreter (python3.X, libpython). */
 int det_frames_is_interpreter(const stp_det_frame *fr);
+/* The trace reader whose strings name Python frames (STP_PYFRAME_TAG). */
+void det_frames_set_reader(det_frames *f, const stp_reader *rd);
+
+/* Python frames (pyframe.c). "FILE:LINE in FUNCTION" into malloc'd parts;
+ * -1 when the text is not of that form. */
+int det_pyframe_parse(const char *text, char **file, uint32_t *line, char **func);
+int det_frame_is_python(const stp_det_frame *fr);
+/* A Python frame of the user's own code: not the standard library, an
+ * installed package or the profiler's shim. */
+int det_frame_is_user_python(const stp_det_frame *fr);
 #endif

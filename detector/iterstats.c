@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "det.h"
+#include "space.h"
 
 int det_iter_stats(stp_det *d)
 {
@@ -42,7 +43,7 @@ int det_iter_stats(stp_det *d)
 		if (ev.type == STP_EV_ALLOC) {
 			const stp_alloc_info *a = &ev.u.alloc;
 			if (a->size < d->opt.min_size || a->kind != ps->kind ||
-			    (a->kind != STP_MEM_HOST && a->device != ps->device))
+			    DET_ALLOC_DEVICE(a) != ps->device)
 				continue;
 			uint64_t old;
 			int put = det_map_put(&live, a->addr, a->size, &old);

@@ -22,6 +22,10 @@
  *      comparing 32 tokens around the previous boundary;
  *   4. each iteration is split into "forward" and "backward" at its
  *      live-bytes peak (the turnaround).
+ * The iterations found must be credible: hold at least 10% of the bytes
+ * the examined allocations allocate and reach 25% of their peak live bytes
+ * (a loop inside start-up does neither); otherwise none are reported and
+ * the method says why and what to do.
  * The confidence is the match rate of P over the iterations found.  Past
  * the examined window (opt.detect_max_allocs allocations) boundaries are
  * extrapolated with the last iteration's length in events, for as many
@@ -32,6 +36,11 @@
 #include <string.h>
 
 #include "det.h"
+
+/* A detected loop must hold this share of the examined allocations' bytes
+ * and reach this share of their peak live bytes. */
+#define DET_CREDIBLE_BYTES 0.10
+#define DET_CREDIBLE_PEAK 0.25
 
 static double match_rate_step(const uint32_t *t, uint64_t lo, uint64_t hi, uint64_t p, uint64_t step)
 {
@@ -294,6 +303,37 @@ int det_detect_period(stp_det *d)
 		         "no iteration markers; allocation period %llu found but it repeats fewer than twice",
 		         (unsigned long long)p);
 		return 0;
+	}
+	/* credible: the iterations hold a real share of what the examined
+	 * allocations allocate and reach most of their peak; a loop inside
+	 * start-up (`import torch`) does neither */
+	{
+		uint64_t lo = bounds[0], hi = bounds[nb - 1] < n ? bounds[nb - 1] : n;
+		double in_bytes = 0, all_bytes = 0;
+		uint64_t in_peak = 0, all_peak = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			all_bytes += d->tok_size[i];
+			if (d->tok_live[i] > all_peak)
+				all_peak = d->tok_live[i];
+			if (i >= lo && i < hi) {
+				in_bytes += d->tok_size[i];
+				if (d->tok_live[i] > in_peak)
+					in_peak = d->tok_live[i];
+			}
+		}
+		double bshare = all_bytes > 0 ? in_bytes / all_bytes : 0;
+		double pshare = all_peak ? (double)in_peak / (double)all_peak : 0;
+		if (bshare < DET_CREDIBLE_BYTES || pshare < DET_CREDIBLE_PEAK) {
+			free(bounds);
+			snprintf(d->method, sizeof d->method,
+			         "no iteration markers, and no credible iteration: the best repeating pattern (%llu "
+			         "allocations, %u times) holds %.1f%% of the bytes allocated and reaches %.1f%% of the peak "
+			         "(needs %.0f%% and %.0f%%); mark the iterations (stprof.step() in Python, "
+			         "stprof_iteration_begin/end in C) or use --iterations none",
+			         (unsigned long long)p, nb - 1, 100 * bshare, 100 * pshare, 100 * DET_CREDIBLE_BYTES,
+			         100 * DET_CREDIBLE_PEAK);
+			return 0;
+		}
 	}
 	uint32_t niter = nb - 1;
 	int extrapolate = d->total_allocs > n && bounds[nb - 1] + p >= n;

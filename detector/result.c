@@ -322,14 +322,22 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 		return 0;
 	if (!d->wrap_done)
 		find_wrappers(d);
-	stp_det_frame tmp[64];
-	uint32_t n = raw_frames(d, d->spub[d->site_order[site]].stack, tmp, max + d->wrap_n < 64 ? max + d->wrap_n : 64);
+	stp_det_frame tmp[96];
+	uint32_t n = raw_frames(d, d->spub[d->site_order[site]].stack, tmp, 96);
 	uint32_t skip = 0;
 	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
 		skip++;
+	/* the user's own Python line first, the native frames below it */
+	uint32_t user = n;
+	for (uint32_t i = skip; i < n && user == n; i++)
+		if (det_frame_is_user_python(&tmp[i]))
+			user = i;
 	uint32_t m = 0;
+	if (user < n && m < max)
+		out[m++] = tmp[user];
 	for (uint32_t i = skip; i < n && m < max; i++)
-		out[m++] = tmp[i];
+		if (i != user)
+			out[m++] = tmp[i];
 	return m;
 }
 
@@ -343,7 +351,12 @@ const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)
 	const char *m = f->module && *f->module ? f->module : NULL;
 	const char *b = m ? strrchr(m, '/') : NULL;
 	b = b ? b + 1 : m;
-	if (f->function && f->file && f->line) {
+	if (STP_IS_PYFRAME(f->ip) && f->file) {
+		const char *fb = strrchr(f->file, '/');
+		snprintf(buf, len, "%s:%u in %s", fb ? fb + 1 : f->file, f->line, f->function ? f->function : "?");
+	} else if (STP_IS_PYFRAME(f->ip)) {
+		snprintf(buf, len, "(python frame)");
+	} else if (f->function && f->file && f->line) {
 		const char *fb = strrchr(f->file, '/');
 		snprintf(buf, len, "%s (%s:%u)", f->function, fb ? fb + 1 : f->file, f->line);
 	} else if (f->function && b)

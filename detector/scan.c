@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "det.h"
+#include "space.h"
 
 void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t live_total);
 void det_marker_live(stp_det *d, uint64_t seq, uint64_t live_total);
@@ -137,6 +138,7 @@ int det_scan(stp_det *d)
 		return -1;
 	}
 	int want_tokens = d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_DETECT;
+	int tensor_tokens = 0; /* tokens are the tensor space's only */
 	uint64_t live_total = 0, nev = 0;
 	int have_t0 = 0, rc;
 	d->p1_free = UINT32_MAX;
@@ -165,7 +167,7 @@ int det_scan(stp_det *d)
 			uint64_t was_small;
 			if (d->opt.min_size)
 				det_map_del(&small, a->addr, &was_small);
-			int si = det_space_index(d, a->kind, a->device);
+			int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 			if (si < 0)
 				goto oom;
 			/* the slot pass 2 will give this object: the same LIFO free
@@ -219,8 +221,20 @@ int det_scan(stp_det *d)
 				sp->peak_seq = ev.seq;
 				sp->peak_ns = ns;
 			}
-			d->total_allocs++;
-			if (want_tokens && push_token(d, token_of(a->size, a->stack), ev.seq, live_total, a->size) < 0)
+			/* a PyTorch run: iterations are detected from its tensors
+			 * alone (the interpreter's heap before and around them only
+			 * blurs the period) unless the host heap is asked for */
+			int is_tensor = sp->kind == STP_MEM_HOST && sp->device == DET_DEV_TENSORS;
+			if (want_tokens && is_tensor && !tensor_tokens && d->opt.space != STP_DET_SPACE_HOST) {
+				tensor_tokens = 1;
+				d->ntok = 0;
+				d->total_allocs = 0;
+			}
+			if (!tensor_tokens || is_tensor)
+				d->total_allocs++; /* the allocations tokens stand for */
+			if (want_tokens && (!tensor_tokens || is_tensor) &&
+			    push_token(d, token_of(a->size, a->stack), ev.seq, tensor_tokens ? ss->live_bytes : live_total,
+			               a->size) < 0)
 				goto oom;
 			if (d->have_iter_markers)
 				det_marker_live(d, ev.seq, live_total);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "det.h"
+#include "space.h"
 
 int stp_det_sim_models_parse(const char *list, unsigned *models)
 {
@@ -73,6 +74,10 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 			return;
 	} else {
 		if (a->kind != STP_MEM_HOST)
+			return;
+		/* on a PyTorch run, the tensors (not the interpreter's heap) */
+		if (d->res.primary >= 0 && d->spaces[d->res.primary].kind == STP_MEM_HOST &&
+		    (d->spaces[d->res.primary].device == DET_DEV_TENSORS) != (DET_ALLOC_DEVICE(a) == DET_DEV_TENSORS))
 			return;
 		if (a->size < d->opt.sim_host_min_size) {
 			d->res.sim_skipped++;

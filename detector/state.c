@@ -14,10 +14,11 @@
 #include <string.h>
 
 #include "det.h"
+#include "space.h"
 
 int det_space_index(stp_det *d, uint8_t kind, int32_t device)
 {
-	if (kind == STP_MEM_HOST)
+	if (kind == STP_MEM_HOST && device != DET_DEV_TENSORS)
 		device = -1;
 	for (uint32_t i = 0; i < d->nspaces; i++)
 		if (d->spaces[i].kind == kind && d->spaces[i].device == device)
@@ -36,7 +37,7 @@ int det_space_index(stp_det *d, uint8_t kind, int32_t device)
 		d->sstate = nst;
 		d->spaces_cap = nc;
 	}
-	d->spaces[d->nspaces] = (stp_det_space){.kind = kind, .device = device};
+	d->spaces[d->nspaces] = (stp_det_space){.kind = kind, .device = device, .tensors = device == DET_DEV_TENSORS};
 	d->sstate[d->nspaces] = (det_space_state){0};
 	return (int)d->nspaces++;
 }

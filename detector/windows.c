@@ -7,7 +7,9 @@
  * (closing one left open), ITER_END closes it; only top-level phases make
  * windows (a phase inside a phase is ignored), and a phase still open when
  * its iteration ends is closed there.  Windows left open when the trace
- * ends are closed at its end (the trace was cut short).  When the trace has
+ * ends are closed at its end (the trace was cut short), except, in a whole
+ * trace, an iteration never ended after one that was (the tail after a
+ * training loop; see det_markers_end).  When the trace has
  * iteration markers but no phase markers, each iteration is split into
  * "forward" and "backward" at its live-bytes peak (the turnaround: the first
  * peak within 0.1% of the highest, so that micro-batches with near-equal
@@ -133,6 +135,20 @@ void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t l
 
 void det_markers_end(stp_det *d, uint64_t seq, uint64_t ns)
 {
+	/* An iteration never ended after one that was (ended by ITER_END, not
+	 * by the next ITER_BEGIN) is what ran after the last one: inference,
+	 * teardown (stprof's Python shim opens the next iteration at each
+	 * step's end, so that data loading counts in it).  It is no iteration.
+	 * (In a trace cut short it is the iteration the program was in.) */
+	uint32_t n = d->niters;
+	if (d->iter_open && d->stats.whole && n >= 2 && d->iters[n - 2].end_seq < d->iters[n - 1].begin_seq) {
+		close_phase(d, seq, ns);
+		while (d->nphases && d->phases[d->nphases - 1].iteration == (int32_t)(n - 1))
+			d->nphases--;
+		d->niters--;
+		d->iter_open = 0;
+		return;
+	}
 	if (d->iter_open)
 		d->last_iter_cut = 1;
 	close_phase(d, seq, ns);

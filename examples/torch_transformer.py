@@ -8,11 +8,14 @@ vocabulary, with AdamW, on the CPU.  The loss falls from about ln(vocab)
 towards the chain's entropy.  Output depends only on the options (seeded,
 no timings).
 
-Under stprof the script marks its iterations, phases (forward, backward and
-optimizer, per micro-batch) and modules (every nn.Module by its qualified
-name, e.g. "layers.0.attn", through forward pre-hooks and hooks).  The
-collector exports one C function, stprof_mark_v1(kind, name, value), which
-ctypes finds in the process; without the collector marking does nothing.
+Under `stprof python3 ...` stprof's Python shim marks iterations, phases and
+modules by itself (docs/python.md) and the script's own marking stands down.
+Run under the bare collector (LD_PRELOAD=libstprof.so), the script marks its
+iterations, phases (forward, backward and optimizer, per micro-batch) and
+modules (every nn.Module by its qualified name, e.g. "layers.0.attn",
+through forward pre-hooks and hooks) itself, through the collector's one C
+function stprof_mark_v1(kind, name, value), which ctypes finds in the
+process; without the collector marking does nothing.
 
     stprof /usr/bin/python3 examples/torch_transformer.py --iters 5
 """
@@ -37,6 +40,8 @@ class Markers:
             fn = ctypes.CDLL(None).stprof_mark_v1
         except AttributeError:
             fn = None
+        if "stprof" in sys.modules:
+            fn = None  # stprof's Python shim marks everything by itself
         if fn is not None:
             fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int64]
             fn.restype = None

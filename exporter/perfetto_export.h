@@ -34,6 +34,7 @@
 #include "stprof/trace.h"
 
 #define PF_NONE UINT32_MAX
+#define PF_DEV_TENSORS (-2) /* the device of host pool 1 (a framework's tensors) */
 
 /* ---- objects */
 enum {

@@ -111,8 +111,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	fputs("},\n\"spaces\":[", f);
 	for (uint32_t i = 0; i < r->nspaces; i++) {
 		const stp_det_space *s = &r->spaces[i];
-		fprintf(f, "%s\n{\"kind\":\"%s\",\"device\":%d,\"primary\":%s,", i ? "," : "", stp_mem_kind_name(s->kind),
-		        s->device, (int32_t)i == r->primary ? "true" : "false");
+		fprintf(f, "%s\n{\"kind\":\"%s\",\"device\":%d,\"tensors\":%s,\"primary\":%s,", i ? "," : "",
+		        stp_mem_kind_name(s->kind), s->tensors ? -1 : s->device, s->tensors ? "true" : "false",
+		        (int32_t)i == r->primary ? "true" : "false");
 		u64(f, "allocs", s->allocs, 1);
 		u64(f, "frees", s->frees, 1);
 		u64(f, "bytes_allocated", s->bytes_allocated, 1);
@@ -241,7 +242,15 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	free(mark);
 	fprintf(f, "],\n\"sites_total\":%u,\"sites_listed\":%u,\"findings_total\":%u,\"findings_listed\":%u", r->nsites,
 	        listed, r->nfindings, nf);
-	fputs(",\n\"patterns\":{", f);
+	fputs(",\n\"modules\":[", f);
+	const stp_det_module *mods;
+	uint32_t nmods = stp_det_modules(d, &mods);
+	for (uint32_t i = 0; i < nmods; i++) {
+		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f);
+		rf_json_str(f, mods[i].name);
+		fprintf(f, ",\"allocs\":%" PRIu64 ",\"bytes\":%" PRIu64 "}", mods[i].allocs, mods[i].bytes);
+	}
+	fputs("],\n\"patterns\":{", f);
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		fprintf(f, "%s\"%s\":{\"available\":%s,\"objects\":%" PRIu64 ",\"waste_byte_ns\":%.0f}", p ? "," : "",
 		        stp_det_pattern_name(p), r->pattern_available[p] ? "true" : "false", r->pattern_objects[p],

@@ -191,6 +191,24 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 	fputc('\n', f);
 }
 
+/* Bytes by module (module markers: the Python shim's nn.Module names). */
+static void section_modules(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f)
+{
+	const stp_det_module *m;
+	uint32_t n = stp_det_modules(d, &m);
+	if (!n || r->primary < 0)
+		return;
+	char b[2][64], sp[32];
+	fprintf(f, "Bytes by module, allocated while it ran (%s)\n", rf_space(&r->spaces[r->primary], sp, sizeof sp));
+	fprintf(f, "     bytes allocated    allocs  module\n");
+	uint32_t i = 0;
+	for (; i < n && i < o->top; i++)
+		fprintf(f, "  %18s %9s  %s\n", rf_bytes(m[i].bytes, b[0], 64), rf_count(m[i].allocs, b[1], 64), m[i].name);
+	if (n > i)
+		fprintf(f, "  (%u more modules; --top N shows more)\n", n - i);
+	fputc('\n', f);
+}
+
 static void section_findings(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f)
 {
 	char b[4][64], sug[1024];
@@ -309,6 +327,7 @@ int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
 	section_timeline(r, f);
 	section_classes(r, f);
 	section_sites(d, r, o, f);
+	section_modules(d, r, o, f);
 	section_findings(d, r, o, f);
 	section_models(d, r, o, f);
 	fflush(f);

@@ -302,7 +302,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	size_t ninc = 0, capinc = 0, nout = 0, capout = 0;
 	char notes[512] = "";
 	stp_event ev;
-	int any_device = 0;
+	int any_device = 0, any_tensors = 0;
 	uint64_t last_seq = 0, events = 0;
 
 	/* ---- pass 1: iterations */
@@ -317,6 +317,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		events++;
 		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_DEVICE)
 			any_device = 1;
+		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_HOST && ev.u.alloc.pool == STP_POOL_TENSORS)
+			any_tensors = 1;
 		if (ev.type != STP_EV_MARKER)
 			continue;
 		if (ev.u.marker.kind == STP_MARK_ITER_BEGIN) {
@@ -379,6 +381,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	r->trace_events = events;
 	r->period = end - begin;
 	int want_device = w->device_only && any_device;
+	/* a PyTorch CPU run: its tensors, not the interpreter's heap */
+	int want_tensors = w->device_only && !any_device && any_tensors;
+	r->tensors = want_tensors;
 	/* the runtime allocator sends what was left out elsewhere (plan 1.1) */
 	r->min_size = want_device ? 0 : w->host_min_size;
 	r->device = want_device;
@@ -468,6 +473,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		if (ev.type == STP_EV_ALLOC) {
 			const stp_alloc_info *a = &ev.u.alloc;
 			if (want_device ? a->kind != STP_MEM_DEVICE : a->kind == STP_MEM_HOST && a->size < w->host_min_size)
+				continue;
+			if (want_tensors && (a->kind != STP_MEM_HOST || a->pool != STP_POOL_TENSORS))
 				continue;
 			uint64_t cs = callsite_of(&c, a->stack);
 			/* position within its iteration, for detect_varying */
@@ -628,7 +635,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		if (r->layers[j].t_end <= r->layers[j].t_begin)
 			r->layers[j].t_end = r->period;
 	size_t nl = strlen(notes);
-	if (!want_device && w->host_min_size)
+	if (want_tensors)
+		snprintf(notes + nl, sizeof notes - nl, "; tensor allocations");
+	else if (!want_device && w->host_min_size)
 		snprintf(notes + nl, sizeof notes - nl, "; host allocations of %" PRIu64 " B or more", w->host_min_size);
 	else
 		snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");

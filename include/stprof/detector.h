@@ -81,7 +81,18 @@ typedef struct stp_det_options {
 	 * read so far out of total; NULL for none. */
 	void (*progress)(void *ctx, int pass, uint64_t done, uint64_t total);
 	void *progress_ctx;
+	/* The space analyzed in depth (sites, classes, timeline, plan):
+	 * STP_DET_SPACE_AUTO = tensors or device memory when the trace has them
+	 * (a PyTorch run), else the highest peak. */
+	int space;
 } stp_det_options;
+
+#define STP_DET_SPACE_AUTO 0
+#define STP_DET_SPACE_HOST 1    /* the host heap */
+#define STP_DET_SPACE_TENSORS 2 /* host tensor storages */
+#define STP_DET_SPACE_DEVICE 3  /* device memory (the highest peak of them) */
+/* Parses "auto", "host", "tensors" or "device"; -1 when unknown. */
+int stp_det_space_parse(const char *name, int *space);
 
 /* Models: PyTorch's caching allocator as run (always, when any model is
  * asked for: the worst moment and the recommendations are its), the same
@@ -168,7 +179,8 @@ typedef enum stp_det_pattern {
 
 typedef struct stp_det_space {
 	uint8_t kind;             /* stp_mem_kind */
-	int32_t device;
+	uint8_t tensors;          /* a framework's tensor storages (host pool 1) */
+	int32_t device;           /* -1 host heap; -2 host tensors */
 	uint64_t allocs, frees, bytes_allocated, bytes_freed;
 	uint64_t live_objects_end, live_bytes_end;
 	uint64_t peak_bytes, peak_objects, peak_seq, peak_ns; /* ns since start */
@@ -304,6 +316,16 @@ int stp_det_object_info(stp_det *d, uint64_t alloc_seq, unsigned *patterns);
 void stp_det_site_get(const stp_det *d, uint32_t site, stp_det_site *out);
 /* Its stack id (0: none). */
 uint32_t stp_det_site_stack(const stp_det *d, uint32_t site);
+
+/* Bytes by module: the analyzed space's allocations charged to the
+ * innermost module open (module markers) when made, most bytes first;
+ * "(no module)" for those outside any.  0 rows when the trace has no module
+ * markers.  Valid until stp_det_free(). */
+typedef struct stp_det_module {
+	const char *name;
+	uint64_t allocs, bytes;
+} stp_det_module;
+uint32_t stp_det_modules(stp_det *d, const stp_det_module **out);
 
 /* The result's call-site index of a stack id (UINT32_MAX when no
  * allocation had it), e.g. to name the stacks of the allocator models. */

@@ -103,6 +103,8 @@ typedef struct stp_export_opts {
 	 * plus the highest and the last value of each such gap (peaks are
 	 * kept); 0: a point per allocation and free. */
 	uint64_t counter_gap_ns;
+	int tensors_only;       /* draw only tensors (host pool 1) and device objects;
+	                         * every space keeps its counters */
 
 	/* Detector results (all optional). */
 	void *ctx;              /* passed to every callback */

@@ -55,6 +55,16 @@ typedef enum stp_mem_kind {
 	STP_MEM_PINNED = 3
 } stp_mem_kind;
 
+/* Pool 1 of host memory: a framework's tensor storages (PyTorch's CPU
+ * allocator), recorded apart from the heap allocations of the interpreter
+ * and libraries; readers treat it as a memory space of its own. */
+#define STP_POOL_TENSORS 1u
+
+/* A call-path frame that is not a machine address but a Python frame: the
+ * low 32 bits are the string id of "FILE:LINE in FUNCTION". */
+#define STP_PYFRAME_TAG 0xfff0000000000000ull
+#define STP_IS_PYFRAME(ip) (((ip) & 0xffffffff00000000ull) == STP_PYFRAME_TAG)
+
 typedef enum stp_api_kind {
 	STP_API_OTHER = 0,
 	STP_API_KERNEL = 1,

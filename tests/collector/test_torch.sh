@@ -17,7 +17,7 @@ res=$("$CHECK_HEAP" "$T/t.stp") || fail "trace inconsistent: $res"
 ours_allocs=$(printf '%s\n' "$res" | sed 's/.*allocs=\([0-9]*\).*/\1/')
 ours_peak=$(printf '%s\n' "$res" | sed 's/.*peak=\([0-9]*\).*/\1/')
 case "$res" in *lost=0*) ;; *) fail "lost events: $res" ;; esac
-iters=$("$STPROF" dump -t marker "$T/t.stp" | grep -c 'kind=iteration_begin')
+iters=$("$STPROF" dump -t marker "$T/t.stp" | grep -c 'kind=iteration_end')
 expect_eq "iteration markers" "$iters" 2
 
 heaptrack -o "$T/ht" "$PY" "$script" --iters 2 >/dev/null 2>"$T/heaptrack.log" || fail "heaptrack failed: $(tail -3 "$T/heaptrack.log")"

@@ -29,26 +29,30 @@ assert d['peak']['iteration'] is not None, 'the peak is inside the loop'
 c = d['classes']
 mib = lambda k, f='bytes': c[k][f] / 2**20
 print('classes (MiB): ' + ', '.join('%s %.1f' % (k, mib(k)) for k in c if c[k]['bytes']))
-# the tensors' storage (sites in libtorch): activations scoped, state persistent
+# the tensors' storage (sites at a Python line, then libtorch): activations
+# scoped, state persistent
 ts = {k: 0 for k in c}
 for s in d['sites']:
-    if s['frames'] and 'libtorch' in s['frames'][0]['module']:
+    f0 = s['frames'][0] if s['frames'] else {}
+    if 'libtorch' in f0.get('module', '') or (f0.get('file') or '').endswith('.py'):
         for k, v in s['classes'].items():
             ts[k] += v['bytes']
 assert ts['scoped'] > 1 << 20, ts
 assert ts['persistent'] > 1 << 20, ts
 assert c['persistent']['bytes_at_peak'] > c['transient']['bytes_at_peak'], c
-# in the steady iteration, activations: what forward allocates and backward frees
-assert c['scoped']['objects'] > 1000, c['scoped']
+# in the steady iteration, activations: what forward allocates and backward
+# frees (classes count the tensor space: 3 iterations of ~120 activations)
+assert c['scoped']['objects'] > 300, c['scoped']
 assert c['leaked']['bytes'] < 1 << 20, c['leaked']
 print('report_torch: ok')
 PY
 # Without its markers (--iterations detect) the same run's iterations are
 # found from the allocation sequence alone, past the million allocations of
 # import torch that never repeat: the period is the markers' steady
-# iteration's allocation count, and each detected iteration starts within a
-# few events of a marked one (the markers take sequence numbers too) with
-# the same peak.
+# iteration's allocation count, and each detected iteration starts shortly
+# after a marked one with the same peak (the shim's markers come at the
+# optimizer step's end; detection, on the tensor space, cuts at the next
+# iteration's first tensor: in between only host events, the script's print).
 "$B/stprof" report --format json --iterations detect -o "$T/d.json" "$T/t.stp"
 python3 - "$T/t.json" "$T/d.json" <<'PY'
 import json, sys
@@ -58,7 +62,7 @@ assert d['iteration_source'] == 'detected', d['method']
 assert d['period_allocs'] == m['iterations'][-1]['allocs'], (d['period_allocs'], m['iterations'][-1]['allocs'])
 assert len(d['iterations']) >= 2 and d['confidence'] >= 0.95, d['method']
 for it in d['iterations']:
-    near = [x for x in m['iterations'] if abs(x['begin_seq'] - it['begin_seq']) <= 8]
+    near = [x for x in m['iterations'] if 0 <= it['begin_seq'] - x['begin_seq'] <= 400]
     assert near, ('no marked iteration starts near', it['begin_seq'])
     assert near[0]['peak_bytes'] == it['peak_bytes'], (near[0], it)
     assert it['allocs'] == d['period_allocs'], it

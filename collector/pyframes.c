@@ -1,0 +1,188 @@
+/*
+ * pyframes.c - the Python frames of the calling thread, as synthetic call-path
+ * frames, for merging with the native path (as memray's native mode does).
+ *
+ * The CPython functions are found at run time with dlsym (the collector is
+ * preloaded into every program and links no libpython); where they are
+ * missing (not a Python process) nothing is added.  Frames are read with the
+ * GIL held (PyEval_GetFrame materializes frame objects).  PyTorch's bindings
+ * release the GIL around every op, so a Python thread (one with a thread
+ * state) that does not hold it takes it for the walk and gives it back;
+ * its own frames cannot have changed meanwhile (the thread is here).
+ * Threads Python did not create, and an interpreter that is finalizing, get
+ * no Python frames.  Caveat: materializing a frame object may start the
+ * cyclic GC, whose frees then happen while the collector is busy (not
+ * recorded).
+ *
+ * A Python frame is an "address" STP_PYFRAME_TAG | id where id is the string
+ * id of "FILE:LINE in FUNCTION" in the trace (readers map it back, see
+ * docs/trace-format.md).  Strings are interned once per (code object, line):
+ * the cache holds a reference to each code object it keys, so a key's pointer
+ * is never reused by another code object.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "stprof/trace.h"
+
+typedef void PyObj;
+static struct {
+	int (*gil_check)(void);
+	PyObj *(*get_frame)(void);          /* borrowed */
+	PyObj *(*frame_back)(PyObj *);      /* new reference */
+	PyObj *(*frame_code)(PyObj *);      /* new reference */
+	int (*frame_line)(PyObj *);
+	PyObj *(*getattr)(PyObj *, const char *);
+	const char *(*utf8)(PyObj *);
+	void (*incref)(PyObj *);
+	void (*decref)(PyObj *);
+	void (*err_clear)(void);
+	void *(*this_tstate)(void);
+	int (*ensure)(void);
+	void (*release)(int);
+	int (*finalizing)(void);            /* optional */
+} py;
+static _Atomic int py_state; /* 0 unresolved, 1 usable, 2 not a (usable) Python */
+static uintptr_t interp_lo, interp_hi;
+
+static int find_interp(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	uintptr_t probe = (uintptr_t)data, lo, hi;
+	if (stc_phdr_span(info, &lo, &hi) && probe >= lo && probe < hi) {
+		interp_lo = lo;
+		interp_hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+#define SYM(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
+static void resolve(void)
+{
+	int ok = SYM(gil_check, "PyGILState_Check") && SYM(get_frame, "PyEval_GetFrame") &&
+	         SYM(frame_back, "PyFrame_GetBack") && SYM(frame_code, "PyFrame_GetCode") &&
+	         SYM(frame_line, "PyFrame_GetLineNumber") && SYM(getattr, "PyObject_GetAttrString") &&
+	         SYM(utf8, "PyUnicode_AsUTF8") && SYM(incref, "Py_IncRef") && SYM(decref, "Py_DecRef") &&
+	         SYM(err_clear, "PyErr_Clear") &&
+	         SYM(this_tstate, "PyGILState_GetThisThreadState") && SYM(ensure, "PyGILState_Ensure") &&
+	         SYM(release, "PyGILState_Release");
+	if (!SYM(finalizing, "Py_IsFinalizing"))
+		SYM(finalizing, "_Py_IsFinalizing");
+	if (ok) {
+		void *probe;
+		*(void **)&probe = (void *)py.get_frame;
+		dl_iterate_phdr(find_interp, probe);
+	}
+	atomic_store(&py_state, ok ? 1 : 2);
+}
+
+int stc_py_active(void)
+{
+	int s = atomic_load_explicit(&py_state, memory_order_relaxed);
+	if (STC_UNLIKELY(!s)) {
+		resolve();
+		s = atomic_load(&py_state);
+	}
+	return s == 1;
+}
+
+int stc_py_in_interpreter(uint64_t ip) { return ip >= interp_lo && ip < interp_hi; }
+
+/* ---- (code object, line) -> string id; guarded by the GIL the caller holds */
+typedef struct { PyObj *code; int line; uint32_t id; } line_slot;
+static line_slot *lines;
+static size_t lines_cap, nlines;
+
+static uint32_t name_of(PyObj *code, int line)
+{
+	PyObj *fn = py.getattr(code, "co_filename");
+	PyObj *name = py.getattr(code, "co_qualname");
+	if (!name) {
+		py.err_clear();
+		name = py.getattr(code, "co_name");
+	}
+	const char *f = fn ? py.utf8(fn) : NULL, *n = name ? py.utf8(name) : NULL;
+	char buf[1024];
+	int len = snprintf(buf, sizeof buf, "%s:%d in %s", f ? f : "?", line, n ? n : "?");
+	if (fn)
+		py.decref(fn);
+	if (name)
+		py.decref(name);
+	py.err_clear();
+	if (len < 0)
+		return 0;
+	return stc_intern_string(buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
+}
+
+static uint32_t line_id(PyObj *code, int line)
+{
+	if ((nlines + 1) * 2 > lines_cap) {
+		size_t nc = lines_cap ? lines_cap * 2 : 4096;
+		line_slot *nt = stc_mem_alloc(nc * sizeof *nt);
+		if (!nt)
+			return 0;
+		for (size_t i = 0; i < lines_cap; i++)
+			if (lines[i].code) {
+				size_t j = (((uintptr_t)lines[i].code >> 4) * 31 + (size_t)lines[i].line) & (nc - 1);
+				while (nt[j].code)
+					j = (j + 1) & (nc - 1);
+				nt[j] = lines[i];
+			}
+		if (lines)
+			stc_mem_free(lines, lines_cap * sizeof *lines);
+		lines = nt;
+		lines_cap = nc;
+	}
+	size_t j = (((uintptr_t)code >> 4) * 31 + (size_t)line) & (lines_cap - 1);
+	for (; lines[j].code; j = (j + 1) & (lines_cap - 1))
+		if (lines[j].code == code && lines[j].line == line)
+			return lines[j].id;
+	uint32_t id = name_of(code, line);
+	if (!id)
+		return 0;
+	py.incref(code); /* keeps the key's address unique */
+	lines[j] = (line_slot){code, line, id};
+	nlines++;
+	return id;
+}
+
+uint32_t stc_py_frames(uint64_t *ips, uint32_t max)
+{
+	if (!max || !stc_py_active())
+		return 0;
+	int held = py.gil_check(), st = 0;
+	if (!held) {
+		if (!py.this_tstate() || (py.finalizing && py.finalizing()))
+			return 0;
+		st = py.ensure();
+	}
+	PyObj *f = py.get_frame();
+	if (!f) {
+		if (!held)
+			py.release(st);
+		return 0;
+	}
+	py.incref(f);
+	uint32_t n = 0;
+	while (f && n < max) {
+		PyObj *code = py.frame_code(f);
+		int line = py.frame_line(f);
+		uint32_t id = code ? line_id(code, line) : 0;
+		if (code)
+			py.decref(code);
+		if (id)
+			ips[n++] = STP_PYFRAME_TAG | id;
+		PyObj *back = py.frame_back(f);
+		py.decref(f);
+		f = back;
+	}
+	if (f)
+		py.decref(f);
+	if (!held)
+		py.release(st);
+	return n;
+}

@@ -1,0 +1,72 @@
+"""stprof - the Python side of the stprof profiler.
+
+Under `stprof python3 script.py` this package is importable with no change to
+the script, and marks, through the collector's one C entry point
+(stprof_mark_v1, found with ctypes in the running process):
+
+  - iterations: each torch.optim.Optimizer.step (all optimizers) ends one;
+    the next begins with the next forward, backward or step.  A loop with no
+    optimizer calls stprof.step() at the end of each iteration;
+  - phases per micro-batch: "forward" from a root module's forward (a module
+    called outside any other, the one with the most submodules) until the
+    backward; "backward" for torch.autograd.backward/grad; "optimizer" for
+    the step; "recompute" for a module run during a backward (activation
+    checkpointing), nested in the backward;
+  - modules: enter/exit of every submodule's forward by its qualified name
+    ("layers.0.attn"), from the global module hooks.
+
+Without the collector every function here does nothing.
+"""
+import ctypes
+import sys
+
+# Marker kinds, as in include/stprof/stprof.h.
+ITER_BEGIN, ITER_END, PHASE_BEGIN, PHASE_END, MODULE_ENTER, MODULE_EXIT, ANNOTATION = 1, 2, 3, 4, 5, 6, 7
+
+_fn = None
+
+
+def _resolve():
+    global _fn
+    if _fn is None:
+        try:
+            f = ctypes.CDLL(None).stprof_mark_v1
+            f.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int64]
+            f.restype = None
+            _fn = f
+        except (AttributeError, OSError):
+            _fn = False
+    return _fn
+
+
+def mark(kind, name=None, value=0):
+    """Records one marker (kinds above); nothing without the collector."""
+    f = _fn if _fn is not None else _resolve()
+    if f:
+        f(kind, name.encode() if isinstance(name, str) else name, value)
+
+
+def active():
+    """True when the program runs under the stprof collector."""
+    return bool(_fn if _fn is not None else _resolve())
+
+
+def step():
+    """Ends the current training iteration (for loops without an optimizer)."""
+    from . import torch_markers
+    torch_markers.STATE.end_iteration()
+
+
+def annotate(name, value=0):
+    mark(ANNOTATION, name, value)
+
+
+def _arm():
+    """Installs the PyTorch markers when torch is imported (or now, if it is)."""
+    if not active():
+        return
+    from . import torch_markers
+    if "torch" in sys.modules and hasattr(sys.modules["torch"], "optim"):
+        torch_markers.install(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, torch_markers.TorchImportHook())

@@ -1,0 +1,252 @@
+"""stprof.torch_markers - iterations, micro-batches, phases and module names
+of a PyTorch program, as stprof markers, with no change to the program.
+
+State machine (one per process; PyTorch's CPU autograd runs on the calling
+thread, and module hooks of a backward's recomputation on the thread running
+the backward):
+
+  idle --forward/backward/step--> in iteration k (ITER_BEGIN k)
+  root forward pre-hook  -> phase "forward" of micro-batch m (m counts the
+                            root forwards of the iteration from 0); a
+                            forward under no_grad (inference) starts no
+                            iteration and no phase
+  autograd.backward/grad -> phase "backward" of the current micro-batch
+                            (nested calls, as activation checkpointing's
+                            reentrant backward makes, are part of it)
+  module run inside a backward -> phase "recompute", nested in "backward"
+  Optimizer.step         -> phase "optimizer" 0, then ITER_END k and at
+                            once ITER_BEGIN k+1 (the iteration after the
+                            last step is never ended: the detector drops
+                            an open iteration that follows an ended one)
+
+One phase is open at a time (the next one closes it); markers never change
+what the program computes.  Works with PyTorch 1.13 (optimizer classes'
+step wrapped once, at the first construction) and 2.x (the global optimizer
+step hooks).
+"""
+import functools
+import sys
+import threading
+import weakref
+
+from . import ITER_BEGIN, ITER_END, PHASE_BEGIN, PHASE_END, MODULE_ENTER, MODULE_EXIT, mark
+
+
+class _State:
+    def __init__(self):
+        self.iteration = 0
+        self.in_iter = False
+        self.micro_batch = -1
+        self.phase = None        # (name, micro_batch) open now
+        self.stack = []          # modules being run (per process)
+        self.root = None         # weakref to the root module
+        self.root_size = 0
+        self.names = weakref.WeakKeyDictionary()
+        self.bwd_depth = 0
+        self.recompute_depth = 0
+        self.lock = threading.RLock()
+        self.grad_enabled = lambda: True
+
+    # ---- iterations and phases
+    def begin_iteration(self):
+        if not self.in_iter:
+            self.in_iter = True
+            self.micro_batch = -1
+            mark(ITER_BEGIN, None, self.iteration)
+
+    def end_iteration(self):
+        with self.lock:
+            self.begin_iteration()
+            self.close_phase()
+            mark(ITER_END, None, self.iteration)
+            self.iteration += 1
+            self.stack = []
+            # the next iteration starts now (its data loading is part of
+            # it); one never ended is dropped by the detector
+            self.in_iter = False
+            self.begin_iteration()
+
+    def open_phase(self, name, mb):
+        self.close_phase()
+        self.phase = (name, mb)
+        mark(PHASE_BEGIN, name, mb)
+
+    def close_phase(self):
+        if self.phase is not None:
+            mark(PHASE_END, self.phase[0], self.phase[1])
+            self.phase = None
+
+    # ---- modules
+    def name_of(self, module):
+        n = self.names.get(module)
+        if n is None:
+            n = type(module).__name__
+        return n
+
+    def learn_names(self, root):
+        """Qualified names of root's submodules; root becomes the root if it
+        has the most submodules of any module run at the top level."""
+        try:
+            mods = list(root.named_modules())
+        except Exception:
+            return False
+        cur = self.root() if self.root is not None else None
+        if cur is root:
+            return True
+        if cur is not None and len(mods) <= self.root_size:
+            return False
+        self.root, self.root_size = weakref.ref(root), len(mods)
+        for name, m in mods:
+            if name:
+                self.names[m] = name
+        return True
+
+    def pre(self, module, inputs):
+        with self.lock:
+            top = not self.stack
+            self.stack.append(module)
+            if top and self.bwd_depth:
+                self.recompute_depth += 1
+                if self.recompute_depth == 1:
+                    mark(PHASE_BEGIN, "recompute", max(self.micro_batch, 0))
+            elif top and self.learn_names(module) and self.grad_enabled():
+                # (a forward under no_grad is inference: no iteration)
+                self.begin_iteration()
+                self.micro_batch += 1
+                self.open_phase("forward", self.micro_batch)
+            if not top or self.bwd_depth or self.root is None or self.root() is not module:
+                mark(MODULE_ENTER, self.name_of(module), 0)
+
+    def post(self, module, inputs, output):
+        with self.lock:
+            if not self.stack:
+                return
+            # pop down to this module (a forward that raised left others)
+            while self.stack and self.stack.pop() is not module:
+                pass
+            top = not self.stack
+            if not top or self.bwd_depth or self.root is None or self.root() is not module:
+                mark(MODULE_EXIT, self.name_of(module), 0)
+            if top and self.bwd_depth and self.recompute_depth:
+                self.recompute_depth -= 1
+                if not self.recompute_depth:
+                    mark(PHASE_END, "recompute", max(self.micro_batch, 0))
+
+    # ---- autograd
+    def backward_begin(self):
+        with self.lock:
+            self.bwd_depth += 1
+            if self.bwd_depth == 1:
+                self.begin_iteration()
+                self.stack = []
+                self.open_phase("backward", max(self.micro_batch, 0))
+
+    def backward_end(self):
+        with self.lock:
+            self.bwd_depth -= 1
+            if self.bwd_depth == 0:
+                self.recompute_depth = 0
+                if self.phase is not None and self.phase[0] == "backward":
+                    self.close_phase()
+
+    def step_begin(self):
+        with self.lock:
+            self.begin_iteration()
+            self.open_phase("optimizer", 0)
+
+
+STATE = _State()
+_installed = False
+
+
+def _wrap_backward(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        STATE.backward_begin()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            STATE.backward_end()
+    wrapper._stprof = True
+    return wrapper
+
+
+def _wrap_step(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        STATE.step_begin()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            STATE.end_iteration()
+    wrapper._stprof = True
+    return wrapper
+
+
+def install(torch):
+    """Hooks torch once: module hooks, autograd entry points, optimizers."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    STATE.grad_enabled = torch.is_grad_enabled
+    mm = torch.nn.modules.module
+    mm.register_module_forward_pre_hook(STATE.pre)
+    mm.register_module_forward_hook(STATE.post)
+
+    import os
+    if os.environ.get("STPROF_ACCESSES") == "1":
+        from . import accesses
+        accesses.install(torch)
+
+    ag = torch.autograd
+    for name in ("backward", "grad"):
+        f = getattr(ag, name, None)
+        if f is not None and not getattr(f, "_stprof", False):
+            setattr(ag, name, _wrap_backward(f))
+
+    import importlib
+    opt = importlib.import_module("torch.optim.optimizer")
+    pre = getattr(opt, "register_optimizer_step_pre_hook", None)
+    post = getattr(opt, "register_optimizer_step_post_hook", None)
+    if pre is not None and post is not None:  # PyTorch 2.x: every optimizer
+        pre(lambda o, args, kwargs: STATE.step_begin())
+        post(lambda o, args, kwargs: STATE.end_iteration())
+        return
+    # PyTorch 1.x: wrap each optimizer class's step when first constructed
+    init = opt.Optimizer.__init__
+
+    @functools.wraps(init)
+    def init_wrapper(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        cls = type(self)
+        if not getattr(cls.step, "_stprof", False):
+            cls.step = _wrap_step(cls.step)
+    opt.Optimizer.__init__ = init_wrapper
+
+
+class TorchImportHook:
+    """A meta path finder that installs the markers right after `import
+    torch` has run torch/__init__.py (torch.nn and torch.optim included)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        import importlib.util
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        real = spec.loader.exec_module
+
+        def exec_module(module):
+            real(module)
+            try:
+                install(module)
+            except Exception as e:  # never break the program
+                sys.stderr.write("stprof: PyTorch markers disabled: %s\n" % (e,))
+        spec.loader.exec_module = exec_module
+        return spec

@@ -1,0 +1,54 @@
+/*
+ * pyframe.c - Python frames in call paths (STP_PYFRAME_TAG | string id, the
+ * string being "FILE:LINE in FUNCTION", written by the collector's
+ * pyframes.c): parsing them into frames, and telling the user's own code
+ * from the interpreter's library, installed packages and the profiler's
+ * shim.  Pure functions of their inputs; no state.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frames.h"
+#include "stprof/trace.h"
+
+int det_pyframe_parse(const char *text, char **file, uint32_t *line, char **func)
+{
+	*file = *func = NULL;
+	*line = 0;
+	if (!text)
+		return -1;
+	const char *in = strstr(text, " in ");
+	const char *colon = NULL;
+	for (const char *p = text; in && p < in; p++)
+		if (*p == ':')
+			colon = p;
+	if (!in || !colon)
+		return -1;
+	*line = (uint32_t)strtoul(colon + 1, NULL, 10);
+	*file = strndup(text, (size_t)(colon - text));
+	*func = strdup(in + 4);
+	if (!*file || !*func) {
+		free(*file);
+		free(*func);
+		*file = *func = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int det_frame_is_python(const stp_det_frame *fr) { return STP_IS_PYFRAME(fr->ip); }
+
+int det_frame_is_user_python(const stp_det_frame *fr)
+{
+	if (!STP_IS_PYFRAME(fr->ip) || !fr->file)
+		return 0;
+	const char *f = fr->file;
+	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python", "/lib64/python",
+	                                  "/collector/python/", "/stprof-python/", 0};
+	if (f[0] == '<') /* <frozen importlib._bootstrap>, <string> */
+		return 0;
+	for (int i = 0; lib[i]; i++)
+		if (strstr(f, lib[i]))
+			return 0;
+	return 1;
+}

@@ -1,0 +1,60 @@
+/*
+ * spaces.c - choosing the memory space analyzed in depth (the "primary"
+ * space: call sites, classes, timeline, plan).  By default a PyTorch run is
+ * analyzed in its tensor space (device memory, or the host tensor storages
+ * on a CPU run), the STAlloc view; the interpreter's and libraries' own
+ * heap is one option away (--space host).  Without tensors, the space with
+ * the highest peak.
+ */
+#include <string.h>
+
+#include "det.h"
+#include "space.h"
+
+int stp_det_space_parse(const char *name, int *space)
+{
+	static const char *const n[] = {"auto", "host", "tensors", "device"};
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(name, n[i])) {
+			*space = i;
+			return 0;
+		}
+	return -1;
+}
+
+static int wanted(const stp_det_space *s, int want)
+{
+	switch (want) {
+	case STP_DET_SPACE_HOST: return s->kind == STP_MEM_HOST && s->device != DET_DEV_TENSORS;
+	case STP_DET_SPACE_TENSORS: return s->kind == STP_MEM_HOST && s->device == DET_DEV_TENSORS;
+	case STP_DET_SPACE_DEVICE: return s->kind == STP_MEM_DEVICE;
+	default: return 1;
+	}
+}
+
+static int32_t highest(const stp_det *d, int want)
+{
+	int32_t best = -1;
+	for (uint32_t i = 0; i < d->nspaces; i++)
+		if (d->spaces[i].allocs && wanted(&d->spaces[i], want) &&
+		    (best < 0 || d->spaces[i].peak_bytes > d->spaces[best].peak_bytes))
+			best = (int32_t)i;
+	return best;
+}
+
+int32_t det_primary_space(const stp_det *d)
+{
+	int32_t p = -1;
+	if (d->opt.space != STP_DET_SPACE_AUTO)
+		p = highest(d, d->opt.space);
+	if (p < 0) {
+		p = highest(d, STP_DET_SPACE_DEVICE);
+		if (p < 0)
+			p = highest(d, STP_DET_SPACE_TENSORS);
+	}
+	if (p < 0)
+		p = highest(d, STP_DET_SPACE_AUTO);
+	if (p < 0 && d->nspaces) /* spaces without allocations: the first */
+		p = 0;
+	return p;
+}

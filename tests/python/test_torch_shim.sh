@@ -1,0 +1,95 @@
+#!/bin/bash
+# The Python shim on real PyTorch (Debian python3-torch, CPU), with no change
+# to the scripts: a small known model (known_model.py) gives the exact
+# iterations, micro-batches, phase sequence and module names; the tensor
+# space's live bytes equal PyTorch's own count at chosen points; the report
+# shows the user's Python line first; under activation checkpointing the
+# recomputed forwards are marked and the classes are sane; a user's own
+# sitecustomize still runs; stprof.step() marks loops without an optimizer;
+# without markers no start-up loop is taken for iterations.
+. "$(dirname "$0")/../collector/lib.sh"
+"$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
+# each report reads ~2.4 million events: too slow under the sanitizers (the
+# detector's C tests cover it there)
+[ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
+export OMP_NUM_THREADS=1
+M="$STPROF_SRC/tests/python/known_model.py"
+cd "$T"
+
+# 1. the program's output is the same
+want=$("$PY" "$M" 2>&1)
+got=$("$STPROF" record -q -o "$T/k.stp" -- "$PY" "$M" 2>&1)
+expect_eq "output under stprof" "$got" "$want"
+
+# 2. iterations, micro-batches, phases: exactly these, in this order
+"$STPROF" dump -t marker "$T/k.stp" >"$T/m.txt"
+seq=$(grep -E 'kind=(iteration|phase)_' "$T/m.txt" | sed 's/.* kind=\([a-z_]*\) name="\([^"]*\)" value=\(-*[0-9]*\).*/\1:\2:\3/' | tr '\n' ' ')
+one() { echo -n "iteration_begin::$1 "; for mb in 0 1; do
+	echo -n "phase_begin:forward:$mb phase_end:forward:$mb phase_begin:backward:$mb phase_end:backward:$mb "; done
+	echo -n "phase_begin:optimizer:0 phase_end:optimizer:0 iteration_end::$1 "; }
+# (the iteration after the last step begins and never ends: not counted)
+expect_eq "iteration and phase markers" "$seq" "$(one 0)$(one 1)$(one 2)iteration_begin::3 "
+
+# 3. module names, qualified, each entered once per forward (3 x 2 + 1 eval)
+names=$(sed -n 's/.* kind=module_enter name="\([^"]*\)".*/\1/p' "$T/m.txt" | sort | uniq -c | awk '{print $2 "=" $1}' | tr '\n' ' ')
+expect_eq "module names" "$names" "body=7 body.0=7 body.1=7 body.2=7 head=7 "
+exits=$(grep -c 'kind=module_exit' "$T/m.txt")
+expect_eq "module exits" "$exits" 35
+
+# 4. tensor bytes = PyTorch's own count (8 points: start, before and after
+#    each step, after an inference forward)
+"$STPROF" record -q -o "$T/c.stp" -- "$PY" "$M" --check >/dev/null 2>&1 || fail "record --check"
+"$STPROF" dump "$T/c.stp" >"$T/c.txt"
+python3 "$STPROF_SRC/tests/python/check_bytes.py" "$T/c.txt" || fail "tensor bytes differ from PyTorch's count"
+[ "$(grep -c MISMATCH <(python3 "$STPROF_SRC/tests/python/check_bytes.py" "$T/c.txt"))" = 0 ] || fail mismatch
+points=$(python3 "$STPROF_SRC/tests/python/check_bytes.py" "$T/c.txt" | wc -l)
+expect_eq "points compared" "$points" 8
+
+# 5. the report: the markers' 3 iterations, the tensor space, user lines first
+"$STPROF" report --top 40 "$T/k.stp" >"$T/r.txt"
+grep -q "^Iterations: 3 from markers" "$T/r.txt" || fail "iterations: $(grep Iterations "$T/r.txt")"
+grep -q "^  phases    forward backward forward\[1\] backward\[1\] optimizer (markers)" "$T/r.txt" || fail "phases"
+grep -q "^Top call sites by bytes live at the peak (cpu tensors)" "$T/r.txt" || fail "not the tensor space"
+first=$(grep -m1 '^      at ' "$T/r.txt")
+case "$first" in *"at known_model.py:"*" in "*) ;; *) fail "first site is not a user line: $first" ;; esac
+grep -q "at known_model.py:26 in Net.__init__" "$T/r.txt" || fail "no site at the model's first layer"
+# bytes by module, from the module markers
+grep -q "^Bytes by module, allocated while it ran (cpu tensors)" "$T/r.txt" || fail "no bytes by module"
+grep -qE "^ +[0-9.]+ [KM]iB +[0-9,]+  body.0$" "$T/r.txt" || fail "module body.0 not in bytes by module"
+# the host heap stays one option away
+"$STPROF" report --space host "$T/k.stp" | grep -q "^Top call sites by bytes live at the peak (host)" || fail "--space host"
+
+# 6. activation checkpointing: recomputes marked inside each backward
+"$STPROF" record -q -o "$T/cp.stp" -- "$PY" "$M" --checkpoint >/dev/null 2>&1 || fail "record --checkpoint"
+"$STPROF" dump -t marker "$T/cp.stp" >"$T/cpm.txt"
+rc=$(grep -c 'kind=phase_begin name="recompute"' "$T/cpm.txt")
+expect_eq "recompute phases" "$rc" 6
+nested=$(grep -E 'name="(backward|recompute)"' "$T/cpm.txt" | grep -E 'phase_(begin|end)' | sed 's/.*kind=phase_\([a-z]*\) name="\([a-z]*\)".*/\1\2/' | tr '\n' ' ')
+expect_eq "recompute inside backward" "$nested" "$(for i in 1 2 3 4 5 6; do echo -n 'beginbackward beginrecompute endrecompute endbackward '; done)"
+"$STPROF" report --top 40 "$T/cp.stp" >"$T/cpr.txt"
+class_of() { awk -v w="$1" '/^ +[0-9]+ /{c=$NF} index($0, "at " w) {print c; exit}' "$T/cpr.txt"; }
+expect_eq "parameters' class" "$(class_of 'known_model.py:26 in Net.__init__')" persistent
+expect_eq "optimizer state's class" "$(class_of 'known_model.py:74 in main')" persistent
+act=$(class_of 'known_model.py:33 in Net.forward')
+case "$act" in scoped|transient) ;; *) fail "activations' class: '$act'" ;; esac
+
+# 7. the user's own sitecustomize still runs
+mkdir "$T/site"
+printf 'import os\nopen(os.environ["MARK_FILE"], "w").write("ran")\n' >"$T/site/sitecustomize.py"
+PYTHONPATH="$T/site" MARK_FILE="$T/ran" "$STPROF" record -q -o "$T/s.stp" -- "$PY" "$M" >/dev/null 2>&1 || fail "record with a user sitecustomize"
+expect_eq "user sitecustomize" "$(cat "$T/ran" 2>/dev/null)" ran
+expect_eq "markers with a user sitecustomize" "$("$STPROF" dump -t marker "$T/s.stp" | grep -c iteration_end)" 3
+
+# 8. stprof.step() for a loop without an optimizer
+printf 'import torch, stprof\nfor i in range(4):\n    x = torch.ones(1000) * i\n    stprof.step()\n' >"$T/noopt.py"
+"$STPROF" record -q -o "$T/n.stp" -- "$PY" "$T/noopt.py" || fail "record noopt"
+expect_eq "stprof.step() iterations" "$("$STPROF" dump -t marker "$T/n.stp" | grep -c iteration_end)" 4
+# 9. without markers (shim off), the host heap of `import torch` and a few
+#    ops: its repeating start-up loops are no credible iteration, and the
+#    report says so and names the options instead of a confidence
+printf 'import torch\nx = torch.randn(500, 500)\ny = x @ x\nprint(float(y.sum()) != 0)\n' >"$T/plain.py"
+STPROF_SHIM=0 "$STPROF" record -q -o "$T/p.stp" -- "$PY" "$T/plain.py" >/dev/null || fail "record plain"
+expect_eq "no markers with the shim off" "$("$STPROF" dump -t marker "$T/p.stp" | wc -l)" 0
+it=$("$STPROF" report --space host "$T/p.stp" | grep '^Iterations')
+case "$it" in *"no credible iteration"*"stprof.step()"*"--iterations none"*) ;; *) fail "host start-up: $it" ;; esac
+echo ok
