@@ -132,7 +132,9 @@ void *st_fallback_alloc(st_fallback *f, uint64_t size, uint64_t align)
 	uint64_t rounded = allocpolicy_pt_round_size(&f->cfg, size);
 	if (rounded < size)
 		return NULL; /* near 2^64 */
-	int tiny = rounded == TINY && align <= TINY;
+	/* without a cache the backend is a caching allocator itself (glibc):
+	 * no 2 MiB chunks of tiny slots either */
+	int tiny = rounded == TINY && align <= TINY && !f->no_cache;
 	void *p;
 	if (tiny) {
 		p = tiny_alloc(f);

@@ -330,6 +330,26 @@ static void *take_dynamic(stalloc *a, uint32_t group, uint64_t size, uint64_t al
 
 static const char *const how[] = {"miss", "hit", "reorder", "resync", "dynamic"};
 
+/* The matched entry's range is still in use (an object that lives longer
+ * than when profiled, or a request matched to its neighbour of the same
+ * size): the range of another entry of this size that is free now, so the
+ * request stays in the pool rather than growing the fallback.  That entry's
+ * own request may find it in use later and come here in turn; nothing ever
+ * overlaps (take() checks the bitmap).  At most REHOME_TRIES entries. */
+#define REHOME_TRIES 64
+static void *rehome(stalloc *a, uint64_t size, uint64_t align)
+{
+	const st_seq *s = &a->iter;
+	uint64_t *head = st_ptrmap_get(&s->first, size);
+	unsigned tries = 0;
+	for (uint32_t c = head ? (uint32_t)*head : 0; c && tries < REHOME_TRIES; c = s->next_same[c - 1], tries++) {
+		void *p = take(a, s->e[c - 1].off, size, align, 0);
+		if (p)
+			return p;
+	}
+	return NULL;
+}
+
 /* The iteration's matcher (see sequence.c). */
 static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 {
@@ -350,6 +370,8 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 	a->st.resyncs += m == ST_HIT_RESYNC;
 	void *p = m == ST_HIT_DYNAMIC ? take_dynamic(a, s->e[pos].group, size, align)
 	                              : take(a, s->e[pos].off, size, align, 0);
+	if (!p && m != ST_HIT_DYNAMIC && (p = rehome(a, size, align)) != NULL)
+		a->st.rehomed++;
 	if (p)
 		*(m == ST_HIT_DYNAMIC ? &a->st.dynamic_hits : &a->st.hits) += 1;
 	else
@@ -548,8 +570,8 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	           "\n",
 	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, 100.0 * s->hit_rate, s->small);
 	fprintf(f, "stalloc: drift: %" PRIu64 " plan entries skipped, %" PRIu64 " reordered hits, %" PRIu64
-	           " resyncs, %" PRIu64 " iterations\n",
-	        s->skipped, s->reordered, s->resyncs, s->iterations);
+	           " resyncs, %" PRIu64 " served at another entry of their size, %" PRIu64 " iterations\n",
+	        s->skipped, s->reordered, s->resyncs, s->rehomed, s->iterations);
 	fprintf(f, "stalloc: fallback: %" PRIu64 " requests (%" PRIu64 " planned range still in use, %" PRIu64
 	           " not in the plan, %" PRIu64 " dynamic without room), peak %s live, %s reserved\n",
 	        s->fallbacks, s->occupied, s->unmatched, s->dynamic_nofit, human(s->fb_peak, b1, sizeof b1),

@@ -85,7 +85,9 @@ typedef struct stalloc_stats {
 	uint64_t skipped;              /* plan entries the program did not request in turn */
 	uint64_t reordered;            /* hits on an entry skipped a moment before */
 	uint64_t resyncs;              /* cursor jumps after a run of misses */
-	uint64_t occupied;             /* planned range still in use: sent to the fallback */
+	uint64_t rehomed;              /* planned range in use, another entry's of the size free:
+	                                * served there (counted in hits too) */
+	uint64_t occupied;             /* planned range still in use, no other: the fallback */
 	uint64_t unmatched;            /* no plan entry: sent to the fallback */
 	uint64_t small;                /* below min_size: sent to the fallback */
 	uint64_t fallbacks;            /* served by the fallback (occupied + unmatched + small +

@@ -9,11 +9,10 @@
 #   - the example run with another batch size than planned (every size
 #     differs): the fallback serves it, output still identical;
 #   - real PyTorch CPU: examples/torch_transformer.py and the planner's
-#     tests/planner/torch_train.py (Adam, 2 micro-batches): identical losses;
-#     for torch_transformer, peak reserved within 15% of the pool (measured
-#     1.09-1.11: the plan is of the host heap of a Python program,
-#     interpreter objects included, see docs/stalloc.md; skipped without
-#     torch);
+#     tests/planner/torch_train.py (Adam, 2 micro-batches), plans of their
+#     tensor storages: identical losses; peak reserved within 1% of the
+#     pool for torch_train, 15% for torch_transformer (docs/stalloc.md;
+#     skipped without torch);
 #   - a bad plan: one line naming the file, exit 2, program not started;
 #     exit status and a program the planned one executes.
 set -eu
@@ -79,12 +78,15 @@ if "$PY" -c "import torch" 2>/dev/null; then
 		# shellcheck disable=SC2086
 		enforce "$name" 4096 "$PY" $prog
 		pool=$(stat_of "$name.stats" pool) pr=$(stat_of "$name.stats" peak_reserved)
-		awk -v p="$pool" -v r="$pr" -v n="$name" 'BEGIN { printf "%s: peak reserved %.4f x pool\n", n, r / p }'
-		# torch_train.py makes a 997 MiB allocation of a size that varies
-		# from run to run, freed at once: it cannot match, and the
-		# fallback's peak counts it; only torch_transformer is held to it
-		[ "$name" != torch_transformer ] || awk -v p="$pool" -v r="$pr" 'BEGIN { exit !(r <= 1.15 * p) }' ||
-			{ echo "FAIL: $name: peak reserved $pr > 1.15 x pool $pool"; exit 1; }
+		# the plans are of the tensor storages (the shim's tensor space),
+		# enforced on c10::alloc_cpu; torch_train.py follows its plan
+		# exactly (measured 1.0000), torch_transformer.py's optimizer step
+		# less so (measured 1.07-1.13)
+		lim=1.15
+		[ "$name" != torch_train ] || lim=1.01
+		awk -v p="$pool" -v r="$pr" -v n="$name" -v l="$lim" 'BEGIN {
+			printf "%s: peak reserved %.4f x pool (at most %s)\n", n, r / p, l; exit !(r <= l * p) }' ||
+			{ echo "FAIL: $name: peak reserved $pr above $lim x pool $pool"; exit 1; }
 	done
 else
 	echo "note: no torch for $PY: PyTorch runs skipped"
