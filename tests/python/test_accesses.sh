@@ -31,7 +31,8 @@ python3 - p.json <<'PY' || fail "planted findings"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert all(d['patterns'][p]['available'] for p in ('early-allocation', 'late-deallocation', 'unused-allocation'))
-where = lambda f: d['sites'][f['site']]['frames'][0]['text'] if d['sites'][f['site']]['frames'] else '?'
+sites = {s['id']: s for s in d['sites']}  # schema 2: sites by id, not position
+where = lambda f: sites[f['site']]['frames'][0]['text'] if sites[f['site']]['frames'] else '?'
 got = {(f['pattern'], where(f)) for f in d['findings']}
 for want in [('early-allocation', 'planted.py:16 in main'), ('late-deallocation', 'planted.py:20 in main'),
              ('unused-allocation', 'planted.py:23 in main')]:

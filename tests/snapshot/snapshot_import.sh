@@ -52,8 +52,9 @@ expect_eq "1.13 segments" "$(echo "$d" | grep -c segment_reserve)" 2
 # report, plan, export and info take the pickle directly
 r=$("$STPROF" report --no-progress "$T/v2_p4.pickle" 2>&1) || fail "report on a pickle: $r"
 echo "$r" | grep -q "reserved  22.0 MiB at most (allocator segments)" || fail "report: actual reserved"
-echo "$r" | grep -q "at _single_tensor_adam (adam.py:155)" || fail "report: Python frames"
-echo "$r" | grep -q "<- step (train.py:12)" || fail "report: caller frames"
+echo "$r" | grep -q "<- adam.py:155 in _single_tensor_adam" || fail "report: Python frames"
+# the user's line first (docs/python.md), the library frames below it
+echo "$r" | grep -q "at train.py:12 in step" || fail "report: caller frames"
 echo "$r" | grep -q "^  pytorch  " || fail "report: the PyTorch model beside the actual figures"
 "$STPROF" plan -q "$T/v2_p4.pickle" -o "$T/p.plan" || fail "plan on a pickle"
 [ -s "$T/p.plan" ] || fail "plan wrote nothing"

@@ -43,9 +43,11 @@ free_key "$T/host.b.stp" >"$T/fb"
 free_key "$T/host.stp" | grep -F -x -f "$T/fb" | wc -l >"$T/nmatch"
 expect_eq "every imported free is an original free" "$(cat "$T/nmatch")" "$(cat "$T/nb")"
 # call paths: the symbolized function names of the original's top call
-# sites are frames of the import's (names that are not module+offset)
+# sites are frames of the import's (names that are not module+offset;
+# "f (module+0x..)" for native frames, "file:line in f" for named ones)
 names() { "$STPROF" report --no-progress --no-models --top 5 "$1" | sed -n '/^Top call sites/,/^$/p' |
-  sed -n 's/^ *\(at\|<-\) \([A-Za-z_][A-Za-z0-9_:]*\)\( .*\)\{0,1\}$/\2/p' | grep -v '+0x' | sort -u; }
+  sed -n -e 's/^ *\(at\|<-\) .* in \([A-Za-z_][A-Za-z0-9_:]*\)$/\2/p' \
+         -e 's/^ *\(at\|<-\) \([A-Za-z_][A-Za-z0-9_:]*\)\( .*\)\{0,1\}$/\2/p' | grep -v '+0x' | sort -u; }
 names "$T/host.stp" >"$T/names.a"
 names "$T/host.b.stp" >"$T/names.b"
 common=$(comm -12 "$T/names.a" "$T/names.b" | wc -l)
