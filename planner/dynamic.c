@@ -145,7 +145,7 @@ int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p)
 	for (uint32_t j = 0; j < ns; j++)
 		pl_itree_set(&t, ids[j], 1);
 	uint64_t T = r->period, floor = 0;
-	int rotatable = T < UINT32_MAX; /* working times are ticks, not ranks */
+	int rotatable = !w->ranked; /* working times are ticks, not ranks (work.c) */
 	for (size_t j0 = 0; j0 < m;) {
 		size_t j1 = j0;
 		while (j1 < m && kv[j1].k == kv[j0].k)

@@ -26,6 +26,7 @@ typedef struct pl_work {
 	uint64_t *size;      /* aligned sizes */
 	uint8_t *kind;       /* PL_* */
 	uint64_t cut;        /* the original tick where the timeline was cut */
+	int ranked;          /* s and e are ranks of the rotated ticks, not ticks */
 	uint64_t pinned_bytes;
 	uint64_t pinned_extra; /* non-persistent requests pinned by the cut */
 } pl_work;

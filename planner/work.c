@@ -151,6 +151,7 @@ int pl_work_build(const stp_reqs *r, uint64_t align, pl_work *w)
 		}
 	}
 	w->T = (uint32_t)T;
+	w->ranked = compress;
 	if (compress) {
 		pl_kv *a = malloc(2 * n * sizeof *a), *tmp = malloc(2 * n * sizeof *tmp);
 		if (!a || !tmp) {
