@@ -347,6 +347,10 @@ int det_detect_period(stp_det *d)
 		if (by_allocs < ext_n)
 			ext_n = by_allocs;
 	}
+	/* markers that made no usable window may have left their arrays */
+	free(d->iters);
+	free(d->phases);
+	d->nphases = d->phases_cap = 0;
 	d->iters = calloc(niter + ext_n + 1, sizeof *d->iters);
 	d->phases = calloc(2 * ((size_t)niter + ext_n + 1), sizeof *d->phases);
 	if (!d->iters || !d->phases) {

@@ -25,13 +25,15 @@ const char *rf_bytes(uint64_t b, char *buf, size_t len)
 
 uint64_t rf_axis_bytes(uint64_t ymax, int ticks, uint64_t *top)
 {
-	uint64_t want = ymax + ymax / 12; /* headroom: the peak's label goes above the curve */
+	/* headroom: the peak's label goes above the curve (saturating) */
+	uint64_t want = ymax > UINT64_MAX - ymax / 12 ? UINT64_MAX : ymax + ymax / 12;
 	if (want < 1)
 		want = 1;
 	uint64_t step = 1;
 	while (step < UINT64_MAX / 4 && step * (uint64_t)ticks < want)
 		step *= 2;
-	*top = (want + step - 1) / step * step;
+	uint64_t q = want / step + (want % step != 0);
+	*top = q > UINT64_MAX / step ? UINT64_MAX / step * step : q * step;
 	return step;
 }
 
@@ -159,4 +161,17 @@ const char *rf_peak_where(const stp_det_result *r, char *buf, size_t len)
 			snprintf(buf + n, len - n, " (micro-batch %" PRId64 ")", p->micro_batch);
 	}
 	return buf;
+}
+
+void rf_svg_yticks(FILE *f, uint64_t ymax, uint64_t ystep, double sy, int left, int right, int bottom)
+{
+	char b[64];
+	for (uint64_t y = 0;; y += ystep) {
+		double py = bottom - (double)y * sy;
+		fprintf(f, "<line x1=%d y1=%.1f x2=%d y2=%.1f stroke='#eee'/><text class=ytick x=%d y=%.1f "
+		           "text-anchor=end>%s</text>\n",
+		        left, py, right, py, left - 4, py + 4, rf_bytes(y, b, sizeof b));
+		if (!ystep || ymax - y < ystep)
+			break;
+	}
 }

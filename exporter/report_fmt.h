@@ -21,6 +21,11 @@ const char *rf_byte_time(double bns, char *buf, size_t len); /* "1.2 GiB*s" */
  * label is exact; *top (>= ymax plus a little headroom for labels) is a
  * multiple of it, so the top of the axis carries a label.  Returns the step. */
 uint64_t rf_axis_bytes(uint64_t ymax, int ticks, uint64_t *top);
+/* The y ticks of an SVG byte plot: a grid line and a label every ystep
+ * from 0 up to ymax (exact binary labels, the top one too), y pixels =
+ * bottom - y * sy, from x = left to right.  Stops before y would pass ymax
+ * or wrap, whatever the values (sizes near 2^64 in a hostile trace). */
+void rf_svg_yticks(FILE *f, uint64_t ymax, uint64_t ystep, double sy, int left, int right, int bottom);
 void rf_json_str(FILE *f, const char *s);                  /* "..." with escapes */
 void rf_html(FILE *f, const char *s);                      /* text with &<>"' escaped */
 /* "exited with status 0", "killed by signal 9 (Killed)", ... or the

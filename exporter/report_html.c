@@ -131,15 +131,16 @@ static void memory_plot(const stp_det_result *r, FILE *f)
 	char b[64];
 	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, H - B, W - R, H - B);
 	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, T, L, H - B);
-	for (uint64_t y = 0; y <= ymax; y += ystep) { /* binary steps: exact labels, the top one too */
-		double py = H - B - (double)y * sy;
-		fprintf(f, "<line x1=%d y1=%.1f x2=%d y2=%.1f stroke='#eee'/><text class=ytick x=%d y=%.1f text-anchor=end>%s</text>\n",
-		        L, py, W - R, py, L - 4, py + 4, rf_bytes(y, b, sizeof b));
-	}
+	rf_svg_yticks(f, ymax, ystep, sy, L, W - R, H - B);
 	double xs = nice_step((double)tmax, 8);
-	for (double x = 0; x <= (double)tmax * 1.0001; x += xs)
+	/* by count: x += xs stops moving x when tmax is near 2^64 */
+	for (int k = 0; k <= 64; k++) {
+		double x = k * xs;
+		if (x > (double)tmax * 1.0001)
+			break;
 		fprintf(f, "<text x=%.1f y=%d text-anchor=middle>%s</text>\n", L + x * sx, H - B + 14,
 		        rf_ns((uint64_t)x, b, sizeof b));
+	}
 	fprintf(f, "<text x=%d y=%d text-anchor=middle>time since the trace started</text>\n", (L + W - R) / 2, H - 4);
 	/* lines */
 	for (int which = have_res ? 1 : 0; which >= 0; which--) {

@@ -69,11 +69,7 @@ static void plot(const stp_det_result *r, const allocsim_device_report *dr, uint
 	fprintf(f, "<svg class=models width=%d height=%d viewBox='0 0 %d %d' role=img>\n", W, H, W, H);
 	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, H - B, W - R, H - B);
 	fprintf(f, "<line x1=%d y1=%d x2=%d y2=%d stroke='#888'/>\n", L, T, L, H - B);
-	for (uint64_t y = 0; y <= ymax; y += ystep) { /* binary steps: exact labels, the top one too */
-		double py = H - B - (double)y * sy;
-		fprintf(f, "<line x1=%d y1=%.1f x2=%d y2=%.1f stroke='#eee'/><text class=ytick x=%d y=%.1f text-anchor=end>%s</text>\n",
-		        L, py, W - R, py, L - 4, py + 4, rf_bytes(y, b, sizeof b));
-	}
+	rf_svg_yticks(f, ymax, ystep, sy, L, W - R, H - B);
 	for (int k = 0; k <= 8; k++) {
 		uint64_t x = tmax / 8 * (uint64_t)k;
 		fprintf(f, "<text x=%.1f y=%d text-anchor=%s>%s</text>\n", L + (double)x * sx, H - B + 14, k == 8 ? "end" : "middle",
