@@ -43,7 +43,7 @@ static int cmp_site_acc(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-static int cmp_site(const void *a, const void *b)
+int allocsim_site_cmp(const void *a, const void *b)
 {
 	const allocsim_site *x = a, *y = b;
 	if (x->split_free_bytes != y->split_free_bytes)
@@ -234,7 +234,7 @@ int sim_snapshot(sim_base *m, allocsim_snapshot *s)
 	for (size_t i = 0; i < nh; i++)
 		s->sites[ns++] = heap[i];
 	s->nsites = ns;
-	qsort(s->sites, ns, sizeof *s->sites, cmp_site);
+	qsort(s->sites, ns, sizeof *s->sites, allocsim_site_cmp);
 	free(sites);
 	free(segpos);
 	free(acc);

@@ -20,18 +20,6 @@ static uint32_t internal_site(const stp_det *d, uint32_t stack)
 	return d->site_of_stack[stack] - 1;
 }
 
-static int cmp_row(const void *a, const void *b)
-{
-	const allocsim_site *x = a, *y = b;
-	if (x->split_free_bytes != y->split_free_bytes)
-		return x->split_free_bytes > y->split_free_bytes ? -1 : 1;
-	if (x->pinning_bytes != y->pinning_bytes)
-		return x->pinning_bytes > y->pinning_bytes ? -1 : 1;
-	if (x->splits != y->splits)
-		return x->splits > y->splits ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
 /* Rows sorted by (site, stack) so that one site's rows are adjacent. */
 typedef struct keyed {
 	uint32_t site;
@@ -72,7 +60,7 @@ static void merge_snapshot(const stp_det *d, allocsim_snapshot *s)
 		s->sites[i] = k[i].row;
 	s->nsites = n;
 	free(k);
-	qsort(s->sites, s->nsites, sizeof *s->sites, cmp_row);
+	qsort(s->sites, s->nsites, sizeof *s->sites, allocsim_site_cmp);
 }
 
 void det_sim_merge_sites(stp_det *d)

@@ -241,6 +241,9 @@ typedef struct allocsim_snapshot {
 	                                      * most splits */
 } allocsim_snapshot;
 
+/* qsort order of allocsim_snapshot.sites: split-off free bytes, then
+ * pinning bytes, then splits, all descending; stack ascending on ties. */
+int allocsim_site_cmp(const void *a, const void *b);
 /* The current state of a model. */
 int allocsim_model_snapshot(allocsim_model *m, allocsim_snapshot *s);
 void allocsim_snapshot_clear(allocsim_snapshot *s);
