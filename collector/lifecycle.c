@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "devobj.h"
 #include "internal.h"
 
 _Atomic int g_state;
@@ -157,6 +158,7 @@ static void fork_child(void)
 	stc_tbuf_atfork_child();
 	stc_modules_atfork_child();
 	stc_flusher_atfork_child();
+	stc_devobj_atfork_child();
 	pthread_mutex_init(&open_mu, NULL);
 }
 
