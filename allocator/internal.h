@@ -63,6 +63,7 @@ typedef struct st_entry {
 	uint64_t size;       /* the request's size as recorded */
 	uint32_t group;      /* dynamic group, or UINT32_MAX */
 	uint32_t dynamic;
+	uint32_t ordinal;    /* persistent: index among the requests before the planned iteration */
 } st_entry;
 
 #define ST_RING 8
@@ -106,6 +107,7 @@ typedef struct st_slab {
 int st_slab_build(st_slab *s, const st_entry *e, uint32_t n, uint64_t unit);
 void st_slab_free(st_slab *s);
 uint32_t st_slab_take(st_slab *s, uint64_t size);   /* a free slot of that size, or UINT32_MAX */
+uint32_t st_slab_peek(const st_slab *s, uint64_t size); /* the slot take would give, not taken */
 void st_slab_untake(st_slab *s, uint32_t i);        /* give back a slot that could not be used */
 void st_slab_release(st_slab *s, uint64_t unit_off); /* the block at that unit was freed */
 

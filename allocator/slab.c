@@ -49,6 +49,14 @@ void st_slab_free(st_slab *s)
 	memset(s, 0, sizeof *s);
 }
 
+uint32_t st_slab_peek(const st_slab *s, uint64_t size)
+{
+	if (!s->nfree)
+		return UINT32_MAX;
+	const uint64_t *head = st_ptrmap_get(&s->free, size);
+	return head && *head ? (uint32_t)*head - 1 : UINT32_MAX;
+}
+
 uint32_t st_slab_take(st_slab *s, uint64_t size)
 {
 	if (!s->nfree)

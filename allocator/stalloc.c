@@ -37,6 +37,9 @@ struct stalloc {
 	uint32_t *gfirst, *gcount; /* per group */
 	uint32_t ngroups;
 	uint64_t hist[2];
+	uint64_t seen;             /* requests of at least min_size so far (the planner's ordinals) */
+	int64_t slot_drift;        /* ordinal - seen at the last slot taken */
+	int slots_due;             /* iterations were marked: slots are taken only when due */
 	int iter_armed;            /* the iteration sequence is matched (see stalloc_new) */
 	st_fallback fb;
 	atomic_ulong fb_blocks;    /* live fallback blocks, read without the lock */
@@ -121,6 +124,7 @@ static int build_entries(const stp_reqs *r, const stp_plan *p, int persistent, u
 		e[k].dynamic = (q->flags & STP_REQ_DYNAMIC) || p->offset[v[k].i] == STP_NO_OFFSET;
 		e[k].off = e[k].dynamic ? 0 : p->offset[v[k].i];
 		e[k].group = e[k].dynamic && p->group ? p->group[v[k].i] : UINT32_MAX;
+		e[k].ordinal = q->ordinal;
 	}
 	*out = e;
 	e = NULL;
@@ -382,9 +386,26 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 	return p;
 }
 
-/* A free persistent slot of exactly this size. */
+/* A free persistent slot of exactly this size.  Once iterations run, only a
+ * slot that is due: its request came at about this point of the profiled
+ * run (the slot's ordinal, shifted by the drift measured at the last slot
+ * taken, at most SLOT_REACH requests ahead).  Lazily made state (an
+ * optimizer's, made in its first step) has slots of the sizes of the
+ * iteration's temporaries; a temporary of the forward pass that took one
+ * and still held it when the state was made would push the state onto an
+ * iteration entry's range for good, and that entry's request, in every
+ * later iteration, elsewhere.  Only after an iteration marker: the count
+ * of requests is then the program's own from its start, as the planner's
+ * ordinals are (without markers, or armed from the start, any free slot of
+ * the size is taken, as in start-up). */
+#define SLOT_REACH 4
 static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 {
+	if (a->slots_due) {
+		uint32_t i = st_slab_peek(&a->pers, size);
+		if (i == UINT32_MAX || (int64_t)a->pers.e[i].ordinal > (int64_t)a->seen + a->slot_drift + SLOT_REACH)
+			return NULL;
+	}
 	uint32_t i = st_slab_take(&a->pers, size);
 	if (i == UINT32_MAX)
 		return NULL;
@@ -393,6 +414,7 @@ static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 		st_slab_untake(&a->pers, i);
 		return NULL;
 	}
+	a->slot_drift = (int64_t)a->pers.e[i].ordinal - (int64_t)a->seen;
 	a->st.slot_hits++;
 	if (a->o.log)
 		fprintf(a->o.log, "slot %" PRIu64 " -> persistent entry %u\n", size, i);
@@ -431,6 +453,7 @@ void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align)
 	void *p = NULL;
 	if (size >= a->o.min_size && size) {
 		p = match(a, size, align);
+		a->seen++;
 		a->hist[1] = a->hist[0];
 		a->hist[0] = size;
 	} else {
@@ -518,6 +541,7 @@ void stalloc_step(stalloc *a)
 {
 	lock(a);
 	a->iter_armed = 1;
+	a->slots_due = 1;
 	/* a marker right after the sequence wrapped by itself starts nothing new */
 	if (a->iter.cursor != 0 || a->iter.misses) {
 		st_seq_restart(&a->iter);

@@ -9,10 +9,11 @@
 #   - the example run with another batch size than planned (every size
 #     differs): the fallback serves it, output still identical;
 #   - real PyTorch CPU: examples/torch_transformer.py and the planner's
-#     tests/planner/torch_train.py (Adam, 2 micro-batches), plans of their
-#     tensor storages: identical losses; peak reserved within 1% of the
-#     pool for torch_train, 15% for torch_transformer (docs/stalloc.md;
-#     skipped without torch);
+#     tests/planner/torch_train.py (Adam, 2 micro-batches), and two loops
+#     not written for stprof (a CNN with SGD momentum; an MLP whose batch
+#     size varies), plans of their tensor storages: identical outputs;
+#     peak reserved within 1% of the pool (10% for the varying MLP;
+#     docs/stalloc.md; skipped without torch);
 #   - a bad plan: one line naming the file, exit 2, program not started;
 #     exit status and a program the planned one executes.
 set -eu
@@ -73,17 +74,19 @@ set -e
 [ "$rc" = 3 ] || { echo "FAIL: exit status $rc, not 3"; exit 1; }
 
 if "$PY" -c "import torch" 2>/dev/null; then
-	for prog in "$S/examples/torch_transformer.py --iters 5" "$S/tests/planner/torch_train.py 4 2"; do
+	for prog in "$S/examples/torch_transformer.py --iters 5" "$S/tests/planner/torch_train.py 4 2" \
+		"$S/tests/allocator/torch_cnn.py" "$S/tests/allocator/torch_mlp_varying.py"; do
 		name=$(basename "${prog%% *}" .py)
 		# shellcheck disable=SC2086
 		enforce "$name" 4096 "$PY" $prog
 		pool=$(stat_of "$name.stats" pool) pr=$(stat_of "$name.stats" peak_reserved)
 		# the plans are of the tensor storages (the shim's tensor space),
-		# enforced on c10::alloc_cpu; torch_train.py follows its plan
-		# exactly (measured 1.0000), torch_transformer.py's optimizer step
-		# less so (measured 1.07-1.13)
-		lim=1.15
-		[ "$name" != torch_train ] || lim=1.01
+		# enforced on c10::alloc_cpu.  Measured: torch_train 1.0000,
+		# torch_transformer 1.0007, torch_cnn 1.0000 (all four 1.07-1.27
+		# before persistent slots waited for their turn); the MLP's batches
+		# vary in size, its dynamic requests find no room 131 times: 1.05
+		lim=1.01
+		[ "$name" != torch_mlp_varying ] || lim=1.10
 		awk -v p="$pool" -v r="$pr" -v n="$name" -v l="$lim" 'BEGIN {
 			printf "%s: peak reserved %.4f x pool (at most %s)\n", n, r / p, l; exit !(r <= l * p) }' ||
 			{ echo "FAIL: $name: peak reserved $pr above $lim x pool $pool"; exit 1; }
