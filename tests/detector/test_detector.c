@@ -239,6 +239,44 @@ static void test_late_free(void)
 	remove(path);
 }
 
+/* The report's header names the allocation wrappers that it hides from
+ * every path: frames that most call sites share, but only when the top
+ * sites go through them too (issue 11: the header named
+ * c10::Dispatcher frames that the top sites of a PyTorch run do not pass). */
+static void wrappers_case(int top_through_wrapper)
+{
+	const char *path = check_tmp("wrap.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	for (uint64_t i = 0; i < 20; i++) /* 20 small sites through the wrapper at 0x100 */
+		tg_alloc(&g, 0x10000 + i * 0x1000, 1000, tg_stack(&g, 0x100, 0x1000 + i * 0x10, 0x9000));
+	/* the top site by bytes, through the wrapper or not */
+	tg_alloc(&g, 0x800000, 1 << 20, tg_stack(&g, top_through_wrapper ? 0x100 : 0x200, 0x300, 0x9000));
+	tg_free(&g, 0x800000);
+	for (uint64_t i = 0; i < 20; i++)
+		tg_free(&g, 0x10000 + i * 0x1000);
+	CHECK(tg_close(&g) == 0);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	stp_det_frame f[8];
+	uint32_t n = stp_det_wrappers(d, f, 8);
+	if (top_through_wrapper) {
+		CHECK_EQ_U(n, 1);
+		CHECK(n == 1 && f[0].offset == TG_BASE + 0x100);
+	} else {
+		CHECK_EQ_U(n, 0); /* 20 of 21 sites share it, the top one does not */
+	}
+	stp_det_free(d);
+}
+
+static void test_wrappers(void)
+{
+	wrappers_case(0);
+	wrappers_case(1);
+}
+
 int main(void)
 {
 	test_train();
@@ -246,5 +284,6 @@ int main(void)
 	test_patterns();
 	test_streams();
 	test_late_free();
+	test_wrappers();
 	return check_done();
 }
