@@ -117,7 +117,8 @@ static int is_trace(const char *path)
 	return n == 8 && !memcmp(m, STP_FILE_MAGIC, 8);
 }
 
-/* Calls fn for FILE and every FILE.<digits>[.<digits>] beside it. */
+/* Calls fn for FILE and every FILE.<digits>[.<digits>] and
+ * FILE.rank<digits>[.<digits>] beside it. */
 static int for_each_trace(const char *trace, void (*fn)(const char *, void *), void *arg)
 {
 	char dirbuf[PATH_MAX], basebuf[PATH_MAX], path[PATH_MAX * 2];
@@ -139,6 +140,8 @@ static int for_each_trace(const char *trace, void (*fn)(const char *, void *), v
 		if (strncmp(s, base, blen) || s[blen] != '.')
 			continue;
 		s += blen + 1;
+		if (!strncmp(s, "rank", 4)) /* FILE.rank<R>[.<n>]: a rank's process */
+			s += 4;
 		if (!*s || strspn(s, "0123456789.") != strlen(s))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
