@@ -433,7 +433,7 @@ int cmd_report(int argc, char **argv)
 				return stprof_usage_error("report", "--iteration takes one trace (--window applies to each)");
 			}
 			if (found > 0)
-				stprof_err("report: %s: %d rank trace%s beside it: reporting on %s (--no-ranks: on %s alone)",
+				stprof_err("report: %s stands for %d rank trace%s: reporting on %s (--no-ranks: on %s alone)",
 				           argv[optind], found, found == 1 ? "" : "s", ts.n > ts.nranks ? "them and the launcher" : "them",
 				           argv[optind]);
 			int rc = report_several(found > 0 ? (const char *const *)ts.path : (const char *const *)argv + optind,

@@ -320,7 +320,8 @@ int record_program(const record_opts *o, char **argv, char *trace, size_t trace_
 }
 
 struct summary {
-	int n;
+	int n, ranks;
+	char first_rank[PATH_MAX];
 	long long bytes;
 	char first_child[PATH_MAX];
 	const char *main;
@@ -332,8 +333,13 @@ static void sum_one(const char *path, void *arg)
 	struct stat sb;
 	if (stat(path, &sb) == 0)
 		s->bytes += sb.st_size;
-	if (strcmp(path, s->main) && !s->first_child[0])
+	size_t ml = strlen(s->main);
+	if (!strncmp(path, s->main, ml) && !strncmp(path + ml, ".rank", 5)) {
+		if (!s->ranks++)
+			snprintf(s->first_rank, sizeof s->first_rank, "%s", path);
+	} else if (strcmp(path, s->main) && !s->first_child[0]) {
 		snprintf(s->first_child, sizeof s->first_child, "%s", path);
+	}
 	s->n++;
 }
 
@@ -354,9 +360,13 @@ int record_summary(const char *trace, const char *program, int quiet)
 		           stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
 	else
 		stprof_err("trace written to %s (%s)", trace, stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
-	if (s.n > 1)
-		stprof_err("%d more trace%s for child processes or exec'd images, e.g. %s", s.n - 1,
-		           s.n > 2 ? "s" : "", s.first_child);
+	if (s.ranks)
+		stprof_err("%d trace%s of ranks' processes (RANK set), e.g. %s; `stprof report %s` compares them",
+		           s.ranks, s.ranks > 1 ? "s" : "", s.first_rank, trace);
+	int others = s.n - 1 - s.ranks + (access(trace, F_OK) != 0);
+	if (others > 0)
+		stprof_err("%d more trace%s for child processes or exec'd images, e.g. %s", others,
+		           others > 1 ? "s" : "", s.first_child);
 	return s.n;
 }
 
