@@ -17,6 +17,7 @@
 #include "stprof/perfetto.h"
 #include "guard.h"
 #include "snapshot_cli.h"
+#include "traceset.h"
 #include "util.h"
 #include "analysis.h"
 
@@ -24,6 +25,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: stprof export [OPTIONS] TRACE... [-o FILE.pftrace]\n"
+	        "       stprof export [OPTIONS] DIR [-o FILE.pftrace]           (a run's ranks)\n"
 	        "       stprof export --format torch-snapshot TRACE [-o FILE.pickle]\n\n"
 	        "Writes a Perfetto timeline of the traces (one process per trace, e.g. one per\n"
 	        "rank) that https://ui.perfetto.dev opens (\"Open trace file\").  It shows, per\n"
@@ -38,6 +40,10 @@ static void usage(FILE *f)
 	        "scoped, transient, init-only, leaked), each object carries its patterns, each\n"
 	        "finding is an instant with its suggestion, frames are named.  See\n"
 	        "docs/perfetto.md.\n\n"
+	        "A trace with rank traces beside it (FILE.rank<R>, from a torchrun job), or a\n"
+	        "directory of them, stands for the ranks: one process per rank, named \"rank R:\n"
+	        "PROGRAM\" and ordered by rank (the launcher's trace is left out: name it to\n"
+	        "draw it too).\n\n"
 	        "With --format torch-snapshot it writes the trace as a PyTorch memory snapshot\n"
 	        "that https://pytorch.org/memory_viz and torch.cuda._memory_viz open: the\n"
 	        "segments and blocks live at the end, a trace entry per allocation, free and\n"
@@ -77,6 +83,7 @@ static void usage(FILE *f)
 	        "                       tensors, device (counters show every space)\n"
 	        "      --alloc-conf STR, --capacity SIZE\n"
 	        "                       the allocator models' settings, as in stprof report\n"
+	        "      --no-ranks       export TRACE alone even when rank traces are beside it\n"
 	        "  -q, --quiet          print nothing but errors\n"
 	        "  -h, --help           this help\n\n"
 	        "Exit status: 0 written, 1 a trace could not be read or the file written,\n"
@@ -93,7 +100,7 @@ static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 int cmd_export(int argc, char **argv)
 {
 	enum { OPT_LAYOUT = 250, OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP,
-	       OPT_GAP, OPT_SPACE };
+	       OPT_GAP, OPT_SPACE, OPT_NORANKS };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"top", required_argument, 0, OPT_TOP},
 		{"top-by", required_argument, 0, OPT_TOP_BY}, {"window", required_argument, 0, OPT_WINDOW},
@@ -102,11 +109,12 @@ int cmd_export(int argc, char **argv)
 		{"no-analysis", no_argument, 0, OPT_NOANA}, {"no-models", no_argument, 0, OPT_NOMODELS},
 		{"alloc-conf", required_argument, 0, OPT_CONF}, {"capacity", required_argument, 0, OPT_CAP},
 		{"format", required_argument, 0, 'f'}, {"torch-layout", required_argument, 0, OPT_LAYOUT},
-		{"space", required_argument, 0, OPT_SPACE}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"space", required_argument, 0, OPT_SPACE}, {"no-ranks", no_argument, 0, OPT_NORANKS},
+		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_export_opts eo = {0};
 	int snapshot = 0, layout = 2;
 	const char *out = NULL;
-	int quiet = 0, analysis = 1, c;
+	int quiet = 0, analysis = 1, no_ranks = 0, c;
 	stp_det_options dopt;
 	stp_det_options_default(&dopt);
 	dopt.keep_objects = 1;
@@ -174,6 +182,7 @@ int cmd_export(int argc, char **argv)
 			eo.max_lanes = (uint32_t)v;
 			break;
 		case OPT_NOANA: analysis = 0; break;
+		case OPT_NORANKS: no_ranks = 1; break;
 		case OPT_NOMODELS: dopt.sim_models = 0; break;
 		case OPT_SPACE:
 			if (stp_det_space_parse(optarg, &dopt.space) < 0) {
@@ -211,13 +220,40 @@ int cmd_export(int argc, char **argv)
 		stprof_err("export: --format torch-snapshot takes one trace");
 		return 2;
 	}
+	/* one name for a run's ranks: their traces, the launcher's left out */
+	traceset ts = {0};
+	const char *name = traces[0];
+	int found = !snapshot && !no_ranks && ntraces == 1 ? traceset_find(traces[0], &ts) : 0;
+	if (found < 0)
+		return 1;
+	if (found > 0) {
+		if (!quiet)
+			stprof_err("export: %s stands for %d rank trace%s: one process each (--no-ranks: %s alone)", traces[0], found,
+			           found == 1 ? "" : "s", traces[0]);
+		if (ts.n > ts.nranks)
+			name = ts.path[ts.nranks]; /* the main trace names the timeline */
+		traces = (const char *const *)ts.path;
+		ntraces = ts.nranks;
+		if (stprof_refuse_same("export", out, traces, ntraces)) {
+			traceset_free(&ts);
+			return 2;
+		}
+	}
 	char *def = NULL;
 	if (!out) {
-		size_t n = strlen(traces[0]);
+		size_t n = strlen(name);
 		def = malloc(n + 16);
-		if (!def)
+		if (!def) {
+			traceset_free(&ts);
 			return 1;
-		memcpy(def, traces[0], n + 1);
+		}
+		memcpy(def, name, n + 1);
+		char *rk = found > 0 && name == ts.path[0] ? strstr(def, ".rank") : NULL;
+		for (char *x = rk; x; x = strstr(x + 1, ".rank"))
+			rk = x;
+		if (rk) /* DIR without its main trace: t.stp.rank0 -> t.pftrace */
+			*rk = 0;
+		n = strlen(def);
 		if (n > 4 && !strcmp(def + n - 4, ".stp"))
 			def[n - 4] = 0;
 		else if (!snapshot && n > 7 && !strcmp(def + n - 7, ".pickle"))
@@ -226,17 +262,19 @@ int cmd_export(int argc, char **argv)
 		out = def;
 		if (stprof_refuse_same("export", out, traces, ntraces)) {
 			free(def);
+			traceset_free(&ts);
 			return 2;
 		}
 	}
 	/* PyTorch snapshots given as traces are imported first */
-	if (stprof_pickle_inputs(argc, argv, optind, quiet)) {
+	if (!found && stprof_pickle_inputs(argc, argv, optind, quiet)) {
 		free(def);
 		return 1;
 	}
 	int rc = snapshot ? snapshot_export_run(traces[0], out, layout, quiet)
 	                  : export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet);
 	free(def);
+	traceset_free(&ts);
 	return rc;
 }
 

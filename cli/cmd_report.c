@@ -17,12 +17,14 @@
 #include "stprof/report.h"
 #include "guard.h"
 #include "snapshot_cli.h"
+#include "traceset.h"
 #include "util.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: stprof report [OPTIONS] TRACE\n\n"
+	        "usage: stprof report [OPTIONS] TRACE\n"
+	        "       stprof report [OPTIONS] TRACE TRACE... | DIR    (several ranks)\n\n"
 	        "Reads a trace recorded by `stprof record` and tells where the memory went: objects\n"
 	        "allocated, freed and still live, the peak and when it happened, iterations and\n"
 	        "phases, lifetime classes (persistent / scoped / transient / init-only / leaked),\n"
@@ -32,6 +34,13 @@ static void usage(FILE *f)
 	        "heuristic for host traces.  Findings are listed worst first (bytes x time wasted).\n"
 	        "Patterns that need access events are reported as unavailable when the trace has\n"
 	        "none.  See docs/report.md for every definition.\n\n"
+	        "Several ranks: given several traces (e.g. one per rank of a torchrun job), a\n"
+	        "directory of rank traces, or a trace with rank traces beside it (FILE.rank<R>,\n"
+	        "what `stprof torchrun ...` writes), it reports a row per rank (peak live and\n"
+	        "reserved bytes, when, iteration and phase, iterations) and one merged view:\n"
+	        "which rank peaks, by how much, and the call sites and phases whose bytes differ\n"
+	        "most between it and the others.  A trace without a rank (the launcher) is listed,\n"
+	        "not compared.  See docs/report.md, \"Several ranks\".\n\n"
 	        "Output:\n"
 	        "  -f, --format FMT        text (default), json (docs/report-json.md) or html (one\n"
 	        "                          self-contained page with SVG plots)\n"
@@ -46,7 +55,8 @@ static void usage(FILE *f)
 	        "      --models-detail     text: the allocator models' full section even for a trace\n"
 	        "                          without device allocations (a short summary by default)\n"
 	        "      --progress          progress on standard error (default when it is a terminal)\n"
-	        "      --no-progress       no progress\n\n"
+	        "      --no-progress       no progress\n"
+	        "      --no-ranks          report on TRACE alone even when rank traces are beside it\n\n"
 	        "Analysis:\n"
 	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
 	        "      --window T0:T1      report the peak of this stretch of the trace and the call\n"
@@ -144,6 +154,96 @@ static int iteration_window(const char *trace, stp_det_options *o, int64_t n)
 	return rc;
 }
 
+/* Writes to out (NULL: standard output) with fn(arg); 0, or 1 after the
+ * error. */
+static int write_out(const char *out, int (*fn)(void *, FILE *), void *arg)
+{
+	FILE *f = stdout;
+	if (out && !(f = fopen(out, "w"))) {
+		stprof_err("%s: %s", out, strerror(errno));
+		return 1;
+	}
+	int rc = fn(arg, f);
+	if (f != stdout) {
+		if (fclose(f) != 0)
+			rc = -1;
+	} else if (fflush(f) != 0) {
+		rc = -1;
+	}
+	if (rc < 0)
+		stprof_err("%s: write failed: %s", out ? out : "standard output", strerror(errno));
+	return rc < 0;
+}
+
+struct several {
+	stp_det **d;
+	size_t n;
+	const stp_report_options *ro;
+	int (*fn)(stp_det *const *, size_t, const stp_report_options *, FILE *);
+};
+
+static int write_several(void *arg, FILE *f)
+{
+	struct several *s = arg;
+	return s->fn(s->d, s->n, s->ro, f);
+}
+
+/* The report on several traces (ranks): the detector on each, then one
+ * report.  Exit status as for one trace. */
+static int report_several(const char *const *traces, size_t n, const stp_det_options *o,
+                          const stp_report_options *ro,
+                          int (*fn)(stp_det *const *, size_t, const stp_report_options *, FILE *), const char *out,
+                          int partial)
+{
+	stp_det **d = calloc(n, sizeof *d);
+	if (!d)
+		return 1;
+	int status = 0;
+	char err[512];
+	for (size_t i = 0; i < n && !status; i++) {
+		const char *trace = traces[i];
+		int printed = 0;
+		stp_det_options oi = *o;
+		oi.progress_ctx = &printed;
+		if (stprof_pickle_input(&trace, 0)) {
+			status = 1;
+			break;
+		}
+		if (oi.progress)
+			fprintf(stderr, "\rstprof report: %s (%zu of %zu)\n", traces[i], i + 1, n);
+		d[i] = stp_det_run(trace, &oi, err, sizeof err);
+		if (printed)
+			fprintf(stderr, "\r%40s\r", "");
+		if (!d[i]) {
+			stprof_err("%s", err);
+			status = 1;
+		} else if (stp_det_result_of(d[i])->error) {
+			stprof_err("%s", stp_det_result_of(d[i])->error);
+			if (!partial)
+				status = 1;
+		}
+	}
+	if (!status || partial) {
+		size_t got = 0;
+		for (size_t i = 0; i < n; i++) {
+			stp_det *x = d[i];
+			d[i] = NULL;
+			if (x)
+				d[got++] = x;
+		}
+		struct several s = {d, got, ro, fn};
+		if (got && write_out(out, write_several, &s))
+			status = 1;
+		for (size_t i = 0; i < got; i++)
+			if (stp_det_result_of(d[i])->error)
+				status = 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		stp_det_free(d[i]);
+	free(d);
+	return status;
+}
+
 /* A bad option value: the option, what it wants, what it got. */
 static int bad(const char *opt, const char *want)
 {
@@ -154,7 +254,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
 	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION,
-	       O_SPACE };
+	       O_SPACE, O_NORANKS };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -171,13 +271,14 @@ int cmd_report(int argc, char **argv)
 		{"group", required_argument, 0, O_GROUP}, {"models-detail", no_argument, 0, O_MDETAIL},
 		{"window", required_argument, 0, O_WINDOW}, {"iteration", required_argument, 0, O_ITERATION},
 		{"sim-min-size", required_argument, 0, O_SIMMIN}, {"space", required_argument, 0, O_SPACE},
+		{"no-ranks", no_argument, 0, O_NORANKS},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
 	stp_report_options_default(&ro);
 	const char *format = "text", *out = NULL;
-	int partial = 0, want_progress = isatty(2), c;
+	int partial = 0, want_progress = isatty(2), no_ranks = 0, c;
 	int64_t iteration = -1;
 	uint64_t v;
 	double x;
@@ -235,6 +336,7 @@ int cmd_report(int argc, char **argv)
 			o.detect_max_allocs = (uint32_t)v;
 			break;
 		case O_PARTIAL: partial = 1; break;
+		case O_NORANKS: no_ranks = 1; break;
 		case O_SPACE:
 			if (stp_det_space_parse(optarg, &o.space) < 0)
 				return bad("--space", "auto, host, tensors or device (see --help)");
@@ -300,30 +402,52 @@ int cmd_report(int argc, char **argv)
 		default: return stprof_usage_hint("report");
 		}
 	}
-	if (optind != argc - 1)
-		return stprof_usage_error("report", "wants one TRACE (got %d arguments)", argc - optind);
+	if (optind >= argc)
+		return stprof_usage_error("report", "wants a TRACE");
 	int (*writer)(stp_det *, const stp_report_options *, FILE *) = NULL;
+	int (*rwriter)(stp_det *const *, size_t, const stp_report_options *, FILE *) = NULL;
 	if (!strcmp(format, "text"))
-		writer = stp_report_text;
+		writer = stp_report_text, rwriter = stp_report_ranks_text;
 	else if (!strcmp(format, "json"))
-		writer = stp_report_json;
+		writer = stp_report_json, rwriter = stp_report_ranks_json;
 	else if (!strcmp(format, "html"))
-		writer = stp_report_html;
+		writer = stp_report_html, rwriter = stp_report_ranks_html;
 	else {
 		stprof_err("report: unknown format '%s' (text, json or html)", format);
 		return 2;
 	}
-	if (stprof_refuse_same("report", out, (const char *const *)argv + optind, 1))
+	if (stprof_refuse_same("report", out, (const char *const *)argv + optind, (size_t)(argc - optind)))
 		return 2;
+	if (want_progress) {
+		o.progress = progress;
+	}
+	if (argc - optind > 1 || !no_ranks) {
+		/* several traces, or one name standing for a run's ranks */
+		traceset ts = {0};
+		int found = argc - optind == 1 ? traceset_find(argv[optind], &ts) : 0;
+		if (found < 0)
+			return 1;
+		if (found > 0 || argc - optind > 1) {
+			if (iteration >= 0) {
+				traceset_free(&ts);
+				return stprof_usage_error("report", "--iteration takes one trace (--window applies to each)");
+			}
+			if (found > 0)
+				stprof_err("report: %s stands for %d rank trace%s: reporting on %s (--no-ranks: on %s alone)",
+				           argv[optind], found, found == 1 ? "" : "s", ts.n > ts.nranks ? "them and the launcher" : "them",
+				           argv[optind]);
+			int rc = report_several(found > 0 ? (const char *const *)ts.path : (const char *const *)argv + optind,
+			                        found > 0 ? ts.n : (size_t)(argc - optind), &o, &ro, rwriter, out, partial);
+			traceset_free(&ts);
+			return rc;
+		}
+	}
 	if (iteration >= 0 && o.has_window)
 		return stprof_usage_error("report", "--window and --iteration exclude each other");
 	if (iteration >= 0 && iteration_window(argv[optind], &o, iteration) < 0)
 		return 1;
 	int printed = 0;
-	if (want_progress) {
-		o.progress = progress;
-		o.progress_ctx = &printed;
-	}
+	o.progress_ctx = &printed;
 	char err[512];
 	const char *trace = argv[optind];
 	if (stprof_pickle_input(&trace, 0)) /* a PyTorch snapshot: imported first */

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "stprof/report.h"
 #include "outname.h"
 #include "record.h"
+#include "traceset.h"
 #include "guard.h"
 #include "util.h"
 
@@ -95,6 +97,108 @@ static void timeline_bound(const stp_det_result *r, const char *trace, stp_expor
 		snprintf(note + n, len - (size_t)n, ";\n  all of it: stprof export %s (or stprof --full-timeline)", trace);
 }
 
+/* The allocation plan of trace's last iteration in out, its summary on
+ * stderr (after the heading when asked). */
+static void write_plan(const char *trace, const char *out, int quiet, int heading)
+{
+	char *pargv[6];
+	int pc = 0;
+	pargv[pc++] = "plan";
+	if (quiet)
+		pargv[pc++] = "-q";
+	pargv[pc++] = "-o";
+	pargv[pc++] = (char *)out;
+	pargv[pc++] = (char *)trace;
+	pargv[pc] = NULL;
+	fflush(stdout);
+	int saved = dup(1);
+	dup2(2, 1);
+	optind = 1;
+	if (!quiet && heading)
+		fputs("\nAllocation plan (stprof plan; docs/planner.md): a fixed offset in one pool for\n"
+		      "every allocation of the last iteration that repeats; pool / bound near 1 means\n"
+		      "the plan wastes nothing beyond the peak of live bytes\n",
+		      stdout);
+	fflush(stdout);
+	cmd_plan(pc, pargv);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+}
+
+/* The one-shot mode's outputs for a run with rank traces (a torchrun job):
+ * the report on every rank (the launcher listed, not compared), a plan per
+ * rank (NAME.rank<R>.plan), one timeline of the ranks (NAME.pftrace). */
+static void outputs_of_ranks(const traceset *ts, const char *trace, const record_opts *o, int report, int timeline,
+                             int plan, int full)
+{
+	stp_det **det = calloc(ts->n, sizeof *det);
+	if (!det)
+		return;
+	size_t ok = 0;
+	for (size_t i = 0; i < ts->n && (report || timeline); i++) {
+		stp_det_options dopt;
+		stp_det_options_default(&dopt);
+		dopt.keep_objects = timeline && i < ts->nranks;
+		char err[512];
+		if (!o->quiet && isatty(2))
+			fprintf(stderr, "\rstprof: analysing %zu of %zu traces", i + 1, ts->n);
+		det[i] = stp_det_run(ts->path[i], &dopt, err, sizeof err);
+		if (!det[i])
+			stprof_err("%s", err);
+		else if (stp_det_result_of(det[i])->error)
+			stprof_err("%s", stp_det_result_of(det[i])->error);
+		ok += det[i] != NULL;
+	}
+	if (!o->quiet && isatty(2))
+		fprintf(stderr, "\r%40s\r", "");
+	if (report && ok == ts->n) {
+		fflush(stdout);
+		stp_report_ranks_text(det, ts->n, NULL, stderr);
+	}
+	size_t tl = strlen(trace);
+	int stem = (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl);
+	char out[PATH_MAX + 48];
+	if (plan && !o->quiet)
+		fputs("\nAllocation plans (stprof plan; docs/planner.md), one per rank: a fixed offset in one\n"
+		      "pool for every allocation of the last iteration that repeats; pool / bound near 1\n"
+		      "means the plan wastes nothing beyond the peak of live bytes\n",
+		      stderr);
+	for (size_t i = 0; i < ts->nranks && plan; i++) {
+		const char *rk = strrchr(ts->path[i], '.');
+		while (rk > ts->path[i] && strncmp(rk, ".rank", 5))
+			rk--;
+		snprintf(out, sizeof out, "%.*s%s.plan", stem, trace, rk);
+		if (!o->quiet)
+			fprintf(stderr, "%s:\n", ts->path[i]);
+		if (sidecar_ok(out, OUTNAME_PLAN, "plan"))
+			write_plan(ts->path[i], out, o->quiet, 0);
+	}
+	snprintf(out, sizeof out, "%.*s.pftrace", stem, trace);
+	if (timeline && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
+		stp_export_opts eo = {0};
+		char bound[512] = "";
+		int all = ok == ts->n;
+		size_t big = 0; /* the bound of the largest rank, for each */
+		for (size_t i = 0; all && i < ts->nranks; i++)
+			if (stp_det_result_of(det[i])->by_type[STP_EV_ALLOC] > stp_det_result_of(det[big])->by_type[STP_EV_ALLOC])
+				big = i;
+		if (all && !full)
+			timeline_bound(stp_det_result_of(det[big]), trace, &eo, bound, sizeof bound);
+		stp_det_options dopt;
+		stp_det_options_default(&dopt);
+		dopt.keep_objects = 1;
+		dopt.sim_no_recommend = 1;
+		if (export_run((const char *const *)ts->path, ts->nranks, out, &eo, all ? NULL : &dopt, all ? det : NULL, 1) == 0 &&
+		    !o->quiet)
+			stprof_err("timeline of the %zu ranks written to %s (one process each; open it at "
+			           "https://ui.perfetto.dev)%s", ts->nranks, out, bound);
+	}
+	for (size_t i = 0; i < ts->n; i++)
+		stp_det_free(det[i]);
+	free(det);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static struct option longopts[16];
@@ -153,6 +257,12 @@ int cmd_run(int argc, char **argv)
 	if (status < 0)
 		return 127;
 	int traces = record_summary(trace, argv[optind], o.quiet);
+	traceset ts = {0};
+	if (traces > 1 && traceset_find(trace, &ts) > 0) { /* a job's ranks */
+		outputs_of_ranks(&ts, trace, &o, report, timeline, plan, full);
+		traceset_free(&ts);
+		exit_like(status);
+	}
 	/* one detector run for the report and the timeline */
 	stp_det *det = NULL;
 	if (traces > 0 && (report || timeline) && access(trace, R_OK) == 0) {
@@ -182,33 +292,8 @@ int cmd_run(int argc, char **argv)
 	char out[PATH_MAX + 16];
 	size_t tl = strlen(trace);
 	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
-	if (traces > 0 && plan && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
-		/* the allocation plan of the last iteration, beside the trace; its
-		 * summary on stderr */
-		char *pargv[6];
-		int pc = 0;
-		pargv[pc++] = "plan";
-		if (o.quiet)
-			pargv[pc++] = "-q";
-		pargv[pc++] = "-o";
-		pargv[pc++] = out;
-		pargv[pc++] = trace;
-		pargv[pc] = NULL;
-		fflush(stdout);
-		int saved = dup(1);
-		dup2(2, 1);
-		optind = 1;
-		if (!o.quiet)
-			fputs("\nAllocation plan (stprof plan; docs/planner.md): a fixed offset in one pool for\n"
-			      "every allocation of the last iteration that repeats; pool / bound near 1 means\n"
-			      "the plan wastes nothing beyond the peak of live bytes\n",
-			      stdout);
-		fflush(stdout);
-		cmd_plan(pc, pargv);
-		fflush(stdout);
-		dup2(saved, 1);
-		close(saved);
-	}
+	if (traces > 0 && plan && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan"))
+		write_plan(trace, out, o.quiet, 1);
 	snprintf(out, sizeof out, "%.*s.pftrace", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (traces > 0 && timeline && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
 		stp_export_opts eo = {0};

@@ -47,6 +47,30 @@ static void strip_ext(char *s)
 		*dot = 0;
 }
 
+/* A launcher of a distributed job (torchrun, python -m torch.distributed.run
+ * or .launch): the outputs are named after the training script it runs,
+ * the first argument after it that ends in ".py" (its own options come
+ * first).  0 when there is none. */
+static int launched_script(char *const *argv, int from, char *base, size_t len)
+{
+	for (int k = from; argv[k]; k++) {
+		size_t n = strlen(argv[k]);
+		if (n > 3 && !strcmp(argv[k] + n - 3, ".py") && argv[k][0] != '-') {
+			char buf[PATH_MAX];
+			snprintf(buf, sizeof buf, "%s", argv[k]);
+			snprintf(base, len, "%s", basename(buf));
+			strip_ext(base);
+			return *base != 0;
+		}
+	}
+	return 0;
+}
+
+static int is_torch_launcher_module(const char *m)
+{
+	return !strcmp(m, "torch.distributed.run") || !strcmp(m, "torch.distributed.launch");
+}
+
 void outname_base(char *const *argv, char *base, size_t len)
 {
 	char buf[PATH_MAX];
@@ -61,10 +85,17 @@ void outname_base(char *const *argv, char *base, size_t len)
 		snprintf(buf, sizeof buf, "%s", argv[i]);
 	}
 	snprintf(base, len, "%s", basename(buf));
+	if (!strcmp(base, "torchrun")) {
+		launched_script(argv, i + 1, base, len);
+		return;
+	}
 	if (!is_interpreter(base))
 		return;
 	for (int k = i + 1; argv[k]; k++) {
 		const char *a = argv[k];
+		if (!strcmp(a, "-m") && argv[k + 1] && is_torch_launcher_module(argv[k + 1]) &&
+		    launched_script(argv, k + 2, base, len))
+			return; /* python3 -m torch.distributed.run ... train.py: train */
 		if (!strcmp(a, "-m") && argv[k + 1]) { /* python3 -m pkg.mod: mod */
 			const char *mod = strrchr(argv[k + 1], '.');
 			snprintf(base, len, "%s", mod ? mod + 1 : argv[k + 1]);

@@ -117,7 +117,8 @@ static int is_trace(const char *path)
 	return n == 8 && !memcmp(m, STP_FILE_MAGIC, 8);
 }
 
-/* Calls fn for FILE and every FILE.<digits>[.<digits>] beside it. */
+/* Calls fn for FILE and every FILE.<digits>[.<digits>] and
+ * FILE.rank<digits>[.<digits>] beside it. */
 static int for_each_trace(const char *trace, void (*fn)(const char *, void *), void *arg)
 {
 	char dirbuf[PATH_MAX], basebuf[PATH_MAX], path[PATH_MAX * 2];
@@ -139,6 +140,8 @@ static int for_each_trace(const char *trace, void (*fn)(const char *, void *), v
 		if (strncmp(s, base, blen) || s[blen] != '.')
 			continue;
 		s += blen + 1;
+		if (!strncmp(s, "rank", 4)) /* FILE.rank<R>[.<n>]: a rank's process */
+			s += 4;
 		if (!*s || strspn(s, "0123456789.") != strlen(s))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
@@ -317,7 +320,8 @@ int record_program(const record_opts *o, char **argv, char *trace, size_t trace_
 }
 
 struct summary {
-	int n;
+	int n, ranks;
+	char first_rank[PATH_MAX];
 	long long bytes;
 	char first_child[PATH_MAX];
 	const char *main;
@@ -329,8 +333,13 @@ static void sum_one(const char *path, void *arg)
 	struct stat sb;
 	if (stat(path, &sb) == 0)
 		s->bytes += sb.st_size;
-	if (strcmp(path, s->main) && !s->first_child[0])
+	size_t ml = strlen(s->main);
+	if (!strncmp(path, s->main, ml) && !strncmp(path + ml, ".rank", 5)) {
+		if (!s->ranks++)
+			snprintf(s->first_rank, sizeof s->first_rank, "%s", path);
+	} else if (strcmp(path, s->main) && !s->first_child[0]) {
 		snprintf(s->first_child, sizeof s->first_child, "%s", path);
+	}
 	s->n++;
 }
 
@@ -351,9 +360,13 @@ int record_summary(const char *trace, const char *program, int quiet)
 		           stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
 	else
 		stprof_err("trace written to %s (%s)", trace, stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
-	if (s.n > 1)
-		stprof_err("%d more trace%s for child processes or exec'd images, e.g. %s", s.n - 1,
-		           s.n > 2 ? "s" : "", s.first_child);
+	if (s.ranks)
+		stprof_err("%d trace%s of ranks' processes (RANK set), e.g. %s; `stprof report %s` compares them",
+		           s.ranks, s.ranks > 1 ? "s" : "", s.first_rank, trace);
+	int others = s.n - 1 - s.ranks + (access(trace, F_OK) != 0);
+	if (others > 0)
+		stprof_err("%d more trace%s for child processes or exec'd images, e.g. %s", others,
+		           others > 1 ? "s" : "", s.first_child);
 	return s.n;
 }
 

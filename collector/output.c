@@ -3,7 +3,17 @@
  *
  * Naming: the configured path if it does not exist yet (stprof record removes
  * an old one), else <path>.<pid>, else <path>.<pid>.<n>: so a fork child or an
- * exec'd image never overwrites another image's trace.  Every write goes
+ * exec'd image never overwrites another image's trace.
+ *
+ * Ranks: a process started with RANK=R in its environment (torchrun and
+ * torch.distributed's launchers set it for each worker) is a rank's process
+ * unless an ancestor already is one: it writes <path>.rank<R> (then
+ * <path>.rank<R>.<n>, e.g. a worker restarted by torchelastic, or the next
+ * image when the rank's process calls execve) when the configured path is
+ * taken, and claims the rank for its descendants by setting
+ * STPROF_RANK_PID=R:<pid> in its environment.  A descendant with another pid
+ * (a DataLoader worker, a compiler run by the rank) inherits both variables
+ * and keeps the <pid> naming above, so it is never taken for the rank.  Every write goes
  * through one lock; chunks are written whole with write(2), so a SIGKILL
  * leaves the file ending at a chunk boundary.
  *
@@ -22,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,13 +122,66 @@ static int try_open(const char *path)
 	return fd;
 }
 
+/* A non-negative decimal number filling s up to end (or to the end of s). */
+static long parse_num(const char *s, const char **end)
+{
+	long v = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9' && v < 100000000; p++)
+		v = v * 10 + (*p - '0');
+	if (p == s)
+		return -1;
+	*end = p;
+	return v;
+}
+
+/* This image's rank when it is a rank's process (see the top), else -1. */
+static long rank_process(int pid)
+{
+	const char *v = getenv("RANK"), *e;
+	long rank = v ? parse_num(v, &e) : -1;
+	if (rank < 0 || *e)
+		return -1;
+	const char *claim = getenv("STPROF_RANK_PID");
+	if (!claim)
+		return rank;
+	long r = parse_num(claim, &e), p = -1;
+	if (r >= 0 && *e == ':')
+		p = parse_num(e + 1, &e);
+	if (r != rank || p < 0 || *e)
+		return rank; /* another rank's claim, or none we understand */
+	return p == pid ? rank : -1; /* our own claim (an exec'd image), or an ancestor's */
+}
+
+/* Marks the rank as claimed for this process's descendants. */
+static void claim_rank(long rank, int pid)
+{
+	char v[48];
+	snprintf(v, sizeof v, "%ld:%d", rank, pid);
+	const char *old = getenv("STPROF_RANK_PID");
+	if (old && !strcmp(old, v))
+		return;
+	int was = t_busy;
+	t_busy = 1; /* setenv allocates */
+	setenv("STPROF_RANK_PID", v, 1);
+	t_busy = was;
+}
+
 int stc_out_open(void)
 {
 	const char *base = g_cfg.output;
 	int pid = (int)getpid();
+	long rank = rank_process(pid);
 	int fd = try_open(base);
 	if (fd >= 0)
 		snprintf(out_path, sizeof out_path, "%s", base);
+	for (int n = 0; rank >= 0 && fd < 0 && errno == EEXIST && n < 1000; n++) {
+		if (n == 0)
+			snprintf(out_path, sizeof out_path, "%s.rank%ld", base, rank);
+		else
+			snprintf(out_path, sizeof out_path, "%s.rank%ld.%d", base, rank, n);
+		fd = try_open(out_path);
+	}
 	for (int n = 0; fd < 0 && errno == EEXIST && n < 1000; n++) {
 		if (n == 0)
 			snprintf(out_path, sizeof out_path, "%s.%d", base, pid);
@@ -129,6 +193,8 @@ int stc_out_open(void)
 		out_failed = 1;
 		return -1;
 	}
+	if (rank >= 0)
+		claim_rank(rank, pid);
 	struct stat sb;
 	fstat(fd, &sb);
 	out_fd = fd;

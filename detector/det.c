@@ -46,6 +46,7 @@ static stp_det *det_new(const char *path, const stp_det_options *o)
 	}
 	d->res.primary = -1;
 	d->res.peak_iteration = d->res.peak_phase = -1;
+	d->res.rank = d->res.local_rank = d->res.world_size = -1;
 	return d;
 }
 

@@ -303,6 +303,9 @@ int det_scan(stp_det *d)
 			if (!d->command) {
 				d->command = strdup(stp_reader_string(r, ev.u.process.cmdline));
 				d->res.pid = ev.u.process.pid;
+				d->res.rank = ev.u.process.rank;
+				d->res.local_rank = ev.u.process.local_rank;
+				d->res.world_size = ev.u.process.world_size;
 			}
 			break;
 		default:

@@ -175,3 +175,15 @@ void rf_svg_yticks(FILE *f, uint64_t ymax, uint64_t ystep, double sy, int left, 
 			break;
 	}
 }
+
+void rf_json_rank(FILE *f, const stp_det_result *r)
+{
+	const char *name[3] = {"rank", "local_rank", "world_size"};
+	int32_t v[3] = {r->rank, r->local_rank, r->world_size};
+	for (int i = 0; i < 3; i++) {
+		if (v[i] >= 0)
+			fprintf(f, "%s\"%s\":%d", i ? "," : "", name[i], v[i]);
+		else
+			fprintf(f, "%s\"%s\":null", i ? "," : "", name[i]);
+	}
+}

@@ -27,6 +27,8 @@ uint64_t rf_axis_bytes(uint64_t ymax, int ticks, uint64_t *top);
  * or wrap, whatever the values (sizes near 2^64 in a hostile trace). */
 void rf_svg_yticks(FILE *f, uint64_t ymax, uint64_t ystep, double sy, int left, int right, int bottom);
 void rf_json_str(FILE *f, const char *s);                  /* "..." with escapes */
+/* "rank":R,"local_rank":L,"world_size":W, each null when unknown */
+void rf_json_rank(FILE *f, const stp_det_result *r);
 void rf_html(FILE *f, const char *s);                      /* text with &<>"' escaped */
 /* "exited with status 0", "killed by signal 9 (Killed)", ... or the
  * incomplete note when the trace has no end record. */

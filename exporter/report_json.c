@@ -91,7 +91,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	rf_json_str(f, r->path);
 	fputs(",\"command\":", f);
 	rf_json_str(f, r->command);
-	fprintf(f, ",\"pid\":%u,\"whole\":%s,\"end\":{\"reason\":\"%s\",\"value\":%d},\"error\":", r->pid,
+	fprintf(f, ",\"pid\":%u,", r->pid);
+	rf_json_rank(f, r);
+	fprintf(f, ",\"whole\":%s,\"end\":{\"reason\":\"%s\",\"value\":%d},\"error\":",
 	        r->whole ? "true" : "false", r->whole ? end_reason(r->end_reason) : "none", r->end_value);
 	if (r->error)
 		rf_json_str(f, r->error);

@@ -40,8 +40,16 @@ static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
 {
 	char b1[64], b2[64], b3[512];
 	fprintf(f, "stprof report: %s\n", r->path);
-	if (r->command[0])
-		fprintf(f, "  command   %s (pid %u)\n", r->command, r->pid);
+	if (r->command[0]) {
+		fprintf(f, "  command   %s (pid %u", r->command, r->pid);
+		if (r->rank >= 0)
+			fprintf(f, ", rank %d", r->rank);
+		if (r->rank >= 0 && r->world_size >= 0)
+			fprintf(f, " of %d", r->world_size);
+		if (r->rank >= 0 && r->local_rank >= 0)
+			fprintf(f, ", local rank %d", r->local_rank);
+		fputs(")\n", f);
+	}
 	fprintf(f, "  trace     %s\n", rf_end(r, b3, sizeof b3));
 	if (r->error)
 		fprintf(f, "  ERROR     %s\n            (events before the damage are reported)\n", r->error);

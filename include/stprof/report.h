@@ -8,6 +8,7 @@
 #ifndef STPROF_REPORT_H
 #define STPROF_REPORT_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "stprof/detector.h"
@@ -34,6 +35,18 @@ void stp_report_options_default(stp_report_options *o);
 int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f);
 int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f);
 int stp_report_html(stp_det *d, const stp_report_options *o, FILE *f);
+
+/* Several traces of one run, e.g. one per rank (docs/report.md, "Several
+ * ranks"): a row per trace (peak live and reserved bytes of the space each
+ * analyzed in depth, when, in which iteration and phase, iterations) and
+ * one merged view of the ranks: which rank peaks, by how much, and the
+ * call sites and phases whose bytes differ most between it and the mean of
+ * the others (at most o->top of each).  Traces without a rank, when others
+ * have one, are listed (the launcher) but not compared; so is a rank's
+ * image that called execve when its next image is among them. */
+int stp_report_ranks_text(stp_det *const *d, size_t n, const stp_report_options *o, FILE *f);
+int stp_report_ranks_json(stp_det *const *d, size_t n, const stp_report_options *o, FILE *f);
+int stp_report_ranks_html(stp_det *const *d, size_t n, const stp_report_options *o, FILE *f);
 
 #ifdef __cplusplus
 }
