@@ -33,6 +33,7 @@ const struct option record_longopts[] = {
 	{"depth", required_argument, 0, 'd'},
 	{"flush-ms", required_argument, 0, 'F'},
 	{"accesses", no_argument, 0, 'A'},
+	{"torch-cuda", required_argument, 0, 'C'},
 	{"quiet", no_argument, 0, 'q'},
 	{"help", no_argument, 0, 'h'},
 	{0, 0, 0, 0},
@@ -55,6 +56,11 @@ const char record_help[] =
 	"      --accesses       PyTorch programs: record which tensors each aten op read\n"
 	"                       and wrote (for the access patterns of stprof report; a\n"
 	"                       Python call per op)\n"
+	"      --torch-cuda MODE  PyTorch programs: who records CUDA tensors (docs/python.md):\n"
+	"                       caching (default): PyTorch's caching allocator runs as\n"
+	"                       usual, its blocks and segments are recorded; pluggable:\n"
+	"                       stprof is PyTorch's CUDA allocator, one cudaMalloc per\n"
+	"                       tensor, each with its Python line (PyTorch 2.x); off\n"
 	"  Python programs also get PyTorch tensor events, Python lines and markers\n"
 	"  (iterations, phases, modules) from stprof's shim, with no change to the\n"
 	"  script (docs/python.md; STPROF_SHIM=0 turns the shim off)\n";
@@ -92,6 +98,13 @@ int record_apply_option(record_opts *o, int c, const char *arg)
 		return 0;
 	case 'A':
 		o->accesses = 1;
+		return 0;
+	case 'C':
+		if (strcmp(arg, "caching") && strcmp(arg, "pluggable") && strcmp(arg, "off")) {
+			stprof_err("--torch-cuda: '%s' is not one of caching, pluggable, off", arg);
+			return -1;
+		}
+		o->torch_cuda = arg;
 		return 0;
 	}
 	return 1;
@@ -248,6 +261,8 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	record_python_shim(lib);
 	if (o->accesses)
 		setenv("STPROF_ACCESSES", "1", 1);
+	if (o->torch_cuda)
+		setenv("STPROF_TORCH_CUDA", o->torch_cuda, 1);
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->min_size);
 	setenv("STPROF_MIN_SIZE", buf, 1);
 	if (o->depth >= 0) {

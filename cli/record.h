@@ -16,6 +16,7 @@ typedef struct record_opts {
 	int quiet;
 	int sidecars;         /* one-shot: .plan and .pftrace beside the trace */
 	int accesses;         /* --accesses: the Python shim records op accesses */
+	const char *torch_cuda; /* --torch-cuda: caching, pluggable, off; NULL: the shim's default */
 } record_opts;
 
 /* Parses one record option at argv[optind] style with getopt_long: the

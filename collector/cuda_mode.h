@@ -15,10 +15,11 @@
  *                             each tensor (ALLOC/FREE, pool STP_POOL_TENSORS,
  *                             devobj) and calls cudaMalloc/cudaFree with
  *                             t_busy set.
- *   STC_TORCH_CUDA_CACHING    PyTorch's caching allocator kept: the shim
- *                             records tensors (ALLOC/FREE, devobj) and the
- *                             allocator's segments (SEGMENT_RESERVE/RELEASE)
- *                             from PyTorch's own trace; CUPTI skips the
+ *   STC_TORCH_CUDA_CACHING    PyTorch's caching allocator kept: the
+ *                             collector records tensors (ALLOC/FREE, devobj)
+ *                             and the allocator's segments (SEGMENT_RESERVE/
+ *                             RELEASE) from the allocator's own reports
+ *                             (torch_cuda_caching.c); CUPTI skips the
  *                             allocation calls whose call path passes
  *                             through libc10_cuda (PyTorch's segments).
  *

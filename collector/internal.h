@@ -217,8 +217,18 @@ STC_HIDDEN int stc_py_active(void);
 /* ip lies in the object holding the interpreter's eval loop. */
 STC_HIDDEN int stc_py_in_interpreter(uint64_t ip);
 /* Up to max Python frames of the calling thread, innermost first, as
- * STP_PYFRAME_TAG | string id; 0 when the thread does not hold the GIL. */
-STC_HIDDEN uint32_t stc_py_frames(uint64_t *ips, uint32_t max);
+ * STP_PYFRAME_TAG | string id.  A Python thread that does not hold the GIL
+ * takes it for the walk when take_gil is set, else gets none; 0 for a
+ * thread Python did not create. */
+STC_HIDDEN uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil);
+
+/* ---------------------------------------------------------------- torch (torch_common.c) */
+/* The call path of a tensor allocated now (native frames up to the
+ * interpreter, then Python frames); take_gil 0: Python frames only when
+ * this thread holds the GIL already.  Returns its stack id, 0 for none. */
+STC_HIDDEN uint32_t stc_tensor_stack(int take_gil);
+/* libc10.so's own definition of name, NULL when there is none. */
+STC_HIDDEN void *stc_c10_sym(const char *name);
 
 /* ---------------------------------------------------------------- lifecycle */
 STC_HIDDEN void stc_init(void);

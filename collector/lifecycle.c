@@ -27,6 +27,7 @@
 
 #include "devobj.h"
 #include "internal.h"
+#include "torch_cuda.h"
 
 _Atomic int g_state;
 pid_t g_pid;
@@ -159,6 +160,7 @@ static void fork_child(void)
 	stc_modules_atfork_child();
 	stc_flusher_atfork_child();
 	stc_devobj_atfork_child();
+	stc_torch_cuda_atfork_child();
 	pthread_mutex_init(&open_mu, NULL);
 }
 

@@ -150,13 +150,13 @@ static uint32_t line_id(PyObj *code, int line)
 	return id;
 }
 
-uint32_t stc_py_frames(uint64_t *ips, uint32_t max)
+uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 {
 	if (!max || !stc_py_active())
 		return 0;
 	int held = py.gil_check(), st = 0;
 	if (!held) {
-		if (!py.this_tstate() || (py.finalizing && py.finalizing()))
+		if (!take_gil || !py.this_tstate() || (py.finalizing && py.finalizing()))
 			return 0;
 		st = py.ensure();
 	}

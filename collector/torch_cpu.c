@@ -6,20 +6,16 @@
  * exported functions of libc10.so, c10::alloc_cpu(size_t) and
  * c10::free_cpu(void *), called through the PLT (also inside libc10), so
  * the preloaded collector interposes them by their mangled names.  The real
- * ones are looked up in the loaded libc10.so itself (dlopen RTLD_NOLOAD +
- * dlsym on its handle, which does not see our definitions).  While the real
+ * ones are looked up in the loaded libc10.so itself (torch_common.c).  While the real
  * call runs the thread is busy, so the posix_memalign/free under it is not
  * also recorded as a heap event: each byte counts in one space.
  *
  * An allocation's call path is the native path up to the interpreter
- * followed by the Python frames (pyframes.c), innermost first.  The same
+ * followed by the Python frames (torch_common.c), innermost first.  The same
  * symbols exist in PyTorch 1.x and 2.x; a process without libc10 never calls
  * them.
  */
-#include <dlfcn.h>
-#include <link.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -30,30 +26,12 @@ STC_EXPORT void stc_c10_free_cpu(void *p) __asm__("_ZN3c108free_cpuEPv");
 
 static void *(*real_alloc)(size_t);
 static void (*real_free)(void *);
-static char c10_path[4096];
-
-static int find_c10(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	(void)data;
-	const char *n = info->dlpi_name, *slash = n ? strrchr(n, '/') : NULL;
-	const char *base = slash ? slash + 1 : n;
-	if (base && !strncmp(base, "libc10.so", 9)) {
-		strncpy(c10_path, n, sizeof c10_path - 1);
-		return 1;
-	}
-	return 0;
-}
 
 /* Both or neither; aborts when neither can be found (no way to serve the
  * call), which cannot happen: the caller was linked against libc10. */
 static void resolve(void)
 {
-	int was = t_busy;
-	t_busy = 1;
-	dl_iterate_phdr(find_c10, NULL);
-	void *h = c10_path[0] ? dlopen(c10_path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
-	void *a = h ? dlsym(h, "_ZN3c109alloc_cpuEm") : NULL, *f = h ? dlsym(h, "_ZN3c108free_cpuEPv") : NULL;
+	void *a = stc_c10_sym("_ZN3c109alloc_cpuEm"), *f = stc_c10_sym("_ZN3c108free_cpuEPv");
 	if (!a || !f || a == (void *)stc_c10_alloc_cpu) {
 		static const char msg[] = "stprof: cannot find c10::alloc_cpu in libc10.so\n";
 		if (write(2, msg, sizeof msg - 1) < 0)
@@ -62,7 +40,6 @@ static void resolve(void)
 	}
 	*(void **)&real_free = f;
 	__atomic_store_n((void **)&real_alloc, a, __ATOMIC_RELEASE);
-	t_busy = was;
 }
 
 static inline int recording(void)
@@ -73,24 +50,13 @@ static inline int recording(void)
 /* Native frames up to the interpreter, then the Python frames. */
 static __attribute__((noinline)) void record_tensor(void *p, size_t n)
 {
-	uint64_t ips[STC_DEPTH_MAX];
-	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
-	if (d && stc_py_active()) {
-		uint32_t keep = 0;
-		while (keep < d && !stc_py_in_interpreter(ips[keep]))
-			keep++;
-		uint32_t room = STC_DEPTH_MAX - keep;
-		uint32_t np = stc_py_frames(ips + keep, room < g_cfg.depth ? room : g_cfg.depth);
-		if (np)
-			d = keep + np;
-	}
 	stp_event ev = {.type = STP_EV_ALLOC};
 	ev.u.alloc.addr = (uint64_t)(uintptr_t)p;
 	ev.u.alloc.size = ev.u.alloc.requested = n;
 	ev.u.alloc.kind = STP_MEM_HOST;
 	ev.u.alloc.device = -1;
 	ev.u.alloc.pool = STP_POOL_TENSORS;
-	ev.u.alloc.stack = d ? stc_intern_stack(ips, d) : 0;
+	ev.u.alloc.stack = stc_tensor_stack(1);
 	stc_emit(&ev);
 }
 

@@ -1,5 +1,6 @@
 """stprof.torch_markers - iterations, micro-batches, phases and module names
 of a PyTorch program, as stprof markers, with no change to the program.
+install() first sets who records the CUDA memory (stprof.torch_cuda).
 
 State machine (one per process; PyTorch's CPU autograd runs on the calling
 thread, and module hooks of a backward's recomputation on the thread running
@@ -189,6 +190,11 @@ def install(torch):
     if _installed:
         return
     _installed = True
+    from . import torch_cuda
+    try:  # first: before the program can touch the GPU
+        torch_cuda.install(torch)
+    except Exception as e:  # never break the program
+        sys.stderr.write("stprof: PyTorch CUDA recording disabled: %s\n" % (e,))
     STATE.grad_enabled = torch.is_grad_enabled
     mm = torch.nn.modules.module
     mm.register_module_forward_pre_hook(STATE.pre)

@@ -1,0 +1,138 @@
+#!/bin/sh
+# check_40_torch_cuda.sh - PyTorch on CUDA recorded both ways (docs/python.md,
+# "CUDA tensors"): a small GPT trained for 20 iterations, natively and under
+# `stprof record --torch-cuda=caching` and `--torch-cuda=pluggable`.
+#   caching:   the trace's tensor peak (device 0, pool 1) equals the run's
+#              torch.cuda.max_memory_allocated() and its reserved peak (the
+#              segment events) max_memory_reserved(); `stprof report` prints
+#              the PyTorch model's simulated M_r against the real one, which
+#              must agree within 1%; the losses are the native run's.
+#   pluggable: the tensor peak equals the native run's requested-bytes peak
+#              (memory_stats()["requested_bytes.all.peak"]: the same requests,
+#              unrounded; a pluggable allocator has no memory_stats), the
+#              losses are the native run's, and tensors carry Python lines.
+# Prints the wall time of each run and the ratio to native (target for
+# caching: 1.3x at most; printed, not enforced: one run's timing).
+# Run by tests/gpu/run.sh (S, B, T, PY, CUDA set).
+set -eu
+echo "  a small GPT in PyTorch, recorded with --torch-cuda=caching and =pluggable"
+cat >"$T/gpt.py" <<'PYEOF'
+import json, sys, time, torch
+import torch.nn as nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+V, D, H, L, S, B = 2048, 256, 4, 4, 128, 16
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
+        self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
+        self.fc, self.out = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+        q, k, v = (t.view(b, s, H, D // H).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / (D // H) ** 0.5
+        att = att.masked_fill(torch.triu(torch.ones(s, s, device=x.device, dtype=torch.bool), 1), float("-inf"))
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(b, s, D)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(V, D), nn.Embedding(S, D)
+        self.blocks = nn.ModuleList(Block() for _ in range(L))
+        self.ln, self.head = nn.LayerNorm(D), nn.Linear(D, V, bias=False)
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x))
+
+model = GPT().cuda()
+opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+data = torch.randint(0, V, (20, B, S + 1), device="cuda")
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+for it in range(20):
+    x, y = data[it, :, :-1], data[it, :, 1:]
+    loss = F.cross_entropy(model(x).view(-1, V), y.reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    print(f"iter {it} loss {loss.item():.6f}")
+torch.cuda.synchronize()
+loop = time.perf_counter() - t0
+st = {"loop_s": loop}
+for k, f in (("max_allocated", torch.cuda.max_memory_allocated), ("max_reserved", torch.cuda.max_memory_reserved)):
+    try:
+        st[k] = f()
+    except Exception:
+        st[k] = None
+try:
+    st["requested_peak"] = torch.cuda.memory_stats().get("requested_bytes.all.peak")
+except Exception:
+    st["requested_peak"] = None
+json.dump(st, open(sys.argv[1], "w"))
+PYEOF
+now() { date +%s.%N; }
+calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
+jget() { "$PY" -c "import json,sys; v=json.load(open(sys.argv[1])).get(sys.argv[2]); print('' if v is None else v)" "$1" "$2"; }
+# tensor peak (device 0, pool 1) and reserved peak (segment events) of a trace
+peaks() {
+	"$B/stprof" dump -t alloc -t free -t segment_reserve -t segment_release "$1" | awk '
+	{ type = $4; size = 0; dev = ""; pool = ""; addr = ""; kind = ""
+	  for (i = 5; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "size") size = kv[2];
+	    else if (kv[1] == "device") dev = kv[2]; else if (kv[1] == "pool") pool = kv[2];
+	    else if (kv[1] == "addr") addr = kv[2]; else if (kv[1] == "kind") kind = kv[2] }
+	  if (kind != "device" || dev != "0") next
+	  if (type == "alloc" && pool == "1") { live[addr] = size; cur += size; if (cur > peak) peak = cur }
+	  else if (type == "free" && pool == "1" && (addr in live)) { cur -= live[addr]; delete live[addr] }
+	  else if (type == "segment_reserve") { res += size; if (res > rpeak) rpeak = res }
+	  else if (type == "segment_release") { res -= size } }
+	END { printf "%d %d\n", peak, rpeak }'
+}
+fail=0
+
+t0=$(now); "$PY" "$T/gpt.py" "$T/native.json" >"$T/native.out"; t1=$(now)
+native=$(calc "$t1 - $t0")
+echo "  native: $(tail -1 "$T/native.out"); wall ${native}s, loop $(jget "$T/native.json" loop_s)s"
+echo "    max_memory_allocated $(jget "$T/native.json" max_allocated), max_memory_reserved $(jget "$T/native.json" max_reserved), requested peak $(jget "$T/native.json" requested_peak)"
+
+# ---- (b) the caching allocator kept
+t0=$(now); "$B/stprof" record -q --torch-cuda=caching -o "$T/b.stp" -- "$PY" "$T/gpt.py" "$T/b.json" >"$T/b.out"; t1=$(now)
+wall_b=$(calc "$t1 - $t0")
+cmp -s "$T/native.out" "$T/b.out" || { echo "FAIL: caching: losses differ from native"; fail=1; }
+set -- $(peaks "$T/b.stp")
+tp=$1 rp=$2
+ma=$(jget "$T/b.json" max_allocated) mr=$(jget "$T/b.json" max_reserved)
+echo "  caching: tensor peak $tp (max_memory_allocated $ma), reserved peak $rp (max_memory_reserved $mr)"
+[ "$tp" = "$ma" ] || { echo "FAIL: caching: tensor peak $tp != max_memory_allocated $ma"; fail=1; }
+[ "$rp" = "$mr" ] || { echo "FAIL: caching: reserved peak $rp != max_memory_reserved $mr"; fail=1; }
+"$B/stprof" report "$T/b.stp" >"$T/b.report" 2>&1 || { echo "FAIL: stprof report"; fail=1; }
+sed -n '/^Fragmentation (device 0/,/model error vs actual/p' "$T/b.report" | sed 's/^/    /'
+err=$(sed -n 's/.*model error vs actual: M_a \([-+0-9.]*\)%, M_r \([-+0-9.]*\)%.*/\2/p' "$T/b.report" | head -1)
+if [ -z "$err" ]; then
+	echo "FAIL: the report prints no simulated-vs-actual comparison"; fail=1
+elif ! awk -v e="$err" 'BEGIN { exit !(e <= 1 && e >= -1) }'; then
+	echo "FAIL: the PyTorch model's M_r is ${err}% off the real one (target 1%)"; fail=1
+else
+	echo "  simulated M_r vs real: ${err}% (target within 1%)"
+fi
+echo "  caching: wall ${wall_b}s, loop $(jget "$T/b.json" loop_s)s; ratio to native: wall $(calc "$wall_b / $native")x, loop $(calc "$(jget "$T/b.json" loop_s) / $(jget "$T/native.json" loop_s)")x (target <= 1.3x)"
+
+# ---- (a) STAlloc's profiling mode: libstprof.so as the pluggable allocator
+t0=$(now); "$B/stprof" record -q --torch-cuda=pluggable -o "$T/a.stp" -- "$PY" "$T/gpt.py" "$T/a.json" >"$T/a.out" 2>"$T/a.err"; t1=$(now)
+wall_a=$(calc "$t1 - $t0")
+grep -q "torch-cuda=pluggable" "$T/a.err" && { echo "FAIL: pluggable not installed: $(cat "$T/a.err")"; fail=1; }
+cmp -s "$T/native.out" "$T/a.out" || { echo "FAIL: pluggable: losses differ from native"; fail=1; }
+set -- $(peaks "$T/a.stp")
+tp=$1
+want=$(jget "$T/native.json" requested_peak)
+echo "  pluggable: tensor peak $tp (native requested-bytes peak $want; max_memory_allocated here: $(jget "$T/a.json" max_allocated))"
+[ "$tp" = "$want" ] || { echo "FAIL: pluggable: tensor peak $tp != native requested peak $want"; fail=1; }
+"$B/stprof" report "$T/a.stp" 2>&1 | grep -q "at gpt.py:[0-9]* in " || { echo "FAIL: pluggable: no Python lines for the tensors"; fail=1; }
+echo "  pluggable: wall ${wall_a}s, loop $(jget "$T/a.json" loop_s)s; ratio to native: wall $(calc "$wall_a / $native")x"
+exit $fail
