@@ -14,7 +14,8 @@
  *     stalloc_torch_init and stalloc_torch_reset are the optional init and
  *     reset hooks (the plan is loaded by the library constructor).
  * The real cudaMalloc/cudaFree are looked up at run time (the next
- * definition, else the global one, else libcudart.so), so nothing here
+ * definition, else the global one, else a libcudart.so* already loaded or
+ * on the search path), so nothing here
  * links against CUDA: the library builds and its host path runs where CUDA
  * is absent, and with no device plan every call is passed through.
  * Pool and fallback blocks come from the real cudaMalloc (256-byte
@@ -37,24 +38,39 @@ typedef int (*free_fn)(void *);
 static malloc_fn real_malloc;
 static free_fn real_free;
 
+EXPORT int cudaMalloc(void **out, size_t size);
+EXPORT int cudaFree(void *p);
+
+/* A definition that is not our own (RTLD_DEFAULT finds ours first when we
+ * are preloaded and the runtime was loaded privately). */
+static int foreign(void *m, void *f)
+{
+	return m && f && m != (void *)cudaMalloc && f != (void *)cudaFree;
+}
+
 static void resolve(void)
 {
 	if (__atomic_load_n(&real_free, __ATOMIC_ACQUIRE))
 		return;
 	void *m = dlsym(RTLD_NEXT, "cudaMalloc"), *f = dlsym(RTLD_NEXT, "cudaFree");
-	if (!m || !f) {
+	if (!foreign(m, f)) {
 		m = dlsym(RTLD_DEFAULT, "cudaMalloc");
 		f = dlsym(RTLD_DEFAULT, "cudaFree");
 	}
-	if ((!m || !f) || m == (void *)0) {
-		void *h = dlopen("libcudart.so", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-		if (!h)
-			h = dlopen("libcudart.so", RTLD_NOW | RTLD_GLOBAL);
-		if (h) {
-			m = dlsym(h, "cudaMalloc");
-			f = dlsym(h, "cudaFree");
+	/* the runtime already loaded (PyTorch's wheels load libcudart.so.12
+	 * privately), else one of those names from the search path */
+	static const char *const names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
+	for (int load = 0; load < 2 && !foreign(m, f); load++) {
+		for (size_t i = 0; i < sizeof names / sizeof names[0] && !foreign(m, f); i++) {
+			void *h = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL | (load ? 0 : RTLD_NOLOAD));
+			if (h) {
+				m = dlsym(h, "cudaMalloc");
+				f = dlsym(h, "cudaFree");
+			}
 		}
 	}
+	if (!foreign(m, f))
+		m = f = NULL; /* no runtime: every device request fails, none recurses */
 	malloc_fn mf;
 	free_fn ff;
 	*(void **)&mf = m;

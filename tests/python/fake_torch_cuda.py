@@ -3,7 +3,8 @@ test_torch_cuda.sh: torch.cuda.memory.CUDAPluggableAllocator loads the given
 library and calls its alloc/free functions exactly as PyTorch's C++ does
 (alloc(ssize_t size, int device, cudaStream_t stream), free(ptr, size,
 device, stream)); cudaMalloc is fakecuda/libcudart.so.12.  The shim installs
-libstprof.so through it; tensors made from Python then carry their line."""
+libstprof.so through it (tensors made from Python then carry their line),
+and under `stprof run --plan` with a device plan, libstalloc.so."""
 import ctypes
 import sys
 import types
@@ -38,7 +39,7 @@ torch = types.SimpleNamespace(
 from stprof import torch_cuda  # noqa: E402
 
 torch_cuda.install(torch)
-print("mode", torch_cuda.mode(), "allocator", len(current), current[0].path.endswith("libstprof.so") if current else None)
+print("mode", torch_cuda.mode(), "allocator", len(current), current[0].path.rsplit("/", 1)[-1] if current else None)
 
 
 def make_tensor(n):

@@ -9,7 +9,9 @@
 #    report on: the profiler's memory figures are the same under stprof;
 #  - the pluggable install on a PyTorch 2.x stand-in (fake_torch_cuda.py:
 #    the allocator glue that needs a GPU) gives libstprof.so's path and
-#    entry points, and a tensor made from Python carries its Python line.
+#    entry points, and a tensor made from Python carries its Python line;
+#  - its device plan, under `stprof run --plan`: libstalloc.so installed as
+#    the allocator by the shim, every tensor served by the plan.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 export OMP_NUM_THREADS=1
@@ -54,10 +56,20 @@ grep -h 'binding file .*libc10\.so[^ ]* .* to .*libstprof\.so .*reportMemoryUsag
 # the pluggable install, on a PyTorch 2.x stand-in
 export LD_LIBRARY_PATH="$STPROF_BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 out=$(cd "$STPROF_SRC/tests/python" && "$STPROF" record -q --torch-cuda=pluggable -o "$T/f.stp" -- "$PY" fake_torch_cuda.py)
-expect_eq "stand-in output" "$out" "mode pluggable allocator 1 True
+expect_eq "stand-in output" "$out" "mode pluggable allocator 1 libstprof.so
 tensors 3"
 n=$("$STPROF" dump "$T/f.stp" | grep -c ' alloc .*kind=device device=0 stream=0x77 pool=1')
 expect_eq "device tensors" "$n" 3
 "$STPROF" report "$T/f.stp" 2>&1 | grep -q "at fake_torch_cuda.py:[0-9]* in make_tensor" ||
   fail "no Python line for the device tensors"
+
+# its device plan enforced: under `stprof run --plan` the shim makes
+# libstalloc.so PyTorch's CUDA allocator, every tensor is planned (before,
+# libstalloc's cudaMalloc found itself as "the real one" and deadlocked)
+"$STPROF" plan -q -o "$T/f.plan" "$T/f.stp"
+out=$(cd "$STPROF_SRC/tests/python" && timeout 60 "$STPROF" run --plan "$T/f.plan" --stalloc-stats "$T/f.stats" -- "$PY" fake_torch_cuda.py)
+expect_eq "stand-in output under the plan" "$out" "mode stalloc allocator 1 libstalloc.so
+tensors 3"
+tr ' ' '\n' <"$T/f.stats" | grep -qx 'hits=3' && tr ' ' '\n' <"$T/f.stats" | grep -qx 'fallbacks=0' ||
+  fail "device plan not followed: $(cat "$T/f.stats")"
 echo ok

@@ -33,39 +33,61 @@ def _warn(msg):
     sys.stderr.write("stprof: %s\n" % msg)
 
 
-def _library():
-    """The path of the libstprof.so loaded in this process, or None."""
+def _library(prefix="libstprof.so"):
+    """The path of the library named prefix* loaded in this process, or None."""
     try:
         with open("/proc/self/maps") as f:
             for line in f:
                 parts = line.rstrip("\n").split(None, 5)
-                if len(parts) == 6 and os.path.basename(parts[5]).startswith("libstprof.so"):
+                if len(parts) == 6 and os.path.basename(parts[5]).startswith(prefix):
                     return parts[5]
     except OSError:
         pass
     return None
 
 
-def _install_pluggable(torch):
-    """libstprof.so as PyTorch's CUDA allocator; False when it cannot be."""
+def _install_pluggable(torch, what="--torch-cuda=pluggable", prefix="libstprof.so",
+                       alloc_fn="stprof_torch_cuda_alloc", free_fn="stprof_torch_cuda_free"):
+    """The library prefix* as PyTorch's CUDA allocator; False when it cannot be."""
     if getattr(torch.version, "cuda", None) is None:
-        _warn("--torch-cuda=pluggable: this PyTorch has no CUDA; using caching")
+        _warn("%s: this PyTorch has no CUDA; using caching" % what)
         return False
     mem = getattr(torch.cuda, "memory", None)
     if mem is None or not hasattr(mem, "CUDAPluggableAllocator") or not hasattr(mem, "change_current_allocator"):
-        _warn("--torch-cuda=pluggable: needs PyTorch 2.0 or later (this is %s); using caching" % torch.__version__)
+        _warn("%s: needs PyTorch 2.0 or later (this is %s); using caching" % (what, torch.__version__))
         return False
-    lib = _library()
+    lib = _library(prefix)
     if lib is None:
-        _warn("--torch-cuda=pluggable: libstprof.so is not loaded; using caching")
+        _warn("%s: %s is not loaded; using caching" % (what, prefix))
         return False
     try:
-        alloc = mem.CUDAPluggableAllocator(lib, "stprof_torch_cuda_alloc", "stprof_torch_cuda_free")
+        alloc = mem.CUDAPluggableAllocator(lib, alloc_fn, free_fn)
         mem.change_current_allocator(alloc)
     except Exception as e:  # CUDA already initialized, ...
-        _warn("--torch-cuda=pluggable: %s; using caching" % (e,))
+        _warn("%s: %s; using caching" % (what, e))
         return False
     return True
+
+
+def install_stalloc(torch):
+    """Under `stprof run --plan` with a device plan: libstalloc.so becomes
+    PyTorch's CUDA allocator (its stalloc_torch_alloc/free entry points), so
+    that the plan is enforced on every tensor, as it was recorded in
+    pluggable mode.  A host or tensor plan leaves PyTorch's CUDA allocator
+    alone.  Returns True when installed."""
+    plan = os.environ.get("STALLOC_PLAN")
+    if not plan:
+        return False
+    try:
+        with open(plan, "rb") as f:
+            head = f.read(32)
+    except OSError:
+        return False
+    # plan header: magic, then at offset 28 the flags (bit 0: device plan)
+    if len(head) < 32 or head[:8] != b"STPPLAN\0" or not (int.from_bytes(head[28:32], "little") & 1):
+        return False
+    return _install_pluggable(torch, "stprof run --plan (a device plan)", "libstalloc.so",
+                              "stalloc_torch_alloc", "stalloc_torch_free")
 
 
 def _wrap_empty_cache(torch, reserved):
@@ -92,7 +114,8 @@ def _wrap_empty_cache(torch, reserved):
 
 
 def mode():
-    """The mode in force ("caching", "pluggable", "off"), None before install."""
+    """The mode in force ("caching", "pluggable", "off"; "stalloc" when
+    libstalloc enforces a device plan), None before install."""
     return _mode
 
 
@@ -100,6 +123,9 @@ def install(torch):
     """Sets the mode once; call before the program uses the GPU."""
     global _mode
     if _mode is not None:
+        return
+    if os.environ.get("STALLOC_PLAN"):
+        _mode = "stalloc" if install_stalloc(torch) else "off"
         return
     try:
         lib = ctypes.CDLL(None)
