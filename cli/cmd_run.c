@@ -97,7 +97,7 @@ static void timeline_bound(const stp_det_result *r, const char *trace, stp_expor
 
 int cmd_run(int argc, char **argv)
 {
-	static struct option longopts[16];
+	static struct option longopts[24];
 	size_t n = 0;
 	for (; record_longopts[n].name; n++)
 		longopts[n] = record_longopts[n];

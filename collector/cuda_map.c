@@ -423,7 +423,11 @@ int stc_cuda_map(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_Ca
 	r->api = 0;
 	r->name = NULL;
 	r->nranges = 0;
-	if (!cb->functionParams)
+	/* calls without arguments may come without a parameter structure */
+	int no_args = dom == CUPTI_CB_DOMAIN_RUNTIME_API
+		? cbid == RT(cudaDeviceSynchronize_v3020) || cbid == RT(cudaThreadSynchronize_v3020)
+		: cbid == DRV(cuCtxSynchronize);
+	if (!cb->functionParams && !no_args)
 		return STC_CU_NONE;
 	if (!enter && !stc_cuda_succeeded(dom, cb))
 		return STC_CU_NONE;
