@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_internal.h"
-#include "devobj.h"
+#include "../cuda_internal.h"
+#include "../devobj.h"
 
 stc_cuda_fns g_cu;
 void stc_cuda_resolve_cuda(void) {}
