@@ -35,6 +35,13 @@ STC_HIDDEN extern int g_cuda_activity_on;
 static STC_TLS int t_rt_depth;      /* runtime calls this thread is inside */
 static STC_TLS uint32_t t_drv_corr; /* the last driver call's inside it */
 static STC_TLS uint64_t t_enter_ns; /* ENTER time of the current call */
+/* The driver launch inside a runtime launch, scanned with the driver's
+ * parameter info: used when the runtime's gave none (cudaFuncGetParamInfo
+ * missing or refusing the function). */
+#define DRV_RANGES 16
+static STC_TLS int t_drv_scanned;
+static STC_TLS uint32_t t_drv_n;
+static STC_TLS stp_range t_drv_ranges[DRV_RANGES];
 static STC_TLS int t_free_pending;  /* a free recorded at ENTER, awaiting EXIT */
 static STC_TLS stc_devobj t_free_obj;
 
@@ -251,6 +258,26 @@ static void do_api(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 		stc_emit_span(&ev, t_enter_ns);
 }
 
+static void drv_scan(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	if (!cb->functionParams)
+		return;
+	t_busy = 1;
+	stc_cuda_rec r;
+	r.nranges = 0;
+	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+		const cuLaunchKernelEx_params *q = cb->functionParams;
+		stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, &r);
+	} else {
+		const cuLaunchKernel_params *q = cb->functionParams;
+		stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, &r);
+	}
+	t_drv_n = r.nranges < DRV_RANGES ? r.nranges : DRV_RANGES;
+	memcpy(t_drv_ranges, r.ranges, t_drv_n * sizeof(stp_range));
+	t_drv_scanned = 1;
+	t_busy = 0;
+}
+
 /* ---------------------------------------------------------------- callback */
 void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
 {
@@ -260,8 +287,10 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 	const CUpti_CallbackData *cb = data;
 	int enter = cb->callbackSite == CUPTI_API_ENTER;
 	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API) {
-		if (enter && t_rt_depth++ == 0)
+		if (enter && t_rt_depth++ == 0) {
 			t_drv_corr = 0;
+			t_drv_scanned = 0;
+		}
 		else if (!enter && t_rt_depth > 0)
 			t_rt_depth--;
 		if (!enter && t_rt_depth > 0)
@@ -269,8 +298,14 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 		if (enter && t_rt_depth > 1)
 			return;
 	} else if (t_rt_depth > 0) {
-		if (enter)
+		if (enter) {
 			t_drv_corr = cb->correlationId;
+			if (!t_busy && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+			                cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+			                cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
+			                cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz))
+				drv_scan(cbid, cb);
+		}
 		return;
 	}
 	if (t_busy || atomic_load_explicit(&g_state, memory_order_relaxed) != STC_ON)
@@ -308,6 +343,10 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 		do_map(cb, &r, caching);
 		break;
 	case STC_CU_API:
+		if (r.api == STP_API_KERNEL && r.runtime && !r.nranges && t_drv_scanned) {
+			memcpy(r.ranges, t_drv_ranges, t_drv_n * sizeof(stp_range));
+			r.nranges = t_drv_n;
+		}
 		do_api(cb, &r);
 		break;
 	}

@@ -228,6 +228,9 @@ cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, 
 
 cudaError_t cudaFuncGetParamInfo(const void *f, size_t i, size_t *off, size_t *size)
 {
+	const char *no = getenv("FAKE_NO_RT_PARAMINFO"); /* as a runtime that refuses the kernel handle */
+	if (no && !strcmp(no, "1"))
+		return cudaErrorInvalidValue;
 	return fake_kernel_param(f, i, off, size) ? cudaErrorInvalidValue : cudaSuccess;
 }
 

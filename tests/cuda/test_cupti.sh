@@ -21,6 +21,11 @@ cmp -s "$T/native.out" "$T/rec.out" || fail "output differs under stprof"
 grep -q "stprof: CUDA" "$T/rec.err" && fail "unexpected CUDA message: $(cat "$T/rec.err")"
 "$CHECK_CUDA_TRACE" --fake "$T/p.stp" "$T/addrs" || { "$STPROF" dump "$T/p.stp" | grep -v MODULE >&2; fail "check_cuda_trace"; }
 
+# the runtime gives no parameter info: the driver launch inside it is scanned
+FAKE_NO_RT_PARAMINFO=1 CUDA_PROG_ADDRS="$T/addrs2" "$STPROF" record -q -o "$T/p2.stp" -- "$CUDA_PROG" >/dev/null 2>&1 ||
+	fail "recorded cuda_prog failed (no runtime parameter info)"
+"$CHECK_CUDA_TRACE" --fake "$T/p2.stp" "$T/addrs2" >/dev/null || fail "check_cuda_trace without runtime parameter info"
+
 # report and export read it, and show the device memory
 "$STPROF" report "$T/p.stp" >"$T/report.txt" 2>&1 || fail "report: $(tail -3 "$T/report.txt")"
 grep -qi "device" "$T/report.txt" || fail "report names no device memory: $(head -30 "$T/report.txt")"
