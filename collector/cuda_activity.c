@@ -47,7 +47,6 @@ typedef struct held {
 	stp_range ranges[STC_CU_RANGES_MAX];
 } held;
 
-int g_cuda_activity_on;
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static held *head, *tail, *free_list;
 static held *buckets[2][BUCKETS];
@@ -326,7 +325,6 @@ int stc_cuda_activity_start(void)
 	g_cu.activity_enable(CUPTI_ACTIVITY_KIND_MEMCPY);
 	g_cu.activity_enable(CUPTI_ACTIVITY_KIND_MEMSET);
 	sample_clock();
-	g_cuda_activity_on = 1;
 	atomic_store(&g_cuda_mark_hook, mark_hook);
 	atomic_store(&g_cuda_flush_hook, flush_hook);
 	return 0;

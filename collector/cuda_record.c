@@ -30,8 +30,6 @@
 #include "devobj.h"
 #include "internal.h"
 
-STC_HIDDEN extern int g_cuda_activity_on;
-
 static STC_TLS int t_rt_depth;      /* runtime calls this thread is inside */
 static STC_TLS uint32_t t_drv_corr; /* the last driver call's inside it */
 static STC_TLS uint64_t t_enter_ns; /* ENTER time of the current call */
@@ -40,6 +38,7 @@ static STC_TLS uint64_t t_enter_ns; /* ENTER time of the current call */
  * missing or refusing the function). */
 #define DRV_RANGES 16
 static STC_TLS int t_drv_scanned;
+static STC_TLS const char *t_drv_name; /* its kernel's name */
 static STC_TLS uint32_t t_drv_n;
 static STC_TLS stp_range t_drv_ranges[DRV_RANGES];
 static STC_TLS int t_free_pending;  /* a free recorded at ENTER, awaiting EXIT */
@@ -252,7 +251,7 @@ static void do_api(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 	ev.u.api.stack = call_path(0, &skip);
 	ev.u.api.nranges = r->nranges;
 	ev.u.api.ranges = r->nranges ? r->ranges : NULL;
-	if (r->api != STP_API_SYNC && g_cuda_activity_on)
+	if (r->api != STP_API_SYNC && atomic_load_explicit(&g_cuda_mark_hook, memory_order_relaxed))
 		stc_cuda_activity_hold(cb->correlationId, r->runtime ? t_drv_corr : 0, &ev, t_enter_ns);
 	else
 		stc_emit_span(&ev, t_enter_ns);
@@ -275,6 +274,7 @@ static void drv_scan(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	t_drv_n = r.nranges < DRV_RANGES ? r.nranges : DRV_RANGES;
 	memcpy(t_drv_ranges, r.ranges, t_drv_n * sizeof(stp_range));
 	t_drv_scanned = 1;
+	t_drv_name = cb->symbolName;
 	t_busy = 0;
 }
 
@@ -343,9 +343,13 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 		do_map(cb, &r, caching);
 		break;
 	case STC_CU_API:
-		if (r.api == STP_API_KERNEL && r.runtime && !r.nranges && t_drv_scanned) {
-			memcpy(r.ranges, t_drv_ranges, t_drv_n * sizeof(stp_range));
-			r.nranges = t_drv_n;
+		if (r.api == STP_API_KERNEL && r.runtime && t_drv_scanned) {
+			if (!r.nranges) {
+				memcpy(r.ranges, t_drv_ranges, t_drv_n * sizeof(stp_range));
+				r.nranges = t_drv_n;
+			}
+			if (r.name == cb->functionName && t_drv_name && *t_drv_name)
+				r.name = t_drv_name; /* the runtime callback did not name the kernel */
 		}
 		do_api(cb, &r);
 		break;
