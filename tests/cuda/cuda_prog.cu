@@ -13,9 +13,14 @@
  * mapping va (a segment), and kernel references: scale(c, a) -> {c, a};
  * add3(x, a, b) -> {x, a, b}; touch_end(e + 1000 bytes, m) -> {m} only (one
  * past e's end is not e); scale(va, y) -> {va, y}.
+ *
+ * With CUDA_PROG_THREADS=N it then runs N threads that each set and copy a
+ * buffer of their own 50 times on a stream of their own (the held events of
+ * several threads written together; counted by tests/cuda/test_cupti.sh).
  */
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +73,25 @@ static void name(const char *what, const void *p, size_t size)
 			exit(2); \
 		} \
 	} while (0)
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	cudaStream_t s;
+	float *buf, *dst;
+	CK(cudaStreamCreate(&s));
+	CK(cudaMalloc(&buf, 4096));
+	CK(cudaMalloc(&dst, 4096));
+	for (int i = 0; i < 50; i++) {
+		CK(cudaMemsetAsync(buf, i, 4096, s));
+		CK(cudaMemcpyAsync(dst, buf, 4096, cudaMemcpyDeviceToDevice, s));
+	}
+	CK(cudaStreamSynchronize(s));
+	CK(cudaFree(buf));
+	CK(cudaFree(dst));
+	CK(cudaStreamDestroy(s));
+	return NULL;
+}
 
 int main(void)
 {
@@ -173,6 +197,12 @@ int main(void)
 	CK(cudaFreeHost(hp));
 	CK(cudaFreeHost(hq));
 	free(h);
+	int nthreads = getenv("CUDA_PROG_THREADS") ? atoi(getenv("CUDA_PROG_THREADS")) : 0;
+	pthread_t th[16];
+	for (int i = 0; i < nthreads && i < 16; i++)
+		pthread_create(&th[i], NULL, worker, NULL);
+	for (int i = 0; i < nthreads && i < 16; i++)
+		pthread_join(th[i], NULL);
 	if (addrs)
 		fclose(addrs);
 	printf("cuda_prog: done\n");

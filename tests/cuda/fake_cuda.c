@@ -64,6 +64,9 @@ void fake_fire(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const char *fn, 
 
 void fake_activity(CUpti_ActivityKind kind, uint32_t corr, uint64_t start, uint64_t dur, const char *name)
 {
+	const char *none = getenv("FAKE_NO_ACTIVITY"); /* records that never come */
+	if (none && !strcmp(none, "1"))
+		return;
 	pthread_mutex_lock(&mu);
 	if (nqueue < (int)(sizeof queue / sizeof queue[0])) {
 		fake_record *r = &queue[nqueue++];

@@ -26,6 +26,28 @@ FAKE_NO_RT_PARAMINFO=1 CUDA_PROG_ADDRS="$T/addrs2" "$STPROF" record -q -o "$T/p2
 	fail "recorded cuda_prog failed (no runtime parameter info)"
 "$CHECK_CUDA_TRACE" --fake "$T/p2.stp" "$T/addrs2" >/dev/null || fail "check_cuda_trace without runtime parameter info"
 
+# activity records that never come, or none asked for: the held events are
+# written at the end with the calls' host times, the trace reads whole
+for v in FAKE_NO_ACTIVITY STPROF_CUDA_ACTIVITY; do
+	val=1; [ "$v" = STPROF_CUDA_ACTIVITY ] && val=0
+	env "$v=$val" CUDA_PROG_ADDRS="$T/addrs3" "$STPROF" record -q -o "$T/p3.stp" -- "$CUDA_PROG" >/dev/null 2>&1 ||
+		fail "recorded cuda_prog failed ($v=$val)"
+	"$CHECK_CUDA_TRACE" "$T/p3.stp" "$T/addrs3" >/dev/null || fail "check_cuda_trace with $v=$val"
+	"$CHECK_CUDA_TRACE" --fake "$T/p3.stp" "$T/addrs3" >/dev/null 2>&1 && fail "device durations with $v=$val"
+	rm -f "$T/p3.stp"
+done
+
+# four threads at once: every held event written, in sequence, device-timed
+CUDA_PROG_THREADS=4 "$STPROF" record -q -o "$T/t.stp" -- "$CUDA_PROG" >/dev/null 2>&1 || fail "threads run failed"
+"$STPROF" info "$T/t.stp" >"$T/t.info" 2>&1 || fail "info on the threads trace: $(cat "$T/t.info")"
+grep -q "lost" "$T/t.info" && grep -v " 0 lost\|lost 0\|lost: 0" "$T/t.info" | grep -q "lost" && fail "events lost: $(cat "$T/t.info")"
+n=$("$STPROF" dump "$T/t.stp" | grep -c "kind=memset name=\"cudaMemsetAsync\".*duration=3000" || true)
+expect_eq "device-timed memsets of 4 threads + main" "$n" 201
+n=$("$STPROF" dump "$T/t.stp" | grep -c "kind=memcpy name=\"cudaMemcpyAsync\".*duration=3000" || true)
+expect_eq "device-timed copies of 4 threads + main" "$n" 201
+tids=$("$STPROF" dump "$T/t.stp" | awk '/kind=memset/ { print $3 }' | sort -u | wc -l)
+expect_eq "threads with memsets" "$tids" 5
+
 # report and export read it, and show the device memory
 "$STPROF" report "$T/p.stp" >"$T/report.txt" 2>&1 || fail "report: $(tail -3 "$T/report.txt")"
 grep -qi "device" "$T/report.txt" || fail "report names no device memory: $(head -30 "$T/report.txt")"
