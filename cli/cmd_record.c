@@ -19,8 +19,10 @@ static void usage(FILE *f)
 	           "allocation and free (malloc, calloc, realloc, free, posix_memalign,\n"
 	           "aligned_alloc, memalign, valloc, pvalloc; C++ new and delete), each with its\n"
 	           "native call path, plus threads, loaded modules and the program's markers,\n"
-	           "into a trace.  PROGRAM's output, exit status and signals are its own; stprof\n"
-	           "adds one line on stderr at the end (none with -q).\n\n"
+	           "and, when the program uses CUDA, its device, managed and pinned memory,\n"
+	           "kernels, copies, sets and syncs (--cuda), into a trace.  PROGRAM's output,\n"
+	           "exit status and signals are its own; stprof adds one line on stderr at the\n"
+	           "end (none with -q).\n\n"
 	           "Options:\n%s  -h, --help           this help\n\n"
 	           "Read the trace with `stprof report`, `stprof info`.\n",
 	        record_help);

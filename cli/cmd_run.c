@@ -201,7 +201,7 @@ static void outputs_of_ranks(const traceset *ts, const char *trace, const record
 
 int cmd_run(int argc, char **argv)
 {
-	static struct option longopts[32]; /* record's options and these */
+	static struct option longopts[40]; /* record's options and these */
 	size_t n = 0;
 	for (; record_longopts[n].name; n++)
 		longopts[n] = record_longopts[n];

@@ -34,6 +34,8 @@ const struct option record_longopts[] = {
 	{"flush-ms", required_argument, 0, 'F'},
 	{"accesses", no_argument, 0, 'A'},
 	{"torch-cuda", required_argument, 0, 'C'},
+	{"cuda", no_argument, 0, 'G'},
+	{"no-cuda", no_argument, 0, 'g'},
 	{"quiet", no_argument, 0, 'q'},
 	{"help", no_argument, 0, 'h'},
 	{0, 0, 0, 0},
@@ -61,6 +63,12 @@ const char record_help[] =
 	"                       usual, its blocks and segments are recorded; pluggable:\n"
 	"                       stprof is PyTorch's CUDA allocator, one cudaMalloc per\n"
 	"                       tensor, each with its Python line (PyTorch 2.x); off\n"
+	"      --cuda, --no-cuda  record the program's CUDA memory and work through CUPTI\n"
+	"                       (default: on whenever the program initializes CUDA):\n"
+	"                       device, managed and pinned allocations, memory pools,\n"
+	"                       VMM mappings, kernel launches with the objects their\n"
+	"                       arguments point into, copies, sets and syncs, with\n"
+	"                       device times (docs/record.md, \"CUDA\")\n"
 	"  Python programs also get PyTorch tensor events, Python lines and markers\n"
 	"  (iterations, phases, modules) from stprof's shim, with no change to the\n"
 	"  script (docs/python.md; STPROF_SHIM=0 turns the shim off)\n";
@@ -105,6 +113,18 @@ int record_apply_option(record_opts *o, int c, const char *arg)
 			return -1;
 		}
 		o->torch_cuda = arg;
+		return 0;
+	case 'G':
+#ifndef STPROF_HAVE_CUPTI
+		stprof_err("--cuda: this stprof was built without the CUPTI headers: the CUDA backend is not built "
+		           "in (rebuild where the CUDA toolkit is, see docs/record.md)");
+		return -1;
+#else
+		o->cuda = 1;
+		return 0;
+#endif
+	case 'g':
+		o->cuda = -1;
 		return 0;
 	}
 	return 1;
@@ -263,6 +283,20 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		setenv("STPROF_ACCESSES", "1", 1);
 	if (o->torch_cuda)
 		setenv("STPROF_TORCH_CUDA", o->torch_cuda, 1);
+	if (o->quiet)
+		setenv("STPROF_QUIET", "1", 1);
+	/* CUDA: the driver loads the collector at cuInit and calls its
+	 * InitializeInjection (unless another tool's injection is set) */
+	if (o->cuda < 0) {
+		setenv("STPROF_CUDA", "0", 1);
+	} else {
+#ifdef STPROF_HAVE_CUPTI
+		setenv("STPROF_CUDA", "1", 1);
+		const char *inj = getenv("CUDA_INJECTION64_PATH");
+		if (!inj || !*inj)
+			setenv("CUDA_INJECTION64_PATH", lib, 1);
+#endif
+	}
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->min_size);
 	setenv("STPROF_MIN_SIZE", buf, 1);
 	if (o->depth >= 0) {

@@ -17,6 +17,7 @@ typedef struct record_opts {
 	int sidecars;         /* one-shot: .plan and .pftrace beside the trace */
 	int accesses;         /* --accesses: the Python shim records op accesses */
 	const char *torch_cuda; /* --torch-cuda: caching, pluggable, off; NULL: the shim's default */
+	int cuda;             /* 1 --cuda, -1 --no-cuda, 0 default (on when built in) */
 } record_opts;
 
 /* Parses one record option at argv[optind] style with getopt_long: the

@@ -38,3 +38,19 @@ else()
   set(STPROF_HAVE_CUDA OFF)
   message(STATUS "stprof: no CUDA toolkit; CUDA parts are skipped")
 endif()
+
+# CUPTI (the CUDA backend of the collector): headers only at build time;
+# libcupti is dlopened at run time.  -DSTPROF_CUPTI=OFF builds without it.
+option(STPROF_CUPTI "Build the collector's CUPTI backend when the headers are found" ON)
+set(STPROF_HAVE_CUPTI OFF)
+if(STPROF_CUPTI AND STPROF_HAVE_CUDA)
+  find_path(STPROF_CUPTI_INCLUDE cupti.h
+    PATHS ${STPROF_CUDA_ROOT}/include ${STPROF_CUDA_ROOT}/extras/CUPTI/include NO_DEFAULT_PATH)
+  if(STPROF_CUPTI_INCLUDE AND EXISTS ${STPROF_CUDA_ROOT}/include/generated_cuda_meta.h)
+    set(STPROF_HAVE_CUPTI ON)
+    message(STATUS "stprof: CUPTI headers at ${STPROF_CUPTI_INCLUDE}: CUDA backend built")
+  endif()
+endif()
+if(NOT STPROF_HAVE_CUPTI)
+  message(STATUS "stprof: no CUPTI headers; the CUDA backend is not built (stprof record --cuda says so)")
+endif()

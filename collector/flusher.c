@@ -88,6 +88,9 @@ static void *flusher_main(void *arg)
 		if (stc_now() >= last + period) {
 			last = stc_now();
 			stc_modules_scan();
+			void (*cuda_flush)(int) = atomic_load(&g_cuda_flush_hook);
+			if (cuda_flush)
+				cuda_flush(0); /* CUPTI's activity buffers: device times */
 			stc_tbuf_flush_all(); /* everything, and a watermark */
 			if (atomic_load(&g_main_exited) && last_thread_alive())
 				return arg; /* glibc: the last thread returned, exit(0) */

@@ -102,6 +102,22 @@ STC_HIDDEN void stc_emit(stp_event *ev);
 /* Records a definition-carried event (process, thread, module) into the
  * DEFS buffer with a fresh seq. */
 STC_HIDDEN void stc_emit_def_event(stp_event *ev);
+/* Like stc_emit for an API call that began at begin_ns and ends now: the
+ * event's time is begin_ns (never before the thread's previous event in its
+ * buffer), end_ns is now. */
+STC_HIDDEN void stc_emit_span(stp_event *ev, uint64_t begin_ns);
+/* The CUDA backend (cuda_*.c), NULL while it is off.  flush: drains CUPTI's
+ * activity buffers (the flusher each period, and at the end; final = the
+ * last time).  mark: called by every flush round just before its watermark
+ * (try = from a signal handler: write nothing, take no lock that may be
+ * held); writes the held API events that got their device time and returns
+ * the watermark lowered below the seq of any still held. */
+STC_HIDDEN extern void (*_Atomic g_cuda_flush_hook)(int final);
+STC_HIDDEN extern uint64_t (*_Atomic g_cuda_mark_hook)(uint64_t mark, int try_only);
+/* The preload path of the CUDA backend (end of stc_init), and its last
+ * activity flush (stc_finish).  No-ops when it is not built in. */
+STC_HIDDEN void stc_cuda_preload_init(void);
+STC_HIDDEN void stc_cuda_finish(void);
 STC_HIDDEN uint64_t stc_now(void);
 STC_HIDDEN uint32_t stc_gettid(void);
 

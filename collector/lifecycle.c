@@ -122,6 +122,12 @@ void stc_finish(uint32_t reason, int32_t value)
 		stprof_mark_v1(STP_MARK_ANNOTATION, "stprof.unwind_checked", (int64_t)checked);
 		stprof_mark_v1(STP_MARK_ANNOTATION, "stprof.unwind_mismatches", (int64_t)bad);
 	}
+	if (atomic_load(&g_state) == STC_ON && stc_out_ready()) {
+		int was = t_busy;
+		t_busy = 1;
+		stc_cuda_finish(); /* the last device times, while still recording */
+		t_busy = was;
+	}
 	if (!atomic_compare_exchange_strong(&g_state, &expect, STC_FINISHED))
 		return;
 	int was = t_busy;
@@ -161,6 +167,8 @@ static void fork_child(void)
 	stc_flusher_atfork_child();
 	stc_devobj_atfork_child();
 	stc_torch_cuda_atfork_child();
+	atomic_store(&g_cuda_mark_hook, NULL); /* the parent's held events stay its own */
+	atomic_store(&g_cuda_flush_hook, NULL);
 	pthread_mutex_init(&open_mu, NULL);
 }
 
@@ -187,6 +195,7 @@ void stc_init(void)
 		stc_tbuf_self(); /* records the main thread */
 		stc_signals_install();
 		stc_flusher_arm(); /* started lazily: see flusher.c */
+		stc_cuda_preload_init();
 	} else {
 		atomic_store(&g_state, STC_FINISHED); /* cannot write: stay out of the way */
 	}

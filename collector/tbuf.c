@@ -303,6 +303,39 @@ void stc_emit(stp_event *ev)
 		stc_flusher_lazy(ev->time_ns);
 }
 
+/* An API call that took from begin_ns until now: the event's time is
+ * begin_ns (not before the thread's previous event in this buffer). */
+void stc_emit_span(stp_event *ev, uint64_t begin_ns)
+{
+	stc_tbuf *b = stc_tbuf_self();
+	if (STC_UNLIKELY(!b) || STC_UNLIKELY(!stc_ensure_output()))
+		return;
+	stc_spin_lock(&b->lock);
+	stc_buf *x = b->cur;
+	if (STC_UNLIKELY(!x)) {
+		stc_spin_unlock(&b->lock);
+		return;
+	}
+	uint64_t now = stc_now();
+	ev->tid = b->tid;
+	ev->seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed);
+	ev->time_ns = begin_ns < x->st.prev_time ? x->st.prev_time : begin_ns > now ? now : begin_ns;
+	if (ev->type == STP_EV_API)
+		ev->u.api.end_ns = now;
+	size_t n = stp_enc_event(x->data + STP_CHUNK_HEADER_SIZE + x->len,
+	                         STC_BUF_SIZE - STP_CHUNK_HEADER_SIZE - x->len, &x->st, ev);
+	if (STC_UNLIKELY(!n)) {
+		rotate_locked(b);
+		x = b->cur;
+		n = stp_enc_event(x->data + STP_CHUNK_HEADER_SIZE + x->len,
+		                  STC_BUF_SIZE - STP_CHUNK_HEADER_SIZE - x->len, &x->st, ev);
+	}
+	x->len += n;
+	stc_spin_unlock(&b->lock);
+	if (STC_UNLIKELY(!atomic_load_explicit(&g_flusher_on, memory_order_relaxed)))
+		stc_flusher_lazy(now);
+}
+
 /* ---------------------------------------------------------------- flushing */
 
 static void flush_all(int try_only)
@@ -357,6 +390,9 @@ static void flush_all(int try_only)
 		} else {
 			complete = 0;
 		}
+		uint64_t (*hook)(uint64_t, int) = atomic_load(&g_cuda_mark_hook);
+		if (hook)
+			mark = hook(mark, 1);
 		if (stc_out_trylock()) {
 			stc_defs_flush_try();
 			if (complete && try_only == 1)
@@ -374,6 +410,11 @@ static void flush_all(int try_only)
 		write_buf(x);
 		pool_put(x);
 	}
+	/* the CUDA backend's events held for their device time: those that
+	 * are ready are written now, the others keep the mark below them */
+	uint64_t (*hook)(uint64_t, int) = atomic_load(&g_cuda_mark_hook);
+	if (hook)
+		mark = hook(mark, 0);
 	stc_out_lock();
 	stc_defs_flush_locked();
 	stc_out_watermark_locked(mark);
