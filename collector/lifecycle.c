@@ -27,6 +27,7 @@
 
 #include "devobj.h"
 #include "internal.h"
+#include "sanitizer.h"
 
 _Atomic int g_state;
 pid_t g_pid;
@@ -121,6 +122,8 @@ void stc_finish(uint32_t reason, int32_t value)
 		stprof_mark_v1(STP_MARK_ANNOTATION, "stprof.unwind_checked", (int64_t)checked);
 		stprof_mark_v1(STP_MARK_ANNOTATION, "stprof.unwind_mismatches", (int64_t)bad);
 	}
+	if (g_cfg.accesses == STC_ACCESSES_EXACT && atomic_load(&g_state) == STC_ON && stc_out_ready())
+		stc_sanitizer_finish(); /* kernels' accesses still queued */
 	if (!atomic_compare_exchange_strong(&g_state, &expect, STC_FINISHED))
 		return;
 	int was = t_busy;
@@ -185,6 +188,8 @@ void stc_init(void)
 		stc_tbuf_self(); /* records the main thread */
 		stc_signals_install();
 		stc_flusher_arm(); /* started lazily: see flusher.c */
+		if (g_cfg.accesses == STC_ACCESSES_EXACT)
+			stc_sanitizer_start(); /* before the program's first CUDA call */
 	} else {
 		atomic_store(&g_state, STC_FINISHED); /* cannot write: stay out of the way */
 	}
