@@ -93,6 +93,7 @@ typedef struct szctx {
 	stc_szmap *map;          /* the newest map uploaded to the ring */
 	Sanitizer_StreamHandle map_stream; /* the stream it was uploaded on */
 	int map_synced;          /* that upload is known complete */
+	Sanitizer_StreamHandle last_stream; /* of its last sampled launch: reads the ring back */
 } szctx;
 
 enum { Q_LAUNCH, Q_API, Q_ALLOC, Q_FREE };
@@ -234,7 +235,7 @@ static void drain_locked(void)
 		for (uint32_t i = 0; i < nctx; i++) {
 			szctx *c = &ctxs[i];
 			if (c->ring_used && c->mirror &&
-			    api.d2h(c->mirror, (void *)(uintptr_t)c->ring, c->ring_used, NULL) != SANITIZER_SUCCESS)
+			    api.d2h(c->mirror, (void *)(uintptr_t)c->ring, c->ring_used, c->last_stream) != SANITIZER_SUCCESS)
 				memset(c->mirror, 0, c->ring_used); /* then every block fails its check */
 		}
 	}
@@ -426,6 +427,7 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 		           .stack = stack, .stream = (uint64_t)(uintptr_t)ld->stream, .hstream = ld->hStream,
 		           .launch = k + 1};
 		if (dev) {
+			c->last_stream = ld->hStream;
 			q->c = c;
 			q->map = m;
 			q->block_off = off;
