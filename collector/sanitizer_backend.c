@@ -126,6 +126,7 @@ static uint32_t sample_every = 1;
 static _Atomic uint64_t launches;
 static uint64_t n_sampled, n_dropped_ranges, n_failed;
 static int started;
+static pid_t started_pid; /* a forked child holds its parent's queue: it drops it */
 static STC_TLS int t_inside;
 
 int stc_sanitizer_built(void) { return 1; }
@@ -258,6 +259,11 @@ static void drain(void)
 	int was = t_busy, in = t_inside;
 	t_busy = t_inside = 1;
 	pthread_mutex_lock(&mu);
+	if (g_pid != started_pid) { /* never call CUDA in a forked child */
+		nq = nq_sampled = 0;
+		atomic_store(&queued, 0);
+		nctx = 0;
+	}
 	drain_locked();
 	pthread_mutex_unlock(&mu);
 	t_busy = was;
@@ -549,7 +555,7 @@ static void SANITIZERAPI callback(void *userdata, Sanitizer_CallbackDomain domai
                                   const void *data)
 {
 	(void)userdata;
-	if (t_inside || atomic_load_explicit(&g_state, memory_order_relaxed) != STC_ON)
+	if (t_inside || atomic_load_explicit(&g_state, memory_order_relaxed) != STC_ON || g_pid != started_pid)
 		return;
 	int was = t_busy;
 	t_busy = t_inside = 1;
@@ -680,6 +686,7 @@ void stc_sanitizer_start(void)
 	for (size_t i = 0; i < sizeof domains / sizeof domains[0]; i++)
 		enable(1, sub, domains[i]);
 	find_patch();
+	started_pid = g_pid;
 	started = 1;
 	annotate("stprof.sanitizer", patch_path[0] ? 1 : -4);
 }
