@@ -32,7 +32,8 @@ const struct option record_longopts[] = {
 	{"min-size", required_argument, 0, 'm'},
 	{"depth", required_argument, 0, 'd'},
 	{"flush-ms", required_argument, 0, 'F'},
-	{"accesses", no_argument, 0, 'A'},
+	{"accesses", optional_argument, 0, 'A'},
+	{"sample-launches", required_argument, 0, 'S'},
 	{"torch-cuda", required_argument, 0, 'C'},
 	{"cuda", no_argument, 0, 'G'},
 	{"no-cuda", no_argument, 0, 'g'},
@@ -55,9 +56,20 @@ const char record_help[] =
 	"      --flush-ms N     write buffered events at least every N ms, 1-100\n"
 	"                       (default 50); bounds what a SIGKILL can lose\n"
 	"  -q, --quiet          print nothing of stprof's own\n"
-	"      --accesses       PyTorch programs: record which tensors each aten op read\n"
-	"                       and wrote (for the access patterns of stprof report; a\n"
-	"                       Python call per op)\n"
+	"      --accesses[=ops|exact]\n"
+	"                       record which objects each operation read and wrote,\n"
+	"                       for the access patterns of stprof report (early\n"
+	"                       allocation, late deallocation, unused, idleness, dead\n"
+	"                       write, redundant allocation).  ops (the default):\n"
+	"                       PyTorch programs, which tensors each aten op touched\n"
+	"                       (a Python call per op).  exact: CUDA programs, which\n"
+	"                       device objects each kernel, copy and set touched,\n"
+	"                       from patched memory instructions (Compute Sanitizer\n"
+	"                       API; kernels run several times slower; docs/accesses.md)\n"
+	"      --sample-launches N\n"
+	"                       with --accesses=exact: record the accesses of every Nth\n"
+	"                       kernel launch only, 1-1000000 (default 1: all); the\n"
+	"                       others are recorded without them\n"
 	"      --torch-cuda MODE  PyTorch programs: who records CUDA tensors (docs/python.md):\n"
 	"                       caching (default): PyTorch's caching allocator runs as\n"
 	"                       usual, its blocks and segments are recorded; pluggable:\n"
@@ -105,7 +117,26 @@ int record_apply_option(record_opts *o, int c, const char *arg)
 		o->quiet = 1;
 		return 0;
 	case 'A':
-		o->accesses = 1;
+		if (!arg || !strcmp(arg, "ops")) {
+			o->accesses = RECORD_ACCESSES_OPS;
+		} else if (!strcmp(arg, "exact")) {
+#ifndef STPROF_HAVE_SANITIZER
+			stprof_err("--accesses=exact: this stprof was built without the Compute Sanitizer API "
+			           "(scripts/deps.sh installs it; see docs/accesses.md)");
+			return -1;
+#endif
+			o->accesses = RECORD_ACCESSES_EXACT;
+		} else {
+			stprof_err("--accesses: '%s' is not ops or exact", arg);
+			return -1;
+		}
+		return 0;
+	case 'S':
+		if (stprof_parse_uint(arg, 1000000, &v) || v == 0) {
+			stprof_err("--sample-launches: '%s' is not a number from 1 to 1000000", arg);
+			return -1;
+		}
+		o->sample_launches = (int)v;
 		return 0;
 	case 'C':
 		if (strcmp(arg, "caching") && strcmp(arg, "pluggable") && strcmp(arg, "off")) {
@@ -279,7 +310,7 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	setenv("LD_PRELOAD", buf, 1);
 	setenv("STPROF_OUTPUT", trace, 1);
 	record_python_shim(lib);
-	if (o->accesses)
+	if (o->accesses == RECORD_ACCESSES_OPS)
 		setenv("STPROF_ACCESSES", "1", 1);
 	if (o->torch_cuda)
 		setenv("STPROF_TORCH_CUDA", o->torch_cuda, 1);
@@ -296,6 +327,15 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		if (!inj || !*inj)
 			setenv("CUDA_INJECTION64_PATH", lib, 1);
 #endif
+	}
+	if (o->accesses == RECORD_ACCESSES_EXACT) {
+		setenv("STPROF_ACCESSES", "exact", 1);
+		/* every module loaded (and patched) when its context is made */
+		setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+		if (o->sample_launches > 0) {
+			snprintf(buf, sizeof buf, "%d", o->sample_launches);
+			setenv("STPROF_SAMPLE_LAUNCHES", buf, 1);
+		}
 	}
 	snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->min_size);
 	setenv("STPROF_MIN_SIZE", buf, 1);

@@ -15,10 +15,12 @@ typedef struct record_opts {
 	int flush_ms;         /* -1: collector default */
 	int quiet;
 	int sidecars;         /* one-shot: .plan and .pftrace beside the trace */
-	int accesses;         /* --accesses: the Python shim records op accesses */
+	int accesses;         /* --accesses: RECORD_ACCESSES_* */
+	int sample_launches;  /* --sample-launches N, 0: collector default */
 	const char *torch_cuda; /* --torch-cuda: caching, pluggable, off; NULL: the shim's default */
 	int cuda;             /* 1 --cuda, -1 --no-cuda, 0 default (on when built in) */
 } record_opts;
+enum { RECORD_ACCESSES_NONE = 0, RECORD_ACCESSES_OPS = 1, RECORD_ACCESSES_EXACT = 2 };
 
 /* Parses one record option at argv[optind] style with getopt_long: the
  * option table and the help text are shared by record and run. */

@@ -54,3 +54,27 @@ endif()
 if(NOT STPROF_HAVE_CUPTI)
   message(STATUS "stprof: no CUPTI headers; the CUDA backend is not built (stprof record --cuda says so)")
 endif()
+# The Compute Sanitizer API (optional): headers and libsanitizer-public.so
+# from a CUDA toolkit's compute-sanitizer/ or from the PyPI wheel
+# nvidia-cuda-sanitizer-api, which scripts/deps.sh unpacks into
+# ~/.cache/stprof/sanitizer-api.  Without them (or without cuda.h) the
+# backend is compiled out and `stprof record --accesses=exact` says so.
+set(STPROF_SANITIZER_ROOT "" CACHE PATH "compute-sanitizer directory (include/sanitizer.h, libsanitizer-public.so)")
+set(STPROF_HAVE_SANITIZER OFF)
+if(STPROF_HAVE_CUDA AND EXISTS ${STPROF_CUDA_ROOT}/include/cuda.h)
+  file(GLOB _stprof_wheel_dirs LIST_DIRECTORIES true "$ENV{HOME}/.cache/stprof/sanitizer-api/nvidia/cu*/compute-sanitizer")
+  foreach(_d ${STPROF_SANITIZER_ROOT} $ENV{STPROF_SANITIZER_ROOT} ${STPROF_CUDA_ROOT}/compute-sanitizer ${_stprof_wheel_dirs})
+    if(_d AND EXISTS ${_d}/include/sanitizer.h AND EXISTS ${_d}/libsanitizer-public.so)
+      set(STPROF_SANITIZER_DIR ${_d})
+      set(STPROF_HAVE_SANITIZER ON)
+      break()
+    endif()
+  endforeach()
+endif()
+if(STPROF_HAVE_SANITIZER)
+  message(STATUS "stprof: Compute Sanitizer API at ${STPROF_SANITIZER_DIR}")
+else()
+  message(STATUS "stprof: no Compute Sanitizer API (scripts/deps.sh installs it); --accesses=exact is compiled out")
+endif()
+find_program(STPROF_NVCC nvcc HINTS ${STPROF_CUDA_ROOT}/bin NO_DEFAULT_PATH)
+set(STPROF_SANITIZER_ARCHS "75;80;86;89;90;100;120" CACHE STRING "GPU architectures of the sanitizer patch")

@@ -11,6 +11,11 @@
  *   STPROF_UNWIND     fast (default) | libunwind | check: how call paths are
  *                     walked; check runs both and records how often they
  *                     differ (an annotation "stprof.unwind_mismatches")
+ *   STPROF_ACCESSES   1 | ops: the Python shim records aten ops' accesses;
+ *                     exact: the Compute Sanitizer backend records kernels'
+ *                     (sanitizer.h)
+ *   STPROF_SAMPLE_LAUNCHES  with exact: every Nth kernel launch gets its
+ *                     accesses recorded, 1..1000000 (default 1: all)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,12 +93,29 @@ int stc_config_set(stc_config *c, const char *name, const char *value)
 			return -1;
 		return 0;
 	}
+	if (!strcmp(name, "ACCESSES")) {
+		if (!strcmp(value, "1") || !strcmp(value, "ops"))
+			c->accesses = STC_ACCESSES_OPS;
+		else if (!strcmp(value, "exact"))
+			c->accesses = STC_ACCESSES_EXACT;
+		else if (!strcmp(value, "0"))
+			c->accesses = STC_ACCESSES_NONE;
+		else
+			return -1;
+		return 0;
+	}
+	if (!strcmp(name, "SAMPLE_LAUNCHES")) {
+		if (parse_u64(value, 1000000, &v) || v == 0)
+			return -1;
+		c->sample_launches = (uint32_t)v;
+		return 0;
+	}
 	return -1;
 }
 
 void stc_config_from_env(stc_config *c)
 {
-	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND"};
+	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES"};
 	char var[32];
 	stc_config_defaults(c);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -28,6 +28,12 @@
 stc_cuda_fns g_cu;
 static _Atomic int started;
 static _Atomic int cupti_done; /* CUDA is being torn down: no more CUPTI calls */
+static _Atomic int recording;  /* subscribed, callbacks enabled */
+
+/* The Compute Sanitizer backend asks (a weak reference there): while CUPTI
+ * records the device allocations, it records none of its own. */
+__attribute__((visibility("hidden"))) int stc_cupti_records_memory(void);
+int stc_cupti_records_memory(void) { return atomic_load(&recording) && !atomic_load(&cupti_done); }
 static CUpti_SubscriberHandle subscriber;
 
 STC_EXPORT int InitializeInjection(void);
@@ -212,6 +218,7 @@ static void start(void)
 		g_cu.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
 	for (const CUpti_CallbackId *id = stc_cuda_driver_cbids; *id; id++)
 		g_cu.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, *id);
+	atomic_store(&recording, 1);
 	const char *act = getenv("STPROF_CUDA_ACTIVITY");
 	if ((!act || strcmp(act, "0")) && stc_cuda_activity_start() != 0)
 		say("stprof: CUDA: no activity records from this libcupti (stprof was built for CUPTI API %s); "

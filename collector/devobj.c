@@ -13,6 +13,16 @@
 #include "devobj.h"
 #include "internal.h"
 
+/* sanitizer.h's ordering contract: kernels' accesses still queued by the
+ * Compute Sanitizer backend are written before a change of the table (weak:
+ * the tests link this file without the backend). */
+__attribute__((weak, visibility("hidden"))) void stc_sanitizer_sync_point(void);
+static void sync_point(void)
+{
+	if (stc_sanitizer_sync_point)
+		stc_sanitizer_sync_point();
+}
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static stc_devobj *tab;
 static size_t n, cap;
@@ -59,6 +69,7 @@ uint64_t stc_devobj_add(uint64_t addr, uint64_t size, int32_t device, uint8_t ki
 		return 0;
 	stc_devobj o = {.addr = addr, .size = size, .device = device, .kind = kind, .segment = segment, .stack = stack};
 	uint64_t e = end_of(&o);
+	sync_point();
 	pthread_mutex_lock(&lock);
 	/* the entries that overlap [addr, e): possibly the one before i, then
 	 * every one that starts below e */
@@ -90,6 +101,7 @@ uint64_t stc_devobj_add(uint64_t addr, uint64_t size, int32_t device, uint8_t ki
 
 int stc_devobj_remove(uint64_t addr, stc_devobj *out)
 {
+	sync_point();
 	pthread_mutex_lock(&lock);
 	size_t i = lower_bound(addr);
 	int found = i < n && tab[i].addr == addr;

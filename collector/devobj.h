@@ -19,6 +19,10 @@
  *   - Every change bumps the generation, so a reader can tell whether a copy
  *     it made is still current without comparing contents.
  *   - Safe from any thread (one mutex; no callback runs under it).
+ *   - Every add and remove first calls the Compute Sanitizer backend's sync
+ *     point (sanitizer.h), outside the mutex: kernel accesses it still holds
+ *     are written before the change.  So a backend that records a device
+ *     object's FREE (or ALLOC) itself changes this table BEFORE recording it.
  */
 #ifndef STPROF_COLLECTOR_DEVOBJ_H
 #define STPROF_COLLECTOR_DEVOBJ_H

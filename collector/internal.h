@@ -41,7 +41,10 @@ typedef struct stc_config {
 	uint32_t depth;      /* STPROF_DEPTH: frames per call path, 0 = none */
 	uint32_t flush_ms;   /* STPROF_FLUSH_MS: flush period, 1..100 */
 	uint32_t unwind;     /* STPROF_UNWIND: STC_UNWIND_* */
+	uint32_t accesses;   /* STPROF_ACCESSES: STC_ACCESSES_* */
+	uint32_t sample_launches; /* STPROF_SAMPLE_LAUNCHES: exact accesses of every Nth launch, 0/1 = all */
 } stc_config;
+enum { STC_ACCESSES_NONE = 0, STC_ACCESSES_OPS = 1, STC_ACCESSES_EXACT = 2 };
 enum { STC_UNWIND_FAST = 0, STC_UNWIND_LIBUNWIND = 1, STC_UNWIND_CHECK = 2 };
 
 STC_HIDDEN extern stc_config g_cfg;

@@ -28,6 +28,7 @@
 #include "devobj.h"
 #include "internal.h"
 #include "torch_cuda.h"
+#include "sanitizer.h"
 
 _Atomic int g_state;
 pid_t g_pid;
@@ -128,6 +129,8 @@ void stc_finish(uint32_t reason, int32_t value)
 		stc_cuda_finish(); /* the last device times, while still recording */
 		t_busy = was;
 	}
+	if (g_cfg.accesses == STC_ACCESSES_EXACT && atomic_load(&g_state) == STC_ON && stc_out_ready())
+		stc_sanitizer_finish(); /* kernels' accesses still queued */
 	if (!atomic_compare_exchange_strong(&g_state, &expect, STC_FINISHED))
 		return;
 	int was = t_busy;
@@ -196,6 +199,8 @@ void stc_init(void)
 		stc_signals_install();
 		stc_flusher_arm(); /* started lazily: see flusher.c */
 		stc_cuda_preload_init();
+		if (g_cfg.accesses == STC_ACCESSES_EXACT)
+			stc_sanitizer_start(); /* before the program's first CUDA call */
 	} else {
 		atomic_store(&g_state, STC_FINISHED); /* cannot write: stay out of the way */
 	}

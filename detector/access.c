@@ -24,8 +24,11 @@
  *   unused allocation  no access at all; waste = size x lifetime
  *   temporary idleness levels strictly between two consecutive accesses
  *                      >= idle_min_apis; waste = size x the idle times
- *   dead write         a copy or set writes it (no read) and the access
- *                      before was also a copy or set that only wrote it;
+ *   dead write         a copy, set or kernel writes it (no read) and the
+ *                      access before was also a copy, set or kernel that
+ *                      only wrote it (a kernel's write-only range is exact:
+ *                      the Compute Sanitizer backend's; framework ops are
+ *                      left out, their modes are per tensor argument);
  *                      waste = size x time between the two writes
  * Redundant allocation needs every object's first and last access: those
  * are kept (48 bytes per accessed object) for det_access_finish().
@@ -309,7 +312,7 @@ int det_access_api(stp_det *d, const stp_event *ev)
 	}
 	set_stream_level(a, api->device, api->stream, lvl);
 	a->max_level = max64(a->max_level, lvl);
-	int copy_or_set = api->kind == STP_API_MEMCPY || api->kind == STP_API_MEMSET;
+	int copy_or_set = api->kind == STP_API_MEMCPY || api->kind == STP_API_MEMSET || api->kind == STP_API_KERNEL;
 	for (uint32_t i = 0; i < a->ntouched; i++) {
 		uint32_t s = a->touched[i];
 		acc_obj *x = &a->o[s];

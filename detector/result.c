@@ -460,8 +460,8 @@ const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, 
 		         "it, or move the two uses closer together.", fmt_ns(span, t, sizeof t), w->distance, unit);
 		break;
 	case STP_PAT_DEAD_WRITE:
-		snprintf(buf, len, "A copy or set overwrote it before anything read the previous write: remove the "
-		         "earlier write.");
+		snprintf(buf, len, "A copy, set or kernel overwrote it before anything read the previous write: "
+		         "remove the earlier write.");
 		break;
 	case STP_PAT_LATE_FREE:
 		snprintf(buf, len, "Freed %s after most objects allocated in the same phase were gone (%" PRIu64

@@ -3,15 +3,19 @@
 # the ones already present (so a second run costs a dpkg query, no network).
 # bench also puts memray (PyPI) in a virtual environment that sees the
 # system's torch: $MEMRAY_VENV, default ~/.cache/stprof/memray-venv.
+# build and check also unpack the Compute Sanitizer API (PyPI wheel
+# nvidia-cuda-sanitizer-api: headers and libsanitizer-public.so) into
+# $STPROF_SANITIZER_CACHE, default ~/.cache/stprof/sanitizer-api, where
+# cmake finds it (Debian's pip is externally managed: pip download + unzip).
 # Usage: scripts/deps.sh [build|check|demo|bench]
 set -eu
 what=${1:-check}
 pkgs="build-essential cmake pkg-config libunwind-dev libelf-dev libdwarf-dev
       libprotobuf-c-dev protobuf-c-compiler protobuf-compiler"
 case "$what" in
-  build) ;;
+  build) pkgs="$pkgs python3-pip" ;;
   demo) pkgs="$pkgs python3" ;;
-  check) pkgs="$pkgs python3 python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time" ;;
+  check) pkgs="$pkgs python3 python3-pip python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time" ;;
   bench) pkgs="$pkgs python3 python3-torch python3-venv heaptrack time libjemalloc2 libmimalloc2.0" ;;
   *) echo "usage: $0 [build|check|demo|bench]" >&2; exit 2 ;;
 esac
@@ -26,7 +30,24 @@ memray_venv() {
   echo "stprof: installing memray (PyPI) in $V" >&2
   /usr/bin/python3 -m venv --system-site-packages "$V" && "$V/bin/pip" install -q memray
 }
-[ -z "$missing" ] && { memray_venv; exit 0; }
+sanitizer_api() {
+  case "$what" in build|check) ;; *) return 0 ;; esac
+  D=${STPROF_SANITIZER_CACHE:-$HOME/.cache/stprof/sanitizer-api}
+  ls "$D"/nvidia/cu*/compute-sanitizer/include/sanitizer.h >/dev/null 2>&1 && return 0
+  echo "stprof: unpacking the Compute Sanitizer API (PyPI nvidia-cuda-sanitizer-api) into $D" >&2
+  T=$(mktemp -d)
+  # the major version of the CUDA toolkit when there is one (its cuda.h is used)
+  major=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p' | head -1)
+  spec="nvidia-cuda-sanitizer-api"
+  [ -n "$major" ] && [ "$major" -ge 13 ] && spec="nvidia-cuda-sanitizer-api>=$major,<$((major + 1))"
+  [ -n "$major" ] && [ "$major" = 12 ] && spec="nvidia-cuda-sanitizer-api-cu12"
+  if python3 -m pip download -q --no-deps --only-binary :all: -d "$T" "$spec" >&2 &&
+     mkdir -p "$D" && python3 -m zipfile -e "$T"/*.whl "$D"; then :; else
+    echo "stprof: could not get the Compute Sanitizer API; --accesses=exact will be compiled out" >&2
+  fi
+  rm -rf "$T"
+}
+[ -z "$missing" ] && { memray_venv; sanitizer_api; exit 0; }
 echo "stprof: installing Debian packages:$missing" >&2
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
@@ -34,3 +55,4 @@ $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 memray_venv
+sanitizer_api

@@ -20,7 +20,7 @@ static const char *const pieces[] = {"",  " ",  "-",  "+",  "0x", "0",  "k",  "K
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND", "BOGUS"};
+	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES", "BOGUS"};
 	wf_src s = {data, size};
 	char v[8192];
 	size_t n = 0;
@@ -50,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *name = names[wf_u8(&s) % (sizeof names / sizeof names[0])];
 	if (stc_config_set(&c, name, v) != 0 && memcmp(&c, &before, sizeof c))
 		__builtin_trap(); /* refused, yet changed */
-	if (c.depth > STC_DEPTH_MAX || c.flush_ms < 1 || c.flush_ms > 100 || c.unwind > STC_UNWIND_CHECK)
+	if (c.depth > STC_DEPTH_MAX || c.flush_ms < 1 || c.flush_ms > 100 || c.unwind > STC_UNWIND_CHECK ||
+	    c.accesses > STC_ACCESSES_EXACT || c.sample_launches > 1000000)
 		__builtin_trap();
 	return 0;
 }

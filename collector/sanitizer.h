@@ -1,0 +1,35 @@
+/*
+ * sanitizer.h - the Compute Sanitizer backend of libstprof.so (`stprof
+ * record --accesses=exact`): which objects each kernel launch read and
+ * wrote, exactly, from patched global memory instructions.  Internal to
+ * collector/.  The backend is compiled in only where the API's headers were
+ * found (STPROF_HAVE_SANITIZER); otherwise these functions are stubs.
+ *
+ * Ordering contract: what the backend records (launches, copies, sets, and
+ * the device allocations and frees it sees when no other backend records
+ * them) waits in one queue, in call order, until the launches' hit bits are
+ * read back at a synchronization; the queue is then written in that order.
+ * A part of the collector that records a device object's allocation or free
+ * itself changes the live-object table (devobj.h) first: the table calls
+ * stc_sanitizer_sync_point() on every change, which writes the queue out
+ * before that record, so no access is written after the free of its object
+ * or against an object allocated after the launch.
+ */
+#ifndef STPROF_COLLECTOR_SANITIZER_H
+#define STPROF_COLLECTOR_SANITIZER_H
+
+/* Starts the backend (from stc_init, when STPROF_ACCESSES=exact).  Records an
+ * annotation "stprof.sanitizer": 1 started; 0 not built in; -1 no
+ * libsanitizer-public.so; -2 it lacks a function; -3 subscribing failed
+ * (another tool is subscribed, or no driver); -4 started without the patch
+ * file (launches are recorded without ranges). */
+__attribute__((visibility("hidden"))) void stc_sanitizer_start(void);
+/* At the end of the process image: writes what is queued. */
+__attribute__((visibility("hidden"))) void stc_sanitizer_finish(void);
+/* Writes the queue before another part records a device object's change
+ * (see above).  Cheap when nothing is queued; a no-op inside the backend. */
+__attribute__((visibility("hidden"))) void stc_sanitizer_sync_point(void);
+/* 1 when the backend is compiled in. */
+__attribute__((visibility("hidden"))) int stc_sanitizer_built(void);
+
+#endif

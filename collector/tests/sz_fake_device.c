@@ -1,0 +1,229 @@
+/*
+ * sz_fake_device.c - a stand-in for libsanitizer-public.so and the GPU
+ * behind it (no GPU or driver here), for the end-to-end test of the
+ * Compute Sanitizer backend (tests/collector/test_sanitizer_fake.sh).  It
+ * exports the sanitizer* functions the backend uses, with "device memory"
+ * in host memory, and entry points (fake_*) through which a test program
+ * plays a CUDA program: contexts, modules, allocations, launches whose
+ * global memory accesses run the patch's own code (sanitizer_hits.h) on
+ * the block the backend gave the launch, copies, sets, synchronizations.
+ * Kernels run at once, in the launch call; copies are synchronous.
+ *
+ * What it checks of the backend, as a driver would: patches are loaded
+ * from a readable file into a known context before modules are patched;
+ * only SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS with stprof_sz_access is
+ * patched; launch data is set between launch begin and end.  Violations
+ * are counted (fake_errors).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <sanitizer.h>
+
+#include "../sanitizer_hits.h"
+#include "sz_fake_device.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static Sanitizer_CallbackFunc cb;
+static void *cb_userdata;
+static uint32_t domains;
+static CUcontext patched_ctx[8];
+static int npatched_ctx;
+static CUmodule patched_mod[8];
+static int npatched_mod, instructions_ok;
+static const void *launch_data;
+static int in_launch, launch_data_set;
+static long n_syncs, n_errors, n_blocks;
+
+EXPORT long fake_syncs(void) { return n_syncs; }
+EXPORT long fake_errors(void) { return n_errors; }
+EXPORT long fake_blocks(void) { return n_blocks; }
+
+/* ---------------------------------------------------------------- the API */
+
+EXPORT SanitizerResult sanitizerSubscribe(Sanitizer_SubscriberHandle *h, Sanitizer_CallbackFunc f, void *ud)
+{
+	if (cb)
+		return SANITIZER_ERROR_MAX_LIMIT_REACHED;
+	cb = f;
+	cb_userdata = ud;
+	*h = (Sanitizer_SubscriberHandle)(uintptr_t)1;
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerEnableDomain(uint32_t enable, Sanitizer_SubscriberHandle h, Sanitizer_CallbackDomain d)
+{
+	(void)h;
+	if (enable)
+		domains |= 1u << d;
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerAddPatchesFromFile(const char *path, CUcontext ctx)
+{
+	if (access(path, R_OK) != 0 || npatched_ctx == 8) {
+		n_errors++;
+		return SANITIZER_ERROR_INVALID_PARAMETER;
+	}
+	patched_ctx[npatched_ctx++] = ctx;
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerPatchInstructions(const Sanitizer_InstructionId id, CUmodule m, const char *name)
+{
+	(void)m;
+	if (id != SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS || strcmp(name, "stprof_sz_access")) {
+		n_errors++;
+		return SANITIZER_ERROR_INVALID_PARAMETER;
+	}
+	instructions_ok = 1;
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerPatchModule(CUmodule m)
+{
+	if (!instructions_ok || npatched_mod == 8) {
+		n_errors++;
+		return SANITIZER_ERROR_INVALID_PARAMETER;
+	}
+	patched_mod[npatched_mod++] = m;
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerSetLaunchCallbackData(Sanitizer_LaunchHandle l, CUfunction f, Sanitizer_StreamHandle s,
+                                                      const void *ud)
+{
+	(void)l;
+	(void)f;
+	(void)s;
+	if (!in_launch)
+		n_errors++;
+	launch_data = ud;
+	launch_data_set = 1;
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerAlloc(CUcontext ctx, void **p, size_t size)
+{
+	(void)ctx;
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return SANITIZER_ERROR_OUT_OF_MEMORY;
+	*p = m;
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerFree(CUcontext ctx, void *p)
+{
+	(void)ctx;
+	(void)p; /* the size is not known here: left mapped (a test) */
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerMemcpyHostToDeviceAsync(void *dst, void *src, size_t n, Sanitizer_StreamHandle s)
+{
+	(void)s;
+	memcpy(dst, src, n);
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerMemcpyDeviceToHost(void *dst, void *src, size_t n, Sanitizer_StreamHandle s)
+{
+	(void)s;
+	memcpy(dst, src, n);
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerStreamSynchronize(Sanitizer_StreamHandle s)
+{
+	(void)s;
+	n_syncs++;
+	return SANITIZER_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- the program's side */
+
+static void call(Sanitizer_CallbackDomain d, Sanitizer_CallbackId id, const void *data)
+{
+	if (cb && (domains & (1u << d)))
+		cb(cb_userdata, d, id, data);
+}
+
+#define CTX ((CUcontext)(uintptr_t)0xc0)
+#define MOD ((CUmodule)(uintptr_t)0x30)
+
+EXPORT void fake_context(void)
+{
+	Sanitizer_ResourceContextData cd = {.context = CTX, .device = 0};
+	call(SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_CONTEXT_CREATION_FINISHED, &cd);
+	Sanitizer_ResourceModuleData md = {.context = CTX, .module = MOD};
+	call(SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_MODULE_LOADED, &md);
+	if (npatched_ctx != 1 || patched_ctx[0] != CTX || npatched_mod != 1)
+		n_errors++;
+}
+
+EXPORT void fake_context_destroy(void)
+{
+	Sanitizer_ResourceContextData cd = {.context = CTX, .device = 0};
+	call(SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &cd);
+}
+
+EXPORT void fake_malloc(uint64_t addr, uint64_t size)
+{
+	Sanitizer_ResourceMemoryData md = {.address = addr, .size = size, .context = CTX, .device = 0};
+	call(SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_ALLOC, &md);
+}
+
+EXPORT void fake_free(uint64_t addr, uint64_t size)
+{
+	Sanitizer_ResourceMemoryData md = {.address = addr, .size = size, .context = CTX, .device = 0};
+	call(SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_FREE, &md);
+}
+
+/* A launch on stream s whose threads make n accesses at addrs with flags. */
+EXPORT void fake_launch(const char *name, uint64_t s, uint32_t n, const uint64_t *addrs, const uint32_t *flags)
+{
+	Sanitizer_LaunchData ld = {.context = CTX, .stream = (CUstream)(uintptr_t)s,
+	                           .hStream = (Sanitizer_StreamHandle)(uintptr_t)(s + 1), .module = MOD,
+	                           .function = (CUfunction)(uintptr_t)0xf0, .functionName = name, .gridDim_x = 1,
+	                           .gridDim_y = 1, .gridDim_z = 1, .blockDim_x = 32, .blockDim_y = 1, .blockDim_z = 1,
+	                           .hLaunch = (Sanitizer_LaunchHandle)(uintptr_t)0x1a, .device = 0};
+	in_launch = 1;
+	launch_data = NULL;
+	launch_data_set = 0;
+	call(SANITIZER_CB_DOMAIN_LAUNCH, SANITIZER_CBID_LAUNCH_BEGIN, &ld);
+	in_launch = 0;
+	if (!launch_data_set)
+		n_errors++;
+	/* the kernel: every access calls the patch with the launch's data */
+	const stc_sz_block *b = launch_data;
+	if (b) {
+		n_blocks++;
+		for (uint32_t i = 0; i < n; i++)
+			stc_sz_record((const uint64_t *)(uintptr_t)b->starts, (const uint64_t *)(uintptr_t)b->ends, b->n,
+			              (uint32_t *)(b + 1), addrs[i], flags[i]);
+	}
+	call(SANITIZER_CB_DOMAIN_LAUNCH, SANITIZER_CBID_LAUNCH_END, &ld);
+}
+
+EXPORT void fake_memcpy(uint64_t src, uint64_t dst, uint64_t size, int dir)
+{
+	Sanitizer_MemcpyData cd = {.srcContext = CTX, .dstContext = CTX, .srcAddress = src, .dstAddress = dst,
+	                           .size = size, .direction = (Sanitizer_MemcpyDirection)dir};
+	call(SANITIZER_CB_DOMAIN_MEMCPY, SANITIZER_CBID_MEMCPY_STARTING, &cd);
+}
+
+EXPORT void fake_memset(uint64_t addr, uint64_t size)
+{
+	Sanitizer_MemsetData sd = {.context = CTX, .address = addr, .width = size, .height = 1, .elementSize = 1};
+	call(SANITIZER_CB_DOMAIN_MEMSET, SANITIZER_CBID_MEMSET_STARTING, &sd);
+}
+
+EXPORT void fake_sync(void)
+{
+	Sanitizer_SynchronizeData sd = {.context = CTX};
+	call(SANITIZER_CB_DOMAIN_SYNCHRONIZE, SANITIZER_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED, &sd);
+}

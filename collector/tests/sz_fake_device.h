@@ -1,0 +1,23 @@
+/*
+ * sz_fake_device.h - the entry points of the fake device (sz_fake_device.c)
+ * through which a test program plays a CUDA program for the Compute
+ * Sanitizer backend.  Tests only.
+ */
+#ifndef STPROF_SZ_FAKE_DEVICE_H
+#define STPROF_SZ_FAKE_DEVICE_H
+#include <stdint.h>
+
+long fake_syncs(void);  /* sanitizerStreamSynchronize calls */
+long fake_errors(void); /* API misuse seen */
+long fake_blocks(void); /* launches that ran with a block (sampled) */
+void fake_context(void);          /* context created, one module loaded */
+void fake_context_destroy(void);
+void fake_malloc(uint64_t addr, uint64_t size);
+void fake_free(uint64_t addr, uint64_t size);
+/* a launch on stream s whose threads access addrs[i] with flags[i] */
+void fake_launch(const char *name, uint64_t s, uint32_t n, const uint64_t *addrs, const uint32_t *flags);
+void fake_memcpy(uint64_t src, uint64_t dst, uint64_t size, int dir); /* dir: 2 HtoD, 3 DtoH */
+void fake_memset(uint64_t addr, uint64_t size);
+void fake_sync(void);
+
+#endif
