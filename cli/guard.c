@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "guard.h"
+#include "stprof/trace_codec.h"
 #include "util.h"
 
 int stprof_usage_error(const char *cmd, const char *fmt, ...)
@@ -139,3 +140,5 @@ int stprof_file_starts_with(const char *path, const void *magic, size_t n)
 	close(fd);
 	return got == (ssize_t)n && !memcmp(buf, magic, n);
 }
+
+int stprof_is_trace(const char *path) { return stprof_file_starts_with(path, STP_FILE_MAGIC, 8); }

@@ -24,4 +24,6 @@ int stprof_same_file(const char *a, const char *b);
 int stprof_refuse_same(const char *cmd, const char *out, const char *const *ins, size_t nins);
 /* 1 when PATH can be read and starts with the N bytes MAGIC. */
 int stprof_file_starts_with(const char *path, const void *magic, size_t n);
+/* An stprof trace, by its magic bytes. */
+int stprof_is_trace(const char *path);
 #endif

@@ -57,7 +57,7 @@ static void usage(FILE *f)
 /* 1 when ARG names an existing stprof trace (a file starting with its magic). */
 static int is_trace_arg(const char *arg)
 {
-	return arg[0] != '-' && stprof_file_starts_with(arg, STP_FILE_MAGIC, 8);
+	return arg[0] != '-' && stprof_is_trace(arg);
 }
 
 /* `stprof help [SUBCOMMAND]` */

@@ -120,7 +120,7 @@ void outname_base(char *const *argv, char *base, size_t len)
 int outname_ours(const char *path, outname_kind kind)
 {
 	switch (kind) {
-	case OUTNAME_TRACE: return stprof_file_starts_with(path, STP_FILE_MAGIC, 8);
+	case OUTNAME_TRACE: return stprof_is_trace(path);
 	case OUTNAME_PLAN: return stprof_file_starts_with(path, "STPPLAN", 8);
 	case OUTNAME_TIMELINE: {
 		/* a Perfetto trace (a TracePacket first) naming stprof's tracks early */

@@ -23,6 +23,7 @@
 
 #include "outname.h"
 #include "record.h"
+#include "guard.h"
 #include "stprof/trace_codec.h"
 #include "util.h"
 
@@ -169,18 +170,6 @@ static void forward(int sig)
 		kill(child_pid, sig);
 }
 
-/* An stprof trace by its magic bytes. */
-static int is_trace(const char *path)
-{
-	char m[8];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, m, sizeof m);
-	close(fd);
-	return n == 8 && !memcmp(m, STP_FILE_MAGIC, 8);
-}
-
 /* Calls fn for FILE and every FILE.<digits>[.<digits>] and
  * FILE.rank<digits>[.<digits>] beside it. */
 static int for_each_trace(const char *trace, void (*fn)(const char *, void *), void *arg)
@@ -209,7 +198,7 @@ static int for_each_trace(const char *trace, void (*fn)(const char *, void *), v
 		if (!*s || strspn(s, "0123456789.") != strlen(s))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (is_trace(path)) {
+		if (stprof_is_trace(path)) {
 			fn(path, arg);
 			n++;
 		}
@@ -220,7 +209,7 @@ static int for_each_trace(const char *trace, void (*fn)(const char *, void *), v
 
 static void remove_one(const char *path, void *arg)
 {
-	if (is_trace(path) || !strcmp(path, (const char *)arg))
+	if (stprof_is_trace(path) || !strcmp(path, (const char *)arg))
 		unlink(path);
 }
 
@@ -295,7 +284,7 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		stprof_err("%s: exists and is not a regular file", trace);
 		return -1;
 	}
-	if (stat(trace, &sb) == 0 && !is_trace(trace)) {
+	if (stat(trace, &sb) == 0 && !stprof_is_trace(trace)) {
 		stprof_err("%s: exists and is not an stprof trace; not overwriting it", trace);
 		return -1;
 	}

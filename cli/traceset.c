@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "stprof/trace_codec.h"
 #include "traceset.h"
 #include "util.h"
@@ -44,17 +45,6 @@ static int parse_suffix(const char *s, long *rank, long *image)
 			return -1;
 	}
 	return *e ? -1 : 0;
-}
-
-static int is_trace(const char *path)
-{
-	char m[8];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, m, sizeof m);
-	close(fd);
-	return n == 8 && !memcmp(m, STP_FILE_MAGIC, 8);
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -130,7 +120,7 @@ int traceset_find(const char *arg, traceset *ts)
 		if (!base && first_base && (strlen(first_base) != blen || strncmp(first_base, e->d_name, blen)))
 			several = 1;
 		char *p = isdir || strchr(arg, '/') ? join(dir, e->d_name) : strdup(e->d_name);
-		if (!p || !is_trace(p)) {
+		if (!p || !stprof_is_trace(p)) {
 			free(p);
 			if (!p) {
 				rc = -1;
@@ -177,7 +167,7 @@ int traceset_find(const char *arg, traceset *ts)
 			c[i].path = NULL;
 		}
 		ts->nranks = ts->n;
-		if (rc == 0 && is_trace(main)) {
+		if (rc == 0 && stprof_is_trace(main)) {
 			ts->path[ts->n++] = main;
 			main = NULL;
 		}
