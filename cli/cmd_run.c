@@ -5,6 +5,7 @@
  * stays as it was), and writes the plan (NAME.plan) and the Perfetto
  * timeline beside the trace.  The exit status is the program's.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -111,8 +112,18 @@ static void write_plan(const char *trace, const char *out, int quiet, int headin
 	pargv[pc++] = (char *)trace;
 	pargv[pc] = NULL;
 	fflush(stdout);
-	int saved = dup(1);
+	int saved = dup(1), saved2 = -1;
 	dup2(2, 1);
+	if (quiet) { /* -q: not even "no allocations to plan" */
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0) {
+			fflush(stderr);
+			saved2 = dup(2);
+			dup2(null, 2);
+			dup2(null, 1);
+			close(null);
+		}
+	}
 	optind = 1;
 	if (!quiet && heading)
 		fputs("\nAllocation plan (stprof plan; docs/planner.md): a fixed offset in one pool for\n"
@@ -122,8 +133,13 @@ static void write_plan(const char *trace, const char *out, int quiet, int headin
 	fflush(stdout);
 	cmd_plan(pc, pargv);
 	fflush(stdout);
+	fflush(stderr);
 	dup2(saved, 1);
 	close(saved);
+	if (saved2 >= 0) {
+		dup2(saved2, 2);
+		close(saved2);
+	}
 }
 
 /* The one-shot mode's outputs for a run with rank traces (a torchrun job):
@@ -252,6 +268,8 @@ int cmd_run(int argc, char **argv)
 		return stprof_usage_error("run", "no program to run");
 	if (enforce)
 		return run_with_plan(enforce, argv + optind, o.quiet, enforce_stats);
+	if (o.quiet)
+		report = 0; /* -q: nothing of stprof's own on the terminal; the files are still written */
 	char trace[PATH_MAX];
 	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Outputs: named after the script an interpreter runs, an earlier run's kept
+# Outputs: -q quiet in the one-shot mode too; named after the script an interpreter runs, an earlier run's kept
 # as .old, a file stprof did not write never touched, an output equal to an
 # input refused.
 set -eu
@@ -14,9 +14,11 @@ cd "$T"
 printf 'x = [bytearray(1000) for _ in range(50)]\nprint("hi")\n' >job.py
 
 # named after the script, not the interpreter
-"$S" -q "$PY" job.py >out 2>/dev/null
+"$S" -q "$PY" job.py >out 2>err0
 grep -qx hi out || fail "the script's output changed"
 for f in job.stp job.plan job.pftrace; do [ -s "$f" ] || fail "$f not written"; done
+# -q: nothing of stprof's own, not even the report or the plan summary
+[ ! -s err0 ] || fail "-q printed: $(head -3 err0)"
 ls | grep -q '^python' && fail "outputs named after the interpreter: $(ls)"
 # an earlier run's outputs are kept as .old
 cp job.plan first.plan
