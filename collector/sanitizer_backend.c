@@ -448,7 +448,14 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 
 static void on_memory(Sanitizer_CallbackId cbid, const Sanitizer_ResourceMemoryData *md)
 {
-	if (md->flags & SANITIZER_MEMORY_FLAG_MODULE) /* a module's globals */
+	/* not the program's allocations: a module's globals; an allocation of
+	 * another device mapped into this one when peer access is enabled
+	 * (reported again at the same address, device = the peer: recording it
+	 * would duplicate the ALLOC, move the object to the peer's map, and its
+	 * unmapping would free the object while it lives); the driver's own
+	 * buffers for cooperative groups and dynamic parallelism */
+	if (md->flags & (SANITIZER_MEMORY_FLAG_MODULE | SANITIZER_MEMORY_FLAG_PEER | SANITIZER_MEMORY_FLAG_CG_RUNTIME |
+	                 SANITIZER_MEMORY_FLAG_CNP))
 		return;
 	if (!own_device_memory())
 		return; /* the PyTorch shim keeps the table (cuda_mode.h) */
