@@ -27,6 +27,7 @@
  *     threads take held_mu alone, briefly.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -310,13 +311,38 @@ static void flush_hook(int final)
 
 void stc_cuda_activity_flush(int final) { flush_hook(final); }
 
+/* The only fields read from a record (kind, start, end, correlationId,
+ * runtimeCorrelationId) sit at the same offsets in every version of the
+ * kernel, memcpy and memset records since CUDA 9 (CUpti_ActivityKernel4..10,
+ * Memcpy..6, Memset..4 in cupti_activity.h and cupti_activity_deprecated.h;
+ * records are stepped through by cuptiActivityGetNextRecord, which knows
+ * their sizes).  So a libcupti of another release of the same major (the
+ * pip wheel beside PyTorch's libcudart is rarely the toolkit's stprof was
+ * built with) is read too; another major is not. */
+#define FIELD_AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " moved")
+FIELD_AT(CUpti_ActivityKernel10, start, 16);
+FIELD_AT(CUpti_ActivityKernel10, end, 24);
+FIELD_AT(CUpti_ActivityKernel10, correlationId, 92);
+FIELD_AT(CUpti_ActivityMemcpy6, start, 16);
+FIELD_AT(CUpti_ActivityMemcpy6, end, 24);
+FIELD_AT(CUpti_ActivityMemcpy6, correlationId, 44);
+FIELD_AT(CUpti_ActivityMemcpy6, runtimeCorrelationId, 48);
+FIELD_AT(CUpti_ActivityMemset4, start, 16);
+FIELD_AT(CUpti_ActivityMemset4, end, 24);
+FIELD_AT(CUpti_ActivityMemset4, correlationId, 44);
+
+static int same_major(uint32_t v)
+{
+	/* CUDA 13 on: xxyyzz; before: small integers (28 = 12.9 Update 1) */
+	return CUPTI_API_VERSION >= 130000 ? v / 10000 == CUPTI_API_VERSION / 10000 : v == CUPTI_API_VERSION;
+}
+
 int stc_cuda_activity_start(void)
 {
 	if (!g_cu.activity_register || !g_cu.activity_enable || !g_cu.activity_next || !g_cu.get_timestamp)
 		return -1;
 	uint32_t v = 0;
-	/* the records' layout is the one of the headers we were built with */
-	if (!g_cu.get_version || g_cu.get_version(&v) != CUPTI_SUCCESS || v != CUPTI_API_VERSION)
+	if (!g_cu.get_version || g_cu.get_version(&v) != CUPTI_SUCCESS || !same_major(v))
 		return -1;
 	if (g_cu.activity_register(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return -1;

@@ -26,6 +26,18 @@ FAKE_NO_RT_PARAMINFO=1 CUDA_PROG_ADDRS="$T/addrs2" "$STPROF" record -q -o "$T/p2
 	fail "recorded cuda_prog failed (no runtime parameter info)"
 "$CHECK_CUDA_TRACE" --fake "$T/p2.stp" "$T/addrs2" >/dev/null || fail "check_cuda_trace without runtime parameter info"
 
+# the libcupti of another 13.x release (PyTorch's wheel beside its
+# libcudart): its records are read all the same (the fields read sit at the
+# same offsets in every record version); one of another major is not
+FAKE_CUPTI_VERSION=130000 CUDA_PROG_ADDRS="$T/addrs4" "$STPROF" record -o "$T/p4.stp" -- "$CUDA_PROG" \
+	>/dev/null 2>"$T/p4.err" || fail "recorded cuda_prog failed (CUPTI 13.0)"
+grep -q "stprof: CUDA" "$T/p4.err" && fail "CUPTI 13.0: $(cat "$T/p4.err")"
+"$CHECK_CUDA_TRACE" --fake "$T/p4.stp" "$T/addrs4" >/dev/null || fail "no device times with CUPTI 13.0"
+FAKE_CUPTI_VERSION=28 CUDA_PROG_ADDRS="$T/addrs4" "$STPROF" record -o "$T/p5.stp" -- "$CUDA_PROG" \
+	>/dev/null 2>"$T/p5.err" || fail "recorded cuda_prog failed (CUPTI 12.9)"
+grep -q "no activity records from this libcupti" "$T/p5.err" || fail "CUPTI 12.9: no message: $(cat "$T/p5.err")"
+"$CHECK_CUDA_TRACE" "$T/p5.stp" "$T/addrs4" >/dev/null || fail "check_cuda_trace with CUPTI 12.9"
+
 # activity records that never come, or none asked for: the held events are
 # written at the end with the calls' host times, the trace reads whole
 for v in FAKE_NO_ACTIVITY STPROF_CUDA_ACTIVITY; do
