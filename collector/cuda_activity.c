@@ -21,6 +21,10 @@
  *   - Held entries come from mmap'd blocks, never freed, reused through a
  *     free list; when none can be had the event is written at once with
  *     host times.
+ *   - A record may come before the EXIT callback of its call has held the
+ *     event (a short kernel or copy, buffers delivered by CUPTI's thread or
+ *     a flush on another thread): it is kept as an orphan (the last
+ *     ORPHANS, by both its ids) and joined when the event is held.
  *   - Clock: offset = CLOCK_MONOTONIC - cuptiGetTimestamp(), sampled at the
  *     start and at each flush with the tightest bracket kept per sample.
  *   - Lock order: flush (tbuf.c) -> held_mu -> output -> defs.  The program's
@@ -51,6 +55,20 @@ typedef struct held {
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static held *head, *tail, *free_list;
 static held *buckets[2][BUCKETS];
+
+/* Records that came before their event was held (under held_mu): a ring,
+ * the oldest overwritten, found by either id through two hash chains. */
+#define ORPHANS 4096
+#define ORPHAN_BUCKETS 1024
+typedef struct orphan {
+	uint32_t id[2]; /* correlation id, and the record's other id (0: none) */
+	int used;
+	uint64_t dev_begin, dev_end;
+	struct orphan *hnext[2];
+} orphan;
+static orphan orphans[ORPHANS];
+static orphan *obuckets[2][ORPHAN_BUCKETS];
+static unsigned orphan_next, orphan_count;
 static _Atomic int64_t clock_offset;
 static STC_TLS uint32_t t_tid;
 static uint8_t *wbuf; /* the writing buffer of flush rounds (under flush_mu) */
@@ -100,6 +118,50 @@ static held *hash_get(uint32_t id)
 		for (held *h = buckets[k][id % BUCKETS]; h; h = h->hnext[k])
 			if ((k ? h->alias : h->corr) == id && !h->ready)
 				return h;
+	return NULL;
+}
+
+static void orphan_unlink(orphan *o)
+{
+	for (int k = 0; k < 2; k++) {
+		if (!o->id[k])
+			continue;
+		for (orphan **p = &obuckets[k][o->id[k] % ORPHAN_BUCKETS]; *p; p = &(*p)->hnext[k])
+			if (*p == o) {
+				*p = o->hnext[k];
+				break;
+			}
+	}
+	o->used = 0;
+	orphan_count--;
+}
+
+static void orphan_put(uint32_t id, uint32_t id2, uint64_t begin, uint64_t end)
+{
+	orphan *o = &orphans[orphan_next++ % ORPHANS];
+	if (o->used)
+		orphan_unlink(o);
+	*o = (orphan){.id = {id, id2}, .used = 1, .dev_begin = begin, .dev_end = end};
+	for (int k = 0; k < 2; k++)
+		if (o->id[k]) {
+			orphan **b = &obuckets[k][o->id[k] % ORPHAN_BUCKETS];
+			o->hnext[k] = *b;
+			*b = o;
+		}
+	orphan_count++;
+}
+
+/* The orphan record naming id (either of its ids), taken out; NULL if none. */
+static orphan *orphan_take(uint32_t id)
+{
+	if (!id || !orphan_count)
+		return NULL;
+	for (int k = 0; k < 2; k++)
+		for (orphan *o = obuckets[k][id % ORPHAN_BUCKETS]; o; o = o->hnext[k])
+			if (o->id[k] == id) {
+				orphan_unlink(o);
+				return o;
+			}
 	return NULL;
 }
 
@@ -158,6 +220,14 @@ void stc_cuda_activity_hold(uint32_t corr, uint32_t alias, stp_event *ev, uint64
 	h->corr = corr;
 	h->alias = alias;
 	h->ready = 0;
+	orphan *o = orphan_take(corr);
+	if (!o && alias)
+		o = orphan_take(alias);
+	if (o) { /* its record came first */
+		h->ready = 1;
+		h->dev_begin = o->dev_begin;
+		h->dev_end = o->dev_end;
+	}
 	h->deadline = now + STC_HOLD_NS;
 	/* the seq under the lock: a flush that reads the counter after this
 	 * sees the entry (the mark hook takes the lock after reading it) */
@@ -190,6 +260,8 @@ static void complete(uint32_t corr, uint32_t corr2, uint64_t start, uint64_t end
 		h->ready = 1;
 		h->dev_begin = stc_cuda_to_monotonic(start);
 		h->dev_end = stc_cuda_to_monotonic(end);
+	} else {
+		orphan_put(corr, corr2, stc_cuda_to_monotonic(start), stc_cuda_to_monotonic(end));
 	}
 	pthread_mutex_unlock(&held_mu);
 }
