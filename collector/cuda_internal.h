@@ -59,6 +59,7 @@ typedef struct stc_cuda_fns {
 	CUptiResult (*activity_flush_all)(uint32_t);
 	cudaError_t (*rt_param_info)(const void *, size_t, size_t *, size_t *);
 	CUresult (*drv_param_info)(CUfunction, size_t, size_t *, size_t *);
+	CUresult (*kernel_param_info)(CUkernel, size_t, size_t *, size_t *);
 } stc_cuda_fns;
 STC_CUDA_HIDDEN extern stc_cuda_fns g_cu;
 /* Looks up rt_param_info/drv_param_info in the loaded libcudart/libcuda

@@ -136,5 +136,10 @@ int stc_cuda_drv_param_info(const void *fn, size_t i, size_t *off, size_t *size)
 	stc_cuda_resolve_cuda();
 	if (!g_cu.drv_param_info)
 		return -1;
-	return g_cu.drv_param_info((CUfunction)(uintptr_t)fn, i, off, size) == CUDA_SUCCESS ? 0 : -1;
+	if (g_cu.drv_param_info((CUfunction)(uintptr_t)fn, i, off, size) == CUDA_SUCCESS)
+		return 0;
+	/* cuLaunchKernel's f may be a CUkernel (cuLibraryGetKernel's), which
+	 * cuFuncGetParamInfo does not take */
+	return g_cu.kernel_param_info && g_cu.kernel_param_info((CUkernel)(uintptr_t)fn, i, off, size) == CUDA_SUCCESS
+		? 0 : -1;
 }
