@@ -128,10 +128,18 @@ static int sync(stc_cuda_rec *r, const CUpti_CallbackData *cb, uint64_t stream)
 	return r->what = STC_CU_API;
 }
 
-static int launch(stc_cuda_rec *r, const CUpti_CallbackData *cb, uint64_t stream)
+/* The kernel's name: the callback's symbolName, else the runtime's or the
+ * driver's own answer for fn (CUPTI's headers promise symbolName only for
+ * the launch calls they name; CUDA 13's __cudaLaunchKernel is not among
+ * them), else the API function's name. */
+static int launch(stc_cuda_rec *r, const CUpti_CallbackData *cb, uint64_t stream, const void *fn, int drv)
 {
 	r->api = STP_API_KERNEL;
-	r->name = cb->symbolName && *cb->symbolName ? cb->symbolName : cb->functionName;
+	r->name = cb->symbolName && *cb->symbolName ? cb->symbolName : NULL;
+	if (!r->name)
+		r->name = stc_cuda_kernel_name(fn, drv);
+	if (!r->name)
+		r->name = cb->functionName;
 	r->stream = stream;
 	return r->what = STC_CU_API;
 }
@@ -218,21 +226,21 @@ static int map_runtime(CUpti_CallbackId id, const CUpti_CallbackData *cb, int en
 	case RT_CUDA13_LAUNCH:
 	case RT_CUDA13_LAUNCH_PTSZ: {
 		const cudaLaunchKernel_v7000_params *q = p;
-		launch(r, cb, U64(q->stream));
+		launch(r, cb, U64(q->stream), q->func, 0);
 		stc_cuda_scan_args(q->args, q->func, stc_cuda_rt_param_info, r);
 		return r->what;
 	}
 	case RT(cudaLaunchCooperativeKernel_v9000):
 	case RT(cudaLaunchCooperativeKernel_ptsz_v9000): {
 		const cudaLaunchCooperativeKernel_v9000_params *q = p;
-		launch(r, cb, U64(q->stream));
+		launch(r, cb, U64(q->stream), q->func, 0);
 		stc_cuda_scan_args(q->args, q->func, stc_cuda_rt_param_info, r);
 		return r->what;
 	}
 	case RT(cudaLaunchKernelExC_v11060):
 	case RT(cudaLaunchKernelExC_ptsz_v11060): {
 		const cudaLaunchKernelExC_v11060_params *q = p;
-		launch(r, cb, q->config ? U64(q->config->stream) : 0);
+		launch(r, cb, q->config ? U64(q->config->stream) : 0, q->func, 0);
 		stc_cuda_scan_args(q->args, q->func, stc_cuda_rt_param_info, r);
 		return r->what;
 	}
@@ -391,7 +399,7 @@ static int map_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb, int ent
 	case DRV(cuLaunchCooperativeKernel_ptsz): {
 		/* cuLaunchCooperativeKernel's parameters are a prefix of these */
 		const cuLaunchKernel_params *q = p;
-		launch(r, cb, U64(q->hStream));
+		launch(r, cb, U64(q->hStream), q->f, 1);
 		if (q->kernelParams)
 			stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, r);
 		else if (id == DRV(cuLaunchKernel) || id == DRV(cuLaunchKernel_ptsz))
@@ -401,7 +409,7 @@ static int map_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb, int ent
 	case DRV(cuLaunchKernelEx):
 	case DRV(cuLaunchKernelEx_ptsz): {
 		const cuLaunchKernelEx_params *q = p;
-		launch(r, cb, q->config ? U64(q->config->hStream) : 0);
+		launch(r, cb, q->config ? U64(q->config->hStream) : 0, q->f, 1);
 		if (q->kernelParams)
 			stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, r);
 		else

@@ -264,17 +264,20 @@ static void drv_scan(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	t_busy = 1;
 	stc_cuda_rec r;
 	r.nranges = 0;
+	CUfunction f;
 	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
 		const cuLaunchKernelEx_params *q = cb->functionParams;
+		f = q->f;
 		stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, &r);
 	} else {
 		const cuLaunchKernel_params *q = cb->functionParams;
+		f = q->f;
 		stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, &r);
 	}
 	t_drv_n = r.nranges < DRV_RANGES ? r.nranges : DRV_RANGES;
 	memcpy(t_drv_ranges, r.ranges, t_drv_n * sizeof(stp_range));
 	t_drv_scanned = 1;
-	t_drv_name = cb->symbolName;
+	t_drv_name = cb->symbolName && *cb->symbolName ? cb->symbolName : stc_cuda_kernel_name(f, 1);
 	t_busy = 0;
 }
 

@@ -131,6 +131,19 @@ int stc_cuda_rt_param_info(const void *fn, size_t i, size_t *off, size_t *size)
 	return g_cu.rt_param_info(fn, i, off, size) == cudaSuccess ? 0 : -1;
 }
 
+const char *stc_cuda_kernel_name(const void *fn, int drv)
+{
+	const char *name = NULL;
+	if (!fn)
+		return NULL;
+	stc_cuda_resolve_cuda();
+	if (!drv && g_cu.rt_func_name && g_cu.rt_func_name(&name, fn) != cudaSuccess)
+		name = NULL;
+	if (drv && g_cu.drv_func_name && g_cu.drv_func_name(&name, (CUfunction)(uintptr_t)fn) != CUDA_SUCCESS)
+		name = NULL;
+	return name && *name ? name : NULL;
+}
+
 int stc_cuda_drv_param_info(const void *fn, size_t i, size_t *off, size_t *size)
 {
 	stc_cuda_resolve_cuda();

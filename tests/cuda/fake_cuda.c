@@ -231,6 +231,13 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 /* Parameter info of a driver function: the fake CUfunction is the runtime's
  * kernel entry, which knows its parameters (fake_cudart.c). */
+CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	extern const char *fake_kernel_name(const void *k) __attribute__((weak));
+	*name = fake_kernel_name ? fake_kernel_name(f) : NULL;
+	return *name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
 {
 	extern int fake_kernel_param(const void *k, size_t i, size_t *off, size_t *size) __attribute__((weak));

@@ -38,6 +38,12 @@ FAKE_CUPTI_VERSION=28 CUDA_PROG_ADDRS="$T/addrs4" "$STPROF" record -o "$T/p5.stp
 grep -q "no activity records from this libcupti" "$T/p5.err" || fail "CUPTI 12.9: no message: $(cat "$T/p5.err")"
 "$CHECK_CUDA_TRACE" "$T/p5.stp" "$T/addrs4" >/dev/null || fail "check_cuda_trace with CUPTI 12.9"
 
+# launch callbacks without symbolName (CUPTI promises it only for the
+# launch calls its headers name): the kernels are named all the same
+FAKE_NO_SYMBOL=1 CUDA_PROG_ADDRS="$T/addrs7" "$STPROF" record -q -o "$T/p7.stp" -- "$CUDA_PROG" \
+	>/dev/null 2>&1 || fail "recorded cuda_prog failed (no symbolName)"
+"$CHECK_CUDA_TRACE" --fake "$T/p7.stp" "$T/addrs7" >/dev/null || fail "kernels unnamed without symbolName"
+
 # the records come before the EXIT callback of the call that made them (a
 # fast kernel, a flush on another thread): joined all the same
 FAKE_ACTIVITY_EARLY=1 CUDA_PROG_ADDRS="$T/addrs6" "$STPROF" record -q -o "$T/p6.stp" -- "$CUDA_PROG" \
