@@ -435,10 +435,20 @@ int stc_cuda_map(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_Ca
 	int no_args = dom == CUPTI_CB_DOMAIN_RUNTIME_API
 		? cbid == RT(cudaDeviceSynchronize_v3020) || cbid == RT(cudaThreadSynchronize_v3020)
 		: cbid == DRV(cuCtxSynchronize);
-	if (!cb->functionParams && !no_args)
-		return STC_CU_NONE;
 	if (!enter && !stc_cuda_succeeded(dom, cb))
 		return STC_CU_NONE;
+	if (!cb->functionParams && !no_args) {
+		/* a runtime launch whose parameters CUPTI does not give (CUDA
+		 * 13's __cudaLaunchKernel has no structure in its headers): the
+		 * kernel is recorded all the same, its name, stream and object
+		 * references taken from the driver launch inside it
+		 * (cuda_record.c) */
+		if (!enter && dom == CUPTI_CB_DOMAIN_RUNTIME_API &&
+		    (cbid == RT_CUDA13_LAUNCH || cbid == RT_CUDA13_LAUNCH_PTSZ || cbid == RT(cudaLaunchKernel_v7000) ||
+		     cbid == RT(cudaLaunchKernel_ptsz_v7000)))
+			return launch(r, cb, 0, NULL, 0);
+		return STC_CU_NONE;
+	}
 	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
 		return map_runtime(cbid, cb, enter, r);
 	if (dom == CUPTI_CB_DOMAIN_DRIVER_API)

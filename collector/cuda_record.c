@@ -39,6 +39,7 @@ static STC_TLS uint64_t t_enter_ns; /* ENTER time of the current call */
 #define DRV_RANGES 16
 static STC_TLS int t_drv_scanned;
 static STC_TLS const char *t_drv_name; /* its kernel's name */
+static STC_TLS uint64_t t_drv_stream;  /* its stream */
 static STC_TLS uint32_t t_drv_n;
 static STC_TLS stp_range t_drv_ranges[DRV_RANGES];
 static STC_TLS int t_free_pending;  /* a free recorded at ENTER, awaiting EXIT */
@@ -268,10 +269,12 @@ static void drv_scan(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
 		const cuLaunchKernelEx_params *q = cb->functionParams;
 		f = q->f;
+		t_drv_stream = q->config ? (uint64_t)(uintptr_t)q->config->hStream : 0;
 		stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, &r);
 	} else {
 		const cuLaunchKernel_params *q = cb->functionParams;
 		f = q->f;
+		t_drv_stream = (uint64_t)(uintptr_t)q->hStream;
 		stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, &r);
 	}
 	t_drv_n = r.nranges < DRV_RANGES ? r.nranges : DRV_RANGES;
@@ -353,6 +356,8 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 			}
 			if (r.name == cb->functionName && t_drv_name && *t_drv_name)
 				r.name = t_drv_name; /* the runtime callback did not name the kernel */
+			if (!cb->functionParams)
+				r.stream = t_drv_stream; /* nor gave its parameters */
 		}
 		do_api(cb, &r);
 		break;

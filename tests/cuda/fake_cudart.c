@@ -198,7 +198,9 @@ static cudaError_t launch(unsigned cbid, const void *k, dim3 grid, dim3 block, v
 	const char *nosym = getenv("FAKE_NO_SYMBOL"); /* callbacks without symbolName */
 	if (nosym && !strcmp(nosym, "1"))
 		name = NULL;
-	FAKE_API(RTDOM, cbid, "__cudaLaunchKernel", &p, cudaError_t, r, name, {
+	const char *nopar = getenv("FAKE_NO_LAUNCH_PARAMS"); /* runtime launches without functionParams */
+	void *params = nopar && !strcmp(nopar, "1") ? NULL : &p;
+	FAKE_API(RTDOM, cbid, "__cudaLaunchKernel", params, cudaError_t, r, name, {
 		if (!e) {
 			r = cudaErrorInvalidDeviceFunction;
 		} else {

@@ -44,6 +44,16 @@ FAKE_NO_SYMBOL=1 CUDA_PROG_ADDRS="$T/addrs7" "$STPROF" record -q -o "$T/p7.stp" 
 	>/dev/null 2>&1 || fail "recorded cuda_prog failed (no symbolName)"
 "$CHECK_CUDA_TRACE" --fake "$T/p7.stp" "$T/addrs7" >/dev/null || fail "kernels unnamed without symbolName"
 
+# runtime launch callbacks without functionParams (__cudaLaunchKernel has
+# no parameter structure in CUPTI's headers), with and without symbolName:
+# kernels recorded from the driver launch inside (name, stream, objects)
+for nosym in 0 1; do
+	FAKE_NO_LAUNCH_PARAMS=1 FAKE_NO_SYMBOL=$nosym CUDA_PROG_ADDRS="$T/addrs8" "$STPROF" record -q -o "$T/p8.stp" \
+		-- "$CUDA_PROG" >/dev/null 2>&1 || fail "recorded cuda_prog failed (no launch parameters)"
+	"$CHECK_CUDA_TRACE" --fake "$T/p8.stp" "$T/addrs8" >/dev/null ||
+		fail "kernels lost without launch parameters (FAKE_NO_SYMBOL=$nosym)"
+done
+
 # the records come before the EXIT callback of the call that made them (a
 # fast kernel, a flush on another thread): joined all the same
 FAKE_ACTIVITY_EARLY=1 CUDA_PROG_ADDRS="$T/addrs6" "$STPROF" record -q -o "$T/p6.stp" -- "$CUDA_PROG" \
