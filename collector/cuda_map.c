@@ -56,6 +56,13 @@ const CUpti_CallbackId stc_cuda_driver_cbids[] = {
 	DRV(cuMemcpy), DRV(cuMemcpy_ptds), DRV(cuMemcpyAsync), DRV(cuMemcpyAsync_ptsz), DRV(cuMemcpyHtoD_v2),
 	DRV(cuMemcpyDtoH_v2), DRV(cuMemcpyDtoD_v2), DRV(cuMemcpyHtoDAsync_v2), DRV(cuMemcpyDtoHAsync_v2),
 	DRV(cuMemcpyDtoDAsync_v2), DRV(cuMemsetD8_v2), DRV(cuMemsetD32_v2), DRV(cuMemsetD8Async), DRV(cuMemsetD32Async),
+	/* the per-thread-default-stream forms (what a runtime built with
+	 * --default-stream per-thread calls inside its copies and sets: their
+	 * correlation ids are the aliases the activity records may carry) */
+	DRV(cuMemcpyHtoD_v2_ptds), DRV(cuMemcpyDtoH_v2_ptds), DRV(cuMemcpyDtoD_v2_ptds), DRV(cuMemcpyHtoDAsync_v2_ptsz),
+	DRV(cuMemcpyDtoHAsync_v2_ptsz), DRV(cuMemcpyDtoDAsync_v2_ptsz), DRV(cuMemsetD8_v2_ptds), DRV(cuMemsetD32_v2_ptds),
+	DRV(cuMemsetD8Async_ptsz), DRV(cuMemsetD32Async_ptsz), DRV(cuMemsetD16_v2), DRV(cuMemsetD16_v2_ptds),
+	DRV(cuMemsetD16Async), DRV(cuMemsetD16Async_ptsz),
 	DRV(cuCtxSynchronize), DRV(cuStreamSynchronize), DRV(cuStreamSynchronize_ptsz),
 	DRV(cuLaunchKernel), DRV(cuLaunchKernel_ptsz), DRV(cuLaunchKernelEx), DRV(cuLaunchKernelEx_ptsz),
 	DRV(cuLaunchCooperativeKernel), DRV(cuLaunchCooperativeKernel_ptsz),
@@ -348,45 +355,65 @@ static int map_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb, int ent
 		const cuMemcpyAsync_params *q = p;
 		return copy(r, cb, q->dst, q->src, q->ByteCount, U64(q->hStream));
 	}
-	case DRV(cuMemcpyHtoD_v2): {
+	case DRV(cuMemcpyHtoD_v2):
+	case DRV(cuMemcpyHtoD_v2_ptds): {
 		const cuMemcpyHtoD_v2_params *q = p;
 		return copy(r, cb, q->dstDevice, U64(q->srcHost), q->ByteCount, 0);
 	}
-	case DRV(cuMemcpyDtoH_v2): {
+	case DRV(cuMemcpyDtoH_v2):
+	case DRV(cuMemcpyDtoH_v2_ptds): {
 		const cuMemcpyDtoH_v2_params *q = p;
 		return copy(r, cb, U64(q->dstHost), q->srcDevice, q->ByteCount, 0);
 	}
-	case DRV(cuMemcpyDtoD_v2): {
+	case DRV(cuMemcpyDtoD_v2):
+	case DRV(cuMemcpyDtoD_v2_ptds): {
 		const cuMemcpyDtoD_v2_params *q = p;
 		return copy(r, cb, q->dstDevice, q->srcDevice, q->ByteCount, 0);
 	}
-	case DRV(cuMemcpyHtoDAsync_v2): {
+	case DRV(cuMemcpyHtoDAsync_v2):
+	case DRV(cuMemcpyHtoDAsync_v2_ptsz): {
 		const cuMemcpyHtoDAsync_v2_params *q = p;
 		return copy(r, cb, q->dstDevice, U64(q->srcHost), q->ByteCount, U64(q->hStream));
 	}
-	case DRV(cuMemcpyDtoHAsync_v2): {
+	case DRV(cuMemcpyDtoHAsync_v2):
+	case DRV(cuMemcpyDtoHAsync_v2_ptsz): {
 		const cuMemcpyDtoHAsync_v2_params *q = p;
 		return copy(r, cb, U64(q->dstHost), q->srcDevice, q->ByteCount, U64(q->hStream));
 	}
-	case DRV(cuMemcpyDtoDAsync_v2): {
+	case DRV(cuMemcpyDtoDAsync_v2):
+	case DRV(cuMemcpyDtoDAsync_v2_ptsz): {
 		const cuMemcpyDtoDAsync_v2_params *q = p;
 		return copy(r, cb, q->dstDevice, q->srcDevice, q->ByteCount, U64(q->hStream));
 	}
-	case DRV(cuMemsetD8_v2): {
+	case DRV(cuMemsetD8_v2):
+	case DRV(cuMemsetD8_v2_ptds): {
 		const cuMemsetD8_v2_params *q = p;
 		return set(r, cb, q->dstDevice, q->N, 0);
 	}
-	case DRV(cuMemsetD32_v2): {
+	case DRV(cuMemsetD32_v2):
+	case DRV(cuMemsetD32_v2_ptds): {
 		const cuMemsetD32_v2_params *q = p;
 		return set(r, cb, q->dstDevice, q->N * 4, 0);
 	}
-	case DRV(cuMemsetD8Async): {
+	case DRV(cuMemsetD8Async):
+	case DRV(cuMemsetD8Async_ptsz): {
 		const cuMemsetD8Async_params *q = p;
 		return set(r, cb, q->dstDevice, q->N, U64(q->hStream));
 	}
-	case DRV(cuMemsetD32Async): {
+	case DRV(cuMemsetD32Async):
+	case DRV(cuMemsetD32Async_ptsz): {
 		const cuMemsetD32Async_params *q = p;
 		return set(r, cb, q->dstDevice, q->N * 4, U64(q->hStream));
+	}
+	case DRV(cuMemsetD16_v2):
+	case DRV(cuMemsetD16_v2_ptds): {
+		const cuMemsetD16_v2_params *q = p;
+		return set(r, cb, q->dstDevice, q->N * 2, 0);
+	}
+	case DRV(cuMemsetD16Async):
+	case DRV(cuMemsetD16Async_ptsz): {
+		const cuMemsetD16Async_params *q = p;
+		return set(r, cb, q->dstDevice, q->N * 2, U64(q->hStream));
 	}
 	case DRV(cuCtxSynchronize):
 		return sync(r, cb, 0);
