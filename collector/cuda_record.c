@@ -29,6 +29,7 @@
 #include "cuda_mode.h"
 #include "devobj.h"
 #include "internal.h"
+#include "sanitizer.h"
 
 static STC_TLS int t_rt_depth;      /* runtime calls this thread is inside */
 static STC_TLS uint32_t t_drv_corr; /* the last driver call's inside it */
@@ -349,6 +350,10 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 		do_map(cb, &r, caching);
 		break;
 	case STC_CU_API:
+		/* --accesses=exact: the Compute Sanitizer backend records every
+		 * launch, copy and set with its exact accesses (sanitizer.h) */
+		if (r.api != STP_API_SYNC && stc_sanitizer_records_api())
+			break;
 		if (r.api == STP_API_KERNEL && r.runtime && t_drv_scanned) {
 			if (!r.nranges) {
 				memcpy(r.ranges, t_drv_ranges, t_drv_n * sizeof(stp_range));

@@ -52,6 +52,7 @@ static void annotate(const char *name, int64_t v) { stprof_mark_v1(STP_MARK_ANNO
 #ifndef STPROF_HAVE_SANITIZER
 
 int stc_sanitizer_built(void) { return 0; }
+int stc_sanitizer_records_api(void) { return 0; }
 void stc_sanitizer_start(void) { annotate("stprof.sanitizer", 0); }
 void stc_sanitizer_finish(void) {}
 void stc_sanitizer_sync_point(void) {}
@@ -130,6 +131,8 @@ static pid_t started_pid; /* a forked child holds its parent's queue: it drops i
 static STC_TLS int t_inside;
 
 int stc_sanitizer_built(void) { return 1; }
+
+int stc_sanitizer_records_api(void) { return started && g_pid == started_pid; }
 
 static int own_device_memory(void)
 {

@@ -54,6 +54,24 @@ for nosym in 0 1; do
 		fail "kernels lost without launch parameters (FAKE_NO_SYMBOL=$nosym)"
 done
 
+# --accesses=exact: the Compute Sanitizer backend (its fake here, which
+# reports nothing) records the launches, copies and sets; CUPTI records the
+# allocations and syncs only, so no launch is recorded twice
+FAKE_SZ="$STPROF_BUILD/libsz_fake_device.so"
+if [ -r "$FAKE_SZ" ]; then
+	STPROF_SANITIZER_LIB="$FAKE_SZ" STPROF_SANITIZER_PATCH="$FAKE_SZ" CUDA_PROG_ADDRS="$T/addrs9" \
+		"$STPROF" record -q --accesses=exact -o "$T/p9.stp" -- "$CUDA_PROG" >/dev/null 2>&1 ||
+		fail "recorded cuda_prog failed (--accesses=exact)"
+	"$STPROF" dump "$T/p9.stp" >"$T/p9.txt"
+	grep -q 'name="stprof.sanitizer" value=1' "$T/p9.txt" || fail "--accesses=exact: sanitizer fake not started"
+	n=$(grep -c "kind=kernel\|kind=memcpy\|kind=memset" "$T/p9.txt" || true)
+	expect_eq "CUPTI launch/copy/set events under --accesses=exact" "$n" 0
+	n=$(grep -c "kind=sync" "$T/p9.txt" || true)
+	[ "$n" -gt 0 ] || fail "--accesses=exact: CUPTI recorded no syncs"
+	n=$(grep -c " alloc .*kind=device" "$T/p9.txt" || true)
+	[ "$n" -gt 0 ] || fail "--accesses=exact: CUPTI recorded no device objects"
+fi
+
 # the records come before the EXIT callback of the call that made them (a
 # fast kernel, a flush on another thread): joined all the same
 FAKE_ACTIVITY_EARLY=1 CUDA_PROG_ADDRS="$T/addrs6" "$STPROF" record -q -o "$T/p6.stp" -- "$CUDA_PROG" \
