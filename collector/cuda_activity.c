@@ -21,12 +21,17 @@
  *   - Held entries come from mmap'd blocks, never freed, reused through a
  *     free list; when none can be had the event is written at once with
  *     host times.
+ *   - A record may come before the EXIT callback of its call has held the
+ *     event (a short kernel or copy, buffers delivered by CUPTI's thread or
+ *     a flush on another thread): it is kept as an orphan (the last
+ *     ORPHANS, by both its ids) and joined when the event is held.
  *   - Clock: offset = CLOCK_MONOTONIC - cuptiGetTimestamp(), sampled at the
  *     start and at each flush with the tightest bracket kept per sample.
  *   - Lock order: flush (tbuf.c) -> held_mu -> output -> defs.  The program's
  *     threads take held_mu alone, briefly.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -50,6 +55,20 @@ typedef struct held {
 static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 static held *head, *tail, *free_list;
 static held *buckets[2][BUCKETS];
+
+/* Records that came before their event was held (under held_mu): a ring,
+ * the oldest overwritten, found by either id through two hash chains. */
+#define ORPHANS 4096
+#define ORPHAN_BUCKETS 1024
+typedef struct orphan {
+	uint32_t id[2]; /* correlation id, and the record's other id (0: none) */
+	int used;
+	uint64_t dev_begin, dev_end;
+	struct orphan *hnext[2];
+} orphan;
+static orphan orphans[ORPHANS];
+static orphan *obuckets[2][ORPHAN_BUCKETS];
+static unsigned orphan_next, orphan_count;
 static _Atomic int64_t clock_offset;
 static STC_TLS uint32_t t_tid;
 static uint8_t *wbuf; /* the writing buffer of flush rounds (under flush_mu) */
@@ -99,6 +118,50 @@ static held *hash_get(uint32_t id)
 		for (held *h = buckets[k][id % BUCKETS]; h; h = h->hnext[k])
 			if ((k ? h->alias : h->corr) == id && !h->ready)
 				return h;
+	return NULL;
+}
+
+static void orphan_unlink(orphan *o)
+{
+	for (int k = 0; k < 2; k++) {
+		if (!o->id[k])
+			continue;
+		for (orphan **p = &obuckets[k][o->id[k] % ORPHAN_BUCKETS]; *p; p = &(*p)->hnext[k])
+			if (*p == o) {
+				*p = o->hnext[k];
+				break;
+			}
+	}
+	o->used = 0;
+	orphan_count--;
+}
+
+static void orphan_put(uint32_t id, uint32_t id2, uint64_t begin, uint64_t end)
+{
+	orphan *o = &orphans[orphan_next++ % ORPHANS];
+	if (o->used)
+		orphan_unlink(o);
+	*o = (orphan){.id = {id, id2}, .used = 1, .dev_begin = begin, .dev_end = end};
+	for (int k = 0; k < 2; k++)
+		if (o->id[k]) {
+			orphan **b = &obuckets[k][o->id[k] % ORPHAN_BUCKETS];
+			o->hnext[k] = *b;
+			*b = o;
+		}
+	orphan_count++;
+}
+
+/* The orphan record naming id (either of its ids), taken out; NULL if none. */
+static orphan *orphan_take(uint32_t id)
+{
+	if (!id || !orphan_count)
+		return NULL;
+	for (int k = 0; k < 2; k++)
+		for (orphan *o = obuckets[k][id % ORPHAN_BUCKETS]; o; o = o->hnext[k])
+			if (o->id[k] == id) {
+				orphan_unlink(o);
+				return o;
+			}
 	return NULL;
 }
 
@@ -157,6 +220,14 @@ void stc_cuda_activity_hold(uint32_t corr, uint32_t alias, stp_event *ev, uint64
 	h->corr = corr;
 	h->alias = alias;
 	h->ready = 0;
+	orphan *o = orphan_take(corr);
+	if (!o && alias)
+		o = orphan_take(alias);
+	if (o) { /* its record came first */
+		h->ready = 1;
+		h->dev_begin = o->dev_begin;
+		h->dev_end = o->dev_end;
+	}
 	h->deadline = now + STC_HOLD_NS;
 	/* the seq under the lock: a flush that reads the counter after this
 	 * sees the entry (the mark hook takes the lock after reading it) */
@@ -189,6 +260,8 @@ static void complete(uint32_t corr, uint32_t corr2, uint64_t start, uint64_t end
 		h->ready = 1;
 		h->dev_begin = stc_cuda_to_monotonic(start);
 		h->dev_end = stc_cuda_to_monotonic(end);
+	} else {
+		orphan_put(corr, corr2, stc_cuda_to_monotonic(start), stc_cuda_to_monotonic(end));
 	}
 	pthread_mutex_unlock(&held_mu);
 }
@@ -310,13 +383,38 @@ static void flush_hook(int final)
 
 void stc_cuda_activity_flush(int final) { flush_hook(final); }
 
+/* The only fields read from a record (kind, start, end, correlationId,
+ * runtimeCorrelationId) sit at the same offsets in every version of the
+ * kernel, memcpy and memset records since CUDA 9 (CUpti_ActivityKernel4..10,
+ * Memcpy..6, Memset..4 in cupti_activity.h and cupti_activity_deprecated.h;
+ * records are stepped through by cuptiActivityGetNextRecord, which knows
+ * their sizes).  So a libcupti of another release of the same major (the
+ * pip wheel beside PyTorch's libcudart is rarely the toolkit's stprof was
+ * built with) is read too; another major is not. */
+#define FIELD_AT(T, f, off) _Static_assert(offsetof(T, f) == (off), #T "." #f " moved")
+FIELD_AT(CUpti_ActivityKernel10, start, 16);
+FIELD_AT(CUpti_ActivityKernel10, end, 24);
+FIELD_AT(CUpti_ActivityKernel10, correlationId, 92);
+FIELD_AT(CUpti_ActivityMemcpy6, start, 16);
+FIELD_AT(CUpti_ActivityMemcpy6, end, 24);
+FIELD_AT(CUpti_ActivityMemcpy6, correlationId, 44);
+FIELD_AT(CUpti_ActivityMemcpy6, runtimeCorrelationId, 48);
+FIELD_AT(CUpti_ActivityMemset4, start, 16);
+FIELD_AT(CUpti_ActivityMemset4, end, 24);
+FIELD_AT(CUpti_ActivityMemset4, correlationId, 44);
+
+static int same_major(uint32_t v)
+{
+	/* CUDA 13 on: xxyyzz; before: small integers (28 = 12.9 Update 1) */
+	return CUPTI_API_VERSION >= 130000 ? v / 10000 == CUPTI_API_VERSION / 10000 : v == CUPTI_API_VERSION;
+}
+
 int stc_cuda_activity_start(void)
 {
 	if (!g_cu.activity_register || !g_cu.activity_enable || !g_cu.activity_next || !g_cu.get_timestamp)
 		return -1;
 	uint32_t v = 0;
-	/* the records' layout is the one of the headers we were built with */
-	if (!g_cu.get_version || g_cu.get_version(&v) != CUPTI_SUCCESS || v != CUPTI_API_VERSION)
+	if (!g_cu.get_version || g_cu.get_version(&v) != CUPTI_SUCCESS || !same_major(v))
 		return -1;
 	if (g_cu.activity_register(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
 		return -1;

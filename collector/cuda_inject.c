@@ -151,10 +151,16 @@ void stc_cuda_resolve_cuda(void)
 	struct find_ctx c;
 	void *h;
 	if (!g_cu.rt_param_info && *loaded_path("libcudart.so", &c) &&
-	    (h = dlopen(c.path, RTLD_NOLOAD | RTLD_LAZY)))
+	    (h = dlopen(c.path, RTLD_NOLOAD | RTLD_LAZY))) {
 		SYM(h, rt_param_info, "cudaFuncGetParamInfo");
-	if (!g_cu.drv_param_info && *loaded_path("libcuda.so", &c) && (h = dlopen(c.path, RTLD_NOLOAD | RTLD_LAZY)))
+		SYM(h, rt_func_name, "cudaFuncGetName");
+	}
+	if (!g_cu.drv_param_info && *loaded_path("libcuda.so", &c) && (h = dlopen(c.path, RTLD_NOLOAD | RTLD_LAZY))) {
 		SYM(h, drv_param_info, "cuFuncGetParamInfo");
+		/* cuLaunchKernel takes a CUkernel (a library's kernel) as well */
+		SYM(h, kernel_param_info, "cuKernelGetParamInfo");
+		SYM(h, drv_func_name, "cuFuncGetName");
+	}
 }
 
 /* ---------------------------------------------------------------- start */

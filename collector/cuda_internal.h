@@ -59,6 +59,9 @@ typedef struct stc_cuda_fns {
 	CUptiResult (*activity_flush_all)(uint32_t);
 	cudaError_t (*rt_param_info)(const void *, size_t, size_t *, size_t *);
 	CUresult (*drv_param_info)(CUfunction, size_t, size_t *, size_t *);
+	CUresult (*kernel_param_info)(CUkernel, size_t, size_t *, size_t *);
+	cudaError_t (*rt_func_name)(const char **, const void *);
+	CUresult (*drv_func_name)(const char **, CUfunction);
 } stc_cuda_fns;
 STC_CUDA_HIDDEN extern stc_cuda_fns g_cu;
 /* Looks up rt_param_info/drv_param_info in the loaded libcudart/libcuda
@@ -123,6 +126,10 @@ STC_CUDA_HIDDEN void stc_cuda_scan_value(uint64_t v, stc_cuda_rec *rec);
  * per function (the first launch of a kernel asks, later ones read). */
 STC_CUDA_HIDDEN int stc_cuda_rt_param_info(const void *fn, size_t i, size_t *off, size_t *size);
 STC_CUDA_HIDDEN int stc_cuda_drv_param_info(const void *fn, size_t i, size_t *off, size_t *size);
+/* A launched kernel's name when the callback gives no symbolName:
+ * cudaFuncGetName (drv 0: a stub or a cudaKernel_t) or cuFuncGetName (drv
+ * 1); NULL when neither knows it. */
+STC_CUDA_HIDDEN const char *stc_cuda_kernel_name(const void *fn, int drv);
 
 /* ---------------------------------------------------------------- activity */
 /* Starts activity collection (kernel, memcpy, memset).  0 on success. */

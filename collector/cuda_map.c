@@ -56,6 +56,13 @@ const CUpti_CallbackId stc_cuda_driver_cbids[] = {
 	DRV(cuMemcpy), DRV(cuMemcpy_ptds), DRV(cuMemcpyAsync), DRV(cuMemcpyAsync_ptsz), DRV(cuMemcpyHtoD_v2),
 	DRV(cuMemcpyDtoH_v2), DRV(cuMemcpyDtoD_v2), DRV(cuMemcpyHtoDAsync_v2), DRV(cuMemcpyDtoHAsync_v2),
 	DRV(cuMemcpyDtoDAsync_v2), DRV(cuMemsetD8_v2), DRV(cuMemsetD32_v2), DRV(cuMemsetD8Async), DRV(cuMemsetD32Async),
+	/* the per-thread-default-stream forms (what a runtime built with
+	 * --default-stream per-thread calls inside its copies and sets: their
+	 * correlation ids are the aliases the activity records may carry) */
+	DRV(cuMemcpyHtoD_v2_ptds), DRV(cuMemcpyDtoH_v2_ptds), DRV(cuMemcpyDtoD_v2_ptds), DRV(cuMemcpyHtoDAsync_v2_ptsz),
+	DRV(cuMemcpyDtoHAsync_v2_ptsz), DRV(cuMemcpyDtoDAsync_v2_ptsz), DRV(cuMemsetD8_v2_ptds), DRV(cuMemsetD32_v2_ptds),
+	DRV(cuMemsetD8Async_ptsz), DRV(cuMemsetD32Async_ptsz), DRV(cuMemsetD16_v2), DRV(cuMemsetD16_v2_ptds),
+	DRV(cuMemsetD16Async), DRV(cuMemsetD16Async_ptsz),
 	DRV(cuCtxSynchronize), DRV(cuStreamSynchronize), DRV(cuStreamSynchronize_ptsz),
 	DRV(cuLaunchKernel), DRV(cuLaunchKernel_ptsz), DRV(cuLaunchKernelEx), DRV(cuLaunchKernelEx_ptsz),
 	DRV(cuLaunchCooperativeKernel), DRV(cuLaunchCooperativeKernel_ptsz),
@@ -128,10 +135,18 @@ static int sync(stc_cuda_rec *r, const CUpti_CallbackData *cb, uint64_t stream)
 	return r->what = STC_CU_API;
 }
 
-static int launch(stc_cuda_rec *r, const CUpti_CallbackData *cb, uint64_t stream)
+/* The kernel's name: the callback's symbolName, else the runtime's or the
+ * driver's own answer for fn (CUPTI's headers promise symbolName only for
+ * the launch calls they name; CUDA 13's __cudaLaunchKernel is not among
+ * them), else the API function's name. */
+static int launch(stc_cuda_rec *r, const CUpti_CallbackData *cb, uint64_t stream, const void *fn, int drv)
 {
 	r->api = STP_API_KERNEL;
-	r->name = cb->symbolName && *cb->symbolName ? cb->symbolName : cb->functionName;
+	r->name = cb->symbolName && *cb->symbolName ? cb->symbolName : NULL;
+	if (!r->name)
+		r->name = stc_cuda_kernel_name(fn, drv);
+	if (!r->name)
+		r->name = cb->functionName;
 	r->stream = stream;
 	return r->what = STC_CU_API;
 }
@@ -218,21 +233,21 @@ static int map_runtime(CUpti_CallbackId id, const CUpti_CallbackData *cb, int en
 	case RT_CUDA13_LAUNCH:
 	case RT_CUDA13_LAUNCH_PTSZ: {
 		const cudaLaunchKernel_v7000_params *q = p;
-		launch(r, cb, U64(q->stream));
+		launch(r, cb, U64(q->stream), q->func, 0);
 		stc_cuda_scan_args(q->args, q->func, stc_cuda_rt_param_info, r);
 		return r->what;
 	}
 	case RT(cudaLaunchCooperativeKernel_v9000):
 	case RT(cudaLaunchCooperativeKernel_ptsz_v9000): {
 		const cudaLaunchCooperativeKernel_v9000_params *q = p;
-		launch(r, cb, U64(q->stream));
+		launch(r, cb, U64(q->stream), q->func, 0);
 		stc_cuda_scan_args(q->args, q->func, stc_cuda_rt_param_info, r);
 		return r->what;
 	}
 	case RT(cudaLaunchKernelExC_v11060):
 	case RT(cudaLaunchKernelExC_ptsz_v11060): {
 		const cudaLaunchKernelExC_v11060_params *q = p;
-		launch(r, cb, q->config ? U64(q->config->stream) : 0);
+		launch(r, cb, q->config ? U64(q->config->stream) : 0, q->func, 0);
 		stc_cuda_scan_args(q->args, q->func, stc_cuda_rt_param_info, r);
 		return r->what;
 	}
@@ -340,45 +355,65 @@ static int map_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb, int ent
 		const cuMemcpyAsync_params *q = p;
 		return copy(r, cb, q->dst, q->src, q->ByteCount, U64(q->hStream));
 	}
-	case DRV(cuMemcpyHtoD_v2): {
+	case DRV(cuMemcpyHtoD_v2):
+	case DRV(cuMemcpyHtoD_v2_ptds): {
 		const cuMemcpyHtoD_v2_params *q = p;
 		return copy(r, cb, q->dstDevice, U64(q->srcHost), q->ByteCount, 0);
 	}
-	case DRV(cuMemcpyDtoH_v2): {
+	case DRV(cuMemcpyDtoH_v2):
+	case DRV(cuMemcpyDtoH_v2_ptds): {
 		const cuMemcpyDtoH_v2_params *q = p;
 		return copy(r, cb, U64(q->dstHost), q->srcDevice, q->ByteCount, 0);
 	}
-	case DRV(cuMemcpyDtoD_v2): {
+	case DRV(cuMemcpyDtoD_v2):
+	case DRV(cuMemcpyDtoD_v2_ptds): {
 		const cuMemcpyDtoD_v2_params *q = p;
 		return copy(r, cb, q->dstDevice, q->srcDevice, q->ByteCount, 0);
 	}
-	case DRV(cuMemcpyHtoDAsync_v2): {
+	case DRV(cuMemcpyHtoDAsync_v2):
+	case DRV(cuMemcpyHtoDAsync_v2_ptsz): {
 		const cuMemcpyHtoDAsync_v2_params *q = p;
 		return copy(r, cb, q->dstDevice, U64(q->srcHost), q->ByteCount, U64(q->hStream));
 	}
-	case DRV(cuMemcpyDtoHAsync_v2): {
+	case DRV(cuMemcpyDtoHAsync_v2):
+	case DRV(cuMemcpyDtoHAsync_v2_ptsz): {
 		const cuMemcpyDtoHAsync_v2_params *q = p;
 		return copy(r, cb, U64(q->dstHost), q->srcDevice, q->ByteCount, U64(q->hStream));
 	}
-	case DRV(cuMemcpyDtoDAsync_v2): {
+	case DRV(cuMemcpyDtoDAsync_v2):
+	case DRV(cuMemcpyDtoDAsync_v2_ptsz): {
 		const cuMemcpyDtoDAsync_v2_params *q = p;
 		return copy(r, cb, q->dstDevice, q->srcDevice, q->ByteCount, U64(q->hStream));
 	}
-	case DRV(cuMemsetD8_v2): {
+	case DRV(cuMemsetD8_v2):
+	case DRV(cuMemsetD8_v2_ptds): {
 		const cuMemsetD8_v2_params *q = p;
 		return set(r, cb, q->dstDevice, q->N, 0);
 	}
-	case DRV(cuMemsetD32_v2): {
+	case DRV(cuMemsetD32_v2):
+	case DRV(cuMemsetD32_v2_ptds): {
 		const cuMemsetD32_v2_params *q = p;
 		return set(r, cb, q->dstDevice, q->N * 4, 0);
 	}
-	case DRV(cuMemsetD8Async): {
+	case DRV(cuMemsetD8Async):
+	case DRV(cuMemsetD8Async_ptsz): {
 		const cuMemsetD8Async_params *q = p;
 		return set(r, cb, q->dstDevice, q->N, U64(q->hStream));
 	}
-	case DRV(cuMemsetD32Async): {
+	case DRV(cuMemsetD32Async):
+	case DRV(cuMemsetD32Async_ptsz): {
 		const cuMemsetD32Async_params *q = p;
 		return set(r, cb, q->dstDevice, q->N * 4, U64(q->hStream));
+	}
+	case DRV(cuMemsetD16_v2):
+	case DRV(cuMemsetD16_v2_ptds): {
+		const cuMemsetD16_v2_params *q = p;
+		return set(r, cb, q->dstDevice, q->N * 2, 0);
+	}
+	case DRV(cuMemsetD16Async):
+	case DRV(cuMemsetD16Async_ptsz): {
+		const cuMemsetD16Async_params *q = p;
+		return set(r, cb, q->dstDevice, q->N * 2, U64(q->hStream));
 	}
 	case DRV(cuCtxSynchronize):
 		return sync(r, cb, 0);
@@ -391,7 +426,7 @@ static int map_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb, int ent
 	case DRV(cuLaunchCooperativeKernel_ptsz): {
 		/* cuLaunchCooperativeKernel's parameters are a prefix of these */
 		const cuLaunchKernel_params *q = p;
-		launch(r, cb, U64(q->hStream));
+		launch(r, cb, U64(q->hStream), q->f, 1);
 		if (q->kernelParams)
 			stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, r);
 		else if (id == DRV(cuLaunchKernel) || id == DRV(cuLaunchKernel_ptsz))
@@ -401,7 +436,7 @@ static int map_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb, int ent
 	case DRV(cuLaunchKernelEx):
 	case DRV(cuLaunchKernelEx_ptsz): {
 		const cuLaunchKernelEx_params *q = p;
-		launch(r, cb, q->config ? U64(q->config->hStream) : 0);
+		launch(r, cb, q->config ? U64(q->config->hStream) : 0, q->f, 1);
 		if (q->kernelParams)
 			stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, r);
 		else
@@ -427,10 +462,20 @@ int stc_cuda_map(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_Ca
 	int no_args = dom == CUPTI_CB_DOMAIN_RUNTIME_API
 		? cbid == RT(cudaDeviceSynchronize_v3020) || cbid == RT(cudaThreadSynchronize_v3020)
 		: cbid == DRV(cuCtxSynchronize);
-	if (!cb->functionParams && !no_args)
-		return STC_CU_NONE;
 	if (!enter && !stc_cuda_succeeded(dom, cb))
 		return STC_CU_NONE;
+	if (!cb->functionParams && !no_args) {
+		/* a runtime launch whose parameters CUPTI does not give (CUDA
+		 * 13's __cudaLaunchKernel has no structure in its headers): the
+		 * kernel is recorded all the same, its name, stream and object
+		 * references taken from the driver launch inside it
+		 * (cuda_record.c) */
+		if (!enter && dom == CUPTI_CB_DOMAIN_RUNTIME_API &&
+		    (cbid == RT_CUDA13_LAUNCH || cbid == RT_CUDA13_LAUNCH_PTSZ || cbid == RT(cudaLaunchKernel_v7000) ||
+		     cbid == RT(cudaLaunchKernel_ptsz_v7000)))
+			return launch(r, cb, 0, NULL, 0);
+		return STC_CU_NONE;
+	}
 	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
 		return map_runtime(cbid, cb, enter, r);
 	if (dom == CUPTI_CB_DOMAIN_DRIVER_API)

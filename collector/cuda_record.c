@@ -29,6 +29,7 @@
 #include "cuda_mode.h"
 #include "devobj.h"
 #include "internal.h"
+#include "sanitizer.h"
 
 static STC_TLS int t_rt_depth;      /* runtime calls this thread is inside */
 static STC_TLS uint32_t t_drv_corr; /* the last driver call's inside it */
@@ -39,6 +40,7 @@ static STC_TLS uint64_t t_enter_ns; /* ENTER time of the current call */
 #define DRV_RANGES 16
 static STC_TLS int t_drv_scanned;
 static STC_TLS const char *t_drv_name; /* its kernel's name */
+static STC_TLS uint64_t t_drv_stream;  /* its stream */
 static STC_TLS uint32_t t_drv_n;
 static STC_TLS stp_range t_drv_ranges[DRV_RANGES];
 static STC_TLS int t_free_pending;  /* a free recorded at ENTER, awaiting EXIT */
@@ -264,17 +266,22 @@ static void drv_scan(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
 	t_busy = 1;
 	stc_cuda_rec r;
 	r.nranges = 0;
+	CUfunction f;
 	if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
 		const cuLaunchKernelEx_params *q = cb->functionParams;
+		f = q->f;
+		t_drv_stream = q->config ? (uint64_t)(uintptr_t)q->config->hStream : 0;
 		stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, &r);
 	} else {
 		const cuLaunchKernel_params *q = cb->functionParams;
+		f = q->f;
+		t_drv_stream = (uint64_t)(uintptr_t)q->hStream;
 		stc_cuda_scan_args(q->kernelParams, q->f, stc_cuda_drv_param_info, &r);
 	}
 	t_drv_n = r.nranges < DRV_RANGES ? r.nranges : DRV_RANGES;
 	memcpy(t_drv_ranges, r.ranges, t_drv_n * sizeof(stp_range));
 	t_drv_scanned = 1;
-	t_drv_name = cb->symbolName;
+	t_drv_name = cb->symbolName && *cb->symbolName ? cb->symbolName : stc_cuda_kernel_name(f, 1);
 	t_busy = 0;
 }
 
@@ -343,6 +350,10 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 		do_map(cb, &r, caching);
 		break;
 	case STC_CU_API:
+		/* --accesses=exact: the Compute Sanitizer backend records every
+		 * launch, copy and set with its exact accesses (sanitizer.h) */
+		if (r.api != STP_API_SYNC && stc_sanitizer_records_api())
+			break;
 		if (r.api == STP_API_KERNEL && r.runtime && t_drv_scanned) {
 			if (!r.nranges) {
 				memcpy(r.ranges, t_drv_ranges, t_drv_n * sizeof(stp_range));
@@ -350,6 +361,8 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 			}
 			if (r.name == cb->functionName && t_drv_name && *t_drv_name)
 				r.name = t_drv_name; /* the runtime callback did not name the kernel */
+			if (!cb->functionParams)
+				r.stream = t_drv_stream; /* nor gave its parameters */
 		}
 		do_api(cb, &r);
 		break;

@@ -131,10 +131,28 @@ int stc_cuda_rt_param_info(const void *fn, size_t i, size_t *off, size_t *size)
 	return g_cu.rt_param_info(fn, i, off, size) == cudaSuccess ? 0 : -1;
 }
 
+const char *stc_cuda_kernel_name(const void *fn, int drv)
+{
+	const char *name = NULL;
+	if (!fn)
+		return NULL;
+	stc_cuda_resolve_cuda();
+	if (!drv && g_cu.rt_func_name && g_cu.rt_func_name(&name, fn) != cudaSuccess)
+		name = NULL;
+	if (drv && g_cu.drv_func_name && g_cu.drv_func_name(&name, (CUfunction)(uintptr_t)fn) != CUDA_SUCCESS)
+		name = NULL;
+	return name && *name ? name : NULL;
+}
+
 int stc_cuda_drv_param_info(const void *fn, size_t i, size_t *off, size_t *size)
 {
 	stc_cuda_resolve_cuda();
 	if (!g_cu.drv_param_info)
 		return -1;
-	return g_cu.drv_param_info((CUfunction)(uintptr_t)fn, i, off, size) == CUDA_SUCCESS ? 0 : -1;
+	if (g_cu.drv_param_info((CUfunction)(uintptr_t)fn, i, off, size) == CUDA_SUCCESS)
+		return 0;
+	/* cuLaunchKernel's f may be a CUkernel (cuLibraryGetKernel's), which
+	 * cuFuncGetParamInfo does not take */
+	return g_cu.kernel_param_info && g_cu.kernel_param_info((CUkernel)(uintptr_t)fn, i, off, size) == CUDA_SUCCESS
+		? 0 : -1;
 }

@@ -31,5 +31,11 @@ __attribute__((visibility("hidden"))) void stc_sanitizer_finish(void);
 __attribute__((visibility("hidden"))) void stc_sanitizer_sync_point(void);
 /* 1 when the backend is compiled in. */
 __attribute__((visibility("hidden"))) int stc_sanitizer_built(void);
+/* 1 while the backend records this process's kernel launches, copies and
+ * sets (started, subscribed, not a forked child): the CUPTI backend then
+ * records none of its own, so each is one event, the one with the exact
+ * accesses (a second, conservative read|write event for the same launch
+ * would hide every dead write). */
+__attribute__((visibility("hidden"))) int stc_sanitizer_records_api(void);
 
 #endif

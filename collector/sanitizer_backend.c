@@ -52,6 +52,7 @@ static void annotate(const char *name, int64_t v) { stprof_mark_v1(STP_MARK_ANNO
 #ifndef STPROF_HAVE_SANITIZER
 
 int stc_sanitizer_built(void) { return 0; }
+int stc_sanitizer_records_api(void) { return 0; }
 void stc_sanitizer_start(void) { annotate("stprof.sanitizer", 0); }
 void stc_sanitizer_finish(void) {}
 void stc_sanitizer_sync_point(void) {}
@@ -130,6 +131,8 @@ static pid_t started_pid; /* a forked child holds its parent's queue: it drops i
 static STC_TLS int t_inside;
 
 int stc_sanitizer_built(void) { return 1; }
+
+int stc_sanitizer_records_api(void) { return started && g_pid == started_pid; }
 
 static int own_device_memory(void)
 {
@@ -448,7 +451,14 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 
 static void on_memory(Sanitizer_CallbackId cbid, const Sanitizer_ResourceMemoryData *md)
 {
-	if (md->flags & SANITIZER_MEMORY_FLAG_MODULE) /* a module's globals */
+	/* not the program's allocations: a module's globals; an allocation of
+	 * another device mapped into this one when peer access is enabled
+	 * (reported again at the same address, device = the peer: recording it
+	 * would duplicate the ALLOC, move the object to the peer's map, and its
+	 * unmapping would free the object while it lives); the driver's own
+	 * buffers for cooperative groups and dynamic parallelism */
+	if (md->flags & (SANITIZER_MEMORY_FLAG_MODULE | SANITIZER_MEMORY_FLAG_PEER | SANITIZER_MEMORY_FLAG_CG_RUNTIME |
+	                 SANITIZER_MEMORY_FLAG_CNP))
 		return;
 	if (!own_device_memory())
 		return; /* the PyTorch shim keeps the table (cuda_mode.h) */

@@ -20,10 +20,13 @@
  *     search finds the last start at or below p and then checks the END
  *     (an access one past an object is no hit).
  *   - n has no limit but memory: the block is sized from n.
- *   - Read and write are separate bits; an atomic sets both (it reads and
- *     writes), an atomic that only writes sets write; a prefetch sets none.
- *     An access whose flags say neither read nor write (not expected) sets
- *     both, so it can never hide a write.
+ *   - Read and write are separate bits; every atomic sets both, including
+ *     one flagged ATOMIC_WRITE_ONLY: that flag says the thread gets no old
+ *     value back (a RED from atomicAdd with its result unused), not that the
+ *     memory's old value does not matter, and an earlier write before a
+ *     reduction is not dead.  A prefetch sets none.  An access whose flags
+ *     say neither read nor write (not expected) sets both, so it can never
+ *     hide a write.
  *   - A bit is only ever set, never cleared, during a launch: the device
  *     sets it with one atomic OR, and skips the atomic when it is set
  *     already (most accesses after the first).
@@ -74,9 +77,7 @@ STC_SZ_FN uint32_t stc_sz_mode(uint32_t f)
 {
 	if (f & STC_SZ_FLAG_PREFETCH)
 		return 0;
-	if (f & STC_SZ_FLAG_ATOMIC_WRITE_ONLY)
-		return STC_SZ_HIT_WRITE;
-	if (f & STC_SZ_FLAG_ATOMSYS)
+	if (f & (STC_SZ_FLAG_ATOMIC_WRITE_ONLY | STC_SZ_FLAG_ATOMSYS))
 		return STC_SZ_HIT_READ | STC_SZ_HIT_WRITE;
 	uint32_t m = (f & STC_SZ_FLAG_READ ? STC_SZ_HIT_READ : 0u) | (f & STC_SZ_FLAG_WRITE ? STC_SZ_HIT_WRITE : 0u);
 	return m ? m : STC_SZ_HIT_READ | STC_SZ_HIT_WRITE;

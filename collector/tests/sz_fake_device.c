@@ -183,6 +183,19 @@ EXPORT void fake_free(uint64_t addr, uint64_t size)
 	call(SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_FREE, &md);
 }
 
+/* What the driver reports besides the program's own allocations: with peer
+ * access enabled, an allocation of device 0 mapped into device 1 comes as
+ * another DEVICE_MEMORY_ALLOC at the same address (flags PEER, device 1,
+ * sourceDevice 0), and its unmapping as a FREE; the driver's own buffers
+ * (cooperative groups, dynamic parallelism) come with CG_RUNTIME / CNP. */
+EXPORT void fake_driver_memory(int alloc, uint64_t addr, uint64_t size, uint32_t flags, int device)
+{
+	Sanitizer_ResourceMemoryData md = {.address = addr, .size = size, .context = CTX, .device = device,
+	                                   .flags = flags, .sourceDevice = 0};
+	call(SANITIZER_CB_DOMAIN_RESOURCE,
+	     alloc ? SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_ALLOC : SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_FREE, &md);
+}
+
 /* A launch on stream s whose threads make n accesses at addrs with flags. */
 EXPORT void fake_launch(const char *name, uint64_t s, uint32_t n, const uint64_t *addrs, const uint32_t *flags)
 {

@@ -14,6 +14,9 @@ void fake_context(void);          /* context created, one module loaded */
 void fake_context_destroy(void);
 void fake_malloc(uint64_t addr, uint64_t size);
 void fake_free(uint64_t addr, uint64_t size);
+/* a driver-made allocation (alloc 1) or free (0): flags are
+ * Sanitizer_ResourceMemoryFlags (PEER 0x10 with device 1, CG_RUNTIME 0x40) */
+void fake_driver_memory(int alloc, uint64_t addr, uint64_t size, uint32_t flags, int device);
 /* a launch on stream s whose threads access addrs[i] with flags[i] */
 void fake_launch(const char *name, uint64_t s, uint32_t n, const uint64_t *addrs, const uint32_t *flags);
 void fake_memcpy(uint64_t src, uint64_t dst, uint64_t size, int dir); /* dir: 2 HtoD, 3 DtoH */

@@ -6,8 +6,12 @@
  *           and only read by k_scale, out written by it and copied back,
  *           scratch written by k_fill twice and never read, unused never
  *           touched, 2,000 small objects (small1999 read, small1500 set and
- *           then read and written by an atomic); accesses one past in's end
- *           and in the gap after out (no hit); "obj NAME ADDR SIZE" lines
+ *           then read and written by an atomic, an atomicAdd whose result
+ *           is unused: a RED, which the sanitizer flags ATOMIC_WRITE_ONLY);
+ *           accesses one past in's end and in the gap after out (no hit);
+ *           in mapped into a peer device and unmapped again, and a driver
+ *           buffer (CG_RUNTIME) made and freed: none of them the program's;
+ *           "obj NAME ADDR SIZE" lines
  *   many N  N launches reading object i % 2000 with no synchronization
  *           in between, then one; object 7 freed and reallocated half-way
  *
@@ -22,7 +26,9 @@
 
 #define R 0x1u
 #define W 0x2u
-#define ATOM 0x4u
+#define ATOM_WO 0x100u /* SANITIZER_MEMORY_DEVICE_FLAG_ATOMIC_WRITE_ONLY */
+#define PEER 0x10u     /* SANITIZER_MEMORY_FLAG_PEER */
+#define CG_RT 0x40u    /* SANITIZER_MEMORY_FLAG_CG_RUNTIME */
 #define BIG (1u << 20)
 #define NSMALL 2000
 #define SMALL 512
@@ -45,6 +51,12 @@ static void known(void)
 	       BIG, (unsigned long long)OUT, BIG, (unsigned long long)SCRATCH, BIG, (unsigned long long)UNUSED, BIG);
 	printf("obj small1500 %#llx %u\nobj small1999 %#llx %u\n", (unsigned long long)small(1500), SMALL,
 	       (unsigned long long)small(1999), SMALL);
+	/* peer access enabled, then disabled: in mapped into device 1 and
+	 * unmapped; a cooperative-groups buffer of the driver's, made and freed */
+	fake_driver_memory(1, IN, BIG, PEER, 1);
+	fake_driver_memory(0, IN, BIG, PEER, 1);
+	fake_driver_memory(1, IN + 16 * BIG, BIG, CG_RT, 0);
+	fake_driver_memory(0, IN + 16 * BIG, BIG, CG_RT, 0);
 	fake_memset(small(1500), SMALL);
 	fake_memcpy((uint64_t)(uintptr_t)host, IN, BIG, 2);
 	uint64_t a1[] = {IN, IN + 4, IN + BIG - 4, IN + BIG, OUT, OUT + BIG - 4, OUT + BIG + 100};
@@ -55,7 +67,7 @@ static void known(void)
 	fake_launch("k_fill", 0, 3, a2, f2);
 	fake_launch("k_fill", 0, 3, a2, f2);
 	uint64_t a3[] = {small(1999) + SMALL - 4, small(1500) + 12};
-	uint32_t f3[] = {R, R | W | ATOM};
+	uint32_t f3[] = {R, W | ATOM_WO};
 	fake_launch("k_touch", 0, 2, a3, f3);
 	fake_sync();
 	fake_memcpy(OUT, (uint64_t)(uintptr_t)host, BIG, 3);

@@ -137,6 +137,16 @@ int main(void)
 	d = cbdata(CUPTI_API_EXIT, &ms, &dok, "cuMemsetD32_v2", NULL);
 	CHECK(stc_cuda_map(DRVD, CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2, &d, &r) == STC_CU_API &&
 	      r.api == STP_API_MEMSET && r.nranges == 1 && has_range(&r, A, 64, STP_ACCESS_WRITE));
+	/* per-thread-default-stream and 16-bit forms */
+	cuMemsetD16Async_ptsz_params ms16 = {A, 0, 10, (CUstream)(uintptr_t)0x77};
+	d = cbdata(CUPTI_API_EXIT, &ms16, &dok, "cuMemsetD16Async_ptsz", NULL);
+	CHECK(stc_cuda_map(DRVD, CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz, &d, &r) == STC_CU_API &&
+	      r.api == STP_API_MEMSET && r.stream == 0x77 && has_range(&r, A, 20, STP_ACCESS_WRITE));
+	cuMemcpyDtoHAsync_v2_ptsz_params dh = {(void *)(uintptr_t)B, A, 100, (CUstream)(uintptr_t)0x78};
+	d = cbdata(CUPTI_API_EXIT, &dh, &dok, "cuMemcpyDtoHAsync_v2_ptsz", NULL);
+	CHECK(stc_cuda_map(DRVD, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz, &d, &r) == STC_CU_API &&
+	      r.api == STP_API_MEMCPY && r.stream == 0x78 && has_range(&r, A, 100, STP_ACCESS_READ) &&
+	      has_range(&r, B, 100, STP_ACCESS_WRITE));
 	d = cbdata(CUPTI_API_EXIT, NULL, &ok, "cudaDeviceSynchronize", NULL);
 	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, &d, &r) == STC_CU_API &&
 	      r.api == STP_API_SYNC);

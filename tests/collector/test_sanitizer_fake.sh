@@ -30,6 +30,9 @@ for line in open(sys.argv[2]):
     m = re.search(r' free addr=0x([0-9a-f]+)', line)
     if m:
         evs.append(('free', byaddr.get(int(m.group(1), 16))))
+    m = re.search(r' alloc addr=0x([0-9a-f]+) .*kind=device', line)
+    if m:
+        evs.append(('alloc', int(m.group(1), 16)))
 apis = [e[1:] for e in evs if e[0] == 'api']
 got = [(k, n, sorted((o, mo) for o, s, mo in r if not o.startswith('0x') or k == 'kernel')) for k, n, r in apis]
 want = [('memset', 'memset', [('small1500', 'write')]),
@@ -53,6 +56,11 @@ for i, e in enumerate(evs):
             last[o] = i
     elif e[1] in last and last[e[1]] > i:
         print('free of %s before its access' % e[1]); sys.exit(1)
+# the program's objects only, each allocated once: a peer device's mapping
+# and the driver's own buffers are not the program's allocations
+allocs = [e[1] for e in evs if e[0] == 'alloc']
+if len(allocs) != len(set(allocs)) or len(allocs) != 4 + 2000:
+    print('allocations: %d events, %d addresses' % (len(allocs), len(set(allocs)))); sys.exit(1)
 print('known: exact')
 PY
 "$STPROF" report -f json --top 100 -o k.json k.stp || fail "report"

@@ -39,6 +39,8 @@ uint32_t fake_corr(void)
 	return c;
 }
 
+void (*fake_early_flush)(void);
+
 uint32_t fake_stream_id(CUstream s) { return s ? 100 + (uint32_t)(((uintptr_t)s >> 4) & 0xff) : 7; }
 
 void fake_fire(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const char *fn, const void *params, void *ret,
@@ -48,6 +50,13 @@ void fake_fire(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const char *fn, 
 	if (!fake_tool_state.cb || cbid >= 1024 || !fake_tool_state.enabled[k][cbid])
 		return;
 	static __thread uint64_t corr_data;
+	static int early = -1;
+	if (early < 0) {
+		const char *e = getenv("FAKE_ACTIVITY_EARLY");
+		early = e && !strcmp(e, "1");
+	}
+	if (early && site == CUPTI_API_EXIT && fake_early_flush)
+		fake_early_flush();
 	CUpti_CallbackData d;
 	memset(&d, 0, sizeof d);
 	d.callbackSite = site;
@@ -222,6 +231,13 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 /* Parameter info of a driver function: the fake CUfunction is the runtime's
  * kernel entry, which knows its parameters (fake_cudart.c). */
+CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+	extern const char *fake_kernel_name(const void *k) __attribute__((weak));
+	*name = fake_kernel_name ? fake_kernel_name(f) : NULL;
+	return *name ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
 {
 	extern int fake_kernel_param(const void *k, size_t i, size_t *off, size_t *size) __attribute__((weak));

@@ -92,6 +92,12 @@ static kentry *find_kernel(const void *k)
 	return NULL;
 }
 
+const char *fake_kernel_name(const void *k)
+{
+	kentry *e = find_kernel(k);
+	return e ? e->name : NULL;
+}
+
 int fake_kernel_param(const void *k, size_t i, size_t *off, size_t *size)
 {
 	kentry *e = find_kernel(k);
@@ -189,7 +195,12 @@ static cudaError_t launch(unsigned cbid, const void *k, dim3 grid, dim3 block, v
 	kentry *e = find_kernel(k);
 	cudaLaunchKernel_v7000_params p = {k, grid, block, args, shmem, st};
 	const char *name = e ? e->name : NULL;
-	FAKE_API(RTDOM, cbid, "__cudaLaunchKernel", &p, cudaError_t, r, name, {
+	const char *nosym = getenv("FAKE_NO_SYMBOL"); /* callbacks without symbolName */
+	if (nosym && !strcmp(nosym, "1"))
+		name = NULL;
+	const char *nopar = getenv("FAKE_NO_LAUNCH_PARAMS"); /* runtime launches without functionParams */
+	void *params = nopar && !strcmp(nopar, "1") ? NULL : &p;
+	FAKE_API(RTDOM, cbid, "__cudaLaunchKernel", params, cudaError_t, r, name, {
 		if (!e) {
 			r = cudaErrorInvalidDeviceFunction;
 		} else {
@@ -224,6 +235,12 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 grid, dim3 block, void 
 cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t st)
 {
 	return launch(RT(cudaLaunchKernel_v7000), f, grid, block, args, shmem, st);
+}
+
+cudaError_t cudaFuncGetName(const char **name, const void *f)
+{
+	*name = fake_kernel_name(f);
+	return *name ? cudaSuccess : cudaErrorInvalidDeviceFunction;
 }
 
 cudaError_t cudaFuncGetParamInfo(const void *f, size_t i, size_t *off, size_t *size)

@@ -49,9 +49,12 @@ CUptiResult cuptiGetResultString(CUptiResult r, const char **s)
 	return CUPTI_SUCCESS;
 }
 
+/* FAKE_CUPTI_VERSION: the libcupti of another CUDA release (a pip wheel's
+ * beside PyTorch is rarely the toolkit's stprof was built with). */
 CUptiResult cuptiGetVersion(uint32_t *v)
 {
-	*v = CUPTI_API_VERSION;
+	const char *e = getenv("FAKE_CUPTI_VERSION");
+	*v = e && *e ? (uint32_t)strtoul(e, NULL, 10) : CUPTI_API_VERSION;
 	return CUPTI_SUCCESS;
 }
 
@@ -76,10 +79,13 @@ CUptiResult cuptiGetTimestamp(uint64_t *t)
 	return CUPTI_SUCCESS;
 }
 
+static void early_flush(void) { cuptiActivityFlushAll(0); }
+
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
 {
 	want_buf = req;
 	done_buf = done;
+	fake_early_flush = early_flush;
 	return CUPTI_SUCCESS;
 }
 

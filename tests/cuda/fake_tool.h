@@ -49,6 +49,12 @@ typedef union fake_record {
 	CUpti_ActivityMemset4 memset;
 } fake_record;
 int fake_activity_take(fake_record *out, int max);
+/* The fake libcupti's flush (set when the subscriber registers its
+ * buffers).  With FAKE_ACTIVITY_EARLY=1, fake_fire runs it before every
+ * EXIT callback: the records of a fast kernel or copy reach the subscriber
+ * before the EXIT of the call that made them, as a real CUPTI's worker or a
+ * flush on another thread can deliver them. */
+extern void (*fake_early_flush)(void);
 /* The device's stream id of a stream handle (7 for the default stream). */
 uint32_t fake_stream_id(CUstream s);
 #ifdef __cplusplus

@@ -26,6 +26,58 @@ FAKE_NO_RT_PARAMINFO=1 CUDA_PROG_ADDRS="$T/addrs2" "$STPROF" record -q -o "$T/p2
 	fail "recorded cuda_prog failed (no runtime parameter info)"
 "$CHECK_CUDA_TRACE" --fake "$T/p2.stp" "$T/addrs2" >/dev/null || fail "check_cuda_trace without runtime parameter info"
 
+# the libcupti of another 13.x release (PyTorch's wheel beside its
+# libcudart): its records are read all the same (the fields read sit at the
+# same offsets in every record version); one of another major is not
+FAKE_CUPTI_VERSION=130000 CUDA_PROG_ADDRS="$T/addrs4" "$STPROF" record -o "$T/p4.stp" -- "$CUDA_PROG" \
+	>/dev/null 2>"$T/p4.err" || fail "recorded cuda_prog failed (CUPTI 13.0)"
+grep -q "stprof: CUDA" "$T/p4.err" && fail "CUPTI 13.0: $(cat "$T/p4.err")"
+"$CHECK_CUDA_TRACE" --fake "$T/p4.stp" "$T/addrs4" >/dev/null || fail "no device times with CUPTI 13.0"
+FAKE_CUPTI_VERSION=28 CUDA_PROG_ADDRS="$T/addrs4" "$STPROF" record -o "$T/p5.stp" -- "$CUDA_PROG" \
+	>/dev/null 2>"$T/p5.err" || fail "recorded cuda_prog failed (CUPTI 12.9)"
+grep -q "no activity records from this libcupti" "$T/p5.err" || fail "CUPTI 12.9: no message: $(cat "$T/p5.err")"
+"$CHECK_CUDA_TRACE" "$T/p5.stp" "$T/addrs4" >/dev/null || fail "check_cuda_trace with CUPTI 12.9"
+
+# launch callbacks without symbolName (CUPTI promises it only for the
+# launch calls its headers name): the kernels are named all the same
+FAKE_NO_SYMBOL=1 CUDA_PROG_ADDRS="$T/addrs7" "$STPROF" record -q -o "$T/p7.stp" -- "$CUDA_PROG" \
+	>/dev/null 2>&1 || fail "recorded cuda_prog failed (no symbolName)"
+"$CHECK_CUDA_TRACE" --fake "$T/p7.stp" "$T/addrs7" >/dev/null || fail "kernels unnamed without symbolName"
+
+# runtime launch callbacks without functionParams (__cudaLaunchKernel has
+# no parameter structure in CUPTI's headers), with and without symbolName:
+# kernels recorded from the driver launch inside (name, stream, objects)
+for nosym in 0 1; do
+	FAKE_NO_LAUNCH_PARAMS=1 FAKE_NO_SYMBOL=$nosym CUDA_PROG_ADDRS="$T/addrs8" "$STPROF" record -q -o "$T/p8.stp" \
+		-- "$CUDA_PROG" >/dev/null 2>&1 || fail "recorded cuda_prog failed (no launch parameters)"
+	"$CHECK_CUDA_TRACE" --fake "$T/p8.stp" "$T/addrs8" >/dev/null ||
+		fail "kernels lost without launch parameters (FAKE_NO_SYMBOL=$nosym)"
+done
+
+# --accesses=exact: the Compute Sanitizer backend (its fake here, which
+# reports nothing) records the launches, copies and sets; CUPTI records the
+# allocations and syncs only, so no launch is recorded twice
+FAKE_SZ="$STPROF_BUILD/libsz_fake_device.so"
+if [ -r "$FAKE_SZ" ]; then
+	STPROF_SANITIZER_LIB="$FAKE_SZ" STPROF_SANITIZER_PATCH="$FAKE_SZ" CUDA_PROG_ADDRS="$T/addrs9" \
+		"$STPROF" record -q --accesses=exact -o "$T/p9.stp" -- "$CUDA_PROG" >/dev/null 2>&1 ||
+		fail "recorded cuda_prog failed (--accesses=exact)"
+	"$STPROF" dump "$T/p9.stp" >"$T/p9.txt"
+	grep -q 'name="stprof.sanitizer" value=1' "$T/p9.txt" || fail "--accesses=exact: sanitizer fake not started"
+	n=$(grep -c "kind=kernel\|kind=memcpy\|kind=memset" "$T/p9.txt" || true)
+	expect_eq "CUPTI launch/copy/set events under --accesses=exact" "$n" 0
+	n=$(grep -c "kind=sync" "$T/p9.txt" || true)
+	[ "$n" -gt 0 ] || fail "--accesses=exact: CUPTI recorded no syncs"
+	n=$(grep -c " alloc .*kind=device" "$T/p9.txt" || true)
+	[ "$n" -gt 0 ] || fail "--accesses=exact: CUPTI recorded no device objects"
+fi
+
+# the records come before the EXIT callback of the call that made them (a
+# fast kernel, a flush on another thread): joined all the same
+FAKE_ACTIVITY_EARLY=1 CUDA_PROG_ADDRS="$T/addrs6" "$STPROF" record -q -o "$T/p6.stp" -- "$CUDA_PROG" \
+	>/dev/null 2>&1 || fail "recorded cuda_prog failed (early records)"
+"$CHECK_CUDA_TRACE" --fake "$T/p6.stp" "$T/addrs6" >/dev/null || fail "no device times when records come early"
+
 # activity records that never come, or none asked for: the held events are
 # written at the end with the calls' host times, the trace reads whole
 for v in FAKE_NO_ACTIVITY STPROF_CUDA_ACTIVITY; do
