@@ -154,6 +154,21 @@ static int iteration_window(const char *trace, stp_det_options *o, int64_t n)
 	return rc;
 }
 
+/* Closes (or flushes standard output) after a writer returned rc; says
+ * what failed.  Returns rc, or -1 when closing failed. */
+static int finish_out(FILE *f, const char *out, int rc)
+{
+	if (f != stdout) {
+		if (fclose(f) != 0)
+			rc = -1;
+	} else if (fflush(f) != 0) {
+		rc = -1;
+	}
+	if (rc < 0)
+		stprof_err("%s: write failed: %s", out ? out : "standard output", strerror(errno));
+	return rc;
+}
+
 /* Writes to out (NULL: standard output) with fn(arg); 0, or 1 after the
  * error. */
 static int write_out(const char *out, int (*fn)(void *, FILE *), void *arg)
@@ -163,16 +178,7 @@ static int write_out(const char *out, int (*fn)(void *, FILE *), void *arg)
 		stprof_err("%s: %s", out, strerror(errno));
 		return 1;
 	}
-	int rc = fn(arg, f);
-	if (f != stdout) {
-		if (fclose(f) != 0)
-			rc = -1;
-	} else if (fflush(f) != 0) {
-		rc = -1;
-	}
-	if (rc < 0)
-		stprof_err("%s: write failed: %s", out ? out : "standard output", strerror(errno));
-	return rc < 0;
+	return finish_out(f, out, fn(arg, f)) < 0;
 }
 
 struct several {
@@ -471,15 +477,7 @@ int cmd_report(int argc, char **argv)
 		stp_det_free(d);
 		return 1;
 	}
-	int rc = writer(d, &ro, f);
-	if (f != stdout) {
-		if (fclose(f) != 0)
-			rc = -1;
-	} else if (fflush(f) != 0) {
-		rc = -1;
-	}
-	if (rc < 0)
-		stprof_err("%s: write failed: %s", out ? out : "standard output", strerror(errno));
+	int rc = finish_out(f, out, writer(d, &ro, f));
 	if (r->error)
 		stprof_err("%s", r->error);
 	int status = rc < 0 || r->error ? 1 : 0;
