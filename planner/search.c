@@ -36,6 +36,7 @@
  * section with unplaced requests; rem[k] is the unplaced bytes covering k;
  * cross[k] counts unplaced requests covering sections k-1 and k.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,8 @@ typedef struct sreq {
 	uint64_t size;
 	uint32_t id;       /* index in pl_work */
 	uint32_t len;      /* lifetime in ticks */
+	uint64_t tot;      /* most bytes live in one of its sections */
+	uint32_t rk[3];    /* static ranks: TWA, WAT, TAW (0 first) */
 } sreq;
 
 typedef struct frame {
@@ -64,6 +67,7 @@ typedef struct frame {
 /* a floor raised by the inference (unallocated floor), to restore */
 typedef struct raised {
 	uint32_t k;
+	uint8_t sup;
 	uint64_t f;
 } raised;
 
@@ -82,6 +86,7 @@ typedef struct srch {
 	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
 	uint32_t *cross;
 	uint8_t *done;
+	uint8_t *sup;            /* per section: its floor is the top of a placed request (or the base) */
 	uint64_t *off;           /* offset per request (index into q) */
 	uint64_t *inc;           /* the incumbent layout's offsets (guided order), or NULL */
 	frame *st;
@@ -97,6 +102,9 @@ typedef struct srch {
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
+	int use_sup;
+	uint64_t st_unsup;
+	uint64_t st_hist[64]; uint64_t st_waste, st_tt, st_capfail, st_feasfail, st_place, st_maxd, st_hatless;
 } srch;
 
 static void srch_free(srch *s)
@@ -111,6 +119,7 @@ static void srch_free(srch *s)
 	free(s->bmin);
 	free(s->cross);
 	free(s->done);
+	free(s->sup);
 	free(s->off);
 	free(s->inc);
 	free(s->st);
@@ -133,18 +142,39 @@ static uint64_t tb2(uint32_t i) { return mix(((uint64_t)i << 20) ^ 0xA0761D6478B
 
 /* sets section j's floor and unplaced bytes, keeping the hash (a section
  * counts only while it has unplaced requests) */
-static void sec_set(srch *s, uint32_t j, uint64_t nf, uint64_t nrem)
+static void sec_set3(srch *s, uint32_t j, uint64_t nf, uint64_t nrem, uint8_t nsup)
 {
 	if (s->rem[j]) {
-		s->h1 -= tf1(j, s->f[j]);
-		s->h2 -= tf2(j, s->f[j]);
+		s->h1 -= tf1(j, s->f[j] << 1 | s->sup[j]);
+		s->h2 -= tf2(j, s->f[j] << 1 | s->sup[j]);
 	}
 	s->f[j] = nf;
 	s->rem[j] = nrem;
+	s->sup[j] = nsup;
 	if (nrem) {
-		s->h1 += tf1(j, nf);
-		s->h2 += tf2(j, nf);
+		s->h1 += tf1(j, nf << 1 | nsup);
+		s->h2 += tf2(j, nf << 1 | nsup);
 	}
+}
+static void sec_set(srch *s, uint32_t j, uint64_t nf, uint64_t nrem)
+{
+	sec_set3(s, j, nf, nrem, s->sup[j]);
+}
+
+/* makes room for n more trail entries: 0, or -1 out of memory */
+static int trail_reserve(srch *s, size_t n)
+{
+	if (s->ntrail + n <= s->trcap)
+		return 0;
+	size_t nc = s->trcap ? s->trcap * 2 : 1024;
+	while (nc < s->ntrail + n)
+		nc *= 2;
+	raised *nt = realloc(s->trail, nc * sizeof *nt);
+	if (!nt)
+		return -1;
+	s->trail = nt;
+	s->trcap = nc;
+	return 0;
 }
 
 /* recomputes the block maxima of the floors over sections [lo, hi) */
@@ -237,7 +267,7 @@ static int build(srch *s, const pl_work *w)
 	uint32_t j = 0;
 	for (size_t i = 0; i < n; i++)
 		if (w->kind[i] == PL_STATIC) {
-			s->q[j] = (sreq){0, 0, w->size[i], (uint32_t)i, w->e[i] - w->s[i]};
+			s->q[j] = (sreq){0, 0, w->size[i], (uint32_t)i, w->e[i] - w->s[i], 0, {0, 0, 0}};
 			t[2 * j] = (pl_kv){w->s[i], 2 * j};
 			t[2 * j + 1] = (pl_kv){w->e[i], 2 * j + 1};
 			j++;
@@ -265,10 +295,11 @@ static int build(srch *s, const pl_work *w)
 	s->bmin = calloc((size_t)K / BLK + 2, sizeof *s->bmin);
 	s->cross = calloc((size_t)K + 2, sizeof *s->cross);
 	s->done = calloc(nq + 1, 1);
+	s->sup = malloc((size_t)K + 2);
 	s->off = malloc((nq + 1) * sizeof *s->off);
 	s->stcap = (size_t)nq * 2 + K + 2;
 	s->st = malloc(s->stcap * sizeof *s->st);
-	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->off || !s->st)
+	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->sup || !s->off || !s->st)
 		return -1;
 	for (uint32_t i = 0; i < nq; i++)
 		s->first[s->q[i].sa + 1]++;
@@ -299,43 +330,53 @@ static void take(srch *s, uint32_t i, int sign)
 }
 
 /* The waste level of section k (floor m): a lower bound on the offset of
- * the lowest unplaced request covering k when nothing lands at m in k.
- * That request rests on something in another of its sections: a placed
- * request (then it lies at or above its own max floor e_y > m), or an
- * unplaced one z (then at least m + size of z).  A request that covers only
- * k cannot rest on anything: it is not the lowest.  UINT64_MAX: none can be. */
-static uint64_t waste_level(const srch *s, uint32_t k, uint64_t m, uint32_t b)
+ * the lowest unplaced request y covering k when nothing lands at m in k.
+ * y lies at or above e_y (its max floor) and rests on something in a
+ * section other than k: a placed request whose top is that section's floor
+ * (then y can be at e_y > m), or an unplaced z that does not cover k (z
+ * would be lower in k) and lies at or above e_z: then y is at least
+ * e_z + size of z.  UINT64_MAX: no request can be the lowest (no waste).
+ * Uses eff[] (min e_z + size_z per section over such z) as scratch. */
+static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_t b)
 {
-	/* the two smallest unplaced requests that reach past k (for z) */
-	uint64_t mn1 = UINT64_MAX, mn2 = UINT64_MAX;
-	uint32_t id1 = UINT32_MAX;
-	for (uint32_t i = 0; i < s->nq; i++) {
-		const sreq *q = &s->q[i];
-		if (s->done[i] || q->sb <= k + 1 || q->sa >= b)
-			continue;
-		if (q->size < mn1) {
-			mn2 = mn1;
-			mn1 = q->size;
-			id1 = i;
-		} else if (q->size < mn2)
-			mn2 = q->size;
-	}
+	for (uint32_t j = a; j < b; j++)
+		s->eff[j] = UINT64_MAX;
+	for (uint32_t j = a; j < b; j++)
+		for (uint32_t p = s->first[j]; p < s->first[j + 1]; p++) {
+			uint32_t i = s->list[p];
+			const sreq *q = &s->q[i];
+			if (s->done[i] || (q->sa <= k && q->sb > k))
+				continue;
+			uint64_t e = range_max(s, q->sa, q->sb) + q->size;
+			for (uint32_t t = q->sa; t < q->sb; t++)
+				if (e < s->eff[t])
+					s->eff[t] = e;
+		}
 	uint64_t L = UINT64_MAX;
 	for (uint32_t i = 0; i < s->nq; i++) {
 		const sreq *q = &s->q[i];
 		if (s->done[i] || q->sa > k || q->sb <= k || q->sb == q->sa + 1)
 			continue;
-		uint64_t e = 0;
-		for (uint32_t j = q->sa; j < q->sb && e < L; j++)
-			if (s->f[j] > e)
-				e = s->f[j];
-		if (e <= m) {
-			/* rests on an unplaced z in a later section (q starts at k) */
-			uint64_t z = i == id1 ? mn2 : mn1;
-			e = z == UINT64_MAX ? UINT64_MAX : m + z;
+		uint64_t e = range_max(s, q->sa, q->sb);
+		if (e >= L)
+			continue;
+		int held = 0;
+		uint64_t z = UINT64_MAX;
+		for (uint32_t j = q->sa; j < q->sb; j++) {
+			if (j == k)
+				continue;
+			if (s->f[j] == e && s->sup[j] && e > m && s->use_sup)
+				held = 1;
+			if (s->eff[j] < z)
+				z = s->eff[j];
 		}
-		if (e < L)
-			L = e;
+		if (!s->use_sup && e > m)
+			held = 1;
+		uint64_t l = held ? e : z == UINT64_MAX ? UINT64_MAX : (z > e ? z : e);
+		if (l <= m)
+			l = m + 1; /* not at m: above it */
+		if (l < L)
+			L = l;
 	}
 	return L;
 }
@@ -382,16 +423,10 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 	int any = 0;
 	for (uint32_t j = a; j < b; j++)
 		if (s->rem[j] && s->eff[j] > s->f[j] && s->eff[j] != UINT64_MAX) {
-			if (s->ntrail == s->trcap) {
-				size_t nc = s->trcap ? s->trcap * 2 : 1024;
-				raised *nt = realloc(s->trail, nc * sizeof *nt);
-				if (!nt)
-					return 1; /* no raise: still correct */
-				s->trail = nt;
-				s->trcap = nc;
-			}
-			s->trail[s->ntrail++] = (raised){j, s->f[j]};
-			sec_set(s, j, s->eff[j], s->rem[j]);
+			if (trail_reserve(s, 1) < 0)
+				break; /* no more raises: still correct */
+			s->trail[s->ntrail++] = (raised){j, s->sup[j], s->f[j]};
+			sec_set3(s, j, s->eff[j], s->rem[j], 0);
 			any = 1;
 		}
 	if (any)
@@ -417,6 +452,7 @@ static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 		return UINT64_MAX - (o > m ? o - m : m - o);
 	}
 	case 1: return q->size;
+	case 10: case 11: case 12: return UINT64_MAX - q->rk[s->mode - 10];
 	case 2: return most_loaded;
 	case 3: return q->size * (uint64_t)q->len;
 	case 4: { /* snug first: its top meets a neighbouring floor */
@@ -467,7 +503,7 @@ static void undo(srch *s, frame *fr)
 		uint32_t lo = UINT32_MAX, hi = 0;
 		while (s->ntrail > fr->tr) {
 			raised x = s->trail[--s->ntrail];
-			sec_set(s, x.k, x.f, s->rem[x.k]);
+			sec_set3(s, x.k, x.f, s->rem[x.k], x.sup);
 			lo = x.k < lo ? x.k : lo;
 			hi = x.k + 1 > hi ? x.k + 1 : hi;
 		}
@@ -493,6 +529,50 @@ static void undo(srch *s, frame *fr)
 }
 
 static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top);
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* Static preorders (MiniMalloc's paper: T = the most bytes live in one of
+ * its sections, W = lifetime, A = area): rk[0] by T, W, A; rk[1] by W, A, T;
+ * rk[2] by T, A, W (all descending).  Needs rem[] at its initial value. */
+static int static_ranks(srch *s)
+{
+	uint32_t n = s->nq;
+	pl_kv *a = malloc((n + 1) * sizeof *a), *tmp = malloc((n + 1) * sizeof *tmp);
+	if (!a || !tmp) {
+		free(a);
+		free(tmp);
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t t = 0;
+		for (uint32_t k = s->q[i].sa; k < s->q[i].sb; k++)
+			t = s->rem[k] > t ? s->rem[k] : t;
+		s->q[i].tot = t;
+	}
+	static const char *const orders[3] = {"TWA", "WAT", "TAW"};
+	for (int o = 0; o < 3; o++) {
+		for (uint32_t i = 0; i < n; i++)
+			a[i] = (pl_kv){0, i};
+		for (int d = 2; d >= 0; d--) { /* least significant first: stable */
+			for (uint32_t j = 0; j < n; j++) {
+				const sreq *q = &s->q[a[j].v];
+				char c = orders[o][d];
+				uint64_t x = c == 'T' ? q->tot : c == 'W' ? q->len : sat_mul(q->size, q->len);
+				a[j].k = UINT64_MAX - x;
+			}
+			pl_sort_kv(a, tmp, n);
+		}
+		for (uint32_t j = 0; j < n; j++)
+			s->q[a[j].v].rk[o] = j;
+	}
+	free(a);
+	free(tmp);
+	return 0;
+}
 
 /* Dynamic decomposition: when no unplaced request crosses some boundaries
  * inside [a, b), the parts are independent: each is solved on its own, and
@@ -565,6 +645,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				int found;
 				tt_slot(s, s->h1, s->h2, &found);
 				if (found) {
+					s->st_tt++;
 					open = 0; /* failed before: the parent tries its next */
 					continue;
 				}
@@ -610,16 +691,20 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				if (s->done[i] || m + q->size > s->cap)
 					continue;
 				uint64_t tot = 0;
-				int ok = 1;
+				int ok = 1, held = !s->use_sup;
 				for (uint32_t j = q->sa; j < q->sb && ok; j++) {
 					ok = s->f[j] == m;
+					held |= s->sup[j];
 					if (s->rem[j] > tot)
 						tot = s->rem[j];
 				}
-				if (ok)
+				if (ok && !held)
+					s->st_unsup++;
+				if (ok && held)
 					s->cand[ce++] = (pl_kv){cand_key(s, q, tot), i};
 			}
 			sort_cands(s, s->cand + cb, ce - cb);
+			s->st_hist[depth / 8 < 63 ? depth / 8 : 63]++;
 			fr = &s->st[depth++];
 			s->sp = depth;
 			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2, (uint32_t)s->ntrail};
@@ -641,6 +726,8 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			fr->prev_size = q->size;
 			fr->prev_sb = q->sb;
 			fr->tried++;
+			if (trail_reserve(s, q->sb - q->sa) < 0)
+				return -2;
 			fr->tr = (uint32_t)s->ntrail;
 			s->done[i] = 1;
 			remaining--;
@@ -649,7 +736,8 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			s->h1 += tb1(i);
 			s->h2 += tb2(i);
 			for (uint32_t j = q->sa; j < q->sb; j++) {
-				sec_set(s, j, m + q->size, s->rem[j] - q->size);
+				s->trail[s->ntrail++] = (raised){j, s->sup[j], m};
+				sec_set3(s, j, m + q->size, s->rem[j] - q->size, 1);
 				if (j > q->sa)
 					s->cross[j]--;
 				if (s->rem[j] && s->f[j] + s->rem[j] > s->cap)
@@ -660,7 +748,16 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				s->timed_out = 1;
 				return -1;
 			}
-			if (!ok || !feasible(s, a, b))
+			s->st_place++;
+			if (depth > s->st_maxd)
+				s->st_maxd = depth;
+			if (!ok)
+				s->st_capfail++;
+			else if (!feasible(s, a, b)) {
+				s->st_feasfail++;
+				break;
+			}
+			if (!ok)
 				break; /* undone at the top of the loop */
 			advanced = 1;
 			break;
@@ -673,17 +770,22 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 		if (fr->next != UINT32_MAX && fr->next != UINT32_MAX - 1) {
 			/* the waste branch */
 			fr->next = UINT32_MAX;
-			uint64_t L = waste_level(s, k, m, b);
+			uint64_t L = waste_level(s, k, m, a, b);
 			if (L != UINT64_MAX && L > m && L + s->rem[k] <= s->cap) {
+				if (trail_reserve(s, 1) < 0)
+					return -2;
 				fr->tr = (uint32_t)s->ntrail;
-				sec_set(s, k, L, s->rem[k]);
+				s->trail[s->ntrail++] = (raised){k, s->sup[k], m};
+				sec_set3(s, k, L, s->rem[k], 0);
 				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX - 1;
+				s->st_waste++;
 				if (feasible(s, a, b)) {
 					open = 1;
 					continue;
 				}
-				sec_set(s, k, m, s->rem[k]);
+				s->ntrail--;
+				sec_set3(s, k, m, s->rem[k], s->trail[s->ntrail].sup);
 				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX;
 			}
@@ -712,6 +814,7 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 	if (build(&s, w) < 0)
 		goto out;
 	s.cap = cap;
+	s.use_sup = !getenv("NOSUP");
 	s.node_limit = node_limit ? node_limit : UINT64_MAX;
 	/* off holds the incumbent on entry: it guides the first order */
 	s.inc = malloc((s.nq + 1) * sizeof *s.inc);
@@ -719,13 +822,17 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 		s.inc[i] = off[s.q[i].id] == STP_NO_OFFSET ? 0 : off[s.q[i].id];
 	for (uint32_t i = 0; i < s.nq; i++)
 		take(&s, i, +1);
+	if (static_ranks(&s) < 0)
+		goto out;
 	s.tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s.tt); /* without it: no memo, same answers */
-	for (uint32_t k = 0; k < s.K; k++)
+	for (uint32_t k = 0; k < s.K; k++) {
 		s.f[k] = w->pinned_bytes;
+		s.sup[k] = 1; /* the base supports */
+	}
 	for (uint32_t k = 0; k < s.K; k++)
 		if (s.rem[k]) {
-			s.h1 += tf1(k, s.f[k]);
-			s.h2 += tf2(k, s.f[k]);
+			s.h1 += tf1(k, s.f[k] << 1 | 1);
+			s.h2 += tf2(k, s.f[k] << 1 | 1);
 		}
 	fix_blocks(&s, 0, s.K);
 	/* Restarts: each with another candidate order, and twice the nodes
@@ -734,12 +841,13 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 	 * does not in millions.  Failed states stay remembered across restarts
 	 * (they fail under any order). */
 	uint64_t limit = s.node_limit;
+	int fixmode = getenv("SRCH_MODE") ? atoi(getenv("SRCH_MODE")) : -1;
 	for (int round = 0;; round++) {
-		s.mode = round;
+		s.mode = fixmode >= 0 ? fixmode : round;
 		/* a round may visit 4 nodes per request and section (a descent
 		 * visits about one each), doubling every 5 rounds */
 		uint64_t per = ((uint64_t)s.nq + s.K + 64) * 4 << (round / 5 < 30 ? round / 5 : 30);
-		s.node_limit = limit - s.nodes > per ? s.nodes + per : limit;
+		s.node_limit = limit - s.nodes > per && fixmode < 0 ? s.nodes + per : limit;
 		s.deadline = deadline;
 		s.timed_out = 0;
 		/* components (no request crosses between them) are solved one by one */
@@ -764,6 +872,16 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 			off[s.q[i].id] = s.off[i];
 	}
 out:
+	if (getenv("SRCH_STATS"))
+		fprintf(stderr, "srch cap %llu rc %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu\n",
+		        (unsigned long long)cap, rc, (unsigned long long)s.nodes, (unsigned long long)s.st_place,
+		        (unsigned long long)s.st_waste, (unsigned long long)s.st_tt, (unsigned long long)s.st_capfail,
+		        (unsigned long long)s.st_feasfail, (unsigned long long)s.st_maxd, (unsigned long long)s.st_hatless, (unsigned long long)s.st_unsup);
+	if (getenv("SRCH_STATS")) {
+		for (int i = 0; i < 40; i++)
+			fprintf(stderr, " %d:%llu", i * 8, (unsigned long long)s.st_hist[i]);
+		fprintf(stderr, "\n");
+	}
 	if (nodes)
 		*nodes += s.nodes;
 	srch_free(&s);
