@@ -62,6 +62,7 @@ typedef struct frame {
 	uint32_t tried;    /* candidates placed from this node */
 	uint64_t h1, h2;   /* the state's hash when the node was opened */
 	uint32_t tr;       /* trail length before this frame's last action */
+	uint32_t nowaste;  /* a candidate alone in all its sections: it alone is tried */
 } frame;
 
 /* a floor raised by the inference (unallocated floor), to restore */
@@ -102,7 +103,7 @@ typedef struct srch {
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
-	int use_sup;
+	int use_sup, sel;
 	uint64_t st_unsup;
 	uint64_t st_hist[64]; uint64_t st_waste, st_tt, st_capfail, st_feasfail, st_place, st_maxd, st_hatless;
 } srch;
@@ -667,6 +668,17 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 					m = s->f[j];
 					k = j;
 				}
+			/* r0: where the run of sections at m that holds k begins
+			 * (candidates start in [r0, k] and cover k) */
+			uint32_t r0 = k;
+			if (s->sel) { /* the section at m with the least slack */
+				for (uint32_t j = k + 1; j < b; j++)
+					if (s->rem[j] && s->f[j] == m && s->rem[j] > s->rem[k])
+						k = j;
+				r0 = k;
+				while (r0 > a && s->rem[r0 - 1] && s->f[r0 - 1] == m)
+					r0--;
+			}
 			if (depth == s->stcap) {
 				frame *ns = realloc(s->st, s->stcap * 2 * sizeof *ns);
 				if (!ns)
@@ -674,9 +686,9 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				s->st = ns;
 				s->stcap *= 2;
 			}
-			uint32_t cb = depth ? s->st[depth - 1].cend : 0, ce = cb;
-			if (cb + (size_t)(s->first[k + 1] - s->first[k]) > s->ccap) {
-				size_t nc = (s->ccap + s->first[k + 1] - s->first[k]) * 2;
+			uint32_t cb = depth ? s->st[depth - 1].cend : 0, ce = cb, hat = 0;
+			if (cb + (size_t)(s->first[k + 1] - s->first[r0]) > s->ccap) {
+				size_t nc = (s->ccap + s->first[k + 1] - s->first[r0]) * 2;
 				pl_kv *n2 = realloc(s->cand, nc * sizeof *n2);
 				if (!n2)
 					return -2;
@@ -685,10 +697,10 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			}
 			/* candidates: start in k, every section at m; the most loaded
 			 * section first (fail first), then larger area, then longer */
-			for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+			for (uint32_t p = s->first[r0]; p < s->first[k + 1]; p++) {
 				uint32_t i = s->list[p];
 				const sreq *q = &s->q[i];
-				if (s->done[i] || m + q->size > s->cap)
+				if (s->done[i] || m + q->size > s->cap || q->sb <= k)
 					continue;
 				uint64_t tot = 0;
 				int ok = 1, held = !s->use_sup;
@@ -700,14 +712,27 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				}
 				if (ok && !held)
 					s->st_unsup++;
-				if (ok && held)
+				if (ok && held) {
+					/* hatless: nothing else is unplaced where it lives, so
+					 * if it fails at m, every alternative fails too */
+					int alone = 1;
+					for (uint32_t j = q->sa; j < q->sb && alone; j++)
+						alone = s->rem[j] == q->size;
+					if (alone) {
+						s->st_hatless++;
+						s->cand[cb] = (pl_kv){0, i};
+						ce = cb + 1;
+						hat = 1;
+						break;
+					}
 					s->cand[ce++] = (pl_kv){cand_key(s, q, tot), i};
+				}
 			}
 			sort_cands(s, s->cand + cb, ce - cb);
 			s->st_hist[depth / 8 < 63 ? depth / 8 : 63]++;
 			fr = &s->st[depth++];
 			s->sp = depth;
-			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2, (uint32_t)s->ntrail};
+			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2, (uint32_t)s->ntrail, hat};
 			open = 0;
 		}
 		fr = &s->st[depth - 1];
@@ -767,6 +792,8 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				open = 1;
 			continue;
 		}
+		if (fr->nowaste && fr->next != UINT32_MAX - 1)
+			fr->next = UINT32_MAX;
 		if (fr->next != UINT32_MAX && fr->next != UINT32_MAX - 1) {
 			/* the waste branch */
 			fr->next = UINT32_MAX;
@@ -843,7 +870,16 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 	uint64_t limit = s.node_limit;
 	int fixmode = getenv("SRCH_MODE") ? atoi(getenv("SRCH_MODE")) : -1;
 	for (int round = 0;; round++) {
-		s.mode = fixmode >= 0 ? fixmode : round;
+		/* (order, section rule) per round: the least-slack section and
+		 * the leftmost one alternate (each solves instances the other
+		 * does not in millions of nodes) */
+		static const int first_modes[][2] = {{10, 1}, {10, 0}, {12, 1}, {0, 0}, {12, 0}, {11, 1}, {3, 0}, {2, 1},
+		                                     {0, 1}, {11, 0}, {3, 1}, {2, 0}, {1, 0}, {4, 0}, {1, 1}, {4, 1}};
+		int nfirst = (int)(sizeof first_modes / sizeof *first_modes);
+		s.mode = fixmode >= 0 ? fixmode : round < nfirst ? first_modes[round][0] : round;
+		s.sel = round < nfirst ? first_modes[round][1] : round & 1;
+		if (getenv("SRCH_SEL"))
+			s.sel = atoi(getenv("SRCH_SEL"));
 		/* a round may visit 4 nodes per request and section (a descent
 		 * visits about one each), doubling every 5 rounds */
 		uint64_t per = ((uint64_t)s.nq + s.K + 64) * 4 << (round / 5 < 30 ? round / 5 : 30);
