@@ -87,6 +87,11 @@ typedef struct srch {
 	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
 	uint32_t *cross;
 	uint8_t *done;
+	uint32_t *cfirst, *cov;  /* requests covering section k: cov[cfirst[k] .. cfirst[k+1]); NULL: too many */
+	uint64_t *ev;            /* per request: its least offset (feasible's scratch) */
+	uint64_t *zmin;          /* per section: two least e_z + size_z (feasible's scratch) */
+	uint32_t *zid;
+	pl_kv *ebuf;             /* scratch: one section's (e, size) pairs */
 	uint8_t *sup;            /* per section: its floor is the top of a placed request (or the base) */
 	uint64_t *off;           /* offset per request (index into q) */
 	uint64_t *inc;           /* the incumbent layout's offsets (guided order), or NULL */
@@ -103,7 +108,8 @@ typedef struct srch {
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
-	int use_sup, sel;
+	int use_sup, sel, energetic;
+	uint64_t st_energy, st_suprune;
 	uint64_t st_unsup;
 	uint64_t st_hist[64]; uint64_t st_waste, st_tt, st_capfail, st_feasfail, st_place, st_maxd, st_hatless;
 } srch;
@@ -121,6 +127,12 @@ static void srch_free(srch *s)
 	free(s->cross);
 	free(s->done);
 	free(s->sup);
+	free(s->cfirst);
+	free(s->cov);
+	free(s->ev);
+	free(s->zmin);
+	free(s->zid);
+	free(s->ebuf);
 	free(s->off);
 	free(s->inc);
 	free(s->st);
@@ -314,6 +326,40 @@ static int build(srch *s, const pl_work *w)
 	free(fill);
 	for (uint32_t k = 0; k < K; k++)
 		sort_list(s->list + s->first[k], s->first[k + 1] - s->first[k], s->q);
+	/* cover lists, for the energetic check, when they stay small */
+	uint64_t tot = 0;
+	for (uint32_t i = 0; i < nq; i++)
+		tot += s->q[i].sb - s->q[i].sa;
+	s->ev = malloc((nq + 1) * sizeof *s->ev);
+	s->zmin = malloc(((size_t)K + 1) * 2 * sizeof *s->zmin);
+	s->zid = malloc(((size_t)K + 1) * sizeof *s->zid);
+	if (!s->ev || !s->zmin || !s->zid)
+		return -1;
+	if (tot <= (1u << 22)) {
+		s->cfirst = calloc((size_t)K + 2, sizeof *s->cfirst);
+		s->cov = malloc((tot + 1) * sizeof *s->cov);
+		if (!s->cfirst || !s->cov)
+			return -1;
+		for (uint32_t i = 0; i < nq; i++)
+			for (uint32_t k = s->q[i].sa; k < s->q[i].sb; k++)
+				s->cfirst[k + 1]++;
+		uint32_t mx = 0;
+		for (uint32_t k = 0; k < K; k++) {
+			mx = s->cfirst[k + 1] > mx ? s->cfirst[k + 1] : mx;
+			s->cfirst[k + 1] += s->cfirst[k];
+		}
+		s->ebuf = malloc(((size_t)mx + 1) * sizeof *s->ebuf);
+		uint32_t *at = malloc(((size_t)K + 1) * sizeof *at);
+		if (!s->ebuf || !at) {
+			free(at);
+			return -1;
+		}
+		memcpy(at, s->cfirst, (size_t)K * sizeof *at);
+		for (uint32_t i = 0; i < nq; i++)
+			for (uint32_t k = s->q[i].sa; k < s->q[i].sb; k++)
+				s->cov[at[k]++] = i;
+		free(at);
+	}
 	return 0;
 }
 
@@ -388,6 +434,64 @@ static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_
  * fails when eff[j] + its unplaced bytes exceed the capacity.  0 = prune. */
 static int feasible(srch *s, uint32_t a, uint32_t b)
 {
+	/* e_y: the max floor of y's sections */
+	for (uint32_t k = a; k < b; k++)
+		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+			uint32_t i = s->list[p];
+			if (s->done[i])
+				continue;
+			const sreq *q = &s->q[i];
+			uint64_t e = range_max(s, q->sa, q->sb);
+			if (e + q->size > s->cap)
+				return 0;
+			s->ev[i] = e;
+		}
+	/* support: y lies on a placed top (a section of y whose floor is e_y
+	 * and is a placed top) or on an unplaced z overlapping it, so at least
+	 * e_z + size of z: per section the two least e_z + size_z (z1: its id) */
+	if (s->use_sup && s->zmin) {
+		for (uint32_t j = a; j < b; j++) {
+			s->zmin[2 * j] = s->zmin[2 * j + 1] = UINT64_MAX;
+			s->zid[j] = UINT32_MAX;
+		}
+		for (uint32_t k = a; k < b; k++)
+			for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+				uint32_t i = s->list[p];
+				if (s->done[i])
+					continue;
+				const sreq *q = &s->q[i];
+				uint64_t v = s->ev[i] + q->size;
+				for (uint32_t j = q->sa; j < q->sb; j++) {
+					if (v < s->zmin[2 * j]) {
+						s->zmin[2 * j + 1] = s->zmin[2 * j];
+						s->zmin[2 * j] = v;
+						s->zid[j] = i;
+					} else if (v < s->zmin[2 * j + 1])
+						s->zmin[2 * j + 1] = v;
+				}
+			}
+		for (uint32_t k = a; k < b; k++)
+			for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+				uint32_t i = s->list[p];
+				if (s->done[i])
+					continue;
+				const sreq *q = &s->q[i];
+				uint64_t e = s->ev[i], z = UINT64_MAX;
+				int held = 0;
+				for (uint32_t j = q->sa; j < q->sb && !held; j++) {
+					held = s->f[j] == e && s->sup[j];
+					uint64_t v = s->zid[j] == i ? s->zmin[2 * j + 1] : s->zmin[2 * j];
+					z = v < z ? v : z;
+				}
+				if (!held && z > e) {
+					if (z == UINT64_MAX || z + q->size > s->cap) {
+						s->st_suprune++;
+						return 0;
+					}
+					s->ev[i] = z;
+				}
+			}
+	}
 	for (uint32_t j = a; j < b; j++)
 		s->eff[j] = UINT64_MAX;
 	for (uint32_t bl = a / BLK; bl * BLK < b; bl++)
@@ -398,9 +502,7 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 			if (s->done[i])
 				continue;
 			const sreq *q = &s->q[i];
-			uint64_t e = range_max(s, q->sa, q->sb);
-			if (e + q->size > s->cap)
-				return 0;
+			uint64_t e = s->ev[i];
 			uint32_t lo = q->sa, hi = q->sb;
 			for (; lo < hi && lo % BLK; lo++)
 				if (e < s->eff[lo])
@@ -418,6 +520,34 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 		if (s->rem[j] && e + s->rem[j] > s->cap)
 			return 0;
 	}
+	/* energetic: in every section, the requests that cannot start below t
+	 * must fit between t and the capacity, for every t */
+	if (s->cov && s->energetic)
+		for (uint32_t j = a; j < b; j++) {
+			if (!s->rem[j])
+				continue;
+			uint32_t n = 0;
+			for (uint32_t p = s->cfirst[j]; p < s->cfirst[j + 1]; p++) {
+				uint32_t i = s->cov[p];
+				if (s->done[i])
+					continue;
+				pl_kv x = {s->ev[i], i};
+				uint32_t t = n++;
+				while (t > 0 && s->ebuf[t - 1].k < x.k) {
+					s->ebuf[t] = s->ebuf[t - 1];
+					t--;
+				}
+				s->ebuf[t] = x;
+			}
+			uint64_t sum = 0;
+			for (uint32_t t = 0; t < n; t++) {
+				sum += s->q[s->ebuf[t].v].size;
+				if (sum + s->ebuf[t].k > s->cap) {
+					s->st_energy++;
+					return 0;
+				}
+			}
+		}
 	/* unallocated floor: nothing can go below eff[j] in section j, so its
 	 * floor rises there now (one node instead of a waste node per level);
 	 * the old floors go on the trail for undo() */
@@ -640,6 +770,15 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			}
 			if ((++s->nodes & 1023) == 0 && (pl_now() > s->deadline || s->nodes > s->node_limit)) {
 				s->timed_out = 1;
+				if (getenv("SRCH_DUMP"))
+					for (size_t d = 0; d < depth; d++) {
+						frame *g = &s->st[d];
+						uint32_t c0 = d ? s->st[d - 1].cend : 0;
+						fprintf(stderr, "d%zu k%u m%llu slack%lld ncand %u next %d placed %d size %llu\n", d, g->k, (unsigned long long)g->m,
+						        (long long)(s->cap - g->m) - (long long)(s->rem[g->k] + (g->placed != UINT32_MAX ? s->q[g->placed].size : 0)),
+						        g->cend - c0, g->next >= UINT32_MAX - 1 ? -1 : (int)(g->next - c0), g->placed == UINT32_MAX ? -1 : (int)g->placed,
+						        g->placed == UINT32_MAX ? 0ull : (unsigned long long)s->q[g->placed].size);
+					}
 				return -1;
 			}
 			if (s->tt && depth > base) {
@@ -842,6 +981,7 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 		goto out;
 	s.cap = cap;
 	s.use_sup = !getenv("NOSUP");
+	s.energetic = !getenv("NOENERGY");
 	s.node_limit = node_limit ? node_limit : UINT64_MAX;
 	/* off holds the incumbent on entry: it guides the first order */
 	s.inc = malloc((s.nq + 1) * sizeof *s.inc);
@@ -909,10 +1049,10 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 	}
 out:
 	if (getenv("SRCH_STATS"))
-		fprintf(stderr, "srch cap %llu rc %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu\n",
+		fprintf(stderr, "srch cap %llu rc %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu energy %llu suprune %llu\n",
 		        (unsigned long long)cap, rc, (unsigned long long)s.nodes, (unsigned long long)s.st_place,
 		        (unsigned long long)s.st_waste, (unsigned long long)s.st_tt, (unsigned long long)s.st_capfail,
-		        (unsigned long long)s.st_feasfail, (unsigned long long)s.st_maxd, (unsigned long long)s.st_hatless, (unsigned long long)s.st_unsup);
+		        (unsigned long long)s.st_feasfail, (unsigned long long)s.st_maxd, (unsigned long long)s.st_hatless, (unsigned long long)s.st_unsup, (unsigned long long)s.st_energy, (unsigned long long)s.st_suprune);
 	if (getenv("SRCH_STATS")) {
 		for (int i = 0; i < 40; i++)
 			fprintf(stderr, " %d:%llu", i * 8, (unsigned long long)s.st_hist[i]);
