@@ -84,7 +84,7 @@ typedef struct srch {
 	sreq *q;
 	uint32_t *first, *list;  /* requests starting in section k: list[first[k] .. first[k+1]) */
 	uint64_t *f, *rem, *eff;
-	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
+	uint64_t *bmax, *bmin, *bmn;   /* per block of BLK sections: max floor; min e (feasible) */
 	uint32_t *cross;
 	uint8_t *done;
 	uint32_t *cfirst, *cov;  /* requests covering section k: cov[cfirst[k] .. cfirst[k+1]); NULL: too many */
@@ -108,7 +108,7 @@ typedef struct srch {
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
-	int use_sup, sel, energetic;
+	int use_sup, sel, energetic, supraise, rev;
 	uint64_t st_energy, st_suprune;
 	uint64_t st_unsup;
 	uint64_t st_hist[64]; uint64_t st_waste, st_tt, st_capfail, st_feasfail, st_place, st_maxd, st_hatless;
@@ -124,6 +124,7 @@ static void srch_free(srch *s)
 	free(s->eff);
 	free(s->bmax);
 	free(s->bmin);
+	free(s->bmn);
 	free(s->cross);
 	free(s->done);
 	free(s->sup);
@@ -194,12 +195,16 @@ static int trail_reserve(srch *s, size_t n)
 static void fix_blocks(srch *s, uint32_t lo, uint32_t hi)
 {
 	for (uint32_t bl = lo / BLK; bl * BLK < hi; bl++) {
-		uint64_t mx = 0;
+		uint64_t mx = 0, mn = UINT64_MAX;
 		uint32_t end = (bl + 1) * BLK < s->K ? (bl + 1) * BLK : s->K;
-		for (uint32_t j = bl * BLK; j < end; j++)
+		for (uint32_t j = bl * BLK; j < end; j++) {
 			if (s->f[j] > mx)
 				mx = s->f[j];
+			if (s->f[j] < mn)
+				mn = s->f[j];
+		}
 		s->bmax[bl] = mx;
+		s->bmn[bl] = mn;
 	}
 }
 
@@ -299,6 +304,12 @@ static int build(srch *s, const pl_work *w)
 	free(t);
 	free(tmp);
 	s->K = K; /* sections 0 .. K-1 (the last point closes the last section) */
+	if (s->rev) /* time backwards: section k becomes K-1-k */
+		for (uint32_t i = 0; i < nq; i++) {
+			uint32_t sa = s->q[i].sa;
+			s->q[i].sa = K - s->q[i].sb;
+			s->q[i].sb = K - sa;
+		}
 	s->first = calloc((size_t)K + 2, sizeof *s->first);
 	s->list = malloc((nq + 1) * sizeof *s->list);
 	s->f = calloc((size_t)K + 2, sizeof *s->f);
@@ -306,13 +317,14 @@ static int build(srch *s, const pl_work *w)
 	s->eff = calloc((size_t)K + 2, sizeof *s->eff);
 	s->bmax = calloc((size_t)K / BLK + 2, sizeof *s->bmax);
 	s->bmin = calloc((size_t)K / BLK + 2, sizeof *s->bmin);
+	s->bmn = calloc((size_t)K / BLK + 2, sizeof *s->bmn);
 	s->cross = calloc((size_t)K + 2, sizeof *s->cross);
 	s->done = calloc(nq + 1, 1);
 	s->sup = malloc((size_t)K + 2);
 	s->off = malloc((nq + 1) * sizeof *s->off);
 	s->stcap = (size_t)nq * 2 + K + 2;
 	s->st = malloc(s->stcap * sizeof *s->st);
-	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->sup || !s->off || !s->st)
+	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->bmn || !s->cross || !s->done || !s->sup || !s->off || !s->st)
 		return -1;
 	for (uint32_t i = 0; i < nq; i++)
 		s->first[s->q[i].sa + 1]++;
@@ -449,7 +461,7 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 	/* support: y lies on a placed top (a section of y whose floor is e_y
 	 * and is a placed top) or on an unplaced z overlapping it, so at least
 	 * e_z + size of z: per section the two least e_z + size_z (z1: its id) */
-	if (s->use_sup && s->zmin) {
+	if (s->use_sup && s->supraise) {
 		for (uint32_t j = a; j < b; j++) {
 			s->zmin[2 * j] = s->zmin[2 * j + 1] = UINT64_MAX;
 			s->zid[j] = UINT32_MAX;
@@ -661,6 +673,60 @@ static void undo(srch *s, frame *fr)
 
 static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top);
 
+/* min floor over sections [lo, hi) */
+static uint64_t range_min(const srch *s, uint32_t lo, uint32_t hi)
+{
+	uint64_t mn = UINT64_MAX;
+	while (lo < hi && lo % BLK) {
+		mn = s->f[lo] < mn ? s->f[lo] : mn;
+		lo++;
+	}
+	while (lo + BLK <= hi) {
+		mn = s->bmn[lo / BLK] < mn ? s->bmn[lo / BLK] : mn;
+		lo += BLK;
+	}
+	for (; lo < hi; lo++)
+		mn = s->f[lo] < mn ? s->f[lo] : mn;
+	return mn;
+}
+
+/* A section to branch at that need not hold the lowest floor: one whose
+ * floor is the lowest over every section that an unplaced request covering
+ * it spans (its span), so that a request landing there at its floor has
+ * all its sections at that floor.  least_slack: the one with the most
+ * unplaced bytes, else the leftmost.  Uses zid/zmin as scratch. */
+static uint32_t pick_local(srch *s, uint32_t a, uint32_t b, int least_slack)
+{
+	uint32_t *lo = s->zid;
+	uint64_t *hi = s->zmin;
+	for (uint32_t j = a; j < b; j++) {
+		lo[j] = j;
+		hi[j] = j + 1;
+	}
+	for (uint32_t k = a; k < b; k++)
+		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+			uint32_t i = s->list[p];
+			if (s->done[i])
+				continue;
+			const sreq *q = &s->q[i];
+			for (uint32_t j = q->sa; j < q->sb; j++) {
+				lo[j] = q->sa < lo[j] ? q->sa : lo[j];
+				hi[j] = q->sb > hi[j] ? q->sb : hi[j];
+			}
+		}
+	uint32_t best = UINT32_MAX;
+	for (uint32_t j = a; j < b; j++) {
+		if (!s->rem[j] || (best != UINT32_MAX && least_slack && s->rem[j] <= s->rem[best]))
+			continue;
+		if (range_min(s, lo[j], (uint32_t)hi[j]) < s->f[j])
+			continue;
+		best = j;
+		if (!least_slack)
+			break;
+	}
+	return best;
+}
+
 static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
 	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
@@ -810,14 +876,17 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			/* r0: where the run of sections at m that holds k begins
 			 * (candidates start in [r0, k] and cover k) */
 			uint32_t r0 = k;
-			if (s->sel) { /* the section at m with the least slack */
+			if (s->sel == 1) { /* the section at m with the least slack */
 				for (uint32_t j = k + 1; j < b; j++)
 					if (s->rem[j] && s->f[j] == m && s->rem[j] > s->rem[k])
 						k = j;
-				r0 = k;
-				while (r0 > a && s->rem[r0 - 1] && s->f[r0 - 1] == m)
-					r0--;
+			} else if (s->sel >= 2) {
+				k = pick_local(s, a, b, s->sel == 3);
+				m = s->f[k];
 			}
+			r0 = k;
+			while (r0 > a && s->rem[r0 - 1] && s->f[r0 - 1] == m)
+				r0--;
 			if (depth == s->stcap) {
 				frame *ns = realloc(s->st, s->stcap * 2 * sizeof *ns);
 				if (!ns)
@@ -971,44 +1040,71 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 	}
 }
 
+/* Sets up one search of the static requests under cap (rev: time runs
+ * backwards, a mirror image that the search meets in another order). */
+static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uint64_t *off)
+{
+	memset(s, 0, sizeof *s);
+	s->rev = rev;
+	if (build(s, w) < 0)
+		return -1;
+	s->cap = cap;
+	s->use_sup = !getenv("NOSUP");
+	s->energetic = getenv("ENERGY") != NULL;
+	s->supraise = getenv("SUPRAISE") != NULL;
+	/* off holds the incumbent on entry: it guides the first order */
+	s->inc = malloc((s->nq + 1) * sizeof *s->inc);
+	for (uint32_t i = 0; s->inc && i < s->nq; i++)
+		s->inc[i] = off[s->q[i].id] == STP_NO_OFFSET ? 0 : off[s->q[i].id];
+	for (uint32_t i = 0; i < s->nq; i++)
+		take(s, i, +1);
+	if (static_ranks(s) < 0)
+		return -1;
+	s->tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s->tt); /* without it: no memo, same answers */
+	for (uint32_t k = 0; k < s->K; k++) {
+		s->f[k] = w->pinned_bytes;
+		s->sup[k] = 1; /* the base supports */
+		if (s->rem[k]) {
+			s->h1 += tf1(k, s->f[k] << 1 | 1);
+			s->h2 += tf2(k, s->f[k] << 1 | 1);
+		}
+	}
+	fix_blocks(s, 0, s->K);
+	return 0;
+}
+
+static void srch_stats(const srch *s)
+{
+	if (!getenv("SRCH_STATS"))
+		return;
+	fprintf(stderr, "srch cap %llu rev %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu energy %llu suprune %llu\n",
+	        (unsigned long long)s->cap, s->rev, (unsigned long long)s->nodes, (unsigned long long)s->st_place,
+	        (unsigned long long)s->st_waste, (unsigned long long)s->st_tt, (unsigned long long)s->st_capfail,
+	        (unsigned long long)s->st_feasfail, (unsigned long long)s->st_maxd, (unsigned long long)s->st_hatless,
+	        (unsigned long long)s->st_unsup, (unsigned long long)s->st_energy, (unsigned long long)s->st_suprune);
+	for (int i = 0; i < 40; i++)
+		fprintf(stderr, " %d:%llu", i * 8, (unsigned long long)s->st_hist[i]);
+	fprintf(stderr, "\n");
+}
+
 int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, uint64_t *off,
               uint64_t *nodes)
 {
-	srch s;
-	memset(&s, 0, sizeof s);
-	int rc = -2;
-	if (build(&s, w) < 0)
-		goto out;
-	s.cap = cap;
-	s.use_sup = !getenv("NOSUP");
-	s.energetic = !getenv("NOENERGY");
-	s.node_limit = node_limit ? node_limit : UINT64_MAX;
-	/* off holds the incumbent on entry: it guides the first order */
-	s.inc = malloc((s.nq + 1) * sizeof *s.inc);
-	for (uint32_t i = 0; s.inc && i < s.nq; i++)
-		s.inc[i] = off[s.q[i].id] == STP_NO_OFFSET ? 0 : off[s.q[i].id];
-	for (uint32_t i = 0; i < s.nq; i++)
-		take(&s, i, +1);
-	if (static_ranks(&s) < 0)
-		goto out;
-	s.tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s.tt); /* without it: no memo, same answers */
-	for (uint32_t k = 0; k < s.K; k++) {
-		s.f[k] = w->pinned_bytes;
-		s.sup[k] = 1; /* the base supports */
-	}
-	for (uint32_t k = 0; k < s.K; k++)
-		if (s.rem[k]) {
-			s.h1 += tf1(k, s.f[k] << 1 | 1);
-			s.h2 += tf2(k, s.f[k] << 1 | 1);
-		}
-	fix_blocks(&s, 0, s.K);
-	/* Restarts: each with another candidate order, and twice the nodes
-	 * every 5 rounds.  Search trees are
-	 * heavy-tailed: one order solves in a few hundred nodes what another
-	 * does not in millions.  Failed states stay remembered across restarts
-	 * (they fail under any order). */
-	uint64_t limit = s.node_limit;
+	srch two[2];
+	int rc = -2, ndir = getenv("SRCH_FWD") ? 1 : 2;
+	memset(two, 0, sizeof two);
+	for (int d = 0; d < ndir; d++)
+		if (srch_init(&two[d], w, cap, d, off) < 0)
+			goto out;
+	/* Restarts: each with another candidate order and section rule, the
+	 * timeline forwards and backwards in turn, twice the nodes every 5
+	 * rounds of a direction.  Search trees are heavy-tailed: one order
+	 * solves in a few hundred nodes what another does not in millions.
+	 * Failed states stay remembered across restarts (they fail under any
+	 * order); each direction has its own memory. */
+	uint64_t limit = node_limit ? node_limit : UINT64_MAX, used = 0;
 	int fixmode = getenv("SRCH_MODE") ? atoi(getenv("SRCH_MODE")) : -1;
+	srch *s = &two[0];
 	for (int round = 0;; round++) {
 		/* (order, section rule) per round: the least-slack section and
 		 * the leftmost one alternate (each solves instances the other
@@ -1016,25 +1112,29 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 		static const int first_modes[][2] = {{10, 1}, {10, 0}, {12, 1}, {0, 0}, {12, 0}, {11, 1}, {3, 0}, {2, 1},
 		                                     {0, 1}, {11, 0}, {3, 1}, {2, 0}, {1, 0}, {4, 0}, {1, 1}, {4, 1}};
 		int nfirst = (int)(sizeof first_modes / sizeof *first_modes);
-		s.mode = fixmode >= 0 ? fixmode : round < nfirst ? first_modes[round][0] : round;
-		s.sel = round < nfirst ? first_modes[round][1] : round & 1;
+		int r = round / ndir;
+		s = &two[round % ndir];
+		s->mode = fixmode >= 0 ? fixmode : r < nfirst ? first_modes[r][0] : r;
+		s->sel = r < nfirst ? first_modes[r][1] : r & 1;
 		if (getenv("SRCH_SEL"))
-			s.sel = atoi(getenv("SRCH_SEL"));
+			s->sel = atoi(getenv("SRCH_SEL"));
 		/* a round may visit 4 nodes per request and section (a descent
 		 * visits about one each), doubling every 5 rounds */
-		uint64_t per = ((uint64_t)s.nq + s.K + 64) * 4 << (round / 5 < 30 ? round / 5 : 30);
-		s.node_limit = limit - s.nodes > per && fixmode < 0 ? s.nodes + per : limit;
-		s.deadline = deadline;
-		s.timed_out = 0;
+		uint64_t per = ((uint64_t)s->nq + s->K + 64) * 4 << (r / 5 < 30 ? r / 5 : 30);
+		uint64_t before = s->nodes;
+		s->node_limit = limit - used > per && fixmode < 0 ? s->nodes + per : s->nodes + (limit - used);
+		s->deadline = deadline;
+		s->timed_out = 0;
 		/* components (no request crosses between them) are solved one by one */
 		size_t top = 0;
-		rc = s.K ? decompose(&s, 0, s.K, 0, &top) : 1;
+		rc = s->K ? decompose(s, 0, s->K, 0, &top) : 1;
 		if (rc == 2)
-			rc = solve(&s, 0, s.K, 0, &top);
-		if (rc != -1 || pl_now() >= deadline || s.nodes >= limit)
+			rc = solve(s, 0, s->K, 0, &top);
+		used += s->nodes - before;
+		if (rc != -1 || pl_now() >= deadline || used >= limit)
 			break;
-		while (s.sp) /* back to the start */
-			undo(&s, &s.st[--s.sp]);
+		while (s->sp) /* back to the start */
+			undo(s, &s->st[--s->sp]);
 	}
 	if (rc == 1) {
 		uint64_t base = 0; /* pinned requests stacked at the bottom, as greedy does */
@@ -1044,22 +1144,15 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 				base += w->size[i];
 			} else if (w->kind[i] == PL_DYNAMIC)
 				off[i] = STP_NO_OFFSET;
-		for (uint32_t i = 0; i < s.nq; i++)
-			off[s.q[i].id] = s.off[i];
+		for (uint32_t i = 0; i < s->nq; i++)
+			off[s->q[i].id] = s->off[i];
 	}
 out:
-	if (getenv("SRCH_STATS"))
-		fprintf(stderr, "srch cap %llu rc %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu energy %llu suprune %llu\n",
-		        (unsigned long long)cap, rc, (unsigned long long)s.nodes, (unsigned long long)s.st_place,
-		        (unsigned long long)s.st_waste, (unsigned long long)s.st_tt, (unsigned long long)s.st_capfail,
-		        (unsigned long long)s.st_feasfail, (unsigned long long)s.st_maxd, (unsigned long long)s.st_hatless, (unsigned long long)s.st_unsup, (unsigned long long)s.st_energy, (unsigned long long)s.st_suprune);
-	if (getenv("SRCH_STATS")) {
-		for (int i = 0; i < 40; i++)
-			fprintf(stderr, " %d:%llu", i * 8, (unsigned long long)s.st_hist[i]);
-		fprintf(stderr, "\n");
+	for (int d = 0; d < ndir; d++) {
+		srch_stats(&two[d]);
+		if (nodes)
+			*nodes += two[d].nodes;
+		srch_free(&two[d]);
 	}
-	if (nodes)
-		*nodes += s.nodes;
-	srch_free(&s);
 	return rc;
 }
