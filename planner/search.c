@@ -108,8 +108,14 @@ typedef struct srch {
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
-	int use_sup, sel, energetic, supraise, rev;
-	uint64_t st_energy, st_suprune;
+	int use_sup, sel, energetic, supraise, rev, shake_rank;
+	uint64_t st_energy, st_suprune, st_levels;
+	/* levels (subset sums per section), in units of g above base */
+	uint64_t g, cu, base;
+	uint32_t W;
+	uint64_t *lvacc, *lvbuf;  /* per request W words; scratch 2W */
+	uint32_t *lvstamp, stamp;
+	int toplv;
 	uint64_t st_unsup;
 	uint64_t st_hist[64]; uint64_t st_waste, st_tt, st_capfail, st_feasfail, st_place, st_maxd, st_hatless;
 } srch;
@@ -133,6 +139,9 @@ static void srch_free(srch *s)
 	free(s->ev);
 	free(s->zmin);
 	free(s->zid);
+	free(s->lvacc);
+	free(s->lvbuf);
+	free(s->lvstamp);
 	free(s->ebuf);
 	free(s->off);
 	free(s->inc);
@@ -440,6 +449,115 @@ static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_
 	return L;
 }
 
+/* bits of x shifted up by sh (units), those above bit cu dropped; x |= that */
+static void shift_or(uint64_t *x, const uint64_t *y, uint32_t W, uint64_t sh)
+{
+	uint64_t ws = sh / 64, bs = sh % 64;
+	for (uint64_t k = W; k-- > ws;) {
+		uint64_t v = y[k - ws] << bs;
+		if (bs && k > ws)
+			v |= y[k - ws - 1] >> (64 - bs);
+		x[k] |= v;
+	}
+}
+
+/* Levels: in section j, an unplaced request y lies at f_j plus the sizes of
+ * some unplaced requests of j (those below it) plus at most the section's
+ * slack w_j (its waste below y), so y's offset is in f_j + S_j + [0, w_j],
+ * S_j the subset sums of j's unplaced sizes, in units of g (every offset of
+ * a gravity-packed layout is the base plus a sum of sizes).  A request with
+ * no offset in every one of its sections' sets, at or above e_y and at most
+ * cap - size, fails the node; else e_y rises to its least such offset.  Only
+ * sections with slack under an eighth of the capacity (elsewhere the sets
+ * are nearly full); only when the sets stay small (unit count, requests). */
+static int levels(srch *s, uint32_t a, uint32_t b)
+{
+	uint32_t W = s->W;
+	uint64_t g = s->g, cu = s->cu, base = s->base;
+	uint64_t *ss = s->lvbuf, *d = s->lvbuf + W;
+	s->stamp++;
+	for (uint32_t j = a; j < b; j++) {
+		if (!s->rem[j] || s->f[j] < base)
+			continue;
+		uint64_t w = (s->cap - s->f[j] - s->rem[j]) / g;
+		if (w > cu / 8)
+			continue;
+		uint64_t F = (s->f[j] - base + g - 1) / g;
+		memset(ss, 0, W * sizeof *ss);
+		ss[0] = 1;
+		for (uint32_t p = s->cfirst[j]; p < s->cfirst[j + 1]; p++) {
+			uint32_t i = s->cov[p];
+			if (!s->done[i])
+				shift_or(ss, ss, W, s->q[i].size / g);
+		}
+		/* dilate by [0, w], then shift by F */
+		for (uint64_t c = 0; c < w;) {
+			uint64_t step = c + 1 < w - c ? c + 1 : w - c;
+			shift_or(ss, ss, W, step);
+			c += step;
+		}
+		/* tops: y's top is cu - (sums above it) - (waste above): bit r of
+		 * the dilated sums (r = cu - top) */
+		for (uint32_t p = s->cfirst[j]; p < s->cfirst[j + 1]; p++) {
+			uint32_t i = s->cov[p];
+			if (s->done[i])
+				continue;
+			uint64_t *tac = s->lvacc + ((size_t)s->nq + i) * W;
+			if (s->lvstamp[i] != s->stamp)
+				memcpy(tac, ss, W * sizeof *tac);
+			else
+				for (uint32_t t = 0; t < W; t++)
+					tac[t] &= ss[t];
+		}
+		memset(d, 0, W * sizeof *d);
+		shift_or(d, ss, W, F);
+		for (uint32_t p = s->cfirst[j]; p < s->cfirst[j + 1]; p++) {
+			uint32_t i = s->cov[p];
+			if (s->done[i])
+				continue;
+			uint64_t *acc = s->lvacc + (size_t)i * W;
+			if (s->lvstamp[i] != s->stamp) {
+				memcpy(acc, d, W * sizeof *acc);
+				s->lvstamp[i] = s->stamp;
+			} else
+				for (uint32_t t = 0; t < W; t++)
+					acc[t] &= d[t];
+		}
+	}
+	for (uint32_t k = a; k < b; k++)
+		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+			uint32_t i = s->list[p];
+			if (s->done[i] || s->lvstamp[i] != s->stamp)
+				continue;
+			const uint64_t *acc = s->lvacc + (size_t)i * W;
+			uint64_t lo = s->ev[i] > base ? (s->ev[i] - base + g - 1) / g : 0;
+			uint64_t hi = (s->cap - base - s->q[i].size) / g; /* cap >= e + size >= base + size */
+			const uint64_t *tac = s->lvacc + ((size_t)s->nq + i) * W;
+			uint64_t o = lo, su = s->q[i].size / g;
+			while (o <= hi) {
+				uint64_t word = acc[o / 64] >> (o % 64);
+				if (word) {
+					o += (uint64_t)__builtin_ctzll(word);
+					if (o > hi)
+						break;
+					uint64_t r = cu - (o + su); /* o + su <= cu */
+					if (!s->toplv || (tac[r / 64] >> (r % 64)) & 1)
+						break;
+					o++;
+					continue;
+				}
+				o = (o / 64 + 1) * 64;
+			}
+			if (o > hi) {
+				s->st_levels++;
+				return 0;
+			}
+			s->ev[i] = base + o * g;
+		}
+	(void)cu;
+	return 1;
+}
+
 /* The inference over the whole component [a, b): every unplaced request
  * lies at or above its max floor e_y, so nothing covering section j lies
  * below eff[j] = min e_y over the unplaced requests covering j; the section
@@ -504,6 +622,8 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 				}
 			}
 	}
+	if (s->lvacc && !levels(s, a, b))
+		return 0;
 	for (uint32_t j = a; j < b; j++)
 		s->eff[j] = UINT64_MAX;
 	for (uint32_t bl = a / BLK; bl * BLK < b; bl++)
@@ -604,7 +724,12 @@ static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 		           (q->sb < s->K && s->rem[q->sb] && s->f[q->sb] == top);
 		return (uint64_t)snug << 63 | q->size;
 	}
-	default: return q->size + (mix((uint64_t)s->mode << 32 | q->id) % (q->size / 8 + 1));
+	default:
+		if (s->mode % 3 && s->shake_rank) { /* a T/W/A order, ranks shaken by up to an eighth of the requests */
+			uint64_t r = q->rk[s->mode % 3] + mix((uint64_t)s->mode << 32 | q->id) % (s->nq / 8 + 1);
+			return UINT64_MAX - r;
+		}
+		return q->size + (mix((uint64_t)s->mode << 32 | q->id) % (q->size / 8 + 1));
 	}
 }
 
@@ -1052,6 +1177,7 @@ static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uin
 	s->use_sup = !getenv("NOSUP");
 	s->energetic = getenv("ENERGY") != NULL;
 	s->supraise = getenv("SUPRAISE") != NULL;
+	s->shake_rank = getenv("SHAKE_RANK") != NULL;
 	/* off holds the incumbent on entry: it guides the first order */
 	s->inc = malloc((s->nq + 1) * sizeof *s->inc);
 	for (uint32_t i = 0; s->inc && i < s->nq; i++)
@@ -1070,6 +1196,33 @@ static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uin
 		}
 	}
 	fix_blocks(s, 0, s->K);
+	/* levels: when the capacity is at most 2^16 units of the sizes' gcd */
+	uint64_t g = 0;
+	for (uint32_t i = 0; i < s->nq; i++) {
+		uint64_t x = s->q[i].size, y = g;
+		while (y) {
+			uint64_t t = x % y;
+			x = y;
+			y = t;
+		}
+		g = x;
+	}
+	s->base = w->pinned_bytes;
+	s->toplv = !getenv("NOTOPLV");
+	if (g && cap > s->base && (cap - s->base) / g < 65536 && s->cov && !getenv("NOLEVELS")) {
+		s->g = g;
+		s->cu = (cap - s->base) / g;
+		s->W = (uint32_t)(s->cu / 64 + 1);
+		if ((uint64_t)s->nq * s->W <= (1u << 21)) {
+			s->lvacc = malloc((2 * (size_t)s->nq * s->W + 1) * sizeof *s->lvacc);
+			s->lvbuf = malloc(2 * (size_t)s->W * sizeof *s->lvbuf);
+			s->lvstamp = calloc(s->nq + 1, sizeof *s->lvstamp);
+			if (!s->lvacc || !s->lvbuf || !s->lvstamp) {
+				free(s->lvacc);
+				s->lvacc = NULL;
+			}
+		}
+	}
 	return 0;
 }
 
@@ -1077,11 +1230,11 @@ static void srch_stats(const srch *s)
 {
 	if (!getenv("SRCH_STATS"))
 		return;
-	fprintf(stderr, "srch cap %llu rev %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu energy %llu suprune %llu\n",
+	fprintf(stderr, "srch cap %llu rev %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu energy %llu suprune %llu levels %llu\n",
 	        (unsigned long long)s->cap, s->rev, (unsigned long long)s->nodes, (unsigned long long)s->st_place,
 	        (unsigned long long)s->st_waste, (unsigned long long)s->st_tt, (unsigned long long)s->st_capfail,
 	        (unsigned long long)s->st_feasfail, (unsigned long long)s->st_maxd, (unsigned long long)s->st_hatless,
-	        (unsigned long long)s->st_unsup, (unsigned long long)s->st_energy, (unsigned long long)s->st_suprune);
+	        (unsigned long long)s->st_unsup, (unsigned long long)s->st_energy, (unsigned long long)s->st_suprune, (unsigned long long)s->st_levels);
 	for (int i = 0; i < 40; i++)
 		fprintf(stderr, " %d:%llu", i * 8, (unsigned long long)s->st_hist[i]);
 	fprintf(stderr, "\n");
