@@ -141,7 +141,7 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 		return -1;
 	uint64_t hi = pl_pool(w, best); /* best found; lo: smallest not proven impossible */
 	double t0 = pl_now();
-	int first = 1, rc = 0;
+	int first = 1, rc = 0, retry = 0;
 	uint64_t step = 0;
 	for (;;) {
 		double now = pl_now();
@@ -154,12 +154,14 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 		 * try gets a third of what is left */
 		if (!first && !step)
 			step = (hi - lo) / 8 ? (hi - lo) / 8 : 1;
-		uint64_t cap = first ? lo : (hi - lo > step ? hi - step : lo);
-		double until = now + (deadline - now) / (first ? 2 : 3);
+		uint64_t cap = first || retry ? lo : (hi - lo > step ? hi - step : lo);
+		double until = now + (deadline - now) / (first ? 2 : retry ? 6 : 3);
 		if (deadline - now < 0.05)
 			until = deadline;
 		memcpy(cand, best, w->n * sizeof *cand);
-		int r = pl_search(w, cap, until, 0, cand, &st->search_nodes);
+		int r = pl_search(w, cap, until, 0, retry, cand, &st->search_nodes);
+		int was_retry = retry;
+		retry = 0;
 		if (verbose)
 			fprintf(stderr, "plan: search at %llu: %s (%.3f s, %llu nodes so far)\n", (unsigned long long)cap,
 			        r == 1 ? "found" : r == 0 ? "impossible" : r == -1 ? "out of time" : "out of memory",
@@ -175,12 +177,16 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 				break; /* cannot happen; never keep an unchecked layout */
 			}
 			hi = pl_pool(w, best);
+			/* a new layout guides a short try at the least capacity not
+			 * proven impossible (the order it gives is often the one that
+			 * meets the bound) */
+			retry = cap > lo && !getenv("NORETRY");
 		} else if (r == 0) {
 			lo = cap + 1; /* proven: nothing below cap + 1 fits */
 			if (lo > st->proven_bound)
 				st->proven_bound = lo;
 			step = 0;
-		} else if (!first) {
+		} else if (!first && !was_retry) {
 			step = step > 1 ? step / 2 : 1;
 		}
 		first = 0;

@@ -84,14 +84,10 @@ typedef struct srch {
 	sreq *q;
 	uint32_t *first, *list;  /* requests starting in section k: list[first[k] .. first[k+1]) */
 	uint64_t *f, *rem, *eff;
-	uint64_t *bmax, *bmin, *bmn;   /* per block of BLK sections: max floor; min e (feasible) */
+	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
 	uint32_t *cross;
 	uint8_t *done;
-	uint32_t *cfirst, *cov;  /* requests covering section k: cov[cfirst[k] .. cfirst[k+1]); NULL: too many */
 	uint64_t *ev;            /* per request: its least offset (feasible's scratch) */
-	uint64_t *zmin;          /* per section: two least e_z + size_z (feasible's scratch) */
-	uint32_t *zid;
-	pl_kv *ebuf;             /* scratch: one section's (e, size) pairs */
 	uint8_t *sup;            /* per section: its floor is the top of a placed request (or the base) */
 	uint64_t *off;           /* offset per request (index into q) */
 	uint64_t *inc;           /* the incumbent layout's offsets (guided order), or NULL */
@@ -108,16 +104,8 @@ typedef struct srch {
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
-	int use_sup, sel, energetic, supraise, rev, shake_rank;
-	uint64_t st_energy, st_suprune, st_levels;
-	/* levels (subset sums per section), in units of g above base */
-	uint64_t g, cu, base;
-	uint32_t W;
-	uint64_t *lvacc, *lvbuf;  /* per request W words; scratch 2W */
-	uint32_t *lvstamp, stamp;
-	int toplv;
-	uint64_t st_unsup;
-	uint64_t st_hist[64]; uint64_t st_waste, st_tt, st_capfail, st_feasfail, st_place, st_maxd, st_hatless;
+	int use_sup, sel, rev;
+	uint64_t st_hist[64], st_waste, st_tt, st_capfail, st_feasfail, st_place, st_maxd, st_hatless, st_unsup;
 } srch;
 
 static void srch_free(srch *s)
@@ -130,19 +118,10 @@ static void srch_free(srch *s)
 	free(s->eff);
 	free(s->bmax);
 	free(s->bmin);
-	free(s->bmn);
 	free(s->cross);
 	free(s->done);
 	free(s->sup);
-	free(s->cfirst);
-	free(s->cov);
 	free(s->ev);
-	free(s->zmin);
-	free(s->zid);
-	free(s->lvacc);
-	free(s->lvbuf);
-	free(s->lvstamp);
-	free(s->ebuf);
 	free(s->off);
 	free(s->inc);
 	free(s->st);
@@ -204,16 +183,12 @@ static int trail_reserve(srch *s, size_t n)
 static void fix_blocks(srch *s, uint32_t lo, uint32_t hi)
 {
 	for (uint32_t bl = lo / BLK; bl * BLK < hi; bl++) {
-		uint64_t mx = 0, mn = UINT64_MAX;
+		uint64_t mx = 0;
 		uint32_t end = (bl + 1) * BLK < s->K ? (bl + 1) * BLK : s->K;
-		for (uint32_t j = bl * BLK; j < end; j++) {
+		for (uint32_t j = bl * BLK; j < end; j++)
 			if (s->f[j] > mx)
 				mx = s->f[j];
-			if (s->f[j] < mn)
-				mn = s->f[j];
-		}
 		s->bmax[bl] = mx;
-		s->bmn[bl] = mn;
 	}
 }
 
@@ -326,14 +301,13 @@ static int build(srch *s, const pl_work *w)
 	s->eff = calloc((size_t)K + 2, sizeof *s->eff);
 	s->bmax = calloc((size_t)K / BLK + 2, sizeof *s->bmax);
 	s->bmin = calloc((size_t)K / BLK + 2, sizeof *s->bmin);
-	s->bmn = calloc((size_t)K / BLK + 2, sizeof *s->bmn);
 	s->cross = calloc((size_t)K + 2, sizeof *s->cross);
 	s->done = calloc(nq + 1, 1);
 	s->sup = malloc((size_t)K + 2);
 	s->off = malloc((nq + 1) * sizeof *s->off);
 	s->stcap = (size_t)nq * 2 + K + 2;
 	s->st = malloc(s->stcap * sizeof *s->st);
-	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->bmn || !s->cross || !s->done || !s->sup || !s->off || !s->st)
+	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->sup || !s->off || !s->st)
 		return -1;
 	for (uint32_t i = 0; i < nq; i++)
 		s->first[s->q[i].sa + 1]++;
@@ -347,40 +321,9 @@ static int build(srch *s, const pl_work *w)
 	free(fill);
 	for (uint32_t k = 0; k < K; k++)
 		sort_list(s->list + s->first[k], s->first[k + 1] - s->first[k], s->q);
-	/* cover lists, for the energetic check, when they stay small */
-	uint64_t tot = 0;
-	for (uint32_t i = 0; i < nq; i++)
-		tot += s->q[i].sb - s->q[i].sa;
 	s->ev = malloc((nq + 1) * sizeof *s->ev);
-	s->zmin = malloc(((size_t)K + 1) * 2 * sizeof *s->zmin);
-	s->zid = malloc(((size_t)K + 1) * sizeof *s->zid);
-	if (!s->ev || !s->zmin || !s->zid)
+	if (!s->ev)
 		return -1;
-	if (tot <= (1u << 22)) {
-		s->cfirst = calloc((size_t)K + 2, sizeof *s->cfirst);
-		s->cov = malloc((tot + 1) * sizeof *s->cov);
-		if (!s->cfirst || !s->cov)
-			return -1;
-		for (uint32_t i = 0; i < nq; i++)
-			for (uint32_t k = s->q[i].sa; k < s->q[i].sb; k++)
-				s->cfirst[k + 1]++;
-		uint32_t mx = 0;
-		for (uint32_t k = 0; k < K; k++) {
-			mx = s->cfirst[k + 1] > mx ? s->cfirst[k + 1] : mx;
-			s->cfirst[k + 1] += s->cfirst[k];
-		}
-		s->ebuf = malloc(((size_t)mx + 1) * sizeof *s->ebuf);
-		uint32_t *at = malloc(((size_t)K + 1) * sizeof *at);
-		if (!s->ebuf || !at) {
-			free(at);
-			return -1;
-		}
-		memcpy(at, s->cfirst, (size_t)K * sizeof *at);
-		for (uint32_t i = 0; i < nq; i++)
-			for (uint32_t k = s->q[i].sa; k < s->q[i].sb; k++)
-				s->cov[at[k]++] = i;
-		free(at);
-	}
 	return 0;
 }
 
@@ -449,115 +392,6 @@ static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_
 	return L;
 }
 
-/* bits of x shifted up by sh (units), those above bit cu dropped; x |= that */
-static void shift_or(uint64_t *x, const uint64_t *y, uint32_t W, uint64_t sh)
-{
-	uint64_t ws = sh / 64, bs = sh % 64;
-	for (uint64_t k = W; k-- > ws;) {
-		uint64_t v = y[k - ws] << bs;
-		if (bs && k > ws)
-			v |= y[k - ws - 1] >> (64 - bs);
-		x[k] |= v;
-	}
-}
-
-/* Levels: in section j, an unplaced request y lies at f_j plus the sizes of
- * some unplaced requests of j (those below it) plus at most the section's
- * slack w_j (its waste below y), so y's offset is in f_j + S_j + [0, w_j],
- * S_j the subset sums of j's unplaced sizes, in units of g (every offset of
- * a gravity-packed layout is the base plus a sum of sizes).  A request with
- * no offset in every one of its sections' sets, at or above e_y and at most
- * cap - size, fails the node; else e_y rises to its least such offset.  Only
- * sections with slack under an eighth of the capacity (elsewhere the sets
- * are nearly full); only when the sets stay small (unit count, requests). */
-static int levels(srch *s, uint32_t a, uint32_t b)
-{
-	uint32_t W = s->W;
-	uint64_t g = s->g, cu = s->cu, base = s->base;
-	uint64_t *ss = s->lvbuf, *d = s->lvbuf + W;
-	s->stamp++;
-	for (uint32_t j = a; j < b; j++) {
-		if (!s->rem[j] || s->f[j] < base)
-			continue;
-		uint64_t w = (s->cap - s->f[j] - s->rem[j]) / g;
-		if (w > cu / 8)
-			continue;
-		uint64_t F = (s->f[j] - base + g - 1) / g;
-		memset(ss, 0, W * sizeof *ss);
-		ss[0] = 1;
-		for (uint32_t p = s->cfirst[j]; p < s->cfirst[j + 1]; p++) {
-			uint32_t i = s->cov[p];
-			if (!s->done[i])
-				shift_or(ss, ss, W, s->q[i].size / g);
-		}
-		/* dilate by [0, w], then shift by F */
-		for (uint64_t c = 0; c < w;) {
-			uint64_t step = c + 1 < w - c ? c + 1 : w - c;
-			shift_or(ss, ss, W, step);
-			c += step;
-		}
-		/* tops: y's top is cu - (sums above it) - (waste above): bit r of
-		 * the dilated sums (r = cu - top) */
-		for (uint32_t p = s->cfirst[j]; p < s->cfirst[j + 1]; p++) {
-			uint32_t i = s->cov[p];
-			if (s->done[i])
-				continue;
-			uint64_t *tac = s->lvacc + ((size_t)s->nq + i) * W;
-			if (s->lvstamp[i] != s->stamp)
-				memcpy(tac, ss, W * sizeof *tac);
-			else
-				for (uint32_t t = 0; t < W; t++)
-					tac[t] &= ss[t];
-		}
-		memset(d, 0, W * sizeof *d);
-		shift_or(d, ss, W, F);
-		for (uint32_t p = s->cfirst[j]; p < s->cfirst[j + 1]; p++) {
-			uint32_t i = s->cov[p];
-			if (s->done[i])
-				continue;
-			uint64_t *acc = s->lvacc + (size_t)i * W;
-			if (s->lvstamp[i] != s->stamp) {
-				memcpy(acc, d, W * sizeof *acc);
-				s->lvstamp[i] = s->stamp;
-			} else
-				for (uint32_t t = 0; t < W; t++)
-					acc[t] &= d[t];
-		}
-	}
-	for (uint32_t k = a; k < b; k++)
-		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
-			uint32_t i = s->list[p];
-			if (s->done[i] || s->lvstamp[i] != s->stamp)
-				continue;
-			const uint64_t *acc = s->lvacc + (size_t)i * W;
-			uint64_t lo = s->ev[i] > base ? (s->ev[i] - base + g - 1) / g : 0;
-			uint64_t hi = (s->cap - base - s->q[i].size) / g; /* cap >= e + size >= base + size */
-			const uint64_t *tac = s->lvacc + ((size_t)s->nq + i) * W;
-			uint64_t o = lo, su = s->q[i].size / g;
-			while (o <= hi) {
-				uint64_t word = acc[o / 64] >> (o % 64);
-				if (word) {
-					o += (uint64_t)__builtin_ctzll(word);
-					if (o > hi)
-						break;
-					uint64_t r = cu - (o + su); /* o + su <= cu */
-					if (!s->toplv || (tac[r / 64] >> (r % 64)) & 1)
-						break;
-					o++;
-					continue;
-				}
-				o = (o / 64 + 1) * 64;
-			}
-			if (o > hi) {
-				s->st_levels++;
-				return 0;
-			}
-			s->ev[i] = base + o * g;
-		}
-	(void)cu;
-	return 1;
-}
-
 /* The inference over the whole component [a, b): every unplaced request
  * lies at or above its max floor e_y, so nothing covering section j lies
  * below eff[j] = min e_y over the unplaced requests covering j; the section
@@ -576,54 +410,6 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 				return 0;
 			s->ev[i] = e;
 		}
-	/* support: y lies on a placed top (a section of y whose floor is e_y
-	 * and is a placed top) or on an unplaced z overlapping it, so at least
-	 * e_z + size of z: per section the two least e_z + size_z (z1: its id) */
-	if (s->use_sup && s->supraise) {
-		for (uint32_t j = a; j < b; j++) {
-			s->zmin[2 * j] = s->zmin[2 * j + 1] = UINT64_MAX;
-			s->zid[j] = UINT32_MAX;
-		}
-		for (uint32_t k = a; k < b; k++)
-			for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
-				uint32_t i = s->list[p];
-				if (s->done[i])
-					continue;
-				const sreq *q = &s->q[i];
-				uint64_t v = s->ev[i] + q->size;
-				for (uint32_t j = q->sa; j < q->sb; j++) {
-					if (v < s->zmin[2 * j]) {
-						s->zmin[2 * j + 1] = s->zmin[2 * j];
-						s->zmin[2 * j] = v;
-						s->zid[j] = i;
-					} else if (v < s->zmin[2 * j + 1])
-						s->zmin[2 * j + 1] = v;
-				}
-			}
-		for (uint32_t k = a; k < b; k++)
-			for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
-				uint32_t i = s->list[p];
-				if (s->done[i])
-					continue;
-				const sreq *q = &s->q[i];
-				uint64_t e = s->ev[i], z = UINT64_MAX;
-				int held = 0;
-				for (uint32_t j = q->sa; j < q->sb && !held; j++) {
-					held = s->f[j] == e && s->sup[j];
-					uint64_t v = s->zid[j] == i ? s->zmin[2 * j + 1] : s->zmin[2 * j];
-					z = v < z ? v : z;
-				}
-				if (!held && z > e) {
-					if (z == UINT64_MAX || z + q->size > s->cap) {
-						s->st_suprune++;
-						return 0;
-					}
-					s->ev[i] = z;
-				}
-			}
-	}
-	if (s->lvacc && !levels(s, a, b))
-		return 0;
 	for (uint32_t j = a; j < b; j++)
 		s->eff[j] = UINT64_MAX;
 	for (uint32_t bl = a / BLK; bl * BLK < b; bl++)
@@ -652,34 +438,6 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 		if (s->rem[j] && e + s->rem[j] > s->cap)
 			return 0;
 	}
-	/* energetic: in every section, the requests that cannot start below t
-	 * must fit between t and the capacity, for every t */
-	if (s->cov && s->energetic)
-		for (uint32_t j = a; j < b; j++) {
-			if (!s->rem[j])
-				continue;
-			uint32_t n = 0;
-			for (uint32_t p = s->cfirst[j]; p < s->cfirst[j + 1]; p++) {
-				uint32_t i = s->cov[p];
-				if (s->done[i])
-					continue;
-				pl_kv x = {s->ev[i], i};
-				uint32_t t = n++;
-				while (t > 0 && s->ebuf[t - 1].k < x.k) {
-					s->ebuf[t] = s->ebuf[t - 1];
-					t--;
-				}
-				s->ebuf[t] = x;
-			}
-			uint64_t sum = 0;
-			for (uint32_t t = 0; t < n; t++) {
-				sum += s->q[s->ebuf[t].v].size;
-				if (sum + s->ebuf[t].k > s->cap) {
-					s->st_energy++;
-					return 0;
-				}
-			}
-		}
 	/* unallocated floor: nothing can go below eff[j] in section j, so its
 	 * floor rises there now (one node instead of a waste node per level);
 	 * the old floors go on the trail for undo() */
@@ -724,12 +482,7 @@ static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 		           (q->sb < s->K && s->rem[q->sb] && s->f[q->sb] == top);
 		return (uint64_t)snug << 63 | q->size;
 	}
-	default:
-		if (s->mode % 3 && s->shake_rank) { /* a T/W/A order, ranks shaken by up to an eighth of the requests */
-			uint64_t r = q->rk[s->mode % 3] + mix((uint64_t)s->mode << 32 | q->id) % (s->nq / 8 + 1);
-			return UINT64_MAX - r;
-		}
-		return q->size + (mix((uint64_t)s->mode << 32 | q->id) % (q->size / 8 + 1));
+	default: return q->size + (mix((uint64_t)s->mode << 32 | q->id) % (q->size / 8 + 1));
 	}
 }
 
@@ -797,60 +550,6 @@ static void undo(srch *s, frame *fr)
 }
 
 static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top);
-
-/* min floor over sections [lo, hi) */
-static uint64_t range_min(const srch *s, uint32_t lo, uint32_t hi)
-{
-	uint64_t mn = UINT64_MAX;
-	while (lo < hi && lo % BLK) {
-		mn = s->f[lo] < mn ? s->f[lo] : mn;
-		lo++;
-	}
-	while (lo + BLK <= hi) {
-		mn = s->bmn[lo / BLK] < mn ? s->bmn[lo / BLK] : mn;
-		lo += BLK;
-	}
-	for (; lo < hi; lo++)
-		mn = s->f[lo] < mn ? s->f[lo] : mn;
-	return mn;
-}
-
-/* A section to branch at that need not hold the lowest floor: one whose
- * floor is the lowest over every section that an unplaced request covering
- * it spans (its span), so that a request landing there at its floor has
- * all its sections at that floor.  least_slack: the one with the most
- * unplaced bytes, else the leftmost.  Uses zid/zmin as scratch. */
-static uint32_t pick_local(srch *s, uint32_t a, uint32_t b, int least_slack)
-{
-	uint32_t *lo = s->zid;
-	uint64_t *hi = s->zmin;
-	for (uint32_t j = a; j < b; j++) {
-		lo[j] = j;
-		hi[j] = j + 1;
-	}
-	for (uint32_t k = a; k < b; k++)
-		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
-			uint32_t i = s->list[p];
-			if (s->done[i])
-				continue;
-			const sreq *q = &s->q[i];
-			for (uint32_t j = q->sa; j < q->sb; j++) {
-				lo[j] = q->sa < lo[j] ? q->sa : lo[j];
-				hi[j] = q->sb > hi[j] ? q->sb : hi[j];
-			}
-		}
-	uint32_t best = UINT32_MAX;
-	for (uint32_t j = a; j < b; j++) {
-		if (!s->rem[j] || (best != UINT32_MAX && least_slack && s->rem[j] <= s->rem[best]))
-			continue;
-		if (range_min(s, lo[j], (uint32_t)hi[j]) < s->f[j])
-			continue;
-		best = j;
-		if (!least_slack)
-			break;
-	}
-	return best;
-}
 
 static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
@@ -1005,9 +704,6 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				for (uint32_t j = k + 1; j < b; j++)
 					if (s->rem[j] && s->f[j] == m && s->rem[j] > s->rem[k])
 						k = j;
-			} else if (s->sel >= 2) {
-				k = pick_local(s, a, b, s->sel == 3);
-				m = s->f[k];
 			}
 			r0 = k;
 			while (r0 > a && s->rem[r0 - 1] && s->f[r0 - 1] == m)
@@ -1175,9 +871,6 @@ static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uin
 		return -1;
 	s->cap = cap;
 	s->use_sup = !getenv("NOSUP");
-	s->energetic = getenv("ENERGY") != NULL;
-	s->supraise = getenv("SUPRAISE") != NULL;
-	s->shake_rank = getenv("SHAKE_RANK") != NULL;
 	/* off holds the incumbent on entry: it guides the first order */
 	s->inc = malloc((s->nq + 1) * sizeof *s->inc);
 	for (uint32_t i = 0; s->inc && i < s->nq; i++)
@@ -1196,33 +889,6 @@ static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uin
 		}
 	}
 	fix_blocks(s, 0, s->K);
-	/* levels: when the capacity is at most 2^16 units of the sizes' gcd */
-	uint64_t g = 0;
-	for (uint32_t i = 0; i < s->nq; i++) {
-		uint64_t x = s->q[i].size, y = g;
-		while (y) {
-			uint64_t t = x % y;
-			x = y;
-			y = t;
-		}
-		g = x;
-	}
-	s->base = w->pinned_bytes;
-	s->toplv = !getenv("NOTOPLV");
-	if (g && cap > s->base && (cap - s->base) / g < 65536 && s->cov && !getenv("NOLEVELS")) {
-		s->g = g;
-		s->cu = (cap - s->base) / g;
-		s->W = (uint32_t)(s->cu / 64 + 1);
-		if ((uint64_t)s->nq * s->W <= (1u << 21)) {
-			s->lvacc = malloc((2 * (size_t)s->nq * s->W + 1) * sizeof *s->lvacc);
-			s->lvbuf = malloc(2 * (size_t)s->W * sizeof *s->lvbuf);
-			s->lvstamp = calloc(s->nq + 1, sizeof *s->lvstamp);
-			if (!s->lvacc || !s->lvbuf || !s->lvstamp) {
-				free(s->lvacc);
-				s->lvacc = NULL;
-			}
-		}
-	}
 	return 0;
 }
 
@@ -1230,17 +896,17 @@ static void srch_stats(const srch *s)
 {
 	if (!getenv("SRCH_STATS"))
 		return;
-	fprintf(stderr, "srch cap %llu rev %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu energy %llu suprune %llu levels %llu\n",
+	fprintf(stderr, "srch cap %llu rev %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu\n",
 	        (unsigned long long)s->cap, s->rev, (unsigned long long)s->nodes, (unsigned long long)s->st_place,
 	        (unsigned long long)s->st_waste, (unsigned long long)s->st_tt, (unsigned long long)s->st_capfail,
 	        (unsigned long long)s->st_feasfail, (unsigned long long)s->st_maxd, (unsigned long long)s->st_hatless,
-	        (unsigned long long)s->st_unsup, (unsigned long long)s->st_energy, (unsigned long long)s->st_suprune, (unsigned long long)s->st_levels);
+	        (unsigned long long)s->st_unsup);
 	for (int i = 0; i < 40; i++)
 		fprintf(stderr, " %d:%llu", i * 8, (unsigned long long)s->st_hist[i]);
 	fprintf(stderr, "\n");
 }
 
-int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, uint64_t *off,
+int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, int guided, uint64_t *off,
               uint64_t *nodes)
 {
 	srch two[2];
@@ -1267,6 +933,10 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 		int nfirst = (int)(sizeof first_modes / sizeof *first_modes);
 		int r = round / ndir;
 		s = &two[round % ndir];
+		if (guided && round == 0)
+			r = 3; /* {0, 0}: the incumbent's order first */
+		else if (guided && r == 3)
+			r = 0;
 		s->mode = fixmode >= 0 ? fixmode : r < nfirst ? first_modes[r][0] : r;
 		s->sel = r < nfirst ? first_modes[r][1] : r & 1;
 		if (getenv("SRCH_SEL"))
