@@ -5,38 +5,60 @@
  *
  * Time is cut into sections (between consecutive distinct lifetime ends of
  * the static requests).  Every section k has a floor f[k]: everything below
- * it is placed or proven empty.  A node takes the leftmost lowest section k
- * (floor m) that still has unplaced requests, and branches:
- *   place:  an unplaced request b that starts in k and whose sections all sit
- *           at floor m goes to offset m (its sections rise to m + size);
- *   waste:  nothing lands at m in k: k's floor rises to L, a level no
- *           request covering k can lie below in any gravity-packed layout
- *           (one where no request can drop).  The lowest such request y
- *           rests on something in another of its sections: a placed request
- *           (then y lies at or above its highest floor e_y > m) or an unplaced
- *           one z (then at least m + size of z); one that covers only k
- *           cannot rest on anything.  L = the least of these bounds over the
- *           unplaced requests covering k (waste_level); none: no waste branch.
- * Every gravity-packed layout (and one exists for every feasible C) is
- * reached this way, so an exhausted search proves that C does not fit.
+ * it is placed or proven empty, and a bit sup[k]: the floor is the top of a
+ * placed request (or the base) rather than a level raised over empty space.
+ * A node takes the lowest floor m over the sections that still have
+ * unplaced requests and one section k at m (per restart: the leftmost, or
+ * the one with the most unplaced bytes, i.e. the least slack), and branches:
+ *   place:  an unplaced request b covering k whose sections all sit at m
+ *           goes to offset m (its sections rise to m + size, supported),
+ *           provided it rests on something: one of its sections is
+ *           supported.  A request that floats (every section's floor is a
+ *           raised level) could drop, and gravity-packed layouts (where no
+ *           request can drop; one exists for every feasible C) never hold
+ *           one: by induction every request in them rests on the base or on
+ *           the top of one placed before it, whose section still has that
+ *           floor.  A candidate alone in all its sections is tried alone
+ *           (nothing else can use its space: if it fails, all fail);
+ *   waste:  nothing lands at m in k: k's floor rises to L (unsupported), a
+ *           level the lowest request y covering k cannot lie below.  y
+ *           rests on something in a section other than k: a placed request
+ *           whose top is that section's (supported) floor, then y can lie at
+ *           its highest floor e_y > m; or an unplaced z that does not cover
+ *           k (it would be lower in k), then y lies at least at e_z + size
+ *           of z.  L = the least of these over the unplaced requests covering
+ *           k (waste_level); none: no waste branch.
+ * Every gravity-packed layout is reached this way, so an exhausted search
+ * proves that C does not fit.
  * Pruning ("inference"): a section fails when its effective floor (the
  * lowest max floor of its unplaced requests) plus its unplaced bytes exceed
- * C; requests identical in (sections, size) are tried once per node
- * (symmetry); a state (placed set, floors) whose subtree failed is remembered
- * by two 64-bit hashes and not searched again (a collision, odds about
- * 2^-100 per lookup, could hide a layout and so wrongly call C impossible); when no unplaced request
- * crosses some section boundaries the parts are solved independently
- * (dynamic decomposition: a failure in one part is not retried against the
- * other parts' alternatives).  pl_search restarts with another candidate
- * order in time slices that double every round (search trees are
- * heavy-tailed); remembered failures hold under any order.
+ * C, and the floor rises to the effective floor (unallocated floor);
+ * requests identical in (sections, size) are tried once per node
+ * (symmetry); a state (placed set, floors, support bits) whose subtree
+ * failed is remembered by two 64-bit hashes and not searched again (a
+ * collision, odds about 2^-100 per lookup, could hide a layout and so
+ * wrongly call C impossible); when no unplaced request crosses some section
+ * boundaries the parts are solved independently (dynamic decomposition: a
+ * failure in one part is not retried against the other parts'
+ * alternatives).
+ *
+ * Search trees here are heavy-tailed: one (order, section rule, direction)
+ * solves in a few hundred nodes what another does not in millions.  So
+ * pl_search restarts in slices that double every 5 rounds of a direction,
+ * alternating the timeline forwards and backwards (a mirror image the
+ * search meets in another order; each direction keeps its own memory of
+ * failed states, which hold under any order), and going through candidate
+ * orders: MiniMalloc's static preorders (T = most bytes live in one of the
+ * request's sections, W = lifetime, A = area: TWA, WAT, TAW), the incumbent
+ * layout's offsets (guided), size, most loaded section, area, snug fit,
+ * then sizes shaken per round.
  *
  * Pinned requests sit below everything (pl_work); the search places the
  * STATIC ones above w->pinned_bytes.  Invariants: f[k] <= C for every
  * section with unplaced requests; rem[k] is the unplaced bytes covering k;
- * cross[k] counts unplaced requests covering sections k-1 and k.
+ * cross[k] counts unplaced requests covering sections k-1 and k; sup[k] is
+ * set iff f[k] is the base or the top of a placed request covering k.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,8 +126,8 @@ typedef struct srch {
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
-	int use_sup, sel, rev;
-	uint64_t st_hist[64], st_waste, st_tt, st_capfail, st_feasfail, st_place, st_maxd, st_hatless, st_unsup;
+	int sel;                 /* section rule of this restart: 0 leftmost, 1 least slack */
+	int rev;                 /* time runs backwards (section k is K-1-k of the input) */
 } srch;
 
 static void srch_free(srch *s)
@@ -376,13 +398,11 @@ static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_
 		for (uint32_t j = q->sa; j < q->sb; j++) {
 			if (j == k)
 				continue;
-			if (s->f[j] == e && s->sup[j] && e > m && s->use_sup)
+			if (s->f[j] == e && s->sup[j] && e > m)
 				held = 1;
 			if (s->eff[j] < z)
 				z = s->eff[j];
 		}
-		if (!s->use_sup && e > m)
-			held = 1;
 		uint64_t l = held ? e : z == UINT64_MAX ? UINT64_MAX : (z > e ? z : e);
 		if (l <= m)
 			l = m + 1; /* not at m: above it */
@@ -461,8 +481,9 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
  * known to be good and departs from it where it must; 1 larger first; 2 the
  * most loaded section first (fail first); 3 larger area (size x lifetime)
  * first; 4 those whose top meets a neighbouring floor (a snug fit) first,
- * then larger; 4 and up: larger first with
- * sizes shaken by up to 1/8 (a different tie order each restart). */
+ * then larger; 10, 11, 12 the static preorders TWA, WAT, TAW (static_ranks);
+ * any other: larger first with sizes shaken by up to 1/8 (a different tie
+ * order each restart). */
 static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 {
 	switch (s->mode) {
@@ -660,22 +681,12 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			}
 			if ((++s->nodes & 1023) == 0 && (pl_now() > s->deadline || s->nodes > s->node_limit)) {
 				s->timed_out = 1;
-				if (getenv("SRCH_DUMP"))
-					for (size_t d = 0; d < depth; d++) {
-						frame *g = &s->st[d];
-						uint32_t c0 = d ? s->st[d - 1].cend : 0;
-						fprintf(stderr, "d%zu k%u m%llu slack%lld ncand %u next %d placed %d size %llu\n", d, g->k, (unsigned long long)g->m,
-						        (long long)(s->cap - g->m) - (long long)(s->rem[g->k] + (g->placed != UINT32_MAX ? s->q[g->placed].size : 0)),
-						        g->cend - c0, g->next >= UINT32_MAX - 1 ? -1 : (int)(g->next - c0), g->placed == UINT32_MAX ? -1 : (int)g->placed,
-						        g->placed == UINT32_MAX ? 0ull : (unsigned long long)s->q[g->placed].size);
-					}
 				return -1;
 			}
 			if (s->tt && depth > base) {
 				int found;
 				tt_slot(s, s->h1, s->h2, &found);
 				if (found) {
-					s->st_tt++;
 					open = 0; /* failed before: the parent tries its next */
 					continue;
 				}
@@ -697,15 +708,13 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 					m = s->f[j];
 					k = j;
 				}
-			/* r0: where the run of sections at m that holds k begins
-			 * (candidates start in [r0, k] and cover k) */
-			uint32_t r0 = k;
-			if (s->sel == 1) { /* the section at m with the least slack */
+			if (s->sel == 1) /* the section at m with the least slack */
 				for (uint32_t j = k + 1; j < b; j++)
 					if (s->rem[j] && s->f[j] == m && s->rem[j] > s->rem[k])
 						k = j;
-			}
-			r0 = k;
+			/* r0: where the run of sections at m that holds k begins
+			 * (candidates start in [r0, k] and cover k) */
+			uint32_t r0 = k;
 			while (r0 > a && s->rem[r0 - 1] && s->f[r0 - 1] == m)
 				r0--;
 			if (depth == s->stcap) {
@@ -724,23 +733,21 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				s->cand = n2;
 				s->ccap = nc;
 			}
-			/* candidates: start in k, every section at m; the most loaded
-			 * section first (fail first), then larger area, then longer */
+			/* candidates: cover k, every section at m, resting on a
+			 * placed top or the base in one of them; ordered by cand_key */
 			for (uint32_t p = s->first[r0]; p < s->first[k + 1]; p++) {
 				uint32_t i = s->list[p];
 				const sreq *q = &s->q[i];
 				if (s->done[i] || m + q->size > s->cap || q->sb <= k)
 					continue;
 				uint64_t tot = 0;
-				int ok = 1, held = !s->use_sup;
+				int ok = 1, held = 0;
 				for (uint32_t j = q->sa; j < q->sb && ok; j++) {
 					ok = s->f[j] == m;
 					held |= s->sup[j];
 					if (s->rem[j] > tot)
 						tot = s->rem[j];
 				}
-				if (ok && !held)
-					s->st_unsup++;
 				if (ok && held) {
 					/* hatless: nothing else is unplaced where it lives, so
 					 * if it fails at m, every alternative fails too */
@@ -748,7 +755,6 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 					for (uint32_t j = q->sa; j < q->sb && alone; j++)
 						alone = s->rem[j] == q->size;
 					if (alone) {
-						s->st_hatless++;
 						s->cand[cb] = (pl_kv){0, i};
 						ce = cb + 1;
 						hat = 1;
@@ -758,7 +764,6 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				}
 			}
 			sort_cands(s, s->cand + cb, ce - cb);
-			s->st_hist[depth / 8 < 63 ? depth / 8 : 63]++;
 			fr = &s->st[depth++];
 			s->sp = depth;
 			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2, (uint32_t)s->ntrail, hat};
@@ -802,17 +807,8 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				s->timed_out = 1;
 				return -1;
 			}
-			s->st_place++;
-			if (depth > s->st_maxd)
-				s->st_maxd = depth;
-			if (!ok)
-				s->st_capfail++;
-			else if (!feasible(s, a, b)) {
-				s->st_feasfail++;
-				break;
-			}
-			if (!ok)
-				break; /* undone at the top of the loop */
+			if (!ok || !feasible(s, a, b))
+				break; /* undone at the top of the loop */ /* undone at the top of the loop */
 			advanced = 1;
 			break;
 		}
@@ -835,7 +831,6 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				sec_set3(s, k, L, s->rem[k], 0);
 				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX - 1;
-				s->st_waste++;
 				if (feasible(s, a, b)) {
 					open = 1;
 					continue;
@@ -870,7 +865,6 @@ static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uin
 	if (build(s, w) < 0)
 		return -1;
 	s->cap = cap;
-	s->use_sup = !getenv("NOSUP");
 	/* off holds the incumbent on entry: it guides the first order */
 	s->inc = malloc((s->nq + 1) * sizeof *s->inc);
 	for (uint32_t i = 0; s->inc && i < s->nq; i++)
@@ -892,25 +886,11 @@ static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uin
 	return 0;
 }
 
-static void srch_stats(const srch *s)
-{
-	if (!getenv("SRCH_STATS"))
-		return;
-	fprintf(stderr, "srch cap %llu rev %d nodes %llu place %llu waste %llu tt %llu capfail %llu feasfail %llu maxd %llu hatless %llu unsup %llu\n",
-	        (unsigned long long)s->cap, s->rev, (unsigned long long)s->nodes, (unsigned long long)s->st_place,
-	        (unsigned long long)s->st_waste, (unsigned long long)s->st_tt, (unsigned long long)s->st_capfail,
-	        (unsigned long long)s->st_feasfail, (unsigned long long)s->st_maxd, (unsigned long long)s->st_hatless,
-	        (unsigned long long)s->st_unsup);
-	for (int i = 0; i < 40; i++)
-		fprintf(stderr, " %d:%llu", i * 8, (unsigned long long)s->st_hist[i]);
-	fprintf(stderr, "\n");
-}
-
 int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, int guided, uint64_t *off,
               uint64_t *nodes)
 {
 	srch two[2];
-	int rc = -2, ndir = getenv("SRCH_FWD") ? 1 : 2;
+	int rc = -2, ndir = 2;
 	memset(two, 0, sizeof two);
 	for (int d = 0; d < ndir; d++)
 		if (srch_init(&two[d], w, cap, d, off) < 0)
@@ -922,7 +902,6 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 	 * Failed states stay remembered across restarts (they fail under any
 	 * order); each direction has its own memory. */
 	uint64_t limit = node_limit ? node_limit : UINT64_MAX, used = 0;
-	int fixmode = getenv("SRCH_MODE") ? atoi(getenv("SRCH_MODE")) : -1;
 	srch *s = &two[0];
 	for (int round = 0;; round++) {
 		/* (order, section rule) per round: the least-slack section and
@@ -937,15 +916,13 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 			r = 3; /* {0, 0}: the incumbent's order first */
 		else if (guided && r == 3)
 			r = 0;
-		s->mode = fixmode >= 0 ? fixmode : r < nfirst ? first_modes[r][0] : r;
+		s->mode = r < nfirst ? first_modes[r][0] : r;
 		s->sel = r < nfirst ? first_modes[r][1] : r & 1;
-		if (getenv("SRCH_SEL"))
-			s->sel = atoi(getenv("SRCH_SEL"));
 		/* a round may visit 4 nodes per request and section (a descent
 		 * visits about one each), doubling every 5 rounds */
 		uint64_t per = ((uint64_t)s->nq + s->K + 64) * 4 << (r / 5 < 30 ? r / 5 : 30);
 		uint64_t before = s->nodes;
-		s->node_limit = limit - used > per && fixmode < 0 ? s->nodes + per : s->nodes + (limit - used);
+		s->node_limit = s->nodes + (limit - used > per ? per : limit - used);
 		s->deadline = deadline;
 		s->timed_out = 0;
 		/* components (no request crosses between them) are solved one by one */
@@ -972,7 +949,6 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 	}
 out:
 	for (int d = 0; d < ndir; d++) {
-		srch_stats(&two[d]);
 		if (nodes)
 			*nodes += two[d].nodes;
 		srch_free(&two[d]);
