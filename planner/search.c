@@ -109,7 +109,6 @@ typedef struct srch {
 	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
 	uint32_t *cross;
 	uint8_t *done;
-	uint64_t *ev;            /* per request: its least offset (feasible's scratch) */
 	uint8_t *sup;            /* per section: its floor is the top of a placed request (or the base) */
 	uint64_t *off;           /* offset per request (index into q) */
 	uint64_t *inc;           /* the incumbent layout's offsets (guided order), or NULL */
@@ -143,7 +142,6 @@ static void srch_free(srch *s)
 	free(s->cross);
 	free(s->done);
 	free(s->sup);
-	free(s->ev);
 	free(s->off);
 	free(s->inc);
 	free(s->st);
@@ -343,9 +341,6 @@ static int build(srch *s, const pl_work *w)
 	free(fill);
 	for (uint32_t k = 0; k < K; k++)
 		sort_list(s->list + s->first[k], s->first[k + 1] - s->first[k], s->q);
-	s->ev = malloc((nq + 1) * sizeof *s->ev);
-	if (!s->ev)
-		return -1;
 	return 0;
 }
 
@@ -418,18 +413,6 @@ static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_
  * fails when eff[j] + its unplaced bytes exceed the capacity.  0 = prune. */
 static int feasible(srch *s, uint32_t a, uint32_t b)
 {
-	/* e_y: the max floor of y's sections */
-	for (uint32_t k = a; k < b; k++)
-		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
-			uint32_t i = s->list[p];
-			if (s->done[i])
-				continue;
-			const sreq *q = &s->q[i];
-			uint64_t e = range_max(s, q->sa, q->sb);
-			if (e + q->size > s->cap)
-				return 0;
-			s->ev[i] = e;
-		}
 	for (uint32_t j = a; j < b; j++)
 		s->eff[j] = UINT64_MAX;
 	for (uint32_t bl = a / BLK; bl * BLK < b; bl++)
@@ -440,7 +423,9 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 			if (s->done[i])
 				continue;
 			const sreq *q = &s->q[i];
-			uint64_t e = s->ev[i];
+			uint64_t e = range_max(s, q->sa, q->sb);
+			if (e + q->size > s->cap)
+				return 0;
 			uint32_t lo = q->sa, hi = q->sb;
 			for (; lo < hi && lo % BLK; lo++)
 				if (e < s->eff[lo])
@@ -808,7 +793,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				return -1;
 			}
 			if (!ok || !feasible(s, a, b))
-				break; /* undone at the top of the loop */ /* undone at the top of the loop */
+				break; /* undone at the top of the loop */
 			advanced = 1;
 			break;
 		}
