@@ -5,8 +5,10 @@
  *
  *   up to PL_EXACT_MAX static requests: the exact search (search.c) as a
  *     decision procedure over capacities: first the working view's bound
- *     (most bytes live at once), then downwards from the best pool found
- *     by a step that halves when a try runs out of time.  A capacity the search
+ *     (most bytes live at once, an eighth of the time), then downwards from the best pool found
+ *     by a step that halves when a try runs out of time; after every new
+ *     layout, a short try at the least capacity not proven impossible,
+ *     guided by that layout's order.  A capacity the search
  *     exhausts is proven impossible; with the pool one above it (or at the
  *     bound) the layout is optimal.  A capacity it runs out of time on is
  *     skipped without proof.
@@ -141,25 +143,33 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 		return -1;
 	uint64_t hi = pl_pool(w, best); /* best found; lo: smallest not proven impossible */
 	double t0 = pl_now();
-	int first = 1, rc = 0;
+	int first = 1, rc = 0, retry = 0;
 	uint64_t step = 0;
 	for (;;) {
 		double now = pl_now();
 		if (now >= deadline || lo >= hi)
 			break;
-		/* the bound first (with half the time), then downwards from the
+		/* the bound first (with an eighth of the time: on the MiniMalloc
+		 * instances and their perturbed family the bound is met sooner
+		 * through the retries below than by a longer first try), then
+		 * downwards from the
 		 * best found by a step that starts at an eighth of the gap, is kept
 		 * after a success and halves after a try that runs out of time
 		 * (capacities just below a layout found are the easy ones); each
-		 * try gets a third of what is left */
+		 * try gets a third of what is left.  A new layout is followed by a
+		 * retry at lo with a sixth of what is left, its order first: on
+		 * the MiniMalloc instances that order often meets the bound where
+		 * the first try at it ran out of time (E, F) */
 		if (!first && !step)
 			step = (hi - lo) / 8 ? (hi - lo) / 8 : 1;
-		uint64_t cap = first ? lo : (hi - lo > step ? hi - step : lo);
-		double until = now + (deadline - now) / (first ? 2 : 3);
+		uint64_t cap = first || retry ? lo : (hi - lo > step ? hi - step : lo);
+		double until = now + (deadline - now) / (first ? 8 : retry ? 6 : 3);
 		if (deadline - now < 0.05)
 			until = deadline;
 		memcpy(cand, best, w->n * sizeof *cand);
-		int r = pl_search(w, cap, until, 0, cand, &st->search_nodes);
+		int r = pl_search(w, cap, until, 0, retry, cand, &st->search_nodes);
+		int was_retry = retry;
+		retry = 0;
 		if (verbose)
 			fprintf(stderr, "plan: search at %llu: %s (%.3f s, %llu nodes so far)\n", (unsigned long long)cap,
 			        r == 1 ? "found" : r == 0 ? "impossible" : r == -1 ? "out of time" : "out of memory",
@@ -175,12 +185,16 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 				break; /* cannot happen; never keep an unchecked layout */
 			}
 			hi = pl_pool(w, best);
+			/* a new layout guides a short try at the least capacity not
+			 * proven impossible (the order it gives is often the one that
+			 * meets the bound) */
+			retry = cap > lo;
 		} else if (r == 0) {
 			lo = cap + 1; /* proven: nothing below cap + 1 fits */
 			if (lo > st->proven_bound)
 				st->proven_bound = lo;
 			step = 0;
-		} else if (!first) {
+		} else if (!first && !was_retry) {
 			step = step > 1 ? step / 2 : 1;
 		}
 		first = 0;

@@ -95,10 +95,10 @@ int pl_dynamic_replay(const stp_reqs *r, stp_plan *p);
 /* The exact step (search.c): places the STATIC requests at or above
  * pinned_bytes so that none reaches above cap (pinned ones stacked below, in
  * index order).  off holds a layout on entry (the best so far: it guides the
- * search's first order).  Returns 1 found (off filled), 0 proven impossible, -1 out of
+ * search's first order; guided: its first restart follows it).  Returns 1 found (off filled), 0 proven impossible, -1 out of
  * time (deadline, pl_now() seconds) or nodes, -2 out of memory.  *nodes
  * (may be NULL) is increased by the nodes visited. */
-int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, uint64_t *off,
+int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, int guided, uint64_t *off,
               uint64_t *nodes);
 /* The most bytes live at once in the working view (pinned + static): no
  * placement of it has a smaller pool. */

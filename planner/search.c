@@ -5,36 +5,59 @@
  *
  * Time is cut into sections (between consecutive distinct lifetime ends of
  * the static requests).  Every section k has a floor f[k]: everything below
- * it is placed or proven empty.  A node takes the leftmost lowest section k
- * (floor m) that still has unplaced requests, and branches:
- *   place:  an unplaced request b that starts in k and whose sections all sit
- *           at floor m goes to offset m (its sections rise to m + size);
- *   waste:  nothing lands at m in k: k's floor rises to L, a level no
- *           request covering k can lie below in any gravity-packed layout
- *           (one where no request can drop).  The lowest such request y
- *           rests on something in another of its sections: a placed request
- *           (then y lies at or above its highest floor e_y > m) or an unplaced
- *           one z (then at least m + size of z); one that covers only k
- *           cannot rest on anything.  L = the least of these bounds over the
- *           unplaced requests covering k (waste_level); none: no waste branch.
- * Every gravity-packed layout (and one exists for every feasible C) is
- * reached this way, so an exhausted search proves that C does not fit.
+ * it is placed or proven empty, and a bit sup[k]: the floor is the top of a
+ * placed request (or the base) rather than a level raised over empty space.
+ * A node takes the lowest floor m over the sections that still have
+ * unplaced requests and one section k at m (per restart: the leftmost, or
+ * the one with the most unplaced bytes, i.e. the least slack), and branches:
+ *   place:  an unplaced request b covering k whose sections all sit at m
+ *           goes to offset m (its sections rise to m + size, supported),
+ *           provided it rests on something: one of its sections is
+ *           supported.  A request that floats (every section's floor is a
+ *           raised level) could drop, and gravity-packed layouts (where no
+ *           request can drop; one exists for every feasible C) never hold
+ *           one: by induction every request in them rests on the base or on
+ *           the top of one placed before it, whose section still has that
+ *           floor.  A candidate alone in all its sections is tried alone
+ *           (nothing else can use its space: if it fails, all fail);
+ *   waste:  nothing lands at m in k: k's floor rises to L (unsupported), a
+ *           level the lowest request y covering k cannot lie below.  y
+ *           rests on something in a section other than k: a placed request
+ *           whose top is that section's (supported) floor, then y can lie at
+ *           its highest floor e_y > m; or an unplaced z that does not cover
+ *           k (it would be lower in k), then y lies at least at e_z + size
+ *           of z.  L = the least of these over the unplaced requests covering
+ *           k (waste_level); none: no waste branch.
+ * Every gravity-packed layout is reached this way, so an exhausted search
+ * proves that C does not fit.
  * Pruning ("inference"): a section fails when its effective floor (the
  * lowest max floor of its unplaced requests) plus its unplaced bytes exceed
- * C; requests identical in (sections, size) are tried once per node
- * (symmetry); a state (placed set, floors) whose subtree failed is remembered
- * by two 64-bit hashes and not searched again (a collision, odds about
- * 2^-100 per lookup, could hide a layout and so wrongly call C impossible); when no unplaced request
- * crosses some section boundaries the parts are solved independently
- * (dynamic decomposition: a failure in one part is not retried against the
- * other parts' alternatives).  pl_search restarts with another candidate
- * order in time slices that double every round (search trees are
- * heavy-tailed); remembered failures hold under any order.
+ * C, and the floor rises to the effective floor (unallocated floor);
+ * requests identical in (sections, size) are tried once per node
+ * (symmetry); a state (placed set, floors, support bits) whose subtree
+ * failed is remembered by two 64-bit hashes and not searched again (a
+ * collision, odds about 2^-100 per lookup, could hide a layout and so
+ * wrongly call C impossible); when no unplaced request crosses some section
+ * boundaries the parts are solved independently (dynamic decomposition: a
+ * failure in one part is not retried against the other parts'
+ * alternatives).
+ *
+ * Search trees here are heavy-tailed: one (order, section rule, direction)
+ * solves in a few hundred nodes what another does not in millions.  So
+ * pl_search restarts in slices that double every 5 rounds of a direction,
+ * alternating the timeline forwards and backwards (a mirror image the
+ * search meets in another order; each direction keeps its own memory of
+ * failed states, which hold under any order), and going through candidate
+ * orders: MiniMalloc's static preorders (T = most bytes live in one of the
+ * request's sections, W = lifetime, A = area: TWA, WAT, TAW), the incumbent
+ * layout's offsets (guided), size, most loaded section, area, snug fit,
+ * then sizes shaken per round.
  *
  * Pinned requests sit below everything (pl_work); the search places the
  * STATIC ones above w->pinned_bytes.  Invariants: f[k] <= C for every
  * section with unplaced requests; rem[k] is the unplaced bytes covering k;
- * cross[k] counts unplaced requests covering sections k-1 and k.
+ * cross[k] counts unplaced requests covering sections k-1 and k; sup[k] is
+ * set iff f[k] is the base or the top of a placed request covering k.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +69,8 @@ typedef struct sreq {
 	uint64_t size;
 	uint32_t id;       /* index in pl_work */
 	uint32_t len;      /* lifetime in ticks */
+	uint64_t tot;      /* most bytes live in one of its sections */
+	uint32_t rk[3];    /* static ranks: TWA, WAT, TAW (0 first) */
 } sreq;
 
 typedef struct frame {
@@ -59,11 +84,13 @@ typedef struct frame {
 	uint32_t tried;    /* candidates placed from this node */
 	uint64_t h1, h2;   /* the state's hash when the node was opened */
 	uint32_t tr;       /* trail length before this frame's last action */
+	uint32_t nowaste;  /* a candidate alone in all its sections: it alone is tried */
 } frame;
 
 /* a floor raised by the inference (unallocated floor), to restore */
 typedef struct raised {
 	uint32_t k;
+	uint8_t sup;
 	uint64_t f;
 } raised;
 
@@ -82,6 +109,7 @@ typedef struct srch {
 	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
 	uint32_t *cross;
 	uint8_t *done;
+	uint8_t *sup;            /* per section: its floor is the top of a placed request (or the base) */
 	uint64_t *off;           /* offset per request (index into q) */
 	uint64_t *inc;           /* the incumbent layout's offsets (guided order), or NULL */
 	frame *st;
@@ -97,6 +125,8 @@ typedef struct srch {
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
+	int sel;                 /* section rule of this restart: 0 leftmost, 1 least slack */
+	int rev;                 /* time runs backwards (section k is K-1-k of the input) */
 } srch;
 
 static void srch_free(srch *s)
@@ -111,6 +141,7 @@ static void srch_free(srch *s)
 	free(s->bmin);
 	free(s->cross);
 	free(s->done);
+	free(s->sup);
 	free(s->off);
 	free(s->inc);
 	free(s->st);
@@ -133,18 +164,39 @@ static uint64_t tb2(uint32_t i) { return mix(((uint64_t)i << 20) ^ 0xA0761D6478B
 
 /* sets section j's floor and unplaced bytes, keeping the hash (a section
  * counts only while it has unplaced requests) */
-static void sec_set(srch *s, uint32_t j, uint64_t nf, uint64_t nrem)
+static void sec_set3(srch *s, uint32_t j, uint64_t nf, uint64_t nrem, uint8_t nsup)
 {
 	if (s->rem[j]) {
-		s->h1 -= tf1(j, s->f[j]);
-		s->h2 -= tf2(j, s->f[j]);
+		s->h1 -= tf1(j, s->f[j] << 1 | s->sup[j]);
+		s->h2 -= tf2(j, s->f[j] << 1 | s->sup[j]);
 	}
 	s->f[j] = nf;
 	s->rem[j] = nrem;
+	s->sup[j] = nsup;
 	if (nrem) {
-		s->h1 += tf1(j, nf);
-		s->h2 += tf2(j, nf);
+		s->h1 += tf1(j, nf << 1 | nsup);
+		s->h2 += tf2(j, nf << 1 | nsup);
 	}
+}
+static void sec_set(srch *s, uint32_t j, uint64_t nf, uint64_t nrem)
+{
+	sec_set3(s, j, nf, nrem, s->sup[j]);
+}
+
+/* makes room for n more trail entries: 0, or -1 out of memory */
+static int trail_reserve(srch *s, size_t n)
+{
+	if (s->ntrail + n <= s->trcap)
+		return 0;
+	size_t nc = s->trcap ? s->trcap * 2 : 1024;
+	while (nc < s->ntrail + n)
+		nc *= 2;
+	raised *nt = realloc(s->trail, nc * sizeof *nt);
+	if (!nt)
+		return -1;
+	s->trail = nt;
+	s->trcap = nc;
+	return 0;
 }
 
 /* recomputes the block maxima of the floors over sections [lo, hi) */
@@ -237,7 +289,7 @@ static int build(srch *s, const pl_work *w)
 	uint32_t j = 0;
 	for (size_t i = 0; i < n; i++)
 		if (w->kind[i] == PL_STATIC) {
-			s->q[j] = (sreq){0, 0, w->size[i], (uint32_t)i, w->e[i] - w->s[i]};
+			s->q[j] = (sreq){0, 0, w->size[i], (uint32_t)i, w->e[i] - w->s[i], 0, {0, 0, 0}};
 			t[2 * j] = (pl_kv){w->s[i], 2 * j};
 			t[2 * j + 1] = (pl_kv){w->e[i], 2 * j + 1};
 			j++;
@@ -256,6 +308,12 @@ static int build(srch *s, const pl_work *w)
 	free(t);
 	free(tmp);
 	s->K = K; /* sections 0 .. K-1 (the last point closes the last section) */
+	if (s->rev) /* time backwards: section k becomes K-1-k */
+		for (uint32_t i = 0; i < nq; i++) {
+			uint32_t sa = s->q[i].sa;
+			s->q[i].sa = K - s->q[i].sb;
+			s->q[i].sb = K - sa;
+		}
 	s->first = calloc((size_t)K + 2, sizeof *s->first);
 	s->list = malloc((nq + 1) * sizeof *s->list);
 	s->f = calloc((size_t)K + 2, sizeof *s->f);
@@ -265,10 +323,11 @@ static int build(srch *s, const pl_work *w)
 	s->bmin = calloc((size_t)K / BLK + 2, sizeof *s->bmin);
 	s->cross = calloc((size_t)K + 2, sizeof *s->cross);
 	s->done = calloc(nq + 1, 1);
+	s->sup = malloc((size_t)K + 2);
 	s->off = malloc((nq + 1) * sizeof *s->off);
 	s->stcap = (size_t)nq * 2 + K + 2;
 	s->st = malloc(s->stcap * sizeof *s->st);
-	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->off || !s->st)
+	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->sup || !s->off || !s->st)
 		return -1;
 	for (uint32_t i = 0; i < nq; i++)
 		s->first[s->q[i].sa + 1]++;
@@ -299,43 +358,51 @@ static void take(srch *s, uint32_t i, int sign)
 }
 
 /* The waste level of section k (floor m): a lower bound on the offset of
- * the lowest unplaced request covering k when nothing lands at m in k.
- * That request rests on something in another of its sections: a placed
- * request (then it lies at or above its own max floor e_y > m), or an
- * unplaced one z (then at least m + size of z).  A request that covers only
- * k cannot rest on anything: it is not the lowest.  UINT64_MAX: none can be. */
-static uint64_t waste_level(const srch *s, uint32_t k, uint64_t m, uint32_t b)
+ * the lowest unplaced request y covering k when nothing lands at m in k.
+ * y lies at or above e_y (its max floor) and rests on something in a
+ * section other than k: a placed request whose top is that section's floor
+ * (then y can be at e_y > m), or an unplaced z that does not cover k (z
+ * would be lower in k) and lies at or above e_z: then y is at least
+ * e_z + size of z.  UINT64_MAX: no request can be the lowest (no waste).
+ * Uses eff[] (min e_z + size_z per section over such z) as scratch. */
+static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_t b)
 {
-	/* the two smallest unplaced requests that reach past k (for z) */
-	uint64_t mn1 = UINT64_MAX, mn2 = UINT64_MAX;
-	uint32_t id1 = UINT32_MAX;
-	for (uint32_t i = 0; i < s->nq; i++) {
-		const sreq *q = &s->q[i];
-		if (s->done[i] || q->sb <= k + 1 || q->sa >= b)
-			continue;
-		if (q->size < mn1) {
-			mn2 = mn1;
-			mn1 = q->size;
-			id1 = i;
-		} else if (q->size < mn2)
-			mn2 = q->size;
-	}
+	for (uint32_t j = a; j < b; j++)
+		s->eff[j] = UINT64_MAX;
+	for (uint32_t j = a; j < b; j++)
+		for (uint32_t p = s->first[j]; p < s->first[j + 1]; p++) {
+			uint32_t i = s->list[p];
+			const sreq *q = &s->q[i];
+			if (s->done[i] || (q->sa <= k && q->sb > k))
+				continue;
+			uint64_t e = range_max(s, q->sa, q->sb) + q->size;
+			for (uint32_t t = q->sa; t < q->sb; t++)
+				if (e < s->eff[t])
+					s->eff[t] = e;
+		}
 	uint64_t L = UINT64_MAX;
 	for (uint32_t i = 0; i < s->nq; i++) {
 		const sreq *q = &s->q[i];
 		if (s->done[i] || q->sa > k || q->sb <= k || q->sb == q->sa + 1)
 			continue;
-		uint64_t e = 0;
-		for (uint32_t j = q->sa; j < q->sb && e < L; j++)
-			if (s->f[j] > e)
-				e = s->f[j];
-		if (e <= m) {
-			/* rests on an unplaced z in a later section (q starts at k) */
-			uint64_t z = i == id1 ? mn2 : mn1;
-			e = z == UINT64_MAX ? UINT64_MAX : m + z;
+		uint64_t e = range_max(s, q->sa, q->sb);
+		if (e >= L)
+			continue;
+		int held = 0;
+		uint64_t z = UINT64_MAX;
+		for (uint32_t j = q->sa; j < q->sb; j++) {
+			if (j == k)
+				continue;
+			if (s->f[j] == e && s->sup[j] && e > m)
+				held = 1;
+			if (s->eff[j] < z)
+				z = s->eff[j];
 		}
-		if (e < L)
-			L = e;
+		uint64_t l = held ? e : z == UINT64_MAX ? UINT64_MAX : (z > e ? z : e);
+		if (l <= m)
+			l = m + 1; /* not at m: above it */
+		if (l < L)
+			L = l;
 	}
 	return L;
 }
@@ -382,16 +449,10 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 	int any = 0;
 	for (uint32_t j = a; j < b; j++)
 		if (s->rem[j] && s->eff[j] > s->f[j] && s->eff[j] != UINT64_MAX) {
-			if (s->ntrail == s->trcap) {
-				size_t nc = s->trcap ? s->trcap * 2 : 1024;
-				raised *nt = realloc(s->trail, nc * sizeof *nt);
-				if (!nt)
-					return 1; /* no raise: still correct */
-				s->trail = nt;
-				s->trcap = nc;
-			}
-			s->trail[s->ntrail++] = (raised){j, s->f[j]};
-			sec_set(s, j, s->eff[j], s->rem[j]);
+			if (trail_reserve(s, 1) < 0)
+				break; /* no more raises: still correct */
+			s->trail[s->ntrail++] = (raised){j, s->sup[j], s->f[j]};
+			sec_set3(s, j, s->eff[j], s->rem[j], 0);
 			any = 1;
 		}
 	if (any)
@@ -405,8 +466,9 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
  * known to be good and departs from it where it must; 1 larger first; 2 the
  * most loaded section first (fail first); 3 larger area (size x lifetime)
  * first; 4 those whose top meets a neighbouring floor (a snug fit) first,
- * then larger; 4 and up: larger first with
- * sizes shaken by up to 1/8 (a different tie order each restart). */
+ * then larger; 10, 11, 12 the static preorders TWA, WAT, TAW (static_ranks);
+ * any other: larger first with sizes shaken by up to 1/8 (a different tie
+ * order each restart). */
 static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 {
 	switch (s->mode) {
@@ -417,6 +479,7 @@ static uint64_t cand_key(const srch *s, const sreq *q, uint64_t most_loaded)
 		return UINT64_MAX - (o > m ? o - m : m - o);
 	}
 	case 1: return q->size;
+	case 10: case 11: case 12: return UINT64_MAX - q->rk[s->mode - 10];
 	case 2: return most_loaded;
 	case 3: return q->size * (uint64_t)q->len;
 	case 4: { /* snug first: its top meets a neighbouring floor */
@@ -467,7 +530,7 @@ static void undo(srch *s, frame *fr)
 		uint32_t lo = UINT32_MAX, hi = 0;
 		while (s->ntrail > fr->tr) {
 			raised x = s->trail[--s->ntrail];
-			sec_set(s, x.k, x.f, s->rem[x.k]);
+			sec_set3(s, x.k, x.f, s->rem[x.k], x.sup);
 			lo = x.k < lo ? x.k : lo;
 			hi = x.k + 1 > hi ? x.k + 1 : hi;
 		}
@@ -493,6 +556,50 @@ static void undo(srch *s, frame *fr)
 }
 
 static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top);
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* Static preorders (MiniMalloc's paper: T = the most bytes live in one of
+ * its sections, W = lifetime, A = area): rk[0] by T, W, A; rk[1] by W, A, T;
+ * rk[2] by T, A, W (all descending).  Needs rem[] at its initial value. */
+static int static_ranks(srch *s)
+{
+	uint32_t n = s->nq;
+	pl_kv *a = malloc((n + 1) * sizeof *a), *tmp = malloc((n + 1) * sizeof *tmp);
+	if (!a || !tmp) {
+		free(a);
+		free(tmp);
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t t = 0;
+		for (uint32_t k = s->q[i].sa; k < s->q[i].sb; k++)
+			t = s->rem[k] > t ? s->rem[k] : t;
+		s->q[i].tot = t;
+	}
+	static const char *const orders[3] = {"TWA", "WAT", "TAW"};
+	for (int o = 0; o < 3; o++) {
+		for (uint32_t i = 0; i < n; i++)
+			a[i] = (pl_kv){0, i};
+		for (int d = 2; d >= 0; d--) { /* least significant first: stable */
+			for (uint32_t j = 0; j < n; j++) {
+				const sreq *q = &s->q[a[j].v];
+				char c = orders[o][d];
+				uint64_t x = c == 'T' ? q->tot : c == 'W' ? q->len : sat_mul(q->size, q->len);
+				a[j].k = UINT64_MAX - x;
+			}
+			pl_sort_kv(a, tmp, n);
+		}
+		for (uint32_t j = 0; j < n; j++)
+			s->q[a[j].v].rk[o] = j;
+	}
+	free(a);
+	free(tmp);
+	return 0;
+}
 
 /* Dynamic decomposition: when no unplaced request crosses some boundaries
  * inside [a, b), the parts are independent: each is solved on its own, and
@@ -586,6 +693,15 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 					m = s->f[j];
 					k = j;
 				}
+			if (s->sel == 1) /* the section at m with the least slack */
+				for (uint32_t j = k + 1; j < b; j++)
+					if (s->rem[j] && s->f[j] == m && s->rem[j] > s->rem[k])
+						k = j;
+			/* r0: where the run of sections at m that holds k begins
+			 * (candidates start in [r0, k] and cover k) */
+			uint32_t r0 = k;
+			while (r0 > a && s->rem[r0 - 1] && s->f[r0 - 1] == m)
+				r0--;
 			if (depth == s->stcap) {
 				frame *ns = realloc(s->st, s->stcap * 2 * sizeof *ns);
 				if (!ns)
@@ -593,36 +709,49 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				s->st = ns;
 				s->stcap *= 2;
 			}
-			uint32_t cb = depth ? s->st[depth - 1].cend : 0, ce = cb;
-			if (cb + (size_t)(s->first[k + 1] - s->first[k]) > s->ccap) {
-				size_t nc = (s->ccap + s->first[k + 1] - s->first[k]) * 2;
+			uint32_t cb = depth ? s->st[depth - 1].cend : 0, ce = cb, hat = 0;
+			if (cb + (size_t)(s->first[k + 1] - s->first[r0]) > s->ccap) {
+				size_t nc = (s->ccap + s->first[k + 1] - s->first[r0]) * 2;
 				pl_kv *n2 = realloc(s->cand, nc * sizeof *n2);
 				if (!n2)
 					return -2;
 				s->cand = n2;
 				s->ccap = nc;
 			}
-			/* candidates: start in k, every section at m; the most loaded
-			 * section first (fail first), then larger area, then longer */
-			for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++) {
+			/* candidates: cover k, every section at m, resting on a
+			 * placed top or the base in one of them; ordered by cand_key */
+			for (uint32_t p = s->first[r0]; p < s->first[k + 1]; p++) {
 				uint32_t i = s->list[p];
 				const sreq *q = &s->q[i];
-				if (s->done[i] || m + q->size > s->cap)
+				if (s->done[i] || m + q->size > s->cap || q->sb <= k)
 					continue;
 				uint64_t tot = 0;
-				int ok = 1;
+				int ok = 1, held = 0;
 				for (uint32_t j = q->sa; j < q->sb && ok; j++) {
 					ok = s->f[j] == m;
+					held |= s->sup[j];
 					if (s->rem[j] > tot)
 						tot = s->rem[j];
 				}
-				if (ok)
+				if (ok && held) {
+					/* hatless: nothing else is unplaced where it lives, so
+					 * if it fails at m, every alternative fails too */
+					int alone = 1;
+					for (uint32_t j = q->sa; j < q->sb && alone; j++)
+						alone = s->rem[j] == q->size;
+					if (alone) {
+						s->cand[cb] = (pl_kv){0, i};
+						ce = cb + 1;
+						hat = 1;
+						break;
+					}
 					s->cand[ce++] = (pl_kv){cand_key(s, q, tot), i};
+				}
 			}
 			sort_cands(s, s->cand + cb, ce - cb);
 			fr = &s->st[depth++];
 			s->sp = depth;
-			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2, (uint32_t)s->ntrail};
+			*fr = (frame){k, m, cb, ce, UINT32_MAX, 0, 0, 0, s->h1, s->h2, (uint32_t)s->ntrail, hat};
 			open = 0;
 		}
 		fr = &s->st[depth - 1];
@@ -641,6 +770,8 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			fr->prev_size = q->size;
 			fr->prev_sb = q->sb;
 			fr->tried++;
+			if (trail_reserve(s, q->sb - q->sa) < 0)
+				return -2;
 			fr->tr = (uint32_t)s->ntrail;
 			s->done[i] = 1;
 			remaining--;
@@ -649,7 +780,8 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			s->h1 += tb1(i);
 			s->h2 += tb2(i);
 			for (uint32_t j = q->sa; j < q->sb; j++) {
-				sec_set(s, j, m + q->size, s->rem[j] - q->size);
+				s->trail[s->ntrail++] = (raised){j, s->sup[j], m};
+				sec_set3(s, j, m + q->size, s->rem[j] - q->size, 1);
 				if (j > q->sa)
 					s->cross[j]--;
 				if (s->rem[j] && s->f[j] + s->rem[j] > s->cap)
@@ -670,20 +802,26 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				open = 1;
 			continue;
 		}
+		if (fr->nowaste && fr->next != UINT32_MAX - 1)
+			fr->next = UINT32_MAX;
 		if (fr->next != UINT32_MAX && fr->next != UINT32_MAX - 1) {
 			/* the waste branch */
 			fr->next = UINT32_MAX;
-			uint64_t L = waste_level(s, k, m, b);
+			uint64_t L = waste_level(s, k, m, a, b);
 			if (L != UINT64_MAX && L > m && L + s->rem[k] <= s->cap) {
+				if (trail_reserve(s, 1) < 0)
+					return -2;
 				fr->tr = (uint32_t)s->ntrail;
-				sec_set(s, k, L, s->rem[k]);
+				s->trail[s->ntrail++] = (raised){k, s->sup[k], m};
+				sec_set3(s, k, L, s->rem[k], 0);
 				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX - 1;
 				if (feasible(s, a, b)) {
 					open = 1;
 					continue;
 				}
-				sec_set(s, k, m, s->rem[k]);
+				s->ntrail--;
+				sec_set3(s, k, m, s->rem[k], s->trail[s->ntrail].sup);
 				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX;
 			}
@@ -703,54 +841,85 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 	}
 }
 
-int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, uint64_t *off,
+/* Sets up one search of the static requests under cap (rev: time runs
+ * backwards, a mirror image that the search meets in another order). */
+static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uint64_t *off)
+{
+	memset(s, 0, sizeof *s);
+	s->rev = rev;
+	if (build(s, w) < 0)
+		return -1;
+	s->cap = cap;
+	/* off holds the incumbent on entry: it guides the first order */
+	s->inc = malloc((s->nq + 1) * sizeof *s->inc);
+	for (uint32_t i = 0; s->inc && i < s->nq; i++)
+		s->inc[i] = off[s->q[i].id] == STP_NO_OFFSET ? 0 : off[s->q[i].id];
+	for (uint32_t i = 0; i < s->nq; i++)
+		take(s, i, +1);
+	if (static_ranks(s) < 0)
+		return -1;
+	s->tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s->tt); /* without it: no memo, same answers */
+	for (uint32_t k = 0; k < s->K; k++) {
+		s->f[k] = w->pinned_bytes;
+		s->sup[k] = 1; /* the base supports */
+		if (s->rem[k]) {
+			s->h1 += tf1(k, s->f[k] << 1 | 1);
+			s->h2 += tf2(k, s->f[k] << 1 | 1);
+		}
+	}
+	fix_blocks(s, 0, s->K);
+	return 0;
+}
+
+int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, int guided, uint64_t *off,
               uint64_t *nodes)
 {
-	srch s;
-	memset(&s, 0, sizeof s);
-	int rc = -2;
-	if (build(&s, w) < 0)
-		goto out;
-	s.cap = cap;
-	s.node_limit = node_limit ? node_limit : UINT64_MAX;
-	/* off holds the incumbent on entry: it guides the first order */
-	s.inc = malloc((s.nq + 1) * sizeof *s.inc);
-	for (uint32_t i = 0; s.inc && i < s.nq; i++)
-		s.inc[i] = off[s.q[i].id] == STP_NO_OFFSET ? 0 : off[s.q[i].id];
-	for (uint32_t i = 0; i < s.nq; i++)
-		take(&s, i, +1);
-	s.tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s.tt); /* without it: no memo, same answers */
-	for (uint32_t k = 0; k < s.K; k++)
-		s.f[k] = w->pinned_bytes;
-	for (uint32_t k = 0; k < s.K; k++)
-		if (s.rem[k]) {
-			s.h1 += tf1(k, s.f[k]);
-			s.h2 += tf2(k, s.f[k]);
-		}
-	fix_blocks(&s, 0, s.K);
-	/* Restarts: each with another candidate order, and twice the nodes
-	 * every 5 rounds.  Search trees are
-	 * heavy-tailed: one order solves in a few hundred nodes what another
-	 * does not in millions.  Failed states stay remembered across restarts
-	 * (they fail under any order). */
-	uint64_t limit = s.node_limit;
+	srch two[2];
+	int rc = -2, ndir = 2;
+	memset(two, 0, sizeof two);
+	for (int d = 0; d < ndir; d++)
+		if (srch_init(&two[d], w, cap, d, off) < 0)
+			goto out;
+	/* Restarts: each with another candidate order and section rule, the
+	 * timeline forwards and backwards in turn, twice the nodes every 5
+	 * rounds of a direction.  Search trees are heavy-tailed: one order
+	 * solves in a few hundred nodes what another does not in millions.
+	 * Failed states stay remembered across restarts (they fail under any
+	 * order); each direction has its own memory. */
+	uint64_t limit = node_limit ? node_limit : UINT64_MAX, used = 0;
+	srch *s = &two[0];
 	for (int round = 0;; round++) {
-		s.mode = round;
+		/* (order, section rule) per round: the least-slack section and
+		 * the leftmost one alternate (each solves instances the other
+		 * does not in millions of nodes) */
+		static const int first_modes[][2] = {{10, 1}, {10, 0}, {12, 1}, {0, 0}, {12, 0}, {11, 1}, {3, 0}, {2, 1},
+		                                     {0, 1}, {11, 0}, {3, 1}, {2, 0}, {1, 0}, {4, 0}, {1, 1}, {4, 1}};
+		int nfirst = (int)(sizeof first_modes / sizeof *first_modes);
+		int r = round / ndir;
+		s = &two[round % ndir];
+		if (guided && round == 0)
+			r = 3; /* {0, 0}: the incumbent's order first */
+		else if (guided && r == 3)
+			r = 0;
+		s->mode = r < nfirst ? first_modes[r][0] : r;
+		s->sel = r < nfirst ? first_modes[r][1] : r & 1;
 		/* a round may visit 4 nodes per request and section (a descent
 		 * visits about one each), doubling every 5 rounds */
-		uint64_t per = ((uint64_t)s.nq + s.K + 64) * 4 << (round / 5 < 30 ? round / 5 : 30);
-		s.node_limit = limit - s.nodes > per ? s.nodes + per : limit;
-		s.deadline = deadline;
-		s.timed_out = 0;
+		uint64_t per = ((uint64_t)s->nq + s->K + 64) * 4 << (r / 5 < 30 ? r / 5 : 30);
+		uint64_t before = s->nodes;
+		s->node_limit = s->nodes + (limit - used > per ? per : limit - used);
+		s->deadline = deadline;
+		s->timed_out = 0;
 		/* components (no request crosses between them) are solved one by one */
 		size_t top = 0;
-		rc = s.K ? decompose(&s, 0, s.K, 0, &top) : 1;
+		rc = s->K ? decompose(s, 0, s->K, 0, &top) : 1;
 		if (rc == 2)
-			rc = solve(&s, 0, s.K, 0, &top);
-		if (rc != -1 || pl_now() >= deadline || s.nodes >= limit)
+			rc = solve(s, 0, s->K, 0, &top);
+		used += s->nodes - before;
+		if (rc != -1 || pl_now() >= deadline || used >= limit)
 			break;
-		while (s.sp) /* back to the start */
-			undo(&s, &s.st[--s.sp]);
+		while (s->sp) /* back to the start */
+			undo(s, &s->st[--s->sp]);
 	}
 	if (rc == 1) {
 		uint64_t base = 0; /* pinned requests stacked at the bottom, as greedy does */
@@ -760,12 +929,14 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 				base += w->size[i];
 			} else if (w->kind[i] == PL_DYNAMIC)
 				off[i] = STP_NO_OFFSET;
-		for (uint32_t i = 0; i < s.nq; i++)
-			off[s.q[i].id] = s.off[i];
+		for (uint32_t i = 0; i < s->nq; i++)
+			off[s->q[i].id] = s->off[i];
 	}
 out:
-	if (nodes)
-		*nodes += s.nodes;
-	srch_free(&s);
+	for (int d = 0; d < ndir; d++) {
+		if (nodes)
+			*nodes += two[d].nodes;
+		srch_free(&two[d]);
+	}
 	return rc;
 }
