@@ -241,21 +241,45 @@ static uint32_t node_find(uint64_t key, uint64_t ip, size_t *slot)
 	return 0;
 }
 
+/* The path interned last, outermost frame first (defs lock held): paths
+ * defined one after the other mostly share their outer frames (the
+ * allocations of one caller, or of one import), whose keys and nodes are
+ * taken from here instead of being computed and looked up again. */
+static uint64_t last_ip[STC_DEPTH_MAX + 1], last_key[STC_DEPTH_MAX + 1];
+static uint32_t last_node[STC_DEPTH_MAX + 1], last_n;
+
 /* Interns the call path ips[0..n) (innermost first); returns the node of
  * its innermost frame, 0 on failure. */
 static uint32_t intern_path(const uint64_t *ips, uint32_t n)
 {
-	uint64_t key[STC_DEPTH_MAX + 1];
-	key[0] = 0x243F6A8885A308D3ull;
-	if ((nnode + n) * 10 > ntab_cap * 7 && ntab_grow())
+	uint64_t *key = last_key;
+	if ((nnode + n) * 10 > ntab_cap * 7 && ntab_grow()) {
+		last_n = 0;
 		return 0;
-	for (uint32_t d = 1; d <= n; d++) {
+	}
+	/* depths 1..same: the outer frames this path shares with the last one */
+	uint32_t same = 0;
+	while (same < n && same < last_n && last_ip[same + 1] == ips[n - same - 1])
+		same++;
+	key[0] = 0x243F6A8885A308D3ull;
+	for (uint32_t d = same + 1; d <= n; d++) {
 		key[d] = suffix_step(key[d - 1], ips[n - d]);
+		last_ip[d] = ips[n - d];
 		__builtin_prefetch(&ntab[key[d] & (ntab_cap - 1)]);
 	}
-	/* deepest known suffix: known suffixes form a prefix of depths */
-	uint32_t lo = 0, hi = n, node = 0;
+	last_n = 0; /* until the nodes below are all known */
+	/* deepest known suffix: known suffixes form a prefix of depths, and
+	 * depth same is known; a new path mostly diverges right after it */
+	uint32_t lo = same, hi = n, node = same ? last_node[same] : 0;
 	size_t slot = 0;
+	if (lo < hi) {
+		uint32_t id = node_find(key[lo + 1], ips[n - lo - 1], &slot);
+		if (id) {
+			node = last_node[++lo] = id;
+		} else {
+			hi = lo;
+		}
+	}
 	while (lo < hi) {
 		uint32_t mid = (lo + hi + 1) / 2;
 		uint32_t id = node_find(key[mid], ips[n - mid], &slot);
@@ -266,6 +290,16 @@ static uint32_t intern_path(const uint64_t *ips, uint32_t n)
 			hi = mid - 1;
 		}
 	}
+	/* the nodes of depths (same, lo] were found by the search: look them
+	 * up again only when it skipped some (their slots are in the cache) */
+	for (uint32_t d = same + 1; d < lo; d++) {
+		uint32_t id = node_find(key[d], ips[n - d], &slot);
+		if (!id)
+			return 0; /* cannot happen: known depths are a prefix */
+		last_node[d] = id;
+	}
+	if (lo > same)
+		last_node[lo] = node;
 	for (uint32_t d = lo + 1; d <= n; d++) {
 		uint32_t id = node_find(key[d], ips[n - d], &slot);
 		if (!id) {
@@ -276,8 +310,9 @@ static uint32_t intern_path(const uint64_t *ips, uint32_t n)
 			dlen += stp_enc_node(p, 40, &dstate, id, node, ips[n - d]);
 			ntab[slot] = (node_slot){key[d], fold32(ips[n - d]), id};
 		}
-		node = id;
+		last_node[d] = node = id;
 	}
+	last_n = n;
 	return node;
 }
 
@@ -406,11 +441,15 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	if (!n)
 		return 0;
 	path_hash(ips, n, &h1, &h2);
+	/* both probes' lines are fetched at once: on a new path (most of
+	 * `import torch`) both miss the CPU caches */
+	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
+	if (t)
+		__builtin_prefetch(&t->slots[h1 & t->mask]);
 	tcache_ent *tc = tcache_slot(h1);
 	uint64_t h2k = (uint64_t)h2 << 32;
 	if (tc && tc->h1 == h1 && (tc->h2id & 0xffffffff00000000ull) == h2k)
 		return (uint32_t)tc->h2id;
-	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
 	uint32_t id = t ? stk_find(t, h1, h2, &slot) : 0;
 	if (STC_LIKELY(id)) {
 		if (tc)
@@ -469,6 +508,7 @@ void stc_defs_atfork_child(void)
 	if (ntab)
 		memset(ntab, 0, ntab_cap * sizeof *ntab);
 	nnode = 0;
+	last_n = 0;
 	stk_table *t = atomic_load(&stk_tab);
 	if (t) {
 		memset(t->slots, 0, (t->mask + 1) * sizeof(stk_slot));
