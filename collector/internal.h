@@ -237,8 +237,9 @@ STC_HIDDEN int stc_py_active(void);
 STC_HIDDEN int stc_py_in_interpreter(uint64_t ip);
 /* Up to max Python frames of the calling thread, innermost first, as
  * STP_PYFRAME_TAG | string id.  A Python thread that does not hold the GIL
- * takes it for the walk when take_gil is set, else gets none; 0 for a
- * thread Python did not create. */
+ * takes it for the walk when take_gil is set and it is the interpreter's
+ * only thread (nothing can then hold it), else gets none; 0 for a thread
+ * Python did not create. */
 STC_HIDDEN uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil);
 
 /* ---------------------------------------------------------------- torch (torch_common.c) */

@@ -9,6 +9,15 @@
  * release the GIL around every op, so a Python thread (one with a thread
  * state) that does not hold it takes it for the walk and gives it back;
  * its own frames cannot have changed meanwhile (the thread is here).
+ * It does so only when it is the interpreter's only thread: then no other
+ * thread can hold the GIL, so taking it cannot wait.  With other Python
+ * threads it could deadlock: the op that allocates may hold one of
+ * PyTorch's locks (the CPU generator's, under torch.multinomial) that a
+ * thread holding the GIL waits for (torch.get_rng_state does);
+ * tests/python/test_torch_gil.sh runs that program.  Such a thread's
+ * tensors get their native frames only.  (A thread created between the
+ * check and the take could still take the GIL first: it would have to wait
+ * for a lock this thread holds in that instant, before running any code.)
  * Threads Python did not create, and an interpreter that is finalizing, get
  * no Python frames.  Caveat: materializing a frame object may start the
  * cyclic GC, whose frees then happen while the collector is busy (not
@@ -44,6 +53,9 @@ static struct {
 	int (*ensure)(void);
 	void (*release)(int);
 	int (*finalizing)(void);            /* optional */
+	void *(*tstate_interp)(void *);     /* optional (3.9+), as the next two */
+	void *(*thread_head)(void *);
+	void *(*thread_next)(void *);
 } py;
 static _Atomic int py_state; /* 0 unresolved, 1 usable, 2 not a (usable) Python */
 static uintptr_t interp_lo, interp_hi;
@@ -72,6 +84,9 @@ static void resolve(void)
 	         SYM(release, "PyGILState_Release");
 	if (!SYM(finalizing, "Py_IsFinalizing"))
 		SYM(finalizing, "_Py_IsFinalizing");
+	if (!SYM(tstate_interp, "PyThreadState_GetInterpreter") || !SYM(thread_head, "PyInterpreterState_ThreadHead") ||
+	    !SYM(thread_next, "PyThreadState_Next"))
+		py.tstate_interp = NULL; /* then the GIL is never taken */
 	if (ok) {
 		void *probe;
 		*(void **)&probe = (void *)py.get_frame;
@@ -150,13 +165,26 @@ static uint32_t line_id(PyObj *code, int line)
 	return id;
 }
 
+/* ts (this thread's state) is its interpreter's only thread state.  Read
+ * without the GIL: the head is compared, not followed, unless it is ts
+ * itself, which cannot go away while its thread is here; new states are
+ * put at the head. */
+static int only_thread(void *ts)
+{
+	if (!py.tstate_interp)
+		return 0;
+	void *interp = py.tstate_interp(ts);
+	return interp && py.thread_head(interp) == ts && !py.thread_next(ts);
+}
+
 uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 {
 	if (!max || !stc_py_active())
 		return 0;
 	int held = py.gil_check(), st = 0;
 	if (!held) {
-		if (!take_gil || !py.this_tstate() || (py.finalizing && py.finalizing()))
+		void *ts = take_gil ? py.this_tstate() : NULL;
+		if (!ts || (py.finalizing && py.finalizing()) || !only_thread(ts))
 			return 0;
 		st = py.ensure();
 	}
