@@ -54,16 +54,7 @@ static uint8_t *dreserve(size_t n)
 	return dbuf + STP_CHUNK_HEADER_SIZE + dlen;
 }
 
-static uint32_t intern_path(const uint64_t *ips, uint32_t n);
-
-/* A pending call path becomes nodes and a STACK definition (defs lock held). */
-static void define_stack(uint32_t id, const uint64_t *ips, uint32_t n)
-{
-	uint32_t node = intern_path(ips, n);
-	uint8_t *p = dreserve(24);
-	if (node && p)
-		dlen += stp_enc_stack(p, 24, id, node);
-}
+static void define_stack(uint32_t id, const uint64_t *ips, uint32_t n);
 
 static void write_defs_locked(void)
 {
@@ -74,9 +65,12 @@ static void write_defs_locked(void)
 	}
 }
 
+static void stk_prepare_next(void);
+
 void stc_defs_flush_locked(void)
 {
 	stc_defs_lock();
+	stk_prepare_next();
 	stc_pending_drain(0, define_stack);
 	write_defs_locked();
 	stc_defs_unlock();
@@ -241,44 +235,95 @@ static uint32_t node_find(uint64_t key, uint64_t ip, size_t *slot)
 	return 0;
 }
 
-/* The path interned last, outermost frame first (defs lock held): paths
- * defined one after the other mostly share their outer frames (the
- * allocations of one caller, or of one import), whose keys and nodes are
- * taken from here instead of being computed and looked up again. */
-static uint64_t last_ip[STC_DEPTH_MAX + 1], last_key[STC_DEPTH_MAX + 1];
+/* Paths wait in a short queue before they are defined: when one is queued,
+ * the table slots its new nodes will probe are prefetched, so the cache
+ * misses of the next few paths overlap (the node table is tens of MiB on
+ * `import torch`, and each new node probes it at random).  A queued path
+ * keeps its keys (see intern_path) and its frames in the pending block,
+ * which the drain keeps until it calls define_stack(0, NULL, 0). */
+#define DQUEUE 8
+typedef struct dpath {
+	uint32_t id, n, same;
+	const uint64_t *ips;
+	uint64_t key[STC_DEPTH_MAX + 1];
+} dpath;
+static dpath dq[DQUEUE];
+static uint32_t dq_head, dq_len;
+/* the path queued last, outermost frame first, and its keys */
+static uint64_t q_ip[STC_DEPTH_MAX + 1], q_key[STC_DEPTH_MAX + 1];
+static uint32_t q_n;
+
+static uint32_t intern_path(const dpath *e);
+
+static void define_one(dpath *e)
+{
+	uint32_t node = intern_path(e);
+	uint8_t *p = dreserve(24);
+	if (node && p)
+		dlen += stp_enc_stack(p, 24, e->id, node);
+}
+
+/* A pending call path becomes nodes and a STACK definition (defs lock held);
+ * n == 0: define every queued path now. */
+static void define_stack(uint32_t id, const uint64_t *ips, uint32_t n)
+{
+	if (n > STC_DEPTH_MAX)
+		n = STC_DEPTH_MAX; /* cannot happen: no walk is longer */
+	if (!n) {
+		for (; dq_len; dq_len--, dq_head = (dq_head + 1) % DQUEUE)
+			define_one(&dq[dq_head]);
+		return;
+	}
+	if (dq_len == DQUEUE) {
+		define_one(&dq[dq_head]);
+		dq_head = (dq_head + 1) % DQUEUE;
+		dq_len--;
+	}
+	dpath *e = &dq[(dq_head + dq_len++) % DQUEUE];
+	uint32_t same = 0;
+	while (same < n && same < q_n && q_ip[same + 1] == ips[n - same - 1])
+		same++;
+	e->id = id;
+	e->n = n;
+	e->ips = ips;
+	e->same = same;
+	q_key[0] = 0x243F6A8885A308D3ull;
+	for (uint32_t d = same + 1; d <= n; d++) {
+		q_key[d] = suffix_step(q_key[d - 1], ips[n - d]);
+		q_ip[d] = ips[n - d];
+		if (ntab)
+			__builtin_prefetch(&ntab[q_key[d] & (ntab_cap - 1)]);
+	}
+	q_n = n;
+	memcpy(e->key, q_key, (n + 1) * sizeof *q_key);
+}
+
+/* The nodes of the path defined last, by depth from the outermost frame
+ * (defs lock held): paths defined one after the other mostly share their
+ * outer frames (the allocations of one caller, or of one import), whose
+ * nodes are taken from here instead of being looked up again. */
 static uint32_t last_node[STC_DEPTH_MAX + 1], last_n;
 
-/* Interns the call path ips[0..n) (innermost first); returns the node of
- * its innermost frame, 0 on failure. */
-static uint32_t intern_path(const uint64_t *ips, uint32_t n)
+/* Interns the queued call path e (its frames innermost first, its keys by
+ * depth; its first e->same depths are those of the path before it);
+ * returns the node of its innermost frame, 0 on failure. */
+static uint32_t intern_path(const dpath *e)
 {
-	uint64_t *key = last_key;
-	if ((nnode + n) * 10 > ntab_cap * 7 && ntab_grow()) {
-		last_n = 0;
-		return 0;
-	}
-	/* depths 1..same: the outer frames this path shares with the last one */
-	uint32_t same = 0;
-	while (same < n && same < last_n && last_ip[same + 1] == ips[n - same - 1])
-		same++;
-	key[0] = 0x243F6A8885A308D3ull;
-	for (uint32_t d = same + 1; d <= n; d++) {
-		key[d] = suffix_step(key[d - 1], ips[n - d]);
-		last_ip[d] = ips[n - d];
-		__builtin_prefetch(&ntab[key[d] & (ntab_cap - 1)]);
-	}
+	const uint64_t *ips = e->ips, *key = e->key;
+	uint32_t n = e->n, same = e->same < last_n ? e->same : last_n;
 	last_n = 0; /* until the nodes below are all known */
+	if ((nnode + n) * 10 > ntab_cap * 7 && ntab_grow())
+		return 0;
 	/* deepest known suffix: known suffixes form a prefix of depths, and
 	 * depth same is known; a new path mostly diverges right after it */
 	uint32_t lo = same, hi = n, node = same ? last_node[same] : 0;
 	size_t slot = 0;
 	if (lo < hi) {
 		uint32_t id = node_find(key[lo + 1], ips[n - lo - 1], &slot);
-		if (id) {
+		if (id)
 			node = last_node[++lo] = id;
-		} else {
+		else
 			hi = lo;
-		}
 	}
 	while (lo < hi) {
 		uint32_t mid = (lo + hi + 1) / 2;
@@ -290,8 +335,7 @@ static uint32_t intern_path(const uint64_t *ips, uint32_t n)
 			hi = mid - 1;
 		}
 	}
-	/* the nodes of depths (same, lo] were found by the search: look them
-	 * up again only when it skipped some (their slots are in the cache) */
+	/* the nodes of depths (same, lo) the search skipped */
 	for (uint32_t d = same + 1; d < lo; d++) {
 		uint32_t id = node_find(key[d], ips[n - d], &slot);
 		if (!id)
@@ -333,6 +377,40 @@ static stk_table *stk_new(size_t cap)
 	if (t)
 		t->mask = cap - 1;
 	return t;
+}
+
+/* The table the next growth will use, made ahead by the thread that writes
+ * the definitions (normally the flusher) once the current one is 40% full,
+ * with its pages already faulted in: zeroing tens of MiB on first touch
+ * would otherwise fall on the program's thread that grows the table. */
+static stk_table *_Atomic stk_next;
+
+static void stk_prepare_next(void)
+{
+	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
+	if (!t || atomic_load_explicit(&stk_next, memory_order_relaxed) || __atomic_load_n(&t->used, __ATOMIC_RELAXED) * 10 < (t->mask + 1) * 4)
+		return;
+	size_t cap = (t->mask + 1) * 2, bytes = sizeof *t + cap * sizeof(stk_slot);
+	stk_table *nt = stk_new(cap);
+	if (!nt)
+		return;
+	for (size_t at = 4096; at < bytes; at += 4096) /* the first page holds mask */
+		((volatile uint8_t *)nt)[at] = 0;
+	stk_table *none = NULL;
+	if (!atomic_compare_exchange_strong(&stk_next, &none, nt))
+		stc_mem_free(nt, bytes);
+}
+
+/* A table of cap slots for a growth (stk_mu held): the one made ahead when
+ * it has that size. */
+static stk_table *stk_grown(size_t cap)
+{
+	stk_table *nt = atomic_exchange(&stk_next, NULL);
+	if (nt && nt->mask + 1 == cap)
+		return nt;
+	if (nt)
+		stc_mem_free(nt, sizeof *nt + (nt->mask + 1) * sizeof(stk_slot));
+	return stk_new(cap);
 }
 
 /* 64x64->128 multiply, folded: the mixing step of wyhash-like hashes. */
@@ -380,7 +458,7 @@ static void stk_put(stk_table *t, size_t i, uint64_t h1, uint32_t h2, uint32_t i
 	t->slots[i].h2 = h2;
 	t->slots[i].id = id;
 	atomic_store_explicit(&t->slots[i].h1, h1, memory_order_release);
-	t->used++;
+	__atomic_store_n(&t->used, t->used + 1, __ATOMIC_RELAXED); /* read by stk_prepare_next */
 }
 
 static pthread_mutex_t stk_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -460,7 +538,7 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	pthread_mutex_lock(&stk_mu);
 	t = atomic_load_explicit(&stk_tab, memory_order_relaxed);
 	if (!t || (t->used + 1) * 10 > (t->mask + 1) * 7) {
-		stk_table *nt = stk_new(t ? (t->mask + 1) * 2 : 1u << 14);
+		stk_table *nt = stk_grown(t ? (t->mask + 1) * 2 : 1u << 14);
 		if (!nt)
 			goto out;
 		for (size_t i = 0; t && i <= t->mask; i++) {
@@ -508,7 +586,7 @@ void stc_defs_atfork_child(void)
 	if (ntab)
 		memset(ntab, 0, ntab_cap * sizeof *ntab);
 	nnode = 0;
-	last_n = 0;
+	last_n = q_n = dq_len = 0;
 	stk_table *t = atomic_load(&stk_tab);
 	if (t) {
 		memset(t->slots, 0, (t->mask + 1) * sizeof(stk_slot));

@@ -160,7 +160,9 @@ STC_HIDDEN void stc_spin_unlock(atomic_int *l);
 STC_HIDDEN void stc_tbuf_wait(unsigned ms);
 STC_HIDDEN void stc_tbuf_write_ready(void);
 /* Pending call paths: added by the thread that saw them first, drained
- * (turned into definitions) by whoever writes the next chunk. */
+ * (turned into definitions) by whoever writes the next chunk.  The drain
+ * calls fn(0, NULL, 0) before the frames it passed may be reused: fn may
+ * keep the pointers until then. */
 STC_HIDDEN int stc_pending_add(uint32_t id, const uint64_t *ips, uint32_t n);
 STC_HIDDEN void stc_pending_drain(int try_only, void (*fn)(uint32_t id, const uint64_t *ips, uint32_t n));
 
