@@ -44,6 +44,7 @@ static struct {
 	PyObj *(*frame_back)(PyObj *);      /* new reference */
 	PyObj *(*frame_code)(PyObj *);      /* new reference */
 	int (*frame_line)(PyObj *);
+	int (*frame_lasti)(PyObj *);        /* optional (3.11+) */
 	PyObj *(*getattr)(PyObj *, const char *);
 	const char *(*utf8)(PyObj *);
 	void (*incref)(PyObj *);
@@ -82,6 +83,7 @@ static void resolve(void)
 	         SYM(err_clear, "PyErr_Clear") &&
 	         SYM(this_tstate, "PyGILState_GetThisThreadState") && SYM(ensure, "PyGILState_Ensure") &&
 	         SYM(release, "PyGILState_Release");
+	SYM(frame_lasti, "PyFrame_GetLasti");
 	if (!SYM(finalizing, "Py_IsFinalizing"))
 		SYM(finalizing, "_Py_IsFinalizing");
 	if (!SYM(tstate_interp, "PyThreadState_GetInterpreter") || !SYM(thread_head, "PyInterpreterState_ThreadHead") ||
@@ -107,8 +109,12 @@ int stc_py_active(void)
 
 int stc_py_in_interpreter(uint64_t ip) { return ip >= interp_lo && ip < interp_hi; }
 
-/* ---- (code object, line) -> string id; guarded by the GIL the caller holds */
-typedef struct { PyObj *code; int line; uint32_t id; } line_slot;
+/* ---- (code object, position) -> string id; guarded by the GIL the caller
+ * holds.  The position is the frame's last instruction where the
+ * interpreter tells it (3.11+), so a known one costs no line-table search
+ * (PyCode_Addr2Line scans the table: microseconds per tensor on deep
+ * stacks); else the line. */
+typedef struct { PyObj *code; int line; uint32_t id; } line_slot; /* line: the position */
 static line_slot *lines;
 static size_t lines_cap, nlines;
 
@@ -133,7 +139,7 @@ static uint32_t name_of(PyObj *code, int line)
 	return stc_intern_string(buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
 }
 
-static uint32_t line_id(PyObj *code, int line)
+static uint32_t line_id(PyObj *code, int line, PyObj *frame)
 {
 	if ((nlines + 1) * 2 > lines_cap) {
 		size_t nc = lines_cap ? lines_cap * 2 : 4096;
@@ -156,7 +162,7 @@ static uint32_t line_id(PyObj *code, int line)
 	for (; lines[j].code; j = (j + 1) & (lines_cap - 1))
 		if (lines[j].code == code && lines[j].line == line)
 			return lines[j].id;
-	uint32_t id = name_of(code, line);
+	uint32_t id = name_of(code, py.frame_lasti ? py.frame_line(frame) : line);
 	if (!id)
 		return 0;
 	py.incref(code); /* keeps the key's address unique */
@@ -198,8 +204,8 @@ uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 	uint32_t n = 0;
 	while (f && n < max) {
 		PyObj *code = py.frame_code(f);
-		int line = py.frame_line(f);
-		uint32_t id = code ? line_id(code, line) : 0;
+		int pos = py.frame_lasti ? py.frame_lasti(f) : py.frame_line(f);
+		uint32_t id = code ? line_id(code, pos, f) : 0;
 		if (code)
 			py.decref(code);
 		if (id)
