@@ -3,7 +3,7 @@
  *
  * A call path gets a stack id the first time it is seen: the hot path is a
  * lock-free lookup of the whole path by hash in an open-addressed table (a
- * slot is published by a release store of its first key word); a miss takes
+ * slot is published by a release store of its fingerprint); a miss takes
  * a small lock (stk_mu), numbers the path and puts its frames on the
  * thread's pending list (tbuf.c).  Turning pending paths into definitions
  * is left to whoever next writes a chunk, normally the flusher thread:
@@ -17,8 +17,9 @@
  * paths are taken as one only if their 64-bit hashes agree and so does a
  * 32-bit check of their depths and innermost and outermost frames: at most
  * n^2/2^65 for n distinct paths (3e-8 for a million).  Table slots are 16
- * bytes: on `import torch` (600,000 paths, 2.8 million trie nodes) these
- * tables are most of the collector's memory.
+ * bytes (and a 2-byte fingerprint each in the call-path table): on `import
+ * torch` (600,000 paths, 2.8 million trie nodes) these tables are most of
+ * the collector's memory.
  */
 #include <string.h>
 
@@ -360,22 +361,34 @@ static uint32_t intern_path(const dpath *e)
 	return node;
 }
 
-/* ---- whole call paths: lock-free lookup */
+/* ---- whole call paths: lock-free lookup
+ * Beside the slots, a 16-bit fingerprint per slot (0: empty) is what a probe
+ * reads first, and the slot only when it agrees: most lookups that reach
+ * this table are for new paths, and the fingerprints (an eighth of the
+ * slots' size) mostly stay in the CPU caches where the slots do not; the
+ * new slot is then written without being read.  A slot is published by a
+ * release store of its fingerprint after the slot is written. */
 typedef struct stk_slot {
-	_Atomic uint64_t h1;
+	uint64_t h1;
 	uint32_t h2, id;
 } stk_slot; /* 16 bytes */
 typedef struct stk_table {
 	size_t mask, used;
+	_Atomic uint16_t *fp; /* cap fingerprints, after the slots */
 	stk_slot slots[];
 } stk_table;
 static stk_table *_Atomic stk_tab;
 
+static inline size_t stk_bytes(size_t cap) { return sizeof(stk_table) + cap * (sizeof(stk_slot) + sizeof(uint16_t)); }
+static inline uint16_t stk_fp(uint64_t h1) { return (uint16_t)((h1 >> 48) | 1); }
+
 static stk_table *stk_new(size_t cap)
 {
-	stk_table *t = stc_mem_alloc(sizeof *t + cap * sizeof(stk_slot));
-	if (t)
+	stk_table *t = stc_mem_alloc(stk_bytes(cap));
+	if (t) {
 		t->mask = cap - 1;
+		t->fp = (_Atomic uint16_t *)(void *)&t->slots[cap];
+	}
 	return t;
 }
 
@@ -390,7 +403,7 @@ static void stk_prepare_next(void)
 	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
 	if (!t || atomic_load_explicit(&stk_next, memory_order_relaxed) || __atomic_load_n(&t->used, __ATOMIC_RELAXED) * 10 < (t->mask + 1) * 4)
 		return;
-	size_t cap = (t->mask + 1) * 2, bytes = sizeof *t + cap * sizeof(stk_slot);
+	size_t cap = (t->mask + 1) * 2, bytes = stk_bytes(cap);
 	stk_table *nt = stk_new(cap);
 	if (!nt)
 		return;
@@ -409,7 +422,7 @@ static stk_table *stk_grown(size_t cap)
 	if (nt && nt->mask + 1 == cap)
 		return nt;
 	if (nt)
-		stc_mem_free(nt, sizeof *nt + (nt->mask + 1) * sizeof(stk_slot));
+		stc_mem_free(nt, stk_bytes(nt->mask + 1));
 	return stk_new(cap);
 }
 
@@ -442,22 +455,22 @@ static inline void path_hash(const uint64_t *ips, uint32_t n, uint64_t *h1, uint
 
 static inline uint32_t stk_find(const stk_table *t, uint64_t h1, uint32_t h2, size_t *slot)
 {
+	uint16_t want = stk_fp(h1);
 	for (size_t i = h1 & t->mask;; i = (i + 1) & t->mask) {
-		uint64_t k = atomic_load_explicit(&t->slots[i].h1, memory_order_acquire);
-		if (!k) {
+		uint16_t f = atomic_load_explicit(&t->fp[i], memory_order_acquire);
+		if (!f) {
 			*slot = i;
 			return 0;
 		}
-		if (k == h1 && t->slots[i].h2 == h2)
+		if (f == want && t->slots[i].h1 == h1 && t->slots[i].h2 == h2)
 			return t->slots[i].id;
 	}
 }
 
 static void stk_put(stk_table *t, size_t i, uint64_t h1, uint32_t h2, uint32_t id)
 {
-	t->slots[i].h2 = h2;
-	t->slots[i].id = id;
-	atomic_store_explicit(&t->slots[i].h1, h1, memory_order_release);
+	t->slots[i] = (stk_slot){h1, h2, id};
+	atomic_store_explicit(&t->fp[i], stk_fp(h1), memory_order_release);
 	__atomic_store_n(&t->used, t->used + 1, __ATOMIC_RELAXED); /* read by stk_prepare_next */
 }
 
@@ -523,7 +536,7 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	 * `import torch`) both miss the CPU caches */
 	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
 	if (t)
-		__builtin_prefetch(&t->slots[h1 & t->mask]);
+		__builtin_prefetch((const void *)&t->fp[h1 & t->mask]);
 	tcache_ent *tc = tcache_slot(h1);
 	uint64_t h2k = (uint64_t)h2 << 32;
 	if (tc && tc->h1 == h1 && (tc->h2id & 0xffffffff00000000ull) == h2k)
@@ -542,8 +555,8 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 		if (!nt)
 			goto out;
 		for (size_t i = 0; t && i <= t->mask; i++) {
-			uint64_t k = atomic_load_explicit(&t->slots[i].h1, memory_order_relaxed);
-			if (k) {
+			uint64_t k = t->slots[i].h1;
+			if (atomic_load_explicit(&t->fp[i], memory_order_relaxed)) {
 				size_t s = 0;
 				stk_find(nt, k, t->slots[i].h2, &s);
 				stk_put(nt, s, k, t->slots[i].h2, t->slots[i].id);
@@ -589,7 +602,7 @@ void stc_defs_atfork_child(void)
 	last_n = q_n = dq_len = 0;
 	stk_table *t = atomic_load(&stk_tab);
 	if (t) {
-		memset(t->slots, 0, (t->mask + 1) * sizeof(stk_slot));
+		memset(t->slots, 0, stk_bytes(t->mask + 1) - sizeof *t);
 		t->used = 0;
 	}
 }
