@@ -194,7 +194,9 @@ static inline uint32_t fold32(uint64_t x) { return (uint32_t)(x ^ (x >> 32)); }
  * overlap. */
 typedef struct node_slot { uint64_t key; uint32_t ipx, id; } node_slot; /* 16 bytes */
 static node_slot *ntab;
+static uint16_t *nfp; /* a fingerprint per slot (0: empty), read before it */
 static size_t ntab_cap, nnode;
+static inline uint16_t node_fp(uint64_t key) { return (uint16_t)((key >> 48) | 1); }
 
 static inline uint64_t suffix_step(uint64_t h, uint64_t ip)
 {
@@ -203,37 +205,53 @@ static inline uint64_t suffix_step(uint64_t h, uint64_t ip)
 	return r ? r : 1;
 }
 
+/* The slots and the fingerprints after them, in one mapping. */
+static inline size_t ntab_bytes(size_t cap) { return cap * (sizeof(node_slot) + sizeof(uint16_t)); }
+
 static int ntab_grow(void)
 {
 	size_t nc = ntab_cap ? ntab_cap * 2 : 4096;
-	node_slot *nt = stc_mem_alloc(nc * sizeof *nt);
+	node_slot *nt = stc_mem_alloc(ntab_bytes(nc));
 	if (!nt)
 		return -1;
+	uint16_t *nf = (uint16_t *)(void *)&nt[nc];
 	for (size_t i = 0; i < ntab_cap; i++) {
-		if (!ntab[i].id)
+		if (!nfp[i])
 			continue;
 		size_t j = ntab[i].key & (nc - 1);
-		while (nt[j].id)
+		while (nf[j])
 			j = (j + 1) & (nc - 1);
 		nt[j] = ntab[i];
+		nf[j] = nfp[i];
 	}
-	stc_mem_free(ntab, ntab_cap * sizeof *ntab);
+	if (ntab)
+		stc_mem_free(ntab, ntab_bytes(ntab_cap));
 	ntab = nt;
+	nfp = nf;
 	ntab_cap = nc;
 	return 0;
 }
 
 /* The node of the suffix with hash key, depth and outermost-inward frame ip;
- * *slot gets the free slot where it would go. */
+ * *slot gets the free slot where it would go (node_put fills it).  Only the
+ * fingerprints are read until one agrees: a new node's slot, tens of MiB
+ * into the table, is written without being read. */
 static uint32_t node_find(uint64_t key, uint64_t ip, size_t *slot)
 {
 	size_t j = key & (ntab_cap - 1);
 	uint32_t ipx = fold32(ip);
-	for (; ntab[j].id; j = (j + 1) & (ntab_cap - 1))
-		if (ntab[j].key == key && ntab[j].ipx == ipx)
+	uint16_t want = node_fp(key);
+	for (; nfp[j]; j = (j + 1) & (ntab_cap - 1))
+		if (nfp[j] == want && ntab[j].key == key && ntab[j].ipx == ipx)
 			return ntab[j].id;
 	*slot = j;
 	return 0;
+}
+
+static inline void node_put(size_t slot, uint64_t key, uint64_t ip, uint32_t id)
+{
+	ntab[slot] = (node_slot){key, fold32(ip), id};
+	nfp[slot] = node_fp(key);
 }
 
 /* Paths wait in a short queue before they are defined: when one is queued,
@@ -293,7 +311,7 @@ static void define_stack(uint32_t id, const uint64_t *ips, uint32_t n)
 		q_key[d] = suffix_step(q_key[d - 1], ips[n - d]);
 		q_ip[d] = ips[n - d];
 		if (ntab)
-			__builtin_prefetch(&ntab[q_key[d] & (ntab_cap - 1)]);
+			__builtin_prefetch(&nfp[q_key[d] & (ntab_cap - 1)]);
 	}
 	q_n = n;
 	memcpy(e->key, q_key, (n + 1) * sizeof *q_key);
@@ -353,7 +371,7 @@ static uint32_t intern_path(const dpath *e)
 				return 0;
 			id = (uint32_t)++nnode;
 			dlen += stp_enc_node(p, 40, &dstate, id, node, ips[n - d]);
-			ntab[slot] = (node_slot){key[d], fold32(ips[n - d]), id};
+			node_put(slot, key[d], ips[n - d], id);
 		}
 		last_node[d] = node = id;
 	}
@@ -597,7 +615,7 @@ void stc_defs_atfork_child(void)
 		memset(stab, 0, stab_cap * sizeof *stab);
 	nstr = 0;
 	if (ntab)
-		memset(ntab, 0, ntab_cap * sizeof *ntab);
+		memset(ntab, 0, ntab_bytes(ntab_cap));
 	nnode = 0;
 	last_n = q_n = dq_len = 0;
 	stk_table *t = atomic_load(&stk_tab);
