@@ -9,13 +9,16 @@
  * release the GIL around every op, so a Python thread (one with a thread
  * state) that does not hold it takes it for the walk and gives it back;
  * its own frames cannot have changed meanwhile (the thread is here).
- * It does so only when it is the interpreter's only thread: then no other
- * thread can hold the GIL, so taking it cannot wait.  With other Python
- * threads it could deadlock: the op that allocates may hold one of
- * PyTorch's locks (the CPU generator's, under torch.multinomial) that a
- * thread holding the GIL waits for (torch.get_rng_state does);
- * tests/python/test_torch_gil.sh runs that program.  Such a thread's
- * tensors get their native frames only.  (A thread created between the
+ * For a CPU tensor it does so only when it is the interpreter's only
+ * thread (STC_GIL_IF_ALONE): then no other thread can hold the GIL, so
+ * taking it cannot wait.  With other Python threads it could deadlock: the
+ * op that allocates may hold one of PyTorch's locks (the CPU generator's,
+ * under torch.multinomial) that a thread holding the GIL waits for
+ * (torch.get_rng_state does); tests/python/test_torch_gil.sh runs that
+ * program.  Such a thread's tensors get their native frames only.  The
+ * CUDA pluggable allocator waits for the GIL (STC_GIL_WAIT): CUDA ops hold
+ * the generator's lock only while they take a seed, and PyTorch calls that
+ * allocator holding no lock of its own.  (A thread created between the
  * check and the take could still take the GIL first: it would have to wait
  * for a lock this thread holds in that instant, before running any code.)
  * Threads Python did not create, and an interpreter that is finalizing, get
@@ -189,8 +192,8 @@ uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 		return 0;
 	int held = py.gil_check(), st = 0;
 	if (!held) {
-		void *ts = take_gil ? py.this_tstate() : NULL;
-		if (!ts || (py.finalizing && py.finalizing()) || !only_thread(ts))
+		void *ts = take_gil != STC_GIL_NEVER ? py.this_tstate() : NULL;
+		if (!ts || (py.finalizing && py.finalizing()) || (take_gil != STC_GIL_WAIT && !only_thread(ts)))
 			return 0;
 		st = py.ensure();
 	}
