@@ -3,7 +3,7 @@
  *
  * A call path gets a stack id the first time it is seen: the hot path is a
  * lock-free lookup of the whole path by hash in an open-addressed table (a
- * slot is published by a release store of its first key word); a miss takes
+ * slot is published by a release store of its fingerprint); a miss takes
  * a small lock (stk_mu), numbers the path and puts its frames on the
  * thread's pending list (tbuf.c).  Turning pending paths into definitions
  * is left to whoever next writes a chunk, normally the flusher thread:
@@ -17,8 +17,9 @@
  * paths are taken as one only if their 64-bit hashes agree and so does a
  * 32-bit check of their depths and innermost and outermost frames: at most
  * n^2/2^65 for n distinct paths (3e-8 for a million).  Table slots are 16
- * bytes: on `import torch` (600,000 paths, 2.8 million trie nodes) these
- * tables are most of the collector's memory.
+ * bytes (and a 2-byte fingerprint each in the call-path table): on `import
+ * torch` (600,000 paths, 2.8 million trie nodes) these tables are most of
+ * the collector's memory.
  */
 #include <string.h>
 
@@ -54,16 +55,7 @@ static uint8_t *dreserve(size_t n)
 	return dbuf + STP_CHUNK_HEADER_SIZE + dlen;
 }
 
-static uint32_t intern_path(const uint64_t *ips, uint32_t n);
-
-/* A pending call path becomes nodes and a STACK definition (defs lock held). */
-static void define_stack(uint32_t id, const uint64_t *ips, uint32_t n)
-{
-	uint32_t node = intern_path(ips, n);
-	uint8_t *p = dreserve(24);
-	if (node && p)
-		dlen += stp_enc_stack(p, 24, id, node);
-}
+static void define_stack(uint32_t id, const uint64_t *ips, uint32_t n);
 
 static void write_defs_locked(void)
 {
@@ -74,9 +66,12 @@ static void write_defs_locked(void)
 	}
 }
 
+static void stk_prepare_next(void);
+
 void stc_defs_flush_locked(void)
 {
 	stc_defs_lock();
+	stk_prepare_next();
 	stc_pending_drain(0, define_stack);
 	write_defs_locked();
 	stc_defs_unlock();
@@ -199,7 +194,9 @@ static inline uint32_t fold32(uint64_t x) { return (uint32_t)(x ^ (x >> 32)); }
  * overlap. */
 typedef struct node_slot { uint64_t key; uint32_t ipx, id; } node_slot; /* 16 bytes */
 static node_slot *ntab;
+static uint16_t *nfp; /* a fingerprint per slot (0: empty), read before it */
 static size_t ntab_cap, nnode;
+static inline uint16_t node_fp(uint64_t key) { return (uint16_t)((key >> 48) | 1); }
 
 static inline uint64_t suffix_step(uint64_t h, uint64_t ip)
 {
@@ -208,54 +205,145 @@ static inline uint64_t suffix_step(uint64_t h, uint64_t ip)
 	return r ? r : 1;
 }
 
+/* The slots and the fingerprints after them, in one mapping. */
+static inline size_t ntab_bytes(size_t cap) { return cap * (sizeof(node_slot) + sizeof(uint16_t)); }
+
 static int ntab_grow(void)
 {
 	size_t nc = ntab_cap ? ntab_cap * 2 : 4096;
-	node_slot *nt = stc_mem_alloc(nc * sizeof *nt);
+	node_slot *nt = stc_mem_alloc(ntab_bytes(nc));
 	if (!nt)
 		return -1;
+	uint16_t *nf = (uint16_t *)(void *)&nt[nc];
 	for (size_t i = 0; i < ntab_cap; i++) {
-		if (!ntab[i].id)
+		if (!nfp[i])
 			continue;
 		size_t j = ntab[i].key & (nc - 1);
-		while (nt[j].id)
+		while (nf[j])
 			j = (j + 1) & (nc - 1);
 		nt[j] = ntab[i];
+		nf[j] = nfp[i];
 	}
-	stc_mem_free(ntab, ntab_cap * sizeof *ntab);
+	if (ntab)
+		stc_mem_free(ntab, ntab_bytes(ntab_cap));
 	ntab = nt;
+	nfp = nf;
 	ntab_cap = nc;
 	return 0;
 }
 
 /* The node of the suffix with hash key, depth and outermost-inward frame ip;
- * *slot gets the free slot where it would go. */
+ * *slot gets the free slot where it would go (node_put fills it).  Only the
+ * fingerprints are read until one agrees: a new node's slot, tens of MiB
+ * into the table, is written without being read. */
 static uint32_t node_find(uint64_t key, uint64_t ip, size_t *slot)
 {
 	size_t j = key & (ntab_cap - 1);
 	uint32_t ipx = fold32(ip);
-	for (; ntab[j].id; j = (j + 1) & (ntab_cap - 1))
-		if (ntab[j].key == key && ntab[j].ipx == ipx)
+	uint16_t want = node_fp(key);
+	for (; nfp[j]; j = (j + 1) & (ntab_cap - 1))
+		if (nfp[j] == want && ntab[j].key == key && ntab[j].ipx == ipx)
 			return ntab[j].id;
 	*slot = j;
 	return 0;
 }
 
-/* Interns the call path ips[0..n) (innermost first); returns the node of
- * its innermost frame, 0 on failure. */
-static uint32_t intern_path(const uint64_t *ips, uint32_t n)
+static inline void node_put(size_t slot, uint64_t key, uint64_t ip, uint32_t id)
 {
+	ntab[slot] = (node_slot){key, fold32(ip), id};
+	nfp[slot] = node_fp(key);
+}
+
+/* Paths wait in a short queue before they are defined: when one is queued,
+ * the table slots its new nodes will probe are prefetched, so the cache
+ * misses of the next few paths overlap (the node table is tens of MiB on
+ * `import torch`, and each new node probes it at random).  A queued path
+ * keeps its keys (see intern_path) and its frames in the pending block,
+ * which the drain keeps until it calls define_stack(0, NULL, 0). */
+#define DQUEUE 8
+typedef struct dpath {
+	uint32_t id, n, same;
+	const uint64_t *ips;
 	uint64_t key[STC_DEPTH_MAX + 1];
-	key[0] = 0x243F6A8885A308D3ull;
+} dpath;
+static dpath dq[DQUEUE];
+static uint32_t dq_head, dq_len;
+/* the path queued last, outermost frame first, and its keys */
+static uint64_t q_ip[STC_DEPTH_MAX + 1], q_key[STC_DEPTH_MAX + 1];
+static uint32_t q_n;
+
+static uint32_t intern_path(const dpath *e);
+
+static void define_one(dpath *e)
+{
+	uint32_t node = intern_path(e);
+	uint8_t *p = dreserve(24);
+	if (node && p)
+		dlen += stp_enc_stack(p, 24, e->id, node);
+}
+
+/* A pending call path becomes nodes and a STACK definition (defs lock held);
+ * n == 0: define every queued path now. */
+static void define_stack(uint32_t id, const uint64_t *ips, uint32_t n)
+{
+	if (n > STC_DEPTH_MAX)
+		n = STC_DEPTH_MAX; /* cannot happen: no walk is longer */
+	if (!n) {
+		for (; dq_len; dq_len--, dq_head = (dq_head + 1) % DQUEUE)
+			define_one(&dq[dq_head]);
+		return;
+	}
+	if (dq_len == DQUEUE) {
+		define_one(&dq[dq_head]);
+		dq_head = (dq_head + 1) % DQUEUE;
+		dq_len--;
+	}
+	dpath *e = &dq[(dq_head + dq_len++) % DQUEUE];
+	uint32_t same = 0;
+	while (same < n && same < q_n && q_ip[same + 1] == ips[n - same - 1])
+		same++;
+	e->id = id;
+	e->n = n;
+	e->ips = ips;
+	e->same = same;
+	q_key[0] = 0x243F6A8885A308D3ull;
+	for (uint32_t d = same + 1; d <= n; d++) {
+		q_key[d] = suffix_step(q_key[d - 1], ips[n - d]);
+		q_ip[d] = ips[n - d];
+		if (ntab)
+			__builtin_prefetch(&nfp[q_key[d] & (ntab_cap - 1)]);
+	}
+	q_n = n;
+	memcpy(e->key, q_key, (n + 1) * sizeof *q_key);
+}
+
+/* The nodes of the path defined last, by depth from the outermost frame
+ * (defs lock held): paths defined one after the other mostly share their
+ * outer frames (the allocations of one caller, or of one import), whose
+ * nodes are taken from here instead of being looked up again. */
+static uint32_t last_node[STC_DEPTH_MAX + 1], last_n;
+
+/* Interns the queued call path e (its frames innermost first, its keys by
+ * depth; its first e->same depths are those of the path before it);
+ * returns the node of its innermost frame, 0 on failure. */
+static uint32_t intern_path(const dpath *e)
+{
+	const uint64_t *ips = e->ips, *key = e->key;
+	uint32_t n = e->n, same = e->same < last_n ? e->same : last_n;
+	last_n = 0; /* until the nodes below are all known */
 	if ((nnode + n) * 10 > ntab_cap * 7 && ntab_grow())
 		return 0;
-	for (uint32_t d = 1; d <= n; d++) {
-		key[d] = suffix_step(key[d - 1], ips[n - d]);
-		__builtin_prefetch(&ntab[key[d] & (ntab_cap - 1)]);
-	}
-	/* deepest known suffix: known suffixes form a prefix of depths */
-	uint32_t lo = 0, hi = n, node = 0;
+	/* deepest known suffix: known suffixes form a prefix of depths, and
+	 * depth same is known; a new path mostly diverges right after it */
+	uint32_t lo = same, hi = n, node = same ? last_node[same] : 0;
 	size_t slot = 0;
+	if (lo < hi) {
+		uint32_t id = node_find(key[lo + 1], ips[n - lo - 1], &slot);
+		if (id)
+			node = last_node[++lo] = id;
+		else
+			hi = lo;
+	}
 	while (lo < hi) {
 		uint32_t mid = (lo + hi + 1) / 2;
 		uint32_t id = node_find(key[mid], ips[n - mid], &slot);
@@ -266,6 +354,15 @@ static uint32_t intern_path(const uint64_t *ips, uint32_t n)
 			hi = mid - 1;
 		}
 	}
+	/* the nodes of depths (same, lo) the search skipped */
+	for (uint32_t d = same + 1; d < lo; d++) {
+		uint32_t id = node_find(key[d], ips[n - d], &slot);
+		if (!id)
+			return 0; /* cannot happen: known depths are a prefix */
+		last_node[d] = id;
+	}
+	if (lo > same)
+		last_node[lo] = node;
 	for (uint32_t d = lo + 1; d <= n; d++) {
 		uint32_t id = node_find(key[d], ips[n - d], &slot);
 		if (!id) {
@@ -274,30 +371,77 @@ static uint32_t intern_path(const uint64_t *ips, uint32_t n)
 				return 0;
 			id = (uint32_t)++nnode;
 			dlen += stp_enc_node(p, 40, &dstate, id, node, ips[n - d]);
-			ntab[slot] = (node_slot){key[d], fold32(ips[n - d]), id};
+			node_put(slot, key[d], ips[n - d], id);
 		}
-		node = id;
+		last_node[d] = node = id;
 	}
+	last_n = n;
 	return node;
 }
 
-/* ---- whole call paths: lock-free lookup */
+/* ---- whole call paths: lock-free lookup
+ * Beside the slots, a 16-bit fingerprint per slot (0: empty) is what a probe
+ * reads first, and the slot only when it agrees: most lookups that reach
+ * this table are for new paths, and the fingerprints (an eighth of the
+ * slots' size) mostly stay in the CPU caches where the slots do not; the
+ * new slot is then written without being read.  A slot is published by a
+ * release store of its fingerprint after the slot is written. */
 typedef struct stk_slot {
-	_Atomic uint64_t h1;
+	uint64_t h1;
 	uint32_t h2, id;
 } stk_slot; /* 16 bytes */
 typedef struct stk_table {
 	size_t mask, used;
+	_Atomic uint16_t *fp; /* cap fingerprints, after the slots */
 	stk_slot slots[];
 } stk_table;
 static stk_table *_Atomic stk_tab;
 
+static inline size_t stk_bytes(size_t cap) { return sizeof(stk_table) + cap * (sizeof(stk_slot) + sizeof(uint16_t)); }
+static inline uint16_t stk_fp(uint64_t h1) { return (uint16_t)((h1 >> 48) | 1); }
+
 static stk_table *stk_new(size_t cap)
 {
-	stk_table *t = stc_mem_alloc(sizeof *t + cap * sizeof(stk_slot));
-	if (t)
+	stk_table *t = stc_mem_alloc(stk_bytes(cap));
+	if (t) {
 		t->mask = cap - 1;
+		t->fp = (_Atomic uint16_t *)(void *)&t->slots[cap];
+	}
 	return t;
+}
+
+/* The table the next growth will use, made ahead by the thread that writes
+ * the definitions (normally the flusher) once the current one is 40% full,
+ * with its pages already faulted in: zeroing tens of MiB on first touch
+ * would otherwise fall on the program's thread that grows the table. */
+static stk_table *_Atomic stk_next;
+
+static void stk_prepare_next(void)
+{
+	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
+	if (!t || atomic_load_explicit(&stk_next, memory_order_relaxed) || __atomic_load_n(&t->used, __ATOMIC_RELAXED) * 10 < (t->mask + 1) * 4)
+		return;
+	size_t cap = (t->mask + 1) * 2, bytes = stk_bytes(cap);
+	stk_table *nt = stk_new(cap);
+	if (!nt)
+		return;
+	for (size_t at = 4096; at < bytes; at += 4096) /* the first page holds mask */
+		((volatile uint8_t *)nt)[at] = 0;
+	stk_table *none = NULL;
+	if (!atomic_compare_exchange_strong(&stk_next, &none, nt))
+		stc_mem_free(nt, bytes);
+}
+
+/* A table of cap slots for a growth (stk_mu held): the one made ahead when
+ * it has that size. */
+static stk_table *stk_grown(size_t cap)
+{
+	stk_table *nt = atomic_exchange(&stk_next, NULL);
+	if (nt && nt->mask + 1 == cap)
+		return nt;
+	if (nt)
+		stc_mem_free(nt, stk_bytes(nt->mask + 1));
+	return stk_new(cap);
 }
 
 /* 64x64->128 multiply, folded: the mixing step of wyhash-like hashes. */
@@ -329,23 +473,23 @@ static inline void path_hash(const uint64_t *ips, uint32_t n, uint64_t *h1, uint
 
 static inline uint32_t stk_find(const stk_table *t, uint64_t h1, uint32_t h2, size_t *slot)
 {
+	uint16_t want = stk_fp(h1);
 	for (size_t i = h1 & t->mask;; i = (i + 1) & t->mask) {
-		uint64_t k = atomic_load_explicit(&t->slots[i].h1, memory_order_acquire);
-		if (!k) {
+		uint16_t f = atomic_load_explicit(&t->fp[i], memory_order_acquire);
+		if (!f) {
 			*slot = i;
 			return 0;
 		}
-		if (k == h1 && t->slots[i].h2 == h2)
+		if (f == want && t->slots[i].h1 == h1 && t->slots[i].h2 == h2)
 			return t->slots[i].id;
 	}
 }
 
 static void stk_put(stk_table *t, size_t i, uint64_t h1, uint32_t h2, uint32_t id)
 {
-	t->slots[i].h2 = h2;
-	t->slots[i].id = id;
-	atomic_store_explicit(&t->slots[i].h1, h1, memory_order_release);
-	t->used++;
+	t->slots[i] = (stk_slot){h1, h2, id};
+	atomic_store_explicit(&t->fp[i], stk_fp(h1), memory_order_release);
+	__atomic_store_n(&t->used, t->used + 1, __ATOMIC_RELAXED); /* read by stk_prepare_next */
 }
 
 static pthread_mutex_t stk_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -406,11 +550,15 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	if (!n)
 		return 0;
 	path_hash(ips, n, &h1, &h2);
+	/* both probes' lines are fetched at once: on a new path (most of
+	 * `import torch`) both miss the CPU caches */
+	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
+	if (t)
+		__builtin_prefetch((const void *)&t->fp[h1 & t->mask]);
 	tcache_ent *tc = tcache_slot(h1);
 	uint64_t h2k = (uint64_t)h2 << 32;
 	if (tc && tc->h1 == h1 && (tc->h2id & 0xffffffff00000000ull) == h2k)
 		return (uint32_t)tc->h2id;
-	stk_table *t = atomic_load_explicit(&stk_tab, memory_order_acquire);
 	uint32_t id = t ? stk_find(t, h1, h2, &slot) : 0;
 	if (STC_LIKELY(id)) {
 		if (tc)
@@ -421,12 +569,12 @@ uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)
 	pthread_mutex_lock(&stk_mu);
 	t = atomic_load_explicit(&stk_tab, memory_order_relaxed);
 	if (!t || (t->used + 1) * 10 > (t->mask + 1) * 7) {
-		stk_table *nt = stk_new(t ? (t->mask + 1) * 2 : 1u << 14);
+		stk_table *nt = stk_grown(t ? (t->mask + 1) * 2 : 1u << 14);
 		if (!nt)
 			goto out;
 		for (size_t i = 0; t && i <= t->mask; i++) {
-			uint64_t k = atomic_load_explicit(&t->slots[i].h1, memory_order_relaxed);
-			if (k) {
+			uint64_t k = t->slots[i].h1;
+			if (atomic_load_explicit(&t->fp[i], memory_order_relaxed)) {
 				size_t s = 0;
 				stk_find(nt, k, t->slots[i].h2, &s);
 				stk_put(nt, s, k, t->slots[i].h2, t->slots[i].id);
@@ -467,11 +615,12 @@ void stc_defs_atfork_child(void)
 		memset(stab, 0, stab_cap * sizeof *stab);
 	nstr = 0;
 	if (ntab)
-		memset(ntab, 0, ntab_cap * sizeof *ntab);
+		memset(ntab, 0, ntab_bytes(ntab_cap));
 	nnode = 0;
+	last_n = q_n = dq_len = 0;
 	stk_table *t = atomic_load(&stk_tab);
 	if (t) {
-		memset(t->slots, 0, (t->mask + 1) * sizeof(stk_slot));
+		memset(t->slots, 0, stk_bytes(t->mask + 1) - sizeof *t);
 		t->used = 0;
 	}
 }

@@ -160,7 +160,9 @@ STC_HIDDEN void stc_spin_unlock(atomic_int *l);
 STC_HIDDEN void stc_tbuf_wait(unsigned ms);
 STC_HIDDEN void stc_tbuf_write_ready(void);
 /* Pending call paths: added by the thread that saw them first, drained
- * (turned into definitions) by whoever writes the next chunk. */
+ * (turned into definitions) by whoever writes the next chunk.  The drain
+ * calls fn(0, NULL, 0) before the frames it passed may be reused: fn may
+ * keep the pointers until then. */
 STC_HIDDEN int stc_pending_add(uint32_t id, const uint64_t *ips, uint32_t n);
 STC_HIDDEN void stc_pending_drain(int try_only, void (*fn)(uint32_t id, const uint64_t *ips, uint32_t n));
 
@@ -237,14 +239,19 @@ STC_HIDDEN int stc_py_active(void);
 STC_HIDDEN int stc_py_in_interpreter(uint64_t ip);
 /* Up to max Python frames of the calling thread, innermost first, as
  * STP_PYFRAME_TAG | string id.  A Python thread that does not hold the GIL
- * takes it for the walk when take_gil is set, else gets none; 0 for a
- * thread Python did not create. */
+ * takes it for the walk as take_gil says (STC_GIL_*), else gets none; 0
+ * for a thread Python did not create. */
+enum {
+	STC_GIL_NEVER = 0,    /* only if the thread holds it already */
+	STC_GIL_IF_ALONE = 1, /* also when it is the interpreter's only thread (nothing can hold it) */
+	STC_GIL_WAIT = 2,     /* also by waiting: the caller holds no lock another thread may wait for with the GIL */
+};
 STC_HIDDEN uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil);
 
 /* ---------------------------------------------------------------- torch (torch_common.c) */
 /* The call path of a tensor allocated now (native frames up to the
- * interpreter, then Python frames); take_gil 0: Python frames only when
- * this thread holds the GIL already.  Returns its stack id, 0 for none. */
+ * interpreter, then Python frames); take_gil as for stc_py_frames.
+ * Returns its stack id, 0 for none. */
 STC_HIDDEN uint32_t stc_tensor_stack(int take_gil);
 /* libc10.so's own definition of name, NULL when there is none. */
 STC_HIDDEN void *stc_c10_sym(const char *name);

@@ -9,6 +9,18 @@
  * release the GIL around every op, so a Python thread (one with a thread
  * state) that does not hold it takes it for the walk and gives it back;
  * its own frames cannot have changed meanwhile (the thread is here).
+ * For a CPU tensor it does so only when it is the interpreter's only
+ * thread (STC_GIL_IF_ALONE): then no other thread can hold the GIL, so
+ * taking it cannot wait.  With other Python threads it could deadlock: the
+ * op that allocates may hold one of PyTorch's locks (the CPU generator's,
+ * under torch.multinomial) that a thread holding the GIL waits for
+ * (torch.get_rng_state does); tests/python/test_torch_gil.sh runs that
+ * program.  Such a thread's tensors get their native frames only.  The
+ * CUDA pluggable allocator waits for the GIL (STC_GIL_WAIT): CUDA ops hold
+ * the generator's lock only while they take a seed, and PyTorch calls that
+ * allocator holding no lock of its own.  (A thread created between the
+ * check and the take could still take the GIL first: it would have to wait
+ * for a lock this thread holds in that instant, before running any code.)
  * Threads Python did not create, and an interpreter that is finalizing, get
  * no Python frames.  Caveat: materializing a frame object may start the
  * cyclic GC, whose frees then happen while the collector is busy (not
@@ -35,6 +47,7 @@ static struct {
 	PyObj *(*frame_back)(PyObj *);      /* new reference */
 	PyObj *(*frame_code)(PyObj *);      /* new reference */
 	int (*frame_line)(PyObj *);
+	int (*frame_lasti)(PyObj *);        /* optional (3.11+) */
 	PyObj *(*getattr)(PyObj *, const char *);
 	const char *(*utf8)(PyObj *);
 	void (*incref)(PyObj *);
@@ -44,6 +57,9 @@ static struct {
 	int (*ensure)(void);
 	void (*release)(int);
 	int (*finalizing)(void);            /* optional */
+	void *(*tstate_interp)(void *);     /* optional (3.9+), as the next two */
+	void *(*thread_head)(void *);
+	void *(*thread_next)(void *);
 } py;
 static _Atomic int py_state; /* 0 unresolved, 1 usable, 2 not a (usable) Python */
 static uintptr_t interp_lo, interp_hi;
@@ -70,8 +86,12 @@ static void resolve(void)
 	         SYM(err_clear, "PyErr_Clear") &&
 	         SYM(this_tstate, "PyGILState_GetThisThreadState") && SYM(ensure, "PyGILState_Ensure") &&
 	         SYM(release, "PyGILState_Release");
+	SYM(frame_lasti, "PyFrame_GetLasti");
 	if (!SYM(finalizing, "Py_IsFinalizing"))
 		SYM(finalizing, "_Py_IsFinalizing");
+	if (!SYM(tstate_interp, "PyThreadState_GetInterpreter") || !SYM(thread_head, "PyInterpreterState_ThreadHead") ||
+	    !SYM(thread_next, "PyThreadState_Next"))
+		py.tstate_interp = NULL; /* then the GIL is never taken */
 	if (ok) {
 		void *probe;
 		*(void **)&probe = (void *)py.get_frame;
@@ -92,8 +112,12 @@ int stc_py_active(void)
 
 int stc_py_in_interpreter(uint64_t ip) { return ip >= interp_lo && ip < interp_hi; }
 
-/* ---- (code object, line) -> string id; guarded by the GIL the caller holds */
-typedef struct { PyObj *code; int line; uint32_t id; } line_slot;
+/* ---- (code object, position) -> string id; guarded by the GIL the caller
+ * holds.  The position is the frame's last instruction where the
+ * interpreter tells it (3.11+), so a known one costs no line-table search
+ * (PyCode_Addr2Line scans the table: microseconds per tensor on deep
+ * stacks); else the line. */
+typedef struct { PyObj *code; int line; uint32_t id; } line_slot; /* line: the position */
 static line_slot *lines;
 static size_t lines_cap, nlines;
 
@@ -118,7 +142,7 @@ static uint32_t name_of(PyObj *code, int line)
 	return stc_intern_string(buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
 }
 
-static uint32_t line_id(PyObj *code, int line)
+static uint32_t line_id(PyObj *code, int line, PyObj *frame)
 {
 	if ((nlines + 1) * 2 > lines_cap) {
 		size_t nc = lines_cap ? lines_cap * 2 : 4096;
@@ -141,7 +165,7 @@ static uint32_t line_id(PyObj *code, int line)
 	for (; lines[j].code; j = (j + 1) & (lines_cap - 1))
 		if (lines[j].code == code && lines[j].line == line)
 			return lines[j].id;
-	uint32_t id = name_of(code, line);
+	uint32_t id = name_of(code, py.frame_lasti ? py.frame_line(frame) : line);
 	if (!id)
 		return 0;
 	py.incref(code); /* keeps the key's address unique */
@@ -150,13 +174,26 @@ static uint32_t line_id(PyObj *code, int line)
 	return id;
 }
 
+/* ts (this thread's state) is its interpreter's only thread state.  Read
+ * without the GIL: the head is compared, not followed, unless it is ts
+ * itself, which cannot go away while its thread is here; new states are
+ * put at the head. */
+static int only_thread(void *ts)
+{
+	if (!py.tstate_interp)
+		return 0;
+	void *interp = py.tstate_interp(ts);
+	return interp && py.thread_head(interp) == ts && !py.thread_next(ts);
+}
+
 uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 {
 	if (!max || !stc_py_active())
 		return 0;
 	int held = py.gil_check(), st = 0;
 	if (!held) {
-		if (!take_gil || !py.this_tstate() || (py.finalizing && py.finalizing()))
+		void *ts = take_gil != STC_GIL_NEVER ? py.this_tstate() : NULL;
+		if (!ts || (py.finalizing && py.finalizing()) || (take_gil != STC_GIL_WAIT && !only_thread(ts)))
 			return 0;
 		st = py.ensure();
 	}
@@ -170,8 +207,8 @@ uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 	uint32_t n = 0;
 	while (f && n < max) {
 		PyObj *code = py.frame_code(f);
-		int line = py.frame_line(f);
-		uint32_t id = code ? line_id(code, line) : 0;
+		int pos = py.frame_lasti ? py.frame_lasti(f) : py.frame_line(f);
+		uint32_t id = code ? line_id(code, pos, f) : 0;
 		if (code)
 			py.decref(code);
 		if (id)

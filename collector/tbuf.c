@@ -506,6 +506,7 @@ void stc_pending_drain(int try_only, void (*fn)(uint32_t id, const uint64_t *ips
 				fn(id, (const uint64_t *)(const void *)(k->data + at + 8), n);
 				at += 8 + (size_t)n * 8;
 			}
+		fn(0, NULL, 0); /* the chain's frames are given back below */
 		if (!try_only)
 			pblock_put_chain(chain); /* a signal handler leaves them */
 	}

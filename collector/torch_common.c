@@ -4,10 +4,11 @@
  * own definition of a function we interpose.
  *
  * A tensor's call path is the native frames up to the interpreter, then the
- * Python frames (pyframes.c), innermost first.  take_gil = 0 adds Python
- * frames only when the thread already holds the GIL: a caller that runs
- * under one of PyTorch's own locks must not wait for the GIL (a thread
- * holding the GIL may be waiting for that lock).
+ * Python frames (pyframes.c), innermost first.  take_gil (STC_GIL_*) says
+ * when a thread without the GIL may take it for them: a caller that may run
+ * under one of PyTorch's locks must not wait for the GIL (a thread holding
+ * the GIL may be waiting for that lock); the CPU allocator's callers may
+ * (STC_GIL_IF_ALONE), the caching allocator's reports do (STC_GIL_NEVER).
  *
  * libc10's definition is found in the loaded libc10.so itself (dlopen
  * RTLD_NOLOAD + dlsym on its handle, which does not see ours); NULL when

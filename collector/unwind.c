@@ -4,8 +4,9 @@
  * The walk reads each frame's return address at CFA-8 and, where the rule
  * says so, the saved RBP, with the CFA computed from RSP or RBP by the
  * frame's rule.  Rules come from the modules' .eh_frame (cfi.c) and are
- * cached per instruction address in a lock-free table, so a steady-state walk
- * costs a hash probe and one or two loads per frame.  Every load is checked
+ * cached per instruction address in a lock-free table, fronted by a small
+ * per-thread direct-mapped cache, so a steady-state walk costs a probe of
+ * that cache and one or two loads per frame.  Every load is checked
  * against the thread's stack bounds and the CFA must grow strictly; when a
  * frame has a rule we do not follow (signal frames, CFA expressions) or the
  * stack is not the thread's own (sigaltstack, coroutines), libunwind finishes
@@ -41,7 +42,17 @@ STC_TLS int t_in_libunwind;
  * pointer, and only matters to a later RBP-based step, which compares it). */
 typedef struct ustep { uint64_t rip, rsp, rbp, nrip, nrsp, nrbp, rbp_addr, cfa_rbp; } ustep;
 #define UCACHE (STC_DEPTH_MAX + 64)
-typedef struct ucache { uint32_t len; ustep s[UCACHE]; } ucache;
+/* Each thread also keeps the rules of the addresses it met last, direct
+ * mapped: the shared rule table (hundreds of thousands of addresses under
+ * `import torch`) misses the CPU caches on most probes, this one does not.
+ * rgen is the rule generation the entries belong to (see rules_gen). */
+#define RCACHE 4096
+typedef struct rcache_ent { uint64_t ip; stc_rule rule; } rcache_ent;
+typedef struct ucache {
+	uint32_t len, rgen;
+	ustep s[UCACHE];
+	rcache_ent rc[RCACHE];
+} ucache;
 static STC_TLS ucache *t_cache;
 
 /* ---- modules: an immutable sorted array, replaced on change */
@@ -195,6 +206,24 @@ static stc_rule rule_of(uint64_t ip)
 	return r;
 }
 
+/* Bumped after the shared table is replaced: the threads' rule caches are
+ * emptied at their next walk. */
+static _Atomic uint32_t rules_gen;
+
+/* rule_of through the calling thread's rule cache (C may be NULL). */
+static inline stc_rule rule_cached(ucache *C, uint64_t ip)
+{
+	if (!C)
+		return rule_of(ip);
+	rcache_ent *e = &C->rc[(ip ^ (ip >> 12)) & (RCACHE - 1)];
+	if (e->ip == ip)
+		return e->rule;
+	stc_rule r = rule_of(ip);
+	e->ip = ip;
+	e->rule = r;
+	return r;
+}
+
 void stc_unwind_invalidate(void)
 {
 	/* per-thread step caches hold only verified memory contents and are
@@ -202,6 +231,7 @@ void stc_unwind_invalidate(void)
 	rtable *t = rtable_new(1u << 16);
 	if (t)
 		atomic_store(&g_rules, t);
+	atomic_fetch_add(&rules_gen, 1);
 	rescan_modules();
 }
 
@@ -235,8 +265,11 @@ void stc_unwind_thread_init(stc_tbuf *slot)
 	if (!slot->ucache)
 		slot->ucache = stc_mem_alloc(sizeof(ucache));
 	t_cache = slot->ucache;
-	if (t_cache)
+	if (t_cache) {
 		t_cache->len = 0;
+		memset(t_cache->rc, 0, sizeof t_cache->rc);
+		t_cache->rgen = atomic_load(&rules_gen);
+	}
 	pthread_attr_t attr;
 	void *addr;
 	size_t size;
@@ -345,6 +378,11 @@ __attribute__((noinline)) static uint32_t fast_walk(uint64_t *ips, uint32_t max)
 	ucache *C = t_cache;
 	if (!C)
 		return slow_walk(rip, rsp, rbp, ips, 0, max);
+	uint32_t gen = atomic_load_explicit(&rules_gen, memory_order_acquire);
+	if (STC_UNLIKELY(C->rgen != gen)) {
+		memset(C->rc, 0, sizeof C->rc);
+		C->rgen = gen;
+	}
 	/* Real steps go to tmp until a frame matches a cached step; then the
 	 * cache is rebased (tmp in front of the match), the cached steps are
 	 * replayed while memory still agrees, and any further real steps are
@@ -397,7 +435,7 @@ __attribute__((noinline)) static uint32_t fast_walk(uint64_t *ips, uint32_t max)
 				continue;
 			}
 		}
-		stc_rule r = rule_of(first ? rip : rip - 1);
+		stc_rule r = rule_cached(C, first ? rip : rip - 1);
 		if (r == STC_RULE_END)
 			break;
 		if (!(r & STC_RULE_VALID)) {

@@ -32,5 +32,12 @@ else
 fi
 echo "python: torch_transformer.py --iters 5 (/usr/bin/python3, CPU), 1 thread"
 OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/collector/overhead.py" --cwd "$T" "$@"
+# The same with the script's own thread timed from inside (thread_cpu.py):
+# its CPU time moves less with the machine's load than wall time does, and
+# leaves out the collector's thread (call-path definitions, writing).
+W="$S/bench/python/thread_cpu.py"
+echo "python: the script's thread (wall from inside, CPU time of that thread)"
+OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/thread_cpu_series.py" --cwd "$T" \
+  "native=$PY $W $X" "stprof=$B/stprof record -q -o $T/c{i}.stp -- $PY $W $X"
 "$B/stprof" record -q -o "$T/x.stp" -- $PY $X >/dev/null
 "$B/stprof" info "$T/x.stp" | grep -E "^size|^events" | sed 's/^/  trace: /'
