@@ -25,7 +25,7 @@ def main():
         loss.backward()
         opt.step()
     dist.destroy_process_group()
-    print("rank", rank, "done")
+    print(f"rank {rank} done", flush=True)  # one write: the ranks share the terminal
 
 
 main()
