@@ -48,21 +48,6 @@ static uint64_t end_of(const stc_devobj *o)
 	return e < o->addr ? UINT64_MAX : e; /* saturate: a range never wraps */
 }
 
-static int grow(void)
-{
-	size_t ncap = cap ? cap * 2 : 1024;
-	stc_devobj *t = stc_mem_alloc(ncap * sizeof *t);
-	if (!t)
-		return -1;
-	if (tab) {
-		memcpy(t, tab, n * sizeof *t);
-		stc_mem_free(tab, cap * sizeof *tab);
-	}
-	tab = t;
-	cap = ncap;
-	return 0;
-}
-
 uint64_t stc_devobj_add(uint64_t addr, uint64_t size, int32_t device, uint8_t kind, uint8_t segment, uint32_t stack)
 {
 	if (!size)
@@ -84,12 +69,14 @@ uint64_t stc_devobj_add(uint64_t addr, uint64_t size, int32_t device, uint8_t ki
 		memmove(tab + i, tab + j, (n - j) * sizeof *tab);
 		n -= j - i;
 	}
-	if (n == cap && grow() < 0) {
+	stc_devobj *grown = n == cap ? stc_mem_grow(tab, &cap, n, sizeof *tab, 1024) : tab;
+	if (!grown) {
 		dropped++;
 		generation++;
 		pthread_mutex_unlock(&lock);
 		return 0;
 	}
+	tab = grown;
 	memmove(tab + i + 1, tab + i, (n - i) * sizeof *tab);
 	o.id = next_id++;
 	tab[i] = o;

@@ -63,6 +63,10 @@ STC_HIDDEN extern STC_TLS int t_busy;    /* inside the collector on this thread 
 /* ---------------------------------------------------------------- memory */
 STC_HIDDEN void *stc_mem_alloc(size_t n); /* zeroed, page-granular, never fails silently: NULL */
 STC_HIDDEN void stc_mem_free(void *p, size_t n);
+/* The mmap'd array arr of *cap elements of elem bytes, doubled (first
+ * elements when empty) with its first used ones kept: the new array (arr is
+ * unmapped, *cap updated), or NULL with nothing changed. */
+STC_HIDDEN void *stc_mem_grow(void *arr, size_t *cap, size_t used, size_t elem, size_t first);
 
 /* ---------------------------------------------------------------- real functions */
 typedef struct stc_real {

@@ -5,6 +5,7 @@
  * with "madvise"): on `import torch` they cut the collector's CPU time by a
  * fifth (fewer faults and TLB misses in the big hash tables).
  */
+#include <string.h>
 #include <sys/mman.h>
 
 #include "internal.h"
@@ -24,4 +25,18 @@ void stc_mem_free(void *p, size_t n)
 {
 	if (p)
 		munmap(p, n);
+}
+
+void *stc_mem_grow(void *arr, size_t *cap, size_t used, size_t elem, size_t first)
+{
+	size_t nc = *cap ? *cap * 2 : first;
+	void *p = stc_mem_alloc(nc * elem);
+	if (!p)
+		return NULL;
+	if (arr) {
+		memcpy(p, arr, used * elem);
+		stc_mem_free(arr, *cap * elem);
+	}
+	*cap = nc;
+	return p;
 }

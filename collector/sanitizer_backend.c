@@ -118,7 +118,8 @@ static szq *queue;
 static uint32_t nq, nq_sampled;
 static _Atomic uint32_t queued; /* nq, readable without mu */
 static stc_szmap **retired;     /* maps of queued launches, freed after the write */
-static uint32_t nretired, retired_cap;
+static uint32_t nretired;
+static size_t retired_cap;
 static uint8_t *scratch;        /* a block's host image */
 static size_t scratch_size;
 static stp_range *ranges;       /* RANGES_MAX */
@@ -292,16 +293,10 @@ static szq *push_locked(void)
 static int retire_locked(stc_szmap *m)
 {
 	if (nretired == retired_cap) {
-		uint32_t nc = retired_cap ? retired_cap * 2 : 256;
-		stc_szmap **r = stc_mem_alloc(nc * sizeof *r);
+		stc_szmap **r = stc_mem_grow(retired, &retired_cap, nretired, sizeof *retired, 256);
 		if (!r)
 			return -1;
-		if (retired) {
-			memcpy(r, retired, nretired * sizeof *r);
-			stc_mem_free(retired, retired_cap * sizeof *r);
-		}
 		retired = r;
-		retired_cap = nc;
 	}
 	retired[nretired++] = m;
 	return 0;

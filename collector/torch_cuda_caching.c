@@ -119,16 +119,10 @@ static long seg_find(const dev_state *d, uint64_t p)
 static int seg_add(dev_state *d, uint64_t addr, uint64_t size)
 {
 	if (d->n == d->cap) {
-		size_t nc = d->cap ? d->cap * 2 : 256;
-		seg *nv = stc_mem_alloc(nc * sizeof *nv);
+		seg *nv = stc_mem_grow(d->v, &d->cap, d->n, sizeof *d->v, 256);
 		if (!nv)
 			return 0;
-		if (d->v) {
-			memcpy(nv, d->v, d->n * sizeof *nv);
-			stc_mem_free(d->v, d->cap * sizeof *nv);
-		}
 		d->v = nv;
-		d->cap = nc;
 	}
 	size_t i = 0;
 	while (i < d->n && d->v[i].addr < addr)
