@@ -144,6 +144,8 @@ int st_maybe_fallback(stalloc *a);
  * first use with the given backend (NULL when the plan is a host plan, or
  * none was given, or it failed: then the caller uses the real calls). */
 stalloc *st_preload_device(const stalloc_backend *b);
+/* A device plan was read (and passed the reader's checks). */
+int st_preload_device_planned(void);
 /* The tensor plan's allocator (preload_torch.c), NULL without one; storages
  * below *min_size are not planned. */
 stalloc *st_preload_tensors(uint64_t *min_size);

@@ -198,6 +198,8 @@ stalloc *st_preload_tensors(uint64_t *min_size)
 	return __atomic_load_n(&tensors, __ATOMIC_ACQUIRE);
 }
 
+int st_preload_device_planned(void) { return __atomic_load_n(&dev_state, __ATOMIC_ACQUIRE) != 0; }
+
 stalloc *st_preload_device(const stalloc_backend *b)
 {
 	if (__atomic_load_n(&dev_state, __ATOMIC_ACQUIRE) == 2)

@@ -12,7 +12,8 @@
  *           torch.cuda.memory.CUDAPluggableAllocator(
  *               "libstalloc.so", "stalloc_torch_alloc", "stalloc_torch_free"))
  *     stalloc_torch_init and stalloc_torch_reset are the optional init and
- *     reset hooks (the plan is loaded by the library constructor).
+ *     reset hooks (the plan is loaded by the library constructor);
+ *     stalloc_device_plan() says whether there is a device plan to enforce.
  * The real cudaMalloc/cudaFree are looked up at run time (the next
  * definition, else the global one, else a libcudart.so* already loaded or
  * on the search path), so nothing here
@@ -148,6 +149,11 @@ EXPORT void stalloc_torch_free(void *p, ssize_t size, int device, void *stream)
 }
 
 EXPORT void stalloc_torch_init(int device_count) { (void)device_count; }
+
+/* 1 when this process enforces a device plan: stprof's Python shim asks
+ * before it makes libstalloc.so PyTorch's CUDA allocator. */
+EXPORT int stalloc_device_plan(void);
+int stalloc_device_plan(void) { return st_preload_device_planned(); }
 
 EXPORT void stalloc_torch_reset(void)
 {

@@ -73,18 +73,14 @@ def install_stalloc(torch):
     """Under `stprof run --plan` with a device plan: libstalloc.so becomes
     PyTorch's CUDA allocator (its stalloc_torch_alloc/free entry points), so
     that the plan is enforced on every tensor, as it was recorded in
-    pluggable mode.  A host or tensor plan leaves PyTorch's CUDA allocator
-    alone.  Returns True when installed."""
-    plan = os.environ.get("STALLOC_PLAN")
-    if not plan:
+    pluggable mode.  A host or tensor plan (or one libstalloc could not
+    read) leaves PyTorch's CUDA allocator alone.  Returns True when installed."""
+    try:  # libstalloc.so read the plan: it says whether it is a device plan
+        f = ctypes.CDLL(None).stalloc_device_plan
+    except AttributeError:
         return False
-    try:
-        with open(plan, "rb") as f:
-            head = f.read(32)
-    except OSError:
-        return False
-    # plan header: magic, then at offset 28 the flags (bit 0: device plan)
-    if len(head) < 32 or head[:8] != b"STPPLAN\0" or not (int.from_bytes(head[28:32], "little") & 1):
+    f.restype = ctypes.c_int
+    if not f():
         return False
     return _install_pluggable(torch, "stprof run --plan (a device plan)", "libstalloc.so",
                               "stalloc_torch_alloc", "stalloc_torch_free")
