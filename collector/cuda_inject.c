@@ -154,6 +154,8 @@ void stc_cuda_resolve_cuda(void)
 	    (h = dlopen(c.path, RTLD_NOLOAD | RTLD_LAZY))) {
 		SYM(h, rt_param_info, "cudaFuncGetParamInfo");
 		SYM(h, rt_func_name, "cudaFuncGetName");
+		SYM(h, rt_peek_error, "cudaPeekAtLastError");
+		SYM(h, rt_take_error, "cudaGetLastError");
 	}
 	if (!g_cu.drv_param_info && *loaded_path("libcuda.so", &c) && (h = dlopen(c.path, RTLD_NOLOAD | RTLD_LAZY))) {
 		SYM(h, drv_param_info, "cuFuncGetParamInfo");

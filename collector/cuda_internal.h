@@ -61,6 +61,8 @@ typedef struct stc_cuda_fns {
 	CUresult (*drv_param_info)(CUfunction, size_t, size_t *, size_t *);
 	CUresult (*kernel_param_info)(CUkernel, size_t, size_t *, size_t *);
 	cudaError_t (*rt_func_name)(const char **, const void *);
+	cudaError_t (*rt_peek_error)(void); /* cudaPeekAtLastError */
+	cudaError_t (*rt_take_error)(void); /* cudaGetLastError */
 	CUresult (*drv_func_name)(const char **, CUfunction);
 } stc_cuda_fns;
 STC_CUDA_HIDDEN extern stc_cuda_fns g_cu;

@@ -60,6 +60,15 @@ void stc_cuda_scan_buffer(const void *buf, size_t len, stc_cuda_rec *r)
 	}
 }
 
+/* 1 when runtime calls may be made now (the thread's last error is
+ * cudaSuccess, and can be put back); then rt_quiet_end() after them. */
+static int rt_quiet_begin(void)
+{
+	return g_cu.rt_peek_error && g_cu.rt_take_error && g_cu.rt_peek_error() == cudaSuccess;
+}
+
+static void rt_quiet_end(void) { g_cu.rt_take_error(); }
+
 /* The cached info of fn, filled on first use.  Returns NULL when the
  * function has no info (or the table is full: then info is asked into
  * *tmp each time). */
@@ -87,11 +96,18 @@ static const pinfo *lookup(const void *fn, int drv, stc_cuda_param_info_fn info,
 	 * which ignores it: the thread is busy) */
 	pinfo p = {.fn = fn, .drv = drv};
 	size_t off, size;
+	if (!drv) {
+		stc_cuda_resolve_cuda();
+		if (!rt_quiet_begin())
+			return NULL; /* not cached: asked again at the next launch */
+	}
 	while (p.n < PARAMS_MAX && info(fn, p.n, &off, &size) == 0) {
 		p.off[p.n] = (uint32_t)off;
 		p.size[p.n] = (uint32_t)size;
 		p.n++;
 	}
+	if (!drv)
+		rt_quiet_end();
 	p.ok = p.n > 0; /* no parameters and no info alike: nothing to scan */
 	if (e) {
 		pthread_mutex_lock(&cache_mu);
@@ -137,8 +153,11 @@ const char *stc_cuda_kernel_name(const void *fn, int drv)
 	if (!fn)
 		return NULL;
 	stc_cuda_resolve_cuda();
-	if (!drv && g_cu.rt_func_name && g_cu.rt_func_name(&name, fn) != cudaSuccess)
-		name = NULL;
+	if (!drv && g_cu.rt_func_name && rt_quiet_begin()) {
+		if (g_cu.rt_func_name(&name, fn) != cudaSuccess)
+			name = NULL;
+		rt_quiet_end();
+	}
 	if (drv && g_cu.drv_func_name && g_cu.drv_func_name(&name, (CUfunction)(uintptr_t)fn) != CUDA_SUCCESS)
 		name = NULL;
 	return name && *name ? name : NULL;

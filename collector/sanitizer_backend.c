@@ -120,16 +120,29 @@ static _Atomic uint32_t queued; /* nq, readable without mu */
 static stc_szmap **retired;     /* maps of queued launches, freed after the write */
 static uint32_t nretired;
 static size_t retired_cap;
-static uint8_t *scratch;        /* a block's host image */
-static size_t scratch_size;
 static stp_range *ranges;       /* RANGES_MAX */
 static char patch_path[4096];
 static uint32_t sample_every = 1;
 static _Atomic uint64_t launches;
 static uint64_t n_sampled, n_dropped_ranges, n_failed;
+/* what instrumenting found, written as annotations at the end (a run where
+ * no kernel could be patched says why: the first failing call's result) */
+static uint64_t n_ctx_patched, n_modules_patched, n_lazy_loaded, n_lazy_patched;
+static int first_patch_error; /* SanitizerResult, 0: none */
+static const char *first_patch_error_at = "";
 static int started;
 static pid_t started_pid; /* a forked child holds its parent's queue: it drops it */
 static STC_TLS int t_inside;
+/* STPROF_SANITIZER_DEBUG=1: a line on stderr per sampled launch and per
+ * write of the queue (what was uploaded, synchronized, read back) */
+static int debug;
+
+
+#define DBG(...)                                   \
+	do {                                           \
+		if (debug)                                 \
+			fprintf(stderr, "stprof-sz: " __VA_ARGS__); \
+	} while (0)
 
 int stc_sanitizer_built(void) { return 1; }
 
@@ -207,6 +220,8 @@ static void emit_entry(const szq *q)
 		if (b->launch == q->launch && b->n == q->map->n) {
 			size_t hits = stc_sz_decode(q->map->starts, q->map->ends, q->map->ids, q->map->n,
 			                            (const uint32_t *)(b + 1), ranges, NULL, RANGES_MAX);
+			DBG("launch %llu: block at %llu, map of %llu objects, %zu hit\n", (unsigned long long)q->launch,
+			    (unsigned long long)q->block_off, (unsigned long long)q->map->n, hits);
 			nr = hits > RANGES_MAX ? RANGES_MAX : (uint32_t)hits;
 			n_dropped_ranges += hits - nr;
 		} else {
@@ -233,15 +248,20 @@ static void drain_locked(void)
 				dup |= seen[j] == queue[i].hstream;
 			if (dup)
 				continue;
-			api.sync(queue[i].hstream);
+			SanitizerResult src = api.sync(queue[i].hstream);
+			DBG("drain: sync stream %p -> %d\n", (void *)queue[i].hstream, (int)src);
 			if (nseen < 16)
 				seen[nseen++] = queue[i].hstream;
 		}
 		for (uint32_t i = 0; i < nctx; i++) {
 			szctx *c = &ctxs[i];
+			SanitizerResult drc = SANITIZER_SUCCESS;
 			if (c->ring_used && c->mirror &&
-			    api.d2h(c->mirror, (void *)(uintptr_t)c->ring, c->ring_used, c->last_stream) != SANITIZER_SUCCESS)
+			    (drc = api.d2h(c->mirror, (void *)(uintptr_t)c->ring, c->ring_used, c->last_stream)) !=
+			            SANITIZER_SUCCESS)
 				memset(c->mirror, 0, c->ring_used); /* then every block fails its check */
+			DBG("drain: read back %llu bytes of ring %#llx -> %d\n", (unsigned long long)c->ring_used,
+			    (unsigned long long)c->ring, (int)drc);
 		}
 	}
 	for (uint32_t i = 0; i < nq; i++)
@@ -348,7 +368,7 @@ static uint64_t prepare_block(szctx *c, Sanitizer_StreamHandle hs, uint64_t laun
                               uint64_t *off_out)
 {
 	/* the map: a new one when the table changed */
-	if (!c->map || c->map->gen != stc_devobj_generation()) {
+	if (!c->map || c->map->gen != stc_devobj_generation() || c->map->device != c->device) {
 		stc_szmap *m = stc_szmap_build(c->device);
 		if (!m)
 			return 0;
@@ -387,21 +407,18 @@ static uint64_t prepare_block(szctx *c, Sanitizer_StreamHandle hs, uint64_t laun
 		c->ring_used = 0;
 		return prepare_block(c, hs, launch, map_out, off_out);
 	}
-	if (scratch_size < bbytes) {
-		size_t ns = bbytes < 65536 ? 65536 : (size_t)bbytes * 2;
-		uint8_t *s = stc_mem_alloc(ns);
-		if (!s)
-			return 0;
-		if (scratch)
-			stc_mem_free(scratch, scratch_size);
-		scratch = s;
-		scratch_size = ns;
-	}
-	memset(scratch, 0, bbytes);
-	stc_szmap_block_header(m, launch, (stc_sz_block *)scratch);
+	/* the block's host image is made in the ring's mirror, at its own
+	 * place: an asynchronous upload may read it until the queue is written,
+	 * and no later launch's block is made there before then (a single
+	 * scratch buffer was overwritten by the next launch while the copy
+	 * could still be pending) */
+	uint8_t *img = c->mirror + off;
+	memset(img, 0, bbytes);
+	stc_szmap_block_header(m, launch, (stc_sz_block *)img);
 	uint64_t dev = c->ring + (uint64_t)off;
-	if (api.h2d((void *)(uintptr_t)dev, scratch, bbytes, hs) != SANITIZER_SUCCESS)
+	if (api.h2d((void *)(uintptr_t)dev, img, bbytes, hs) != SANITIZER_SUCCESS)
 		return 0;
+
 	*map_out = m;
 	*off_out = (uint64_t)off;
 	return dev;
@@ -416,6 +433,8 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 	uint32_t name = stc_intern_string(fn, strnlen(fn, 4096));
 	pthread_mutex_lock(&mu);
 	szctx *c = ctx_of(ld->context, (int32_t)ld->device);
+	if (c && c->device < 0)
+		c->device = (int32_t)ld->device;
 	uint64_t dev = 0, off = 0;
 	stc_szmap *m = NULL;
 	if (sampled && c && c->patched) {
@@ -423,8 +442,16 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 		if (!dev)
 			n_failed++;
 	}
-	if (c && c->patched)
-		api.set_launch_data(ld->hLaunch, ld->function, ld->hStream, dev ? (void *)(uintptr_t)dev : NULL);
+	if (c && c->patched) {
+		SanitizerResult rc =
+			api.set_launch_data(ld->hLaunch, ld->function, ld->hStream, dev ? (void *)(uintptr_t)dev : NULL);
+
+		DBG("launch %llu %s: stream %p, block %#llx, map %llu objects at %#llx (device %d, table %zu, ctx device %d), "
+		    "set data -> %d\n",
+		    (unsigned long long)(k + 1), fn, (void *)ld->hStream, (unsigned long long)dev,
+		    (unsigned long long)(m ? m->n : 0), (unsigned long long)(m ? m->dev_starts : 0), (int)ld->device,
+		    stc_devobj_count(), (int)c->device, (int)rc);
+	}
 	szq *q = push_locked();
 	if (q) {
 		*q = (szq){.what = Q_LAUNCH, .kind = STP_API_KERNEL, .device = (int32_t)ld->device, .name = name,
@@ -446,6 +473,7 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 
 static void on_memory(Sanitizer_CallbackId cbid, const Sanitizer_ResourceMemoryData *md)
 {
+
 	/* not the program's allocations: a module's globals; an allocation of
 	 * another device mapped into this one when peer access is enabled
 	 * (reported again at the same address, device = the peer: recording it
@@ -485,13 +513,34 @@ static void on_memory(Sanitizer_CallbackId cbid, const Sanitizer_ResourceMemoryD
 	pthread_mutex_unlock(&mu);
 }
 
+static void patch_error(SanitizerResult rc, const char *at)
+{
+	if (!first_patch_error) {
+		first_patch_error = (int)rc;
+		first_patch_error_at = at;
+	}
+}
+
 static void on_context(Sanitizer_CallbackId cbid, const Sanitizer_ResourceContextData *cd)
 {
 	pthread_mutex_lock(&mu);
 	if (cbid == SANITIZER_CBID_RESOURCE_CONTEXT_CREATION_FINISHED) {
-		szctx *c = ctx_of(cd->context, (int32_t)cd->device);
-		if (c && patch_path[0] && api.add_patches(patch_path, cd->context) == SANITIZER_SUCCESS)
-			c->patched = 1;
+		/* the device is learnt from the context's first launch: the
+		 * callback's `device` moved between releases (CUDA 13.5's
+		 * headers put greenContext before it; the 13.0 library an H100
+		 * had wrote it 8 bytes earlier), and read at the wrong place it
+		 * was garbage in about half the runs: the map of the context's
+		 * objects came out empty and no kernel access was found */
+		szctx *c = ctx_of(cd->context, -1);
+		if (c && patch_path[0]) {
+			SanitizerResult rc = api.add_patches(patch_path, cd->context);
+			DBG("context %p: patches %s -> %d\n", (void *)cd->context, patch_path, (int)rc);
+			if (rc == SANITIZER_SUCCESS) {
+				c->patched = 1;
+				n_ctx_patched++;
+			} else
+				patch_error(rc, "sanitizerAddPatchesFromFile");
+		}
 	} else if (cbid == SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
 		drain_locked();
 		for (uint32_t i = 0; i < nctx; i++) {
@@ -514,10 +563,17 @@ static void on_module(const Sanitizer_ResourceModuleData *md)
 {
 	pthread_mutex_lock(&mu);
 	szctx *c = ctx_of(md->context, -1);
-	if (c && c->patched &&
-	    api.patch_instructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, md->module, "stprof_sz_access") ==
-	            SANITIZER_SUCCESS)
-		api.patch_module(md->module);
+	if (c && c->patched) {
+		SanitizerResult rc =
+			api.patch_instructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, md->module, "stprof_sz_access");
+		if (rc != SANITIZER_SUCCESS)
+			patch_error(rc, "sanitizerPatchInstructions");
+		else if ((rc = api.patch_module(md->module)) != SANITIZER_SUCCESS)
+			patch_error(rc, "sanitizerPatchModule");
+		else
+			n_modules_patched++;
+		DBG("module %p patched -> %d\n", (void *)md->module, (int)rc);
+	}
 	pthread_mutex_unlock(&mu);
 }
 
@@ -579,6 +635,7 @@ static void SANITIZERAPI callback(void *userdata, Sanitizer_CallbackDomain domai
 		case SANITIZER_CBID_RESOURCE_MEMORY_FREE_ASYNC:
 			if (!was) /* not an allocation the collector made itself */
 				on_memory(cbid, data);
+
 			break;
 		case SANITIZER_CBID_RESOURCE_CONTEXT_CREATION_FINISHED:
 		case SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
@@ -586,6 +643,14 @@ static void SANITIZERAPI callback(void *userdata, Sanitizer_CallbackDomain domai
 			break;
 		case SANITIZER_CBID_RESOURCE_MODULE_LOADED:
 			on_module(data);
+			break;
+		case SANITIZER_CBID_RESOURCE_FUNCTIONS_LAZY_LOADED:
+			/* lazy loading (CUDA's default): the patched module's
+			 * functions arrive now, patched by the API (LAZY_PATCHED) */
+			n_lazy_loaded++;
+			break;
+		case SANITIZER_CBID_RESOURCE_FUNCTIONS_LAZY_PATCHED:
+			n_lazy_patched++;
 			break;
 		default:
 			break;
@@ -600,6 +665,7 @@ static void SANITIZERAPI callback(void *userdata, Sanitizer_CallbackDomain domai
 			on_memset(data);
 		break;
 	case SANITIZER_CB_DOMAIN_SYNCHRONIZE:
+		DBG("synchronize callback %u\n", (unsigned)cbid);
 		pthread_mutex_lock(&mu);
 		drain_locked();
 		pthread_mutex_unlock(&mu);
@@ -656,6 +722,9 @@ void stc_sanitizer_start(void)
 {
 	if (g_cfg.sample_launches)
 		sample_every = g_cfg.sample_launches;
+	const char *dbg = getenv("STPROF_SANITIZER_DEBUG");
+	debug = dbg && *dbg && strcmp(dbg, "0");
+
 	void *h = open_lib();
 	if (!h) {
 		annotate("stprof.sanitizer", -1);
@@ -669,6 +738,7 @@ void stc_sanitizer_start(void)
 	SYM(patch_instructions, "sanitizerPatchInstructions");
 	SYM(patch_module, "sanitizerPatchModule");
 	SYM(set_launch_data, "sanitizerSetLaunchCallbackData");
+
 	SYM(alloc, "sanitizerAlloc");
 	SYM(free, "sanitizerFree");
 	SYM(h2d, "sanitizerMemcpyHostToDeviceAsync");
@@ -707,6 +777,19 @@ void stc_sanitizer_finish(void)
 		annotate("stprof.sanitizer_ranges_dropped", (int64_t)n_dropped_ranges);
 	if (n_failed)
 		annotate("stprof.sanitizer_unread_launches", (int64_t)n_failed);
+	annotate("stprof.sanitizer_contexts_patched", (int64_t)n_ctx_patched);
+	annotate("stprof.sanitizer_modules_patched", (int64_t)n_modules_patched);
+	annotate("stprof.sanitizer_lazy_loaded", (int64_t)n_lazy_loaded);
+	annotate("stprof.sanitizer_lazy_patched", (int64_t)n_lazy_patched);
+	if (first_patch_error) {
+		annotate("stprof.sanitizer_patch_error", first_patch_error);
+		const char *q = getenv("STPROF_QUIET");
+		if (!n_sampled && atomic_load(&launches) && !(q && *q && strcmp(q, "0")))
+			fprintf(stderr,
+			        "stprof: --accesses=exact: no kernel could be instrumented (%s: error %d); "
+			        "kernels are recorded without the objects they touched\n",
+			        first_patch_error_at, first_patch_error);
+	}
 }
 
 void stc_sanitizer_sync_point(void)

@@ -36,6 +36,7 @@
 
 typedef struct det_space_state {
 	uint64_t live_bytes, live_objects, reserved;
+	uint64_t pool_live, other_live; /* device: pool 1 and the rest (stp_det_space) */
 } det_space_state;
 
 /* A live object in pass 2 (56 bytes). */
@@ -135,6 +136,7 @@ struct stp_det {
 	uint64_t last_seq;
 	stp_trace_stats stats;
 	int have_ranges;           /* API events carry address ranges */
+	uint8_t space_touched[256]; /* an API range named an object of space i (pass 1) */
 	int have_iter_markers, have_phase_markers;
 
 	/* spaces */
@@ -216,6 +218,7 @@ struct stp_det {
 	allocsim_collector *simc;
 	allocsim_report sim;
 	int sim_device, sim_ran;
+	int sim_pool_only; /* device: only pool 1 is fed (simfeed.c) */
 	char *sim_error;
 
 	/* per-object class and patterns (objinfo.c, opt.keep_objects) */

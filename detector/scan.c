@@ -74,6 +74,34 @@ void det_tokens_free(stp_det *d)
 }
 
 #define PACK(size, space) (((size) << 8) | (space))
+/* p1_size's top bit: a device allocation of a framework's allocator (pool 1) */
+#define P1_POOL (1ull << 63)
+#define P1_BYTES(v) ((v) & ~P1_POOL)
+
+/* A device allocation (or its end) counted as the framework allocator's
+ * or another library's, and their peaks. */
+static void device_split(stp_det *d, uint32_t si, uint64_t v, int add)
+{
+	stp_det_space *sp = &d->spaces[si];
+	det_space_state *ss = &d->sstate[si];
+	if (sp->kind != STP_MEM_DEVICE)
+		return;
+	uint64_t size = P1_BYTES(v);
+	uint64_t *live = v & P1_POOL ? &ss->pool_live : &ss->other_live;
+	*live = add ? *live + size : *live - size;
+	if (!add)
+		return;
+	if (v & P1_POOL) {
+		sp->pool_allocs++;
+		if (ss->pool_live > sp->pool_peak_bytes)
+			sp->pool_peak_bytes = ss->pool_live;
+	} else {
+		sp->other_allocs++;
+		sp->other_bytes_allocated += size;
+		if (ss->other_live > sp->other_peak_bytes)
+			sp->other_peak_bytes = ss->other_live;
+	}
+}
 
 static int p1_grow(stp_det *d)
 {
@@ -189,9 +217,10 @@ int det_scan(stp_det *d)
 			if (put == 0) { /* a live address handed out again: its free was lost */
 				d->res.reused_live++;
 				uint32_t os = d->p1_space[old];
-				d->sstate[os].live_bytes -= d->p1_size[old];
+				d->sstate[os].live_bytes -= P1_BYTES(d->p1_size[old]);
 				d->sstate[os].live_objects--;
-				live_total -= d->p1_size[old];
+				live_total -= P1_BYTES(d->p1_size[old]);
+				device_split(d, os, d->p1_size[old], 0);
 				/* pass 2 ends the old object (its slot goes on the free
 				 * list) and pops it again: undo the pop, reuse old */
 				if (fresh) {
@@ -205,8 +234,9 @@ int det_scan(stp_det *d)
 				if (d->want_slots && push_reuse(d, ev.seq, slot) < 0)
 					goto oom;
 			}
-			d->p1_size[slot] = a->size;
+			d->p1_size[slot] = a->size | (a->kind == STP_MEM_DEVICE && a->pool == STP_POOL_TENSORS ? P1_POOL : 0);
 			d->p1_space[slot] = (uint8_t)si;
+			device_split(d, (uint32_t)si, d->p1_size[slot], 1);
 			stp_det_space *sp = &d->spaces[si];
 			det_space_state *ss = &d->sstate[si];
 			sp->allocs++;
@@ -250,7 +280,8 @@ int det_scan(stp_det *d)
 				break;
 			}
 			uint32_t slot = (uint32_t)v, si = d->p1_space[slot];
-			uint64_t size = d->p1_size[slot];
+			uint64_t size = P1_BYTES(d->p1_size[slot]);
+			device_split(d, si, d->p1_size[slot], 0);
 			d->p1_next[slot] = d->p1_free;
 			d->p1_free = slot;
 			if (d->want_slots && push_fslot(d, slot) < 0)
@@ -286,6 +317,14 @@ int det_scan(stp_det *d)
 		case STP_EV_API:
 			if (ev.u.api.nranges)
 				d->have_ranges = 1;
+			/* the spaces whose objects API events name: the access
+			 * patterns judge those alone (a CUDA run's host heap is
+			 * never named, and every object of it would be "unused") */
+			for (uint32_t k = 0; k < ev.u.api.nranges; k++) {
+				uint64_t v;
+				if (det_map_get(&live, ev.u.api.ranges[k].addr, &v))
+					d->space_touched[d->p1_space[(uint32_t)v]] = 1;
+			}
 			break;
 		case STP_EV_MARKER:
 			det_marker(d, r, &ev, live_total);

@@ -5,7 +5,9 @@
  *
  * What is fed (docs/allocator-models.md, "In the report"):
  *   - when pass 1 saw device allocations: every device allocation, its free
- *     and the allocator's segment events (the actual E);
+ *     and the allocator's segment events (the actual E); when some were a
+ *     framework allocator's (PyTorch's tensors, pool 1), only those (the
+ *     memory cuBLAS and others take with cudaMalloc is not the allocator's);
  *   - otherwise the host allocations of at least opt.sim_host_min_size
  *     bytes (512: PyTorch's smallest block; smaller ones are interpreter and
  *     library objects a GPU allocator would never see) and their frees:
@@ -58,10 +60,12 @@ int det_sim_init(stp_det *d)
 {
 	if (!d->opt.sim_models)
 		return 0;
-	d->sim_device = 0;
+	d->sim_device = d->sim_pool_only = 0;
 	for (uint32_t i = 0; i < d->nspaces; i++)
-		if (d->spaces[i].kind == STP_MEM_DEVICE && d->spaces[i].allocs)
+		if (d->spaces[i].kind == STP_MEM_DEVICE && d->spaces[i].allocs) {
 			d->sim_device = 1;
+			d->sim_pool_only |= d->spaces[i].pool_allocs > 0;
+		}
 	d->simc = allocsim_collector_new();
 	return d->simc ? 0 : -1;
 }
@@ -72,6 +76,13 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 	if (d->sim_device) {
 		if (a->kind != STP_MEM_DEVICE)
 			return;
+		/* PyTorch's allocator recorded (its tensors, pool 1): what it
+		 * allocated is what the models replay; other libraries' own
+		 * cudaMalloc calls never went through it */
+		if (d->sim_pool_only && a->pool != STP_POOL_TENSORS) {
+			d->res.sim_skipped++;
+			return;
+		}
 	} else {
 		if (a->kind != STP_MEM_HOST)
 			return;

@@ -126,7 +126,14 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "peak_objects", s->peak_objects, 1);
 		u64(f, "peak_seq", s->peak_seq, 1);
 		u64(f, "peak_ns", s->peak_ns, 1);
-		u64(f, "reserved_peak", s->reserved_peak, 0);
+		u64(f, "reserved_peak", s->reserved_peak, s->pool_allocs > 0);
+		if (s->pool_allocs) {
+			u64(f, "pool_allocs", s->pool_allocs, 1);
+			u64(f, "pool_peak_bytes", s->pool_peak_bytes, 1);
+			u64(f, "other_allocs", s->other_allocs, 1);
+			u64(f, "other_bytes_allocated", s->other_bytes_allocated, 1);
+			u64(f, "other_peak_bytes", s->other_peak_bytes, 0);
+		}
 		fputc('}', f);
 	}
 	fputs("],\n\"peak\":{", f);

@@ -102,9 +102,19 @@ static void section_memory(const stp_det_result *r, FILE *f)
 				fprintf(f, " (%s)", w);
 		}
 		fprintf(f, "\n");
+		/* PyTorch's allocator recorded: its segments hold its tensors, not
+		 * what other libraries took with cudaMalloc themselves */
+		int split = s->pool_allocs && s->other_allocs;
 		if (s->reserved_peak)
-			fprintf(f, "  reserved  %s at most (allocator segments); efficiency %.1f%%\n",
-			        rf_bytes(s->reserved_peak, b[1], 64), 100.0 * (double)s->peak_bytes / (double)s->reserved_peak);
+			fprintf(f, "  reserved  %s at most (allocator segments); efficiency %.1f%%%s\n",
+			        rf_bytes(s->reserved_peak, b[1], 64),
+			        100.0 * (double)(s->pool_allocs ? s->pool_peak_bytes : s->peak_bytes) / (double)s->reserved_peak,
+			        s->pool_allocs ? " (tensor peak over it)" : "");
+		if (split)
+			fprintf(f, "  outside   %s allocations (%s) not by the framework's allocator (cuBLAS's workspaces, ...): "
+			           "%s live at most; tensors %s at most\n",
+			        rf_count(s->other_allocs, b[1], 64), rf_bytes(s->other_bytes_allocated, b[2], 64),
+			        rf_bytes(s->other_peak_bytes, b[3], 64), rf_bytes(s->pool_peak_bytes, b[4], 64));
 	}
 	fputc('\n', f);
 }
@@ -317,6 +327,9 @@ static void section_models(stp_det *d, const stp_det_result *r, const stp_report
 		fprintf(f, "  fed       %s device allocations%s\n", rf_count(r->sim_fed_allocs, b[0], 64),
 		        actual ? "; the allocator's segment events give the actual figures"
 		               : " (no segment events in the trace: no actual figures)");
+		if (r->sim_skipped)
+			fprintf(f, "            (PyTorch's allocator's; %s made by other libraries with cudaMalloc left out)\n",
+			        rf_count(r->sim_skipped, b[0], 64));
 	}
 	if (r->sim->ndevices)
 		allocsim_report_print(f, r->sim, stp_det_stack_name, d);

@@ -302,8 +302,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	size_t ninc = 0, capinc = 0, nout = 0, capout = 0;
 	char notes[512] = "";
 	stp_event ev;
-	int any_device = 0, any_tensors = 0;
-	uint64_t last_seq = 0, events = 0;
+	int any_device = 0, any_tensors = 0, any_device_tensors = 0;
+	uint64_t last_seq = 0, events = 0, others_left_out = 0;
 
 	/* ---- pass 1: iterations */
 	stp_reader *rd = stp_reader_open(path, err, errlen);
@@ -315,8 +315,10 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	while ((k = stp_reader_next(rd, &ev)) > 0) {
 		last_seq = ev.seq;
 		events++;
-		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_DEVICE)
+		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_DEVICE) {
 			any_device = 1;
+			any_device_tensors |= ev.u.alloc.pool == STP_POOL_TENSORS;
+		}
 		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_HOST && ev.u.alloc.pool == STP_POOL_TENSORS)
 			any_tensors = 1;
 		if (ev.type != STP_EV_MARKER)
@@ -381,6 +383,12 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	r->trace_events = events;
 	r->period = end - begin;
 	int want_device = w->device_only && any_device;
+	/* a PyTorch GPU run: the allocations of PyTorch's allocator (its
+	 * tensors, pool 1), which is what libstalloc replaces; the device
+	 * memory other libraries take with cudaMalloc themselves (cuBLAS's
+	 * handle workspaces, 64 MiB each on an H100) never reaches it, and
+	 * planning it would shift every later request's ordinal */
+	int want_device_tensors = want_device && any_device_tensors;
 	/* a PyTorch CPU run: its tensors, not the interpreter's heap */
 	int want_tensors = w->device_only && !any_device && any_tensors;
 	r->tensors = want_tensors;
@@ -476,6 +484,10 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 				continue;
 			if (want_tensors && (a->kind != STP_MEM_HOST || a->pool != STP_POOL_TENSORS))
 				continue;
+			if (want_device_tensors && a->pool != STP_POOL_TENSORS) {
+				others_left_out++;
+				continue;
+			}
 			uint64_t cs = callsite_of(&c, a->stack);
 			/* position within its iteration, for detect_varying */
 			uint64_t poskey = 0;
@@ -639,6 +651,11 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		snprintf(notes + nl, sizeof notes - nl, "; tensor allocations");
 	else if (!want_device && w->host_min_size)
 		snprintf(notes + nl, sizeof notes - nl, "; host allocations of %" PRIu64 " B or more", w->host_min_size);
+	else if (want_device_tensors)
+		snprintf(notes + nl, sizeof notes - nl,
+		         "; device tensors (PyTorch's allocator); %" PRIu64
+		         " device allocations of other libraries (cuBLAS's workspaces, ...) not planned",
+		         others_left_out);
 	else
 		snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");
 	if (unpaired_out) {

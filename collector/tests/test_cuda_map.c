@@ -27,11 +27,20 @@ static int failures;
 /* A kernel (float *p, float *q, int n, struct {void *a, *b;} s) */
 static const size_t k_off[] = {0, 8, 16, 24}, k_size[] = {8, 8, 4, 16};
 static int k_info_calls;
+/* the runtime's per-thread last error, as the real one keeps it */
+static cudaError_t last_error;
+static cudaError_t peek_error(void) { return last_error; }
+static cudaError_t take_error(void)
+{
+	cudaError_t e = last_error;
+	last_error = cudaSuccess;
+	return e;
+}
 static cudaError_t rt_info(const void *fn, size_t i, size_t *off, size_t *size)
 {
 	k_info_calls++;
 	if (fn != (const void *)0x4242 || i >= 4)
-		return cudaErrorInvalidValue;
+		return last_error = cudaErrorInvalidValue;
 	*off = k_off[i];
 	*size = k_size[i];
 	return cudaSuccess;
@@ -154,6 +163,8 @@ int main(void)
 	/* ---- a runtime launch: pointers into A (inside) and S (a segment, in a
 	 * struct), one past B's end (not B), an int that looks like nothing */
 	g_cu.rt_param_info = rt_info;
+	g_cu.rt_peek_error = peek_error;
+	g_cu.rt_take_error = take_error;
 	float *pa = (float *)(uintptr_t)(A + 16), *pb_end = (float *)(uintptr_t)(B + 1000);
 	int n = 0x10000;
 	struct {
@@ -166,6 +177,8 @@ int main(void)
 	CHECK(r.api == STP_API_KERNEL && !strcmp(r.name, "_Z1kPfS_i1s") && r.stream == 0x6000);
 	CHECK(r.nranges == 2 && has_range(&r, A, 4096, STP_ACCESS_READ | STP_ACCESS_WRITE) &&
 	      has_range(&r, S, 0x10000, STP_ACCESS_READ | STP_ACCESS_WRITE));
+	/* asking past the last parameter failed, and the program does not see it */
+	CHECK(k_info_calls == 5 && last_error == cudaSuccess);
 	/* the second launch reads the cached parameter info */
 	int calls = k_info_calls;
 	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &d, &r) == STC_CU_API &&
@@ -173,7 +186,15 @@ int main(void)
 	/* no parameter info: the void** array is not read */
 	lk.func = (const void *)0x4343;
 	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &d, &r) == STC_CU_API &&
-	      r.nranges == 0);
+	      r.nranges == 0 && last_error == cudaSuccess);
+	/* an error of the program's own is pending: the runtime is not asked
+	 * (its answer would replace the error), the error stays for the program */
+	lk.func = (const void *)0x4444;
+	last_error = cudaErrorMemoryAllocation;
+	calls = k_info_calls;
+	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &d, &r) == STC_CU_API &&
+	      r.nranges == 0 && k_info_calls == calls && last_error == cudaErrorMemoryAllocation);
+	last_error = cudaSuccess;
 
 	/* ---- a driver launch with a packed `extra` buffer */
 	uint64_t buf[4] = {B + 999, 42, A + 4095, A + 4096 /* past A: the next page is no object */};

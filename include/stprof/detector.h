@@ -185,6 +185,12 @@ typedef struct stp_det_space {
 	uint64_t live_objects_end, live_bytes_end;
 	uint64_t peak_bytes, peak_objects, peak_seq, peak_ns; /* ns since start */
 	uint64_t reserved_peak;   /* from SEGMENT events; 0 when none */
+	/* a device space with a framework's allocator recorded (PyTorch's
+	 * tensors, pool 1): its allocations, and the device memory other
+	 * libraries took with cudaMalloc themselves (cuBLAS's workspaces),
+	 * which the allocator's segments do not hold */
+	uint64_t pool_allocs, pool_peak_bytes;
+	uint64_t other_allocs, other_bytes_allocated, other_peak_bytes;
 } stp_det_space;
 
 typedef struct stp_det_site {
@@ -281,7 +287,8 @@ typedef struct stp_det_result {
 	const char *sim_error;
 	int sim_host;             /* fed host allocations (the trace has no device ones) */
 	uint64_t sim_fed_allocs;  /* allocations fed to the models */
-	uint64_t sim_skipped;     /* host allocations under sim_host_min_size, not fed */
+	uint64_t sim_skipped;     /* host allocations under sim_host_min_size, or device ones outside
+	                             PyTorch's allocator (other libraries'), not fed */
 	uint64_t sim_min_size;    /* that threshold (0 for device allocations) */
 } stp_det_result;
 

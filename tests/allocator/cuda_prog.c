@@ -6,7 +6,9 @@
  * runtime here, the real one on a GPU), and also through PyTorch's
  * pluggable-allocator entry points of libstalloc found with dlsym.  It
  * prints how many calls reached the runtime and checks that blocks live at
- * the same time never overlap.
+ * the same time never overlap (each block's first bytes are stamped and
+ * read back: with memset/memcpy on the stand-in's host memory, with
+ * cudaMemset/cudaMemcpy on a GPU, where the host cannot touch the blocks).
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -19,8 +21,14 @@ int cudaFree(void *p);
 #ifdef REAL_CUDA
 /* on a GPU (tests/gpu/run.sh): the real runtime counts nothing */
 static long fake_cuda_calls(void) { return -1; }
+int cudaMemset(void *p, int v, size_t n);
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+#define STAMP(p, v, n) cudaMemset(p, v, n)
+#define READ_BACK(dst, p, n) cudaMemcpy(dst, p, n, 2 /* cudaMemcpyDeviceToHost */)
 #else
 long fake_cuda_calls(void);
+#define STAMP(p, v, n) memset(p, v, n)
+#define READ_BACK(dst, p, n) memcpy(dst, p, n)
 #endif
 
 static stp_reqs R;
@@ -98,17 +106,21 @@ int main(int argc, char **argv)
 				continue;
 			}
 			/* stamp the block; a live neighbour overlapping would break it */
-			memset(ptr[q], (int)(q & 0xff), R.req[q].size < 64 ? R.req[q].size : 64);
+			STAMP(ptr[q], (int)(q & 0xff), R.req[q].size < 64 ? R.req[q].size : 64);
 		}
 		/* the stamps of the blocks still live are intact */
-		for (size_t q = 0; q < R.n; q++)
-			if (ptr[q])
-				for (size_t k = 0; k < (R.req[q].size < 64 ? R.req[q].size : 64); k++)
-					if (((unsigned char *)ptr[q])[k] != (q & 0xff) &&
-					    !(R.req[q].flags & STP_REQ_PERSISTENT)) {
-						bad++;
-						break;
-					}
+		for (size_t q = 0; q < R.n; q++) {
+			if (!ptr[q])
+				continue;
+			size_t n = R.req[q].size < 64 ? R.req[q].size : 64;
+			unsigned char got[64];
+			READ_BACK(got, ptr[q], n);
+			for (size_t k = 0; k < n; k++)
+				if (got[k] != (q & 0xff) && !(R.req[q].flags & STP_REQ_PERSISTENT)) {
+					bad++;
+					break;
+				}
+		}
 	}
 	printf("runtime calls %ld, failures %ld, torch entry points %s\n", fake_cuda_calls(), bad,
 	       ta && tf ? "found" : "absent");

@@ -237,18 +237,28 @@ cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **args, 
 	return launch(RT(cudaLaunchKernel_v7000), f, grid, block, args, shmem, st);
 }
 
+/* As the real runtime: a call that fails leaves its error for the
+ * program's next cudaGetLastError() (on a GPU, cudaFuncGetParamInfo past
+ * the last parameter did, and every PyTorch launch check then failed) */
+static cudaError_t failed(cudaError_t e)
+{
+	if (e != cudaSuccess)
+		last_error = e;
+	return e;
+}
+
 cudaError_t cudaFuncGetName(const char **name, const void *f)
 {
 	*name = fake_kernel_name(f);
-	return *name ? cudaSuccess : cudaErrorInvalidDeviceFunction;
+	return failed(*name ? cudaSuccess : cudaErrorInvalidDeviceFunction);
 }
 
 cudaError_t cudaFuncGetParamInfo(const void *f, size_t i, size_t *off, size_t *size)
 {
 	const char *no = getenv("FAKE_NO_RT_PARAMINFO"); /* as a runtime that refuses the kernel handle */
 	if (no && !strcmp(no, "1"))
-		return cudaErrorInvalidValue;
-	return fake_kernel_param(f, i, off, size) ? cudaErrorInvalidValue : cudaSuccess;
+		return failed(cudaErrorInvalidValue);
+	return failed(fake_kernel_param(f, i, off, size) ? cudaErrorInvalidValue : cudaSuccess);
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -400,6 +410,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 	(void)s;
 	return cudaSuccess;
 }
+
+cudaError_t cudaPeekAtLastError(void) { return last_error; }
 
 cudaError_t cudaGetLastError(void)
 {

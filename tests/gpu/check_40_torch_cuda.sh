@@ -81,9 +81,11 @@ now() { date +%s.%N; }
 calc() { awk "BEGIN { printf \"%.2f\", $1 }"; }
 jget() { "$PY" -c "import json,sys; v=json.load(open(sys.argv[1])).get(sys.argv[2]); print('' if v is None else v)" "$1" "$2"; }
 # tensor peak (device 0, pool 1), reserved peak (segment events) of a trace,
-# and the count and bytes of device allocations outside pool 1 (PyTorch's own
-# segments recorded a second time by the CUPTI backend, whose call-path test
-# for libc10_cuda failed: must be 0)
+# the count and bytes of device allocations outside pool 1 (other libraries'
+# own cudaMalloc: cuBLAS's handle workspaces, 64 MiB each on an H100), and
+# how many of those start where a live segment or tensor does (PyTorch's own
+# segments, or the pluggable allocator's cudaMalloc, recorded a second time
+# by the CUPTI backend: must be 0)
 peaks() {
 	"$B/stprof" dump -t alloc -t free -t segment_reserve -t segment_release "$1" | awk '
 	{ type = $4; size = 0; dev = ""; pool = ""; addr = ""; kind = ""
@@ -91,12 +93,12 @@ peaks() {
 	    else if (kv[1] == "device") dev = kv[2]; else if (kv[1] == "pool") pool = kv[2];
 	    else if (kv[1] == "addr") addr = kv[2]; else if (kv[1] == "kind") kind = kv[2] }
 	  if (kind != "device" || dev != "0") next
-	  if (type == "alloc" && pool != "1") { nother++; other += size }
+	  if (type == "alloc" && pool != "1") { nother++; other += size; if ((addr in seg) || (addr in live)) twice++ }
 	  if (type == "alloc" && pool == "1") { live[addr] = size; cur += size; if (cur > peak) peak = cur }
 	  else if (type == "free" && pool == "1" && (addr in live)) { cur -= live[addr]; delete live[addr] }
-	  else if (type == "segment_reserve") { res += size; if (res > rpeak) rpeak = res }
-	  else if (type == "segment_release") { res -= size } }
-	END { printf "%d %d %d %d\n", peak, rpeak, nother, other }'
+	  else if (type == "segment_reserve") { seg[addr] = 1; res += size; if (res > rpeak) rpeak = res }
+	  else if (type == "segment_release") { delete seg[addr]; res -= size } }
+	END { printf "%d %d %d %d %d\n", peak, rpeak, nother, other, twice }'
 }
 fail=0
 
@@ -111,7 +113,8 @@ wall_b=$(calc "$t1 - $t0")
 cmp -s "$T/native.out" "$T/b.out" || { echo "FAIL: caching: losses differ from native"; diff "$T/native.out" "$T/b.out" | head -4; fail=1; }
 set -- $(peaks "$T/b.stp")
 tp=$1 rp=$2
-[ "$3" = 0 ] || { echo "FAIL: caching: $3 device allocations ($4 bytes) outside PyTorch's tensors: its segments recorded twice?"; fail=1; }
+echo "  caching: $3 device allocations ($4 bytes) by other libraries (cuBLAS's workspaces, ...)"
+[ "$5" = 0 ] || { echo "FAIL: caching: $5 of them at a segment's or a tensor's address: recorded twice"; fail=1; }
 ma=$(jget "$T/b.json" max_allocated) mr=$(jget "$T/b.json" max_reserved)
 echo "  caching: tensor peak $tp (max_memory_allocated $ma), reserved peak $rp (max_memory_reserved $mr)"
 [ "$tp" = "$ma" ] || { echo "FAIL: caching: tensor peak $tp != max_memory_allocated $ma"; fail=1; }
@@ -135,7 +138,7 @@ grep -q "torch-cuda=pluggable" "$T/a.err" && { echo "FAIL: pluggable not install
 cmp -s "$T/native.out" "$T/a.out" || { echo "FAIL: pluggable: losses differ from native"; diff "$T/native.out" "$T/a.out" | head -4; fail=1; }
 set -- $(peaks "$T/a.stp")
 tp=$1
-[ "$3" = 0 ] || { echo "FAIL: pluggable: $3 device allocations ($4 bytes) outside the tensors: the allocator's own cudaMalloc recorded?"; fail=1; }
+[ "$5" = 0 ] || { echo "FAIL: pluggable: $5 device allocations at a tensor's address: the allocator's own cudaMalloc recorded"; fail=1; }
 want=$(jget "$T/native.json" requested_peak)
 echo "  pluggable: tensor peak $tp (native requested-bytes peak $want; max_memory_allocated here: $(jget "$T/a.json" max_allocated))"
 [ "$tp" = "$want" ] || { echo "FAIL: pluggable: tensor peak $tp != native requested peak $want"; fail=1; }

@@ -26,6 +26,10 @@ grep checksum "$T/native.txt"
 "$B/stprof" dump "$T/k.stp" >"$T/k.txt"
 grep -q 'name="stprof.sanitizer" value=1' "$T/k.txt" ||
 	{ echo "FAIL: backend not started:"; grep 'stprof.sanitizer' "$T/k.txt"; exit 1; }
+# what instrumenting did: contexts and modules patched, lazily loaded
+# functions, sampled launches, the first patching error if any
+grep -o 'name="stprof.sanitizer_[a-z_]*" value=-\?[0-9]*' "$T/k.txt" | sed 's/name="stprof.sanitizer_/    /; s/" value=/ /' | tr '\n' ' '
+echo
 "$PY" - "$T/rec.txt" "$T/k.txt" <<'PY'
 import re, sys
 objs = {}
