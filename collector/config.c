@@ -26,6 +26,12 @@
 
 stc_config g_cfg;
 
+int stc_quiet(void)
+{
+	const char *q = getenv("STPROF_QUIET");
+	return q && *q && strcmp(q, "0");
+}
+
 void stc_config_defaults(stc_config *c)
 {
 	memset(c, 0, sizeof *c);

@@ -40,8 +40,7 @@ STC_EXPORT int InitializeInjection(void);
 
 __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
-	const char *q = getenv("STPROF_QUIET");
-	if (q && *q && strcmp(q, "0"))
+	if (stc_quiet())
 		return;
 	char line[512];
 	va_list ap;

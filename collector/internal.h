@@ -52,6 +52,9 @@ STC_HIDDEN extern stc_config g_cfg;
  * value was accepted, -1 if rejected (the option keeps its default). */
 STC_HIDDEN int stc_config_set(stc_config *c, const char *name, const char *value);
 STC_HIDDEN void stc_config_defaults(stc_config *c);
+/* STPROF_QUIET is set (and not "0"): the collector's own stderr lines are
+ * left out (stprof record -q). */
+STC_HIDDEN int stc_quiet(void);
 STC_HIDDEN void stc_config_from_env(stc_config *c);
 
 /* ---------------------------------------------------------------- state */

@@ -137,7 +137,6 @@ static STC_TLS int t_inside;
  * write of the queue (what was uploaded, synchronized, read back) */
 static int debug;
 
-
 #define DBG(...)                                   \
 	do {                                           \
 		if (debug)                                 \
@@ -418,7 +417,6 @@ static uint64_t prepare_block(szctx *c, Sanitizer_StreamHandle hs, uint64_t laun
 	uint64_t dev = c->ring + (uint64_t)off;
 	if (api.h2d((void *)(uintptr_t)dev, img, bbytes, hs) != SANITIZER_SUCCESS)
 		return 0;
-
 	*map_out = m;
 	*off_out = (uint64_t)off;
 	return dev;
@@ -445,7 +443,6 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 	if (c && c->patched) {
 		SanitizerResult rc =
 			api.set_launch_data(ld->hLaunch, ld->function, ld->hStream, dev ? (void *)(uintptr_t)dev : NULL);
-
 		DBG("launch %llu %s: stream %p, block %#llx, map %llu objects at %#llx (device %d, table %zu, ctx device %d), "
 		    "set data -> %d\n",
 		    (unsigned long long)(k + 1), fn, (void *)ld->hStream, (unsigned long long)dev,
@@ -473,7 +470,6 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 
 static void on_memory(Sanitizer_CallbackId cbid, const Sanitizer_ResourceMemoryData *md)
 {
-
 	/* not the program's allocations: a module's globals; an allocation of
 	 * another device mapped into this one when peer access is enabled
 	 * (reported again at the same address, device = the peer: recording it
@@ -635,7 +631,6 @@ static void SANITIZERAPI callback(void *userdata, Sanitizer_CallbackDomain domai
 		case SANITIZER_CBID_RESOURCE_MEMORY_FREE_ASYNC:
 			if (!was) /* not an allocation the collector made itself */
 				on_memory(cbid, data);
-
 			break;
 		case SANITIZER_CBID_RESOURCE_CONTEXT_CREATION_FINISHED:
 		case SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING:
@@ -724,7 +719,6 @@ void stc_sanitizer_start(void)
 		sample_every = g_cfg.sample_launches;
 	const char *dbg = getenv("STPROF_SANITIZER_DEBUG");
 	debug = dbg && *dbg && strcmp(dbg, "0");
-
 	void *h = open_lib();
 	if (!h) {
 		annotate("stprof.sanitizer", -1);
@@ -738,7 +732,6 @@ void stc_sanitizer_start(void)
 	SYM(patch_instructions, "sanitizerPatchInstructions");
 	SYM(patch_module, "sanitizerPatchModule");
 	SYM(set_launch_data, "sanitizerSetLaunchCallbackData");
-
 	SYM(alloc, "sanitizerAlloc");
 	SYM(free, "sanitizerFree");
 	SYM(h2d, "sanitizerMemcpyHostToDeviceAsync");
@@ -783,8 +776,7 @@ void stc_sanitizer_finish(void)
 	annotate("stprof.sanitizer_lazy_patched", (int64_t)n_lazy_patched);
 	if (first_patch_error) {
 		annotate("stprof.sanitizer_patch_error", first_patch_error);
-		const char *q = getenv("STPROF_QUIET");
-		if (!n_sampled && atomic_load(&launches) && !(q && *q && strcmp(q, "0")))
+		if (!n_sampled && atomic_load(&launches) && !stc_quiet())
 			fprintf(stderr,
 			        "stprof: --accesses=exact: no kernel could be instrumented (%s: error %d); "
 			        "kernels are recorded without the objects they touched\n",

@@ -355,23 +355,6 @@ void det_access_free_event(stp_det *d, const stp_event *ev)
 	d->acc->free_stream = ev->u.free.stream;
 }
 
-/* Whether the access patterns judge the objects of space si: one that API
- * events name, and not the plain host heap of a run whose events name
- * device memory or tensors (a CUDA program's host buffers are named only
- * as the ends of copies: every other host object would be "unused"). */
-static int det_space_judged(const stp_det *d, uint32_t si)
-{
-	if (!d->space_touched[si])
-		return 0;
-	const stp_det_space *sp = &d->spaces[si];
-	if (sp->kind != STP_MEM_HOST || sp->device == DET_DEV_TENSORS)
-		return 1;
-	for (uint32_t i = 0; i < d->nspaces; i++)
-		if (d->space_touched[i] && (d->spaces[i].kind != STP_MEM_HOST || d->spaces[i].device == DET_DEV_TENSORS))
-			return 0;
-	return 1;
-}
-
 uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 {
 	struct det_access *a = d->acc;
@@ -380,9 +363,9 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 	uint64_t lvl_end;
 	/* a PyTorch run analyzed in its tensor space: the interpreter's heap
 	 * objects are no vertex and no findings (no op ever touches them) */
-	if (!det_space_in_view(d, ob->space) || !det_space_judged(d, ob->space)) {
-		/* nor are the objects of a space no API event ever names (a
-		 * CUDA run's host heap: no kernel reads it) */
+	if (!det_space_in_view(d, ob->space) || !d->space_judged[ob->space]) {
+		/* nor are the objects of a space API events do not name (a
+		 * CUDA run's host heap: scan.c, judge_spaces) */
 		a->root = t_remove(d, a->root, slot);
 		return 0;
 	}

@@ -136,7 +136,7 @@ struct stp_det {
 	uint64_t last_seq;
 	stp_trace_stats stats;
 	int have_ranges;           /* API events carry address ranges */
-	uint8_t space_touched[256]; /* an API range named an object of space i (pass 1) */
+	uint8_t space_judged[256]; /* the access patterns judge space i's objects (det_scan) */
 	int have_iter_markers, have_phase_markers;
 
 	/* spaces */

@@ -103,6 +103,24 @@ static void device_split(stp_det *d, uint32_t si, uint64_t v, int add)
 	}
 }
 
+/* After pass 1: the access patterns judge the objects of the spaces API
+ * events named, except the plain host heap of a run whose events also name
+ * device memory or tensors (a CUDA program's host buffers are named only
+ * as the ends of copies: every other host object would be "unused"). */
+static void judge_spaces(stp_det *d)
+{
+	int other = 0;
+	uint32_t heap = UINT32_MAX;
+	for (uint32_t i = 0; i < d->nspaces; i++) {
+		if (d->spaces[i].kind == STP_MEM_HOST && d->spaces[i].device != DET_DEV_TENSORS)
+			heap = i;
+		else
+			other |= d->space_judged[i];
+	}
+	if (other && heap != UINT32_MAX)
+		d->space_judged[heap] = 0;
+}
+
 static int p1_grow(stp_det *d)
 {
 	uint32_t nc = d->p1_cap ? d->p1_cap * 2 : 4096;
@@ -317,13 +335,11 @@ int det_scan(stp_det *d)
 		case STP_EV_API:
 			if (ev.u.api.nranges)
 				d->have_ranges = 1;
-			/* the spaces whose objects API events name: the access
-			 * patterns judge those alone (a CUDA run's host heap is
-			 * never named, and every object of it would be "unused") */
+			/* the spaces whose objects API events name (judge_spaces) */
 			for (uint32_t k = 0; k < ev.u.api.nranges; k++) {
 				uint64_t v;
 				if (det_map_get(&live, ev.u.api.ranges[k].addr, &v))
-					d->space_touched[d->p1_space[(uint32_t)v]] = 1;
+					d->space_judged[d->p1_space[(uint32_t)v]] = 1;
 			}
 			break;
 		case STP_EV_MARKER:
@@ -359,6 +375,7 @@ int det_scan(stp_det *d)
 		d->spaces[i].live_objects_end = d->sstate[i].live_objects;
 		d->sstate[i] = (det_space_state){0};
 	}
+	judge_spaces(d);
 	det_markers_end(d, d->last_seq + 1, d->end_ns);
 	free(d->p1_size);
 	free(d->p1_space);

@@ -170,9 +170,6 @@ EXPORT void fake_context(void)
 
 EXPORT void fake_context_destroy(void)
 {
-	/* the device field as a library of another release fills it: at
-	 * another offset, so read here it is garbage (seen on an H100: the
-	 * 13.0 library under 13.5's headers); the backend must not use it */
 	Sanitizer_ResourceContextData cd = {.context = CTX, .device = 468790928};
 	call(SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, &cd);
 }
