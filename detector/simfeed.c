@@ -80,7 +80,7 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 		 * allocated is what the models replay; other libraries' own
 		 * cudaMalloc calls never went through it */
 		if (d->sim_pool_only && a->pool != STP_POOL_TENSORS) {
-			d->res.sim_skipped++;
+			d->res.sim_skipped_other++;
 			return;
 		}
 	} else {

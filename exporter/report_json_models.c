@@ -140,8 +140,9 @@ static void json_models(stp_det *d, FILE *f)
 	uint64_t t0 = sr->start_time;
 	fprintf(f,
 	        "{\"fed\":{\"source\":\"%s\",\"allocs\":%" PRIu64 ",\"skipped_small\":%" PRIu64 ",\"min_size\":%" PRIu64
-	        "},\"memory\":%zu,\"devices\":[",
-	        r->sim_host ? "host" : "device", r->sim_fed_allocs, r->sim_skipped, r->sim_min_size, sr->memory);
+	        ",\"skipped_other_libraries\":%" PRIu64 "},\"memory\":%zu,\"devices\":[",
+	        r->sim_host ? "host" : "device", r->sim_fed_allocs, r->sim_skipped, r->sim_min_size, r->sim_skipped_other,
+	        sr->memory);
 	for (size_t i = 0; i < sr->ndevices; i++) {
 		const allocsim_device_report *dr = &sr->devices[i];
 		fprintf(f,

@@ -327,9 +327,9 @@ static void section_models(stp_det *d, const stp_det_result *r, const stp_report
 		fprintf(f, "  fed       %s device allocations%s\n", rf_count(r->sim_fed_allocs, b[0], 64),
 		        actual ? "; the allocator's segment events give the actual figures"
 		               : " (no segment events in the trace: no actual figures)");
-		if (r->sim_skipped)
+		if (r->sim_skipped_other)
 			fprintf(f, "            (PyTorch's allocator's; %s made by other libraries with cudaMalloc left out)\n",
-			        rf_count(r->sim_skipped, b[0], 64));
+			        rf_count(r->sim_skipped_other, b[0], 64));
 	}
 	if (r->sim->ndevices)
 		allocsim_report_print(f, r->sim, stp_det_stack_name, d);

@@ -287,8 +287,9 @@ typedef struct stp_det_result {
 	const char *sim_error;
 	int sim_host;             /* fed host allocations (the trace has no device ones) */
 	uint64_t sim_fed_allocs;  /* allocations fed to the models */
-	uint64_t sim_skipped;     /* host allocations under sim_host_min_size, or device ones outside
-	                             PyTorch's allocator (other libraries'), not fed */
+	uint64_t sim_skipped;     /* host allocations under sim_host_min_size, not fed */
+	uint64_t sim_skipped_other; /* device allocations outside PyTorch's allocator (other
+	                               libraries' own cudaMalloc), not fed */
 	uint64_t sim_min_size;    /* that threshold (0 for device allocations) */
 } stp_det_result;
 
