@@ -94,14 +94,15 @@ static void write_stats(stalloc *a)
 		fprintf(f, "slot_hits=%llu pool=%llu hits=%llu dynamic_hits=%llu skipped=%llu reordered=%llu resyncs=%llu "
 		           "occupied=%llu unmatched=%llu small=%llu fallbacks=%llu requests=%llu "
 		           "peak_reserved=%llu peak_allocated=%llu pool_peak=%llu fb_peak=%llu "
-		           "fb_reserved_peak=%llu iterations=%llu\n",
+		           "fb_reserved_peak=%llu iterations=%llu rehomed=%llu spare_hits=%llu\n",
 		        (unsigned long long)s.slot_hits, (unsigned long long)s.pool, (unsigned long long)s.hits, (unsigned long long)s.dynamic_hits,
 		        (unsigned long long)s.skipped, (unsigned long long)s.reordered, (unsigned long long)s.resyncs,
 		        (unsigned long long)s.occupied, (unsigned long long)s.unmatched, (unsigned long long)s.small,
 		        (unsigned long long)s.fallbacks, (unsigned long long)s.requests,
 		        (unsigned long long)s.peak_reserved, (unsigned long long)s.peak_allocated,
 		        (unsigned long long)s.pool_peak, (unsigned long long)s.fb_peak,
-		        (unsigned long long)s.fb_reserved_peak, (unsigned long long)s.iterations);
+		        (unsigned long long)s.fb_reserved_peak, (unsigned long long)s.iterations,
+		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits);
 		fclose(f);
 	}
 }

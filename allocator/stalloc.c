@@ -32,6 +32,7 @@ struct stalloc {
 	st_ptrmap live;            /* pool offset / unit -> requested size << 1 | is a slot */
 	st_slab pers;              /* persistent entries: exact-size slots */
 	st_seq iter;               /* the iteration */
+	st_seq spare;              /* spare ranges (STP_REQ_SPARE), chained by size; never matched */
 	stp_interval *ivals;       /* dynamic groups' reusable intervals */
 	uint32_t nivals;
 	uint32_t *gfirst, *gcount; /* per group */
@@ -93,14 +94,23 @@ static void sort_ord(ord_ix *v, uint32_t n, ord_ix *tmp)
 	}
 }
 
-/* The entries of the plan, persistent or not, of at least min_size, in
- * their sequence's order; *out is mapped (st_unmap with *n entries). */
-static int build_entries(const stp_reqs *r, const stp_plan *p, int persistent, uint64_t min_size, st_entry **out,
+/* Which of the allocator's tables a request of the plan goes to. */
+enum { KIND_ITER, KIND_PERSISTENT, KIND_SPARE };
+static int kind_of(const stp_req *q)
+{
+	if (q->flags & STP_REQ_SPARE)
+		return KIND_SPARE;
+	return q->flags & STP_REQ_PERSISTENT ? KIND_PERSISTENT : KIND_ITER;
+}
+
+/* The entries of the plan of one kind, of at least min_size, in their
+ * sequence's order; *out is mapped (st_unmap with *n entries). */
+static int build_entries(const stp_reqs *r, const stp_plan *p, int kind, uint64_t min_size, st_entry **out,
                          uint32_t *nout)
 {
 	uint32_t n = 0;
 	for (size_t i = 0; i < r->n; i++)
-		if (!!(r->req[i].flags & STP_REQ_PERSISTENT) == persistent && r->req[i].size >= min_size)
+		if (kind_of(&r->req[i]) == kind && r->req[i].size >= min_size)
 			n++;
 	*out = NULL;
 	*nout = n;
@@ -113,9 +123,9 @@ static int build_entries(const stp_reqs *r, const stp_plan *p, int persistent, u
 		goto out;
 	n = 0;
 	for (size_t i = 0; i < r->n; i++)
-		if (!!(r->req[i].flags & STP_REQ_PERSISTENT) == persistent && r->req[i].size >= min_size)
-			v[n++] = (ord_ix){persistent ? r->req[i].ordinal
-			                             : (r->req[i].t_start << 32 | r->req[i].ordinal),
+		if (kind_of(&r->req[i]) == kind && r->req[i].size >= min_size)
+			v[n++] = (ord_ix){kind == KIND_PERSISTENT ? r->req[i].ordinal
+			                                          : (r->req[i].t_start << 32 | r->req[i].ordinal),
 			                  (uint32_t)i};
 	sort_ord(v, n, tmp);
 	for (uint32_t k = 0; k < n; k++) {
@@ -136,20 +146,30 @@ out:
 	return rc;
 }
 
-static int build_tables(stalloc *a, const stp_reqs *r, const stp_plan *p)
+/* Keeps the entries with a planned range (a persistent or spare entry
+ * without an offset is of no use); returns how many. */
+static uint32_t keep_static(st_entry *e, uint32_t n)
 {
-	st_entry *e;
-	uint32_t n;
-	if (build_entries(r, p, 1, a->o.min_size, &e, &n) < 0)
-		return -1;
-	/* a persistent entry without an offset cannot be a slot */
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (!e[i].dynamic)
 			e[k++] = e[i];
-	int rc = st_slab_build(&a->pers, e, k, a->unit);
+	return k;
+}
+
+static int build_tables(stalloc *a, const stp_reqs *r, const stp_plan *p)
+{
+	st_entry *e;
+	uint32_t n;
+	if (build_entries(r, p, KIND_PERSISTENT, a->o.min_size, &e, &n) < 0)
+		return -1;
+	int rc = st_slab_build(&a->pers, e, keep_static(e, n), a->unit);
 	st_unmap(e, (size_t)n * sizeof *e);
-	if (rc < 0 || build_entries(r, p, 0, a->o.min_size, &e, &n) < 0)
+	if (rc < 0 || build_entries(r, p, KIND_SPARE, a->o.min_size, &e, &n) < 0)
+		return -1;
+	rc = st_seq_build(&a->spare, e, keep_static(e, n), 0);
+	st_unmap(e, (size_t)n * sizeof *e);
+	if (rc < 0 || build_entries(r, p, KIND_ITER, a->o.min_size, &e, &n) < 0)
 		return -1;
 	rc = st_seq_build(&a->iter, e, n, 1);
 	st_unmap(e, (size_t)n * sizeof *e);
@@ -221,7 +241,7 @@ stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend
 	a->iter_armed = r->iteration < 0 || o->no_wait_for_step;
 	a->st.pool = a->pool;
 	a->st.align = a->unit;
-	a->st.entries = a->pers.n + a->iter.n;
+	a->st.entries = a->pers.n + a->iter.n + a->spare.n;
 	for (uint32_t i = 0; i < a->iter.n; i++)
 		a->st.dynamic_entries += a->iter.e[i].dynamic;
 	return a;
@@ -260,6 +280,7 @@ void stalloc_destroy(stalloc *a)
 	st_ptrmap_free(&a->live);
 	st_slab_free(&a->pers);
 	st_seq_free(&a->iter);
+	st_seq_free(&a->spare);
 	st_unmap(a->gfirst, a->ngroups * sizeof *a->gfirst);
 	st_unmap(a->gcount, a->ngroups * sizeof *a->gcount);
 	st_unmap(a->ivals, (a->nivals + 1) * sizeof *a->ivals);
@@ -334,16 +355,18 @@ static void *take_dynamic(stalloc *a, uint32_t group, uint64_t size, uint64_t al
 
 static const char *const how[] = {"miss", "hit", "reorder", "resync", "dynamic"};
 
-/* The matched entry's range is still in use (an object that lives longer
- * than when profiled, or a request matched to its neighbour of the same
- * size): the range of another entry of this size that is free now, so the
- * request stays in the pool rather than growing the fallback.  That entry's
- * own request may find it in use later and come here in turn; nothing ever
- * overlaps (take() checks the bitmap).  At most REHOME_TRIES entries. */
+/* The matched entry's range is still in use.  First a spare range of this
+ * size (the planner's second range for a request whose previous instance
+ * outlives the iteration: the instances take the two in turn); else, for
+ * an object that lives longer than when profiled or a request matched to
+ * its neighbour of the same size, the range of another entry of this size
+ * that is free now, so the request stays in the pool rather than growing
+ * the fallback.  That entry's own request may find it in use later and
+ * come here in turn; nothing ever overlaps (take() checks the bitmap).  At
+ * most REHOME_TRIES entries of each. */
 #define REHOME_TRIES 64
-static void *rehome(stalloc *a, uint64_t size, uint64_t align)
+static void *take_same_size(stalloc *a, const st_seq *s, uint64_t size, uint64_t align)
 {
-	const st_seq *s = &a->iter;
 	uint64_t *head = st_ptrmap_get(&s->first, size);
 	unsigned tries = 0;
 	for (uint32_t c = head ? (uint32_t)*head : 0; c && tries < REHOME_TRIES; c = s->next_same[c - 1], tries++) {
@@ -352,6 +375,18 @@ static void *rehome(stalloc *a, uint64_t size, uint64_t align)
 			return p;
 	}
 	return NULL;
+}
+
+static void *rehome(stalloc *a, uint64_t size, uint64_t align)
+{
+	void *p = take_same_size(a, &a->spare, size, align);
+	if (p) {
+		a->st.spare_hits++;
+		return p;
+	}
+	if ((p = take_same_size(a, &a->iter, size, align)) != NULL)
+		a->st.rehomed++;
+	return p;
 }
 
 /* The iteration's matcher (see sequence.c). */
@@ -374,15 +409,16 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 	a->st.resyncs += m == ST_HIT_RESYNC;
 	void *p = m == ST_HIT_DYNAMIC ? take_dynamic(a, s->e[pos].group, size, align)
 	                              : take(a, s->e[pos].off, size, align, 0);
-	if (!p && m != ST_HIT_DYNAMIC && (p = rehome(a, size, align)) != NULL)
-		a->st.rehomed++;
+	if (!p && m != ST_HIT_DYNAMIC)
+		p = rehome(a, size, align);
 	if (p)
 		*(m == ST_HIT_DYNAMIC ? &a->st.dynamic_hits : &a->st.hits) += 1;
 	else
 		*(m == ST_HIT_DYNAMIC ? &a->st.dynamic_nofit : &a->st.occupied) += 1;
 	if (a->o.log)
-		fprintf(a->o.log, "iter %" PRIu64 " -> %s entry %u (cursor %u, skipped %u)%s\n", size, how[m], pos,
-		        s->cursor, skipped, p ? "" : " no room");
+		fprintf(a->o.log, "iter %" PRIu64 " -> %s entry %u (cursor %u, skipped %u) %s %" PRIu64 "\n", size, how[m],
+		        pos, s->cursor, skipped, p ? "at offset" : "no room, planned offset",
+		        p ? (uint64_t)((char *)p - a->base) : s->e[pos].off);
 	return p;
 }
 
@@ -399,11 +435,26 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
  * ordinals are (without markers, or armed from the start, any free slot of
  * the size is taken, as in start-up). */
 #define SLOT_REACH 4
+/* the request is the one the iteration's sequence expects next */
+static int in_sequence(const stalloc *a, uint64_t size)
+{
+	const st_seq *s = &a->iter;
+	return a->iter_armed && s->cursor < s->n && !s->e[s->cursor].dynamic && s->e[s->cursor].size == size;
+}
+
+/* A slot not due yet (ahead of the count, within the reach) is left alone
+ * when the iteration's sequence expects this very request: the last
+ * gradient of a backward pass comes just before the optimizer's first
+ * state of its size, and had it taken the state's slot, the state would
+ * take the gradient's range in the iteration for good. */
 static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 {
 	if (a->slots_due) {
 		uint32_t i = st_slab_peek(&a->pers, size);
-		if (i == UINT32_MAX || (int64_t)a->pers.e[i].ordinal > (int64_t)a->seen + a->slot_drift + SLOT_REACH)
+		if (i == UINT32_MAX)
+			return NULL;
+		int64_t ahead = (int64_t)a->pers.e[i].ordinal - ((int64_t)a->seen + a->slot_drift);
+		if (ahead > SLOT_REACH || (ahead > 0 && in_sequence(a, size)))
 			return NULL;
 	}
 	uint32_t i = st_slab_take(&a->pers, size);
@@ -507,6 +558,8 @@ int stalloc_free(stalloc *a, void *p)
 		a->st.foreign_frees++;
 	if (a->o.log && !ours)
 		fprintf(a->o.log, "free %p -> not ours (pool %p + %" PRIu64 ")\n", p, (void *)a->base, a->pool);
+	else if (a->o.log && (char *)p >= a->base && (char *)p < a->base + a->pool)
+		fprintf(a->o.log, "free offset %" PRIu64 "\n", (uint64_t)((char *)p - a->base));
 	note_peaks(a);
 	unlock(a);
 	return ours;
@@ -596,6 +649,9 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	fprintf(f, "stalloc: drift: %" PRIu64 " plan entries skipped, %" PRIu64 " reordered hits, %" PRIu64
 	           " resyncs, %" PRIu64 " served at another entry of their size, %" PRIu64 " iterations\n",
 	        s->skipped, s->reordered, s->resyncs, s->rehomed, s->iterations);
+	if (s->spare_hits)
+		fprintf(f, "stalloc: %" PRIu64 " served at a spare range (their previous iteration's instance still live)\n",
+		        s->spare_hits);
 	fprintf(f, "stalloc: fallback: %" PRIu64 " requests (%" PRIu64 " planned range still in use, %" PRIu64
 	           " not in the plan, %" PRIu64 " dynamic without room), peak %s live, %s reserved\n",
 	        s->fallbacks, s->occupied, s->unmatched, s->dynamic_nofit, human(s->fb_peak, b1, sizeof b1),

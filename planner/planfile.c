@@ -19,7 +19,7 @@
 
 #define PLAN_MAGIC "STPPLAN\0"
 #define PLAN_MAJOR 1
-#define PLAN_MINOR 1
+#define PLAN_MINOR 2
 #define PLAN_FLAG_DEVICE 1u /* 1.1: the plan is of device (GPU) allocations */
 #define PLAN_FLAG_TENSORS 2u /* 1.1: of PyTorch CPU tensor storages */
 #define HDR_SIZE 64

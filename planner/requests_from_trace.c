@@ -15,7 +15,12 @@
  *     iteration.  Its free tick is taken from the objects that the previous
  *     iteration left for this one (allocated before, freed inside), paired
  *     in order by (size, call site); unpaired ones are kept for the whole
- *     iteration;
+ *     iteration.  One whose partner is freed only after it is allocated
+ *     (the previous iteration's instance still live when this one comes,
+ *     as `loss = ...` in a loop) is kept for the whole iteration too, and
+ *     gets a spare request (STP_REQ_SPARE) of its size: two instances are
+ *     live at once, and the runtime allocator puts them in turn in the two
+ *     ranges;
  *   - allocated before and freed inside without a partner: not part of the
  *     repeating iteration (warm-up leftovers); counted in the notes.
  * Phases come from PHASE_BEGIN/END markers (or the detector's cuts), layers
@@ -408,7 +413,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	size_t cur_it = 0;  /* index into its of the iteration around the current event */
 	int in_iter = 0;
 	uint32_t gen = 0;   /* occurrence counters are per iteration: keyed with its index */
-	uint64_t unpaired_in = 0, unpaired_out = 0;
+	uint64_t unpaired_in = 0, unpaired_out = 0, outlive = 0;
 	size_t cut = 0, cut_added = SIZE_MAX;
 	uint32_t cut_phase = 0;
 	while ((k = stp_reader_next(rd, &ev)) > 0) {
@@ -620,6 +625,19 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			q->phase_end = inc[a0].phase;
 			q->layer_end = inc[a0].layer;
 			inc[a0++].used = 1;
+		} else if (a0 < ninc && inc[a0].key == outg[b0].key) {
+			/* its partner is freed after it is allocated: the previous
+			 * iteration's instance is still live when this one comes
+			 * (`loss = f(...)` in a loop).  Whole iteration, and a spare
+			 * range that the instances take in turn */
+			stp_req spare = *q;
+			spare.flags |= STP_REQ_SPARE;
+			q->phase_end = inc[a0].phase;
+			q->layer_end = inc[a0].layer;
+			inc[a0++].used = 1;
+			if (stp_reqs_add(r, &spare) < 0)
+				goto oom;
+			outlive++;
 		} else {
 			unpaired_out++; /* t_end == t_start: live the whole iteration */
 		}
@@ -664,6 +682,12 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		         "; %" PRIu64 " allocated in the iteration and not freed by its end without a partner: kept for the "
 		         "whole iteration",
 		         unpaired_out);
+	}
+	if (outlive) {
+		nl = strlen(notes);
+		snprintf(notes + nl, sizeof notes - nl,
+		         "; %" PRIu64 " outlive the iteration (the next one's is allocated before it is freed): a spare range each",
+		         outlive);
 	}
 	if (unpaired_in) {
 		nl = strlen(notes);

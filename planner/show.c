@@ -29,17 +29,22 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 {
 	char b1[32], b2[32];
 	const stp_plan_stats *st = &p->stats;
-	uint64_t nstat = 0, ndyn = 0, npers = 0;
+	uint64_t nstat = 0, ndyn = 0, npers = 0, nspare = 0;
 	for (size_t i = 0; i < r->n; i++) {
 		if (r->req[i].flags & STP_REQ_DYNAMIC)
 			ndyn++;
+		else if (r->req[i].flags & STP_REQ_SPARE)
+			nspare++;
 		else if (r->req[i].flags & STP_REQ_PERSISTENT)
 			npers++;
 		else
 			nstat++;
 	}
-	fprintf(f, "requests:       %zu (%" PRIu64 " persistent, %" PRIu64 " static, %" PRIu64 " dynamic)\n", r->n, npers,
+	fprintf(f, "requests:       %zu (%" PRIu64 " persistent, %" PRIu64 " static, %" PRIu64 " dynamic", r->n, npers,
 	        nstat, ndyn);
+	if (nspare)
+		fprintf(f, ", %" PRIu64 " spare", nspare);
+	fprintf(f, ")\n");
 	fprintf(f, "pool:           %s (%" PRIu64 " bytes)\n", bytes(p->pool, b1, sizeof b1), p->pool);
 	fprintf(f, "lower bound:    %s  max over time of live bytes; pool / bound = %.4f\n",
 	        bytes(st->lower_bound, b1, sizeof b1), ratio(p->pool, st->lower_bound));
@@ -127,6 +132,7 @@ void stp_plan_show(FILE *f, const stp_reqs *r, const stp_plan *p, size_t max_ent
 		snprintf(ph, sizeof ph, "%u..%u", q->phase_start, q->phase_end);
 		const char *kind = (q->flags & STP_REQ_DYNAMIC)      ? "dynamic"
 		                   : (q->flags & STP_REQ_PERSISTENT) ? "persistent"
+		                   : (q->flags & STP_REQ_SPARE)      ? "spare"
 		                   : q->t_end <= q->t_start          ? "wraps"
 		                                                     : "static";
 		fprintf(f, "  %8u %14s %12" PRIu64 " %21s %11s %016" PRIx64 " %s\n", q->ordinal, off, q->size, ticks, ph,

@@ -32,6 +32,11 @@ extern "C" {
 
 #define STP_REQ_DYNAMIC 1u    /* size known only at run time (MoE): not planned statically */
 #define STP_REQ_PERSISTENT 2u /* live across the whole iteration (weights, optimizer state) */
+/* A second range of a request's size and call site for a request whose
+ * instance of one iteration is still live when the next one's is allocated:
+ * whole iteration, never matched by the request sequence; the runtime
+ * allocator takes it when the request's own range is held (plan 1.2). */
+#define STP_REQ_SPARE 4u
 
 #define STP_NO_OFFSET UINT64_MAX
 #define STP_NO_GROUP UINT32_MAX

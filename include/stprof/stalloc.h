@@ -87,6 +87,8 @@ typedef struct stalloc_stats {
 	uint64_t resyncs;              /* cursor jumps after a run of misses */
 	uint64_t rehomed;              /* planned range in use, another entry's of the size free:
 	                                * served there (counted in hits too) */
+	uint64_t spare_hits;           /* planned range held by the previous iteration's instance:
+	                                * served at a spare range (counted in hits too) */
 	uint64_t occupied;             /* planned range still in use, no other: the fallback */
 	uint64_t unmatched;            /* no plan entry: sent to the fallback */
 	uint64_t small;                /* below min_size: sent to the fallback */

@@ -1,0 +1,178 @@
+/*
+ * test_stalloc_turns.c - which range libstalloc gives a request when more
+ * than one could serve it, on plans made here by the real planner:
+ *   - a request whose previous iteration's instance is still live when it
+ *     comes (`loss = f(...)` in a loop): the planner's spare range
+ *     (STP_REQ_SPARE) and the request's own range in turn, never a
+ *     temporary's range of the same size and never the fallback;
+ *   - the last gradient of the first backward pass, requested just before
+ *     the optimizer's first state of its size: the gradient takes its
+ *     iteration entry, the state its persistent slot (the state on the
+ *     gradient's range pushed that entry's request elsewhere in every later
+ *     iteration: seen on an H100 and on PyTorch CPU).
+ */
+#include "check.h"
+#include "stprof/plan.h"
+#include "stprof/stalloc.h"
+
+static void add(stp_reqs *r, uint64_t size, uint64_t t0, uint64_t t1, uint32_t flags, uint32_t ordinal)
+{
+	stp_req q;
+	memset(&q, 0, sizeof q);
+	q.size = size;
+	q.t_start = t0;
+	q.t_end = t1;
+	q.flags = flags;
+	q.ordinal = ordinal;
+	q.callsite = 0x1000 + ordinal;
+	CHECK(stp_reqs_add(r, &q) >= 0);
+}
+
+static stalloc *open_plan(stp_reqs *r, stp_plan *p)
+{
+	char err[256];
+	stp_plan_opts po;
+	stp_plan_opts_init(&po);
+	po.align = 64;
+	po.budget = 0;
+	if (stp_plan_build(r, &po, p, err, sizeof err) < 0 || stp_plan_verify(r, p, err, sizeof err) < 0) {
+		fprintf(stderr, "plan: %s\n", err);
+		CHECK(0);
+		return NULL;
+	}
+	stalloc_backend b;
+	stalloc_backend_host(&b);
+	stalloc_opts o;
+	stalloc_opts_init(&o);
+	stalloc *a = stalloc_new(r, p, &b, &o, err, sizeof err);
+	if (!a)
+		fprintf(stderr, "stalloc: %s\n", err);
+	CHECK(a != NULL);
+	return a;
+}
+
+static int overlap(const void *x, const void *y, uint64_t size)
+{
+	const char *a = x, *b = y;
+	return a < b + size && b < a + size;
+}
+
+/* X (4096) lives from tick 2 of one iteration to tick 3 of the next; T, a
+ * temporary of the same size, [4, 8). */
+static void test_spare(void)
+{
+	stp_reqs r;
+	stp_reqs_init(&r);
+	r.period = 10;
+	r.iteration = 2;
+	add(&r, 4096, 2, 2, 0, 0);             /* X: whole iteration */
+	add(&r, 4096, 4, 8, 0, 1);             /* T */
+	add(&r, 4096, 2, 2, STP_REQ_SPARE, 0); /* X's spare */
+	stp_plan p;
+	stalloc *a = open_plan(&r, &p);
+	if (!a) {
+		stp_reqs_free(&r);
+		return;
+	}
+	uint64_t off_x = p.offset[0], off_spare = p.offset[2];
+	CHECK(off_x != off_spare);
+	void *base;
+	uint64_t pool;
+	stalloc_pool(a, &base, &pool);
+	void *old = NULL;
+	int at_own = 0, at_spare = 0;
+	for (int it = 0; it < 10; it++) {
+		stalloc_step(a);
+		void *x = stalloc_alloc(a, 4096, 0);
+		CHECK(x != NULL);
+		if (old)
+			CHECK(!overlap(x, old, 4096));
+		at_own += (char *)x == (char *)base + off_x;
+		at_spare += (char *)x == (char *)base + off_spare;
+		if (old)
+			stalloc_free(a, old);
+		old = x;
+		void *t = stalloc_alloc(a, 4096, 0);
+		CHECK(t == (char *)base + p.offset[1]);
+		stalloc_free(a, t);
+	}
+	stalloc_free(a, old);
+	stalloc_stats s;
+	stalloc_stats_get(a, &s);
+	printf("spare: %d at the own range, %d at the spare; hits %llu, spare %llu, rehomed %llu, fallbacks %llu\n",
+	       at_own, at_spare, (unsigned long long)s.hits, (unsigned long long)s.spare_hits,
+	       (unsigned long long)s.rehomed, (unsigned long long)s.fallbacks);
+	CHECK_EQ_U(at_own, 5);
+	CHECK_EQ_U(at_spare, 5);
+	CHECK_EQ_U(s.spare_hits, 5);
+	CHECK_EQ_U(s.rehomed, 0);
+	CHECK_EQ_U(s.fallbacks, 0);
+	CHECK_EQ_U(s.occupied, 0);
+	CHECK_EQ_U(s.entries, 3);
+	stalloc_destroy(a);
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+}
+
+/* Iteration: T (4096) [3, 5), G (8192) allocated at 8, freed at 2 of the
+ * next one.  Persistent: S (8192), the optimizer's state, whose ordinal
+ * (2) is the request right after the first G in the profiled run (T 0,
+ * G 1: ordinals count the requests from the program's start). */
+static void test_gradient_before_state(void)
+{
+	stp_reqs r;
+	stp_reqs_init(&r);
+	r.period = 10;
+	r.iteration = 2;
+	add(&r, 4096, 3, 5, 0, 0);
+	add(&r, 8192, 8, 2, 0, 1);
+	add(&r, 8192, 0, 0, STP_REQ_PERSISTENT, 2);
+	stp_plan p;
+	stalloc *a = open_plan(&r, &p);
+	if (!a) {
+		stp_reqs_free(&r);
+		return;
+	}
+	void *base;
+	uint64_t pool;
+	stalloc_pool(a, &base, &pool);
+	char *slot = (char *)base + p.offset[2], *g_range = (char *)base + p.offset[1];
+	/* the first iteration: T, the gradient, then the state */
+	stalloc_step(a);
+	void *t0 = stalloc_alloc(a, 4096, 0);
+	CHECK(t0 == (char *)base + p.offset[0]);
+	stalloc_free(a, t0);
+	void *g = stalloc_alloc(a, 8192, 0);
+	void *state = stalloc_alloc(a, 8192, 0);
+	CHECK(g == g_range);
+	CHECK(state == slot);
+	for (int it = 1; it < 8; it++) {
+		stalloc_step(a);
+		stalloc_free(a, g); /* zero_grad(set_to_none=True) */
+		void *t = stalloc_alloc(a, 4096, 0);
+		CHECK(t == (char *)base + p.offset[0]);
+		stalloc_free(a, t);
+		g = stalloc_alloc(a, 8192, 0);
+		CHECK(g == g_range);
+	}
+	stalloc_free(a, g);
+	stalloc_free(a, state);
+	stalloc_stats s;
+	stalloc_stats_get(a, &s);
+	printf("gradient before state: hits %llu, slots %llu, rehomed %llu, fallbacks %llu\n",
+	       (unsigned long long)s.hits, (unsigned long long)s.slot_hits, (unsigned long long)s.rehomed,
+	       (unsigned long long)s.fallbacks);
+	CHECK_EQ_U(s.slot_hits, 1);
+	CHECK_EQ_U(s.rehomed, 0);
+	CHECK_EQ_U(s.fallbacks, 0);
+	stalloc_destroy(a);
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+}
+
+int main(void)
+{
+	test_spare();
+	test_gradient_before_state();
+	return check_done();
+}
