@@ -32,6 +32,7 @@ const struct option record_longopts[] = {
 	{"output", required_argument, 0, 'o'},
 	{"min-size", required_argument, 0, 'm'},
 	{"depth", required_argument, 0, 'd'},
+	{"host-depth", required_argument, 0, 'D'},
 	{"flush-ms", required_argument, 0, 'F'},
 	{"accesses", optional_argument, 0, 'A'},
 	{"sample-launches", required_argument, 0, 'S'},
@@ -54,6 +55,9 @@ const char record_help[] =
 	"                       (e.g. 4k, 1M; default 0: every allocation)\n"
 	"  -d, --depth N        frames of call path per allocation, 0-256 (default 32;\n"
 	"                       0 records no call paths)\n"
+	"      --host-depth N   frames of call path per host-heap allocation (malloc,\n"
+	"                       new), 0-256 (default: --depth's; 8 in a Python process\n"
+	"                       when --depth is not given; tensors keep --depth's)\n"
 	"      --flush-ms N     write buffered events at least every N ms, 1-100\n"
 	"                       (default 50); bounds what a SIGKILL can lose\n"
 	"  -q, --quiet          print nothing of stprof's own\n"
@@ -106,6 +110,13 @@ int record_apply_option(record_opts *o, int c, const char *arg)
 			return -1;
 		}
 		o->depth = (int)v;
+		return 0;
+	case 'D':
+		if (stprof_parse_uint(arg, 256, &v)) {
+			stprof_err("--host-depth: '%s' is not a number from 0 to 256", arg);
+			return -1;
+		}
+		o->host_depth = (int)v;
 		return 0;
 	case 'F':
 		if (stprof_parse_uint(arg, 100, &v) || v == 0) {
@@ -331,6 +342,10 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	if (o->depth >= 0) {
 		snprintf(buf, sizeof buf, "%d", o->depth);
 		setenv("STPROF_DEPTH", buf, 1);
+	}
+	if (o->host_depth >= 0) {
+		snprintf(buf, sizeof buf, "%d", o->host_depth);
+		setenv("STPROF_HOST_DEPTH", buf, 1);
 	}
 	if (o->flush_ms > 0) {
 		snprintf(buf, sizeof buf, "%d", o->flush_ms);

@@ -12,6 +12,7 @@ typedef struct record_opts {
 	const char *output;   /* trace path; NULL: <program>.stp */
 	uint64_t min_size;
 	int depth;            /* -1: collector default */
+	int host_depth;       /* -1: collector default (--depth's; 8 in Python) */
 	int flush_ms;         /* -1: collector default */
 	int quiet;
 	int sidecars;         /* one-shot: .plan and .pftrace beside the trace */

@@ -7,6 +7,12 @@
  *   STPROF_OUTPUT     trace path (default stprof-<pid>.stp in the cwd)
  *   STPROF_MIN_SIZE   smallest allocation recorded, bytes (default 0: all)
  *   STPROF_DEPTH      frames per call path, 0..256 (default 32)
+ *   STPROF_HOST_DEPTH frames per host-heap call path (malloc, new), 0..256
+ *                     (default STPROF_DEPTH's; 8 in a Python process when
+ *                     STPROF_DEPTH is not given: `import torch` alone makes
+ *                     about a million interpreter allocations whose deep
+ *                     native paths cost more than the run's tensors; tensor,
+ *                     CUDA and access events keep STPROF_DEPTH)
  *   STPROF_FLUSH_MS   flush period in ms, 1..100 (default 50)
  *   STPROF_UNWIND     fast (default) | libunwind | check: how call paths are
  *                     walked; check runs both and records how often they
@@ -37,6 +43,7 @@ void stc_config_defaults(stc_config *c)
 	memset(c, 0, sizeof *c);
 	snprintf(c->output, sizeof c->output, "stprof-%d.stp", (int)getpid());
 	c->depth = STC_DEPTH_DEFAULT;
+	c->host_depth = STC_DEPTH_DEFAULT;
 	c->flush_ms = STC_FLUSH_MS_DEFAULT;
 }
 
@@ -80,6 +87,14 @@ int stc_config_set(stc_config *c, const char *name, const char *value)
 		if (parse_u64(value, STC_DEPTH_MAX, &v))
 			return -1;
 		c->depth = (uint32_t)v;
+		c->depth_set = 1;
+		return 0;
+	}
+	if (!strcmp(name, "HOST_DEPTH")) {
+		if (parse_u64(value, STC_DEPTH_MAX, &v))
+			return -1;
+		c->host_depth = (uint32_t)v;
+		c->host_depth_set = 1;
 		return 0;
 	}
 	if (!strcmp(name, "FLUSH_MS")) {
@@ -121,7 +136,8 @@ int stc_config_set(stc_config *c, const char *name, const char *value)
 
 void stc_config_from_env(stc_config *c)
 {
-	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES"};
+	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH",    "HOST_DEPTH",
+	                              "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES"};
 	char var[32];
 	stc_config_defaults(c);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -130,4 +146,11 @@ void stc_config_from_env(stc_config *c)
 		if (v)
 			stc_config_set(c, names[i], v);
 	}
+}
+
+void stc_config_host_depth(stc_config *c, int python)
+{
+	if (c->host_depth_set)
+		return;
+	c->host_depth = python && !c->depth_set && c->depth > STC_HOST_DEPTH_PYTHON ? STC_HOST_DEPTH_PYTHON : c->depth;
 }

@@ -33,12 +33,15 @@
 /* ---------------------------------------------------------------- config */
 #define STC_DEPTH_DEFAULT 32
 #define STC_DEPTH_MAX 256
+#define STC_HOST_DEPTH_PYTHON 8 /* host-heap paths in a Python process (see config.c) */
 #define STC_FLUSH_MS_DEFAULT 50
 
 typedef struct stc_config {
 	char output[4096];   /* STPROF_OUTPUT, or "stprof-<pid>.stp" */
 	uint64_t min_size;   /* STPROF_MIN_SIZE: smaller allocations are not recorded */
 	uint32_t depth;      /* STPROF_DEPTH: frames per call path, 0 = none */
+	uint32_t host_depth; /* STPROF_HOST_DEPTH: frames per host-heap (malloc, new) path */
+	uint8_t depth_set, host_depth_set; /* given by the environment */
 	uint32_t flush_ms;   /* STPROF_FLUSH_MS: flush period, 1..100 */
 	uint32_t unwind;     /* STPROF_UNWIND: STC_UNWIND_* */
 	uint32_t accesses;   /* STPROF_ACCESSES: STC_ACCESSES_* */
@@ -48,6 +51,9 @@ enum { STC_ACCESSES_NONE = 0, STC_ACCESSES_OPS = 1, STC_ACCESSES_EXACT = 2 };
 enum { STC_UNWIND_FAST = 0, STC_UNWIND_LIBUNWIND = 1, STC_UNWIND_CHECK = 2 };
 
 STC_HIDDEN extern stc_config g_cfg;
+/* The host-heap depth when STPROF_HOST_DEPTH is not given: STPROF_DEPTH's,
+ * or in a Python process (python != 0) without STPROF_DEPTH, 8. */
+void stc_config_host_depth(stc_config *c, int python);
 /* Parses one option (name without the STPROF_ prefix); returns 0 if the
  * value was accepted, -1 if rejected (the option keeps its default). */
 STC_HIDDEN int stc_config_set(stc_config *c, const char *name, const char *value);

@@ -95,18 +95,30 @@ static void announce_process(void)
 	stc_modules_scan();
 }
 
+/* Options a reader should know of: a host-heap depth other than --depth's
+ * (Python processes) makes the reports' host call sites shorter. */
+static void announce_options(void)
+{
+	if (g_cfg.host_depth != g_cfg.depth)
+		stprof_mark_v1(STP_MARK_ANNOTATION, "stprof.host_depth", (int64_t)g_cfg.host_depth);
+}
+
 int stc_ensure_output(void)
 {
 	if (STC_LIKELY(stc_out_ready()))
 		return 1;
 	if (atomic_load(&g_state) != STC_ON)
 		return 0;
+	int opened = 0;
 	pthread_mutex_lock(&open_mu);
 	if (!stc_out_ready() && stc_out_open() == 0) {
 		announce_process();
 		stc_tbuf_announce();
+		opened = 1;
 	}
 	pthread_mutex_unlock(&open_mu);
+	if (opened)
+		announce_options();
 	return stc_out_ready();
 }
 
@@ -186,6 +198,7 @@ void stc_init(void)
 	t_busy = 1;
 	stc_real_resolve();
 	stc_config_from_env(&g_cfg);
+	stc_config_host_depth(&g_cfg, dlsym(RTLD_DEFAULT, "Py_Initialize") != NULL);
 	g_pid = getpid();
 	stp_crc32c(0, "", 0); /* builds the CRC table outside any signal handler */
 	stc_defs_init();
@@ -196,6 +209,7 @@ void stc_init(void)
 		atomic_store(&g_state, STC_ON);
 		announce_process();
 		stc_tbuf_self(); /* records the main thread */
+		announce_options();
 		stc_signals_install();
 		stc_flusher_arm(); /* started lazily: see flusher.c */
 		stc_cuda_preload_init();

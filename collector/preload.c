@@ -40,7 +40,7 @@ __attribute__((noinline)) void stc_record_alloc(void *p, size_t size)
 {
 	uint64_t ips[STC_DEPTH_MAX];
 	t_busy = 1;
-	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
+	uint32_t d = g_cfg.host_depth ? stc_unwind(ips, g_cfg.host_depth) : 0;
 	record_alloc_stack(p, size, ips, d);
 	t_busy = 0;
 }
@@ -121,7 +121,7 @@ static void *realloc_common(void *p, size_t n)
 		return g_real.realloc(p, n);
 	uint64_t ips[STC_DEPTH_MAX];
 	t_busy = 1;
-	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
+	uint32_t d = g_cfg.host_depth ? stc_unwind(ips, g_cfg.host_depth) : 0;
 	size_t old_size = g_real.malloc_usable_size(p);
 	int old_rec = old_size >= g_cfg.min_size;
 	if (old_rec)

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Collector options by flag and by environment (minimum size, depth, output,
-# flush period), the rank fields of the process event, and the one-line error
+# Collector options by flag and by environment (minimum size, depth, host-heap
+# depth in a Python process, output, flush period), the rank fields of the process event, and the one-line error
 # with file and offset that every reader command gives on a damaged trace.
 . "$(dirname "$0")/lib.sh"
 # --min-size: only the big blocks, and none of the small ones' frees
@@ -21,6 +21,24 @@ deep=$("$STPROF" dump -s -t alloc "$T/d.stp" | awk -F'stack=' 'NF > 1 {n = split
 expect_eq "deepest path with -d 2" "$deep" 2
 "$STPROF" record -q -d 0 -o "$T/z.stp" -- "$WORKLOAD" basic >/dev/null
 "$STPROF" dump -s -t alloc "$T/z.stp" | grep -q stack= && fail "-d 0 recorded call paths"
+# host-heap depth: a Python process's malloc paths stop at 8 frames (its
+# tensors keep --depth's; test_torch.sh checks those), said by an annotation;
+# --host-depth and an explicit --depth set it; a C program keeps 32
+deepest() { "$STPROF" dump -s -t alloc "$1" | awk -F'stack=' 'NF > 1 {n = split($2, f, ";"); if (n > m) m = n} END {print m + 0}'; }
+PYW="import json; x = [json.dumps({'k': [i] * (i % 7)}) for i in range(3000)]"
+"$STPROF" record -q -o "$T/py.stp" -- "$PY" -c "$PYW"
+expect_eq "Python host paths, default" "$(deepest "$T/py.stp")" 8
+"$STPROF" dump -t marker "$T/py.stp" | grep -q 'annotation name="stprof.host_depth" value=8' || fail "no host_depth annotation"
+"$STPROF" record -q --host-depth 20 -o "$T/py20.stp" -- "$PY" -c "$PYW"
+[ "$(deepest "$T/py20.stp")" -gt 8 ] || fail "--host-depth 20 gave $(deepest "$T/py20.stp") frames"
+"$STPROF" dump -t marker "$T/py20.stp" | grep -q 'stprof.host_depth" value=20' || fail "no annotation of --host-depth 20"
+"$STPROF" record -q -d 12 -o "$T/py12.stp" -- "$PY" -c "$PYW"
+expect_eq "Python host paths, -d 12" "$(deepest "$T/py12.stp")" 12
+[ "$(deepest "$T/m.stp")" -gt 8 ] || fail "a C program's host paths were cut"
+set +e
+"$STPROF" record --host-depth 300 -- true 2>"$T/err"; expect_eq "--host-depth 300" $? 2
+set -e
+grep -q "host-depth: '300' is not a number from 0 to 256" "$T/err" || fail "bad --host-depth message: $(cat "$T/err")"
 # --flush-ms bounds
 set +e
 "$STPROF" record --flush-ms 500 -- true 2>/dev/null; expect_eq "--flush-ms 500" $? 2
