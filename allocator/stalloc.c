@@ -5,8 +5,10 @@
  *
  * A request of at least min_size is matched against the iteration's
  * sequence and the persistent slots (match()); a hit hands out the entry's
- * planned range when all of it is free, a dynamic hit the best-fitting free
- * range of its group's reusable intervals.  Everything else is the
+ * planned range when all of it is free, else a free spare range of its
+ * size (a request whose previous instance outlives the iteration) or
+ * another entry's of its size (rehome()); a dynamic hit the best-fitting
+ * free range of its group's reusable intervals.  Everything else is the
  * fallback's.
  *
  * Invariants: every live pool block is in `live` (offset unit -> requested
