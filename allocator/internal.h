@@ -88,6 +88,9 @@ void st_seq_free(st_seq *s);
  * cursor, which advances whatever the request; for comparisons. */
 int st_seq_match_index(st_seq *s, uint64_t size, uint32_t *pos);
 void st_seq_restart(st_seq *s); /* the cursor to the first entry */
+/* 1 when the entry at the cursor is a static one of this size: the
+ * request the sequence expects next (st_seq_match's first choice). */
+int st_seq_expects(const st_seq *s, uint64_t size);
 /* Matches a request of `size`; hist[0], hist[1] are the sizes of the two
  * requests before it.  Returns ST_* with the entry in *pos; *skipped gets
  * how many entries the cursor passed over. */

@@ -134,6 +134,11 @@ static int hit_at(st_seq *s, uint32_t j, uint32_t *pos, uint32_t *skipped)
 	return ST_HIT;
 }
 
+int st_seq_expects(const st_seq *s, uint64_t size)
+{
+	return s->cursor < s->n && !s->e[s->cursor].dynamic && s->e[s->cursor].size == size;
+}
+
 int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t lookahead, uint32_t resync_after,
                  uint32_t *pos, uint32_t *skipped)
 {
@@ -141,7 +146,7 @@ int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t look
 	if (!s->n || s->cursor >= s->n)
 		return ST_MISS;
 	/* the cursor */
-	if (!s->e[s->cursor].dynamic && s->e[s->cursor].size == size)
+	if (st_seq_expects(s, size))
 		return hit_at(s, 0, pos, skipped);
 	/* an entry skipped a moment ago (two requests that swapped places):
 	 * before the lookahead, which would jump over the right place to a

@@ -437,13 +437,6 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
  * ordinals are (without markers, or armed from the start, any free slot of
  * the size is taken, as in start-up). */
 #define SLOT_REACH 4
-/* the request is the one the iteration's sequence expects next */
-static int in_sequence(const stalloc *a, uint64_t size)
-{
-	const st_seq *s = &a->iter;
-	return a->iter_armed && s->cursor < s->n && !s->e[s->cursor].dynamic && s->e[s->cursor].size == size;
-}
-
 /* A slot not due yet (ahead of the count, within the reach) is left alone
  * when the iteration's sequence expects this very request: the last
  * gradient of a backward pass comes just before the optimizer's first
@@ -456,7 +449,7 @@ static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 		if (i == UINT32_MAX)
 			return NULL;
 		int64_t ahead = (int64_t)a->pers.e[i].ordinal - ((int64_t)a->seen + a->slot_drift);
-		if (ahead > SLOT_REACH || (ahead > 0 && in_sequence(a, size)))
+		if (ahead > SLOT_REACH || (ahead > 0 && a->iter_armed && st_seq_expects(&a->iter, size)))
 			return NULL;
 	}
 	uint32_t i = st_slab_take(&a->pers, size);
@@ -560,7 +553,7 @@ int stalloc_free(stalloc *a, void *p)
 		a->st.foreign_frees++;
 	if (a->o.log && !ours)
 		fprintf(a->o.log, "free %p -> not ours (pool %p + %" PRIu64 ")\n", p, (void *)a->base, a->pool);
-	else if (a->o.log && (char *)p >= a->base && (char *)p < a->base + a->pool)
+	else if (a->o.log && in_pool(a, p))
 		fprintf(a->o.log, "free offset %" PRIu64 "\n", (uint64_t)((char *)p - a->base));
 	note_peaks(a);
 	unlock(a);

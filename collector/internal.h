@@ -53,7 +53,7 @@ enum { STC_UNWIND_FAST = 0, STC_UNWIND_LIBUNWIND = 1, STC_UNWIND_CHECK = 2 };
 STC_HIDDEN extern stc_config g_cfg;
 /* The host-heap depth when STPROF_HOST_DEPTH is not given: STPROF_DEPTH's,
  * or in a Python process (python != 0) without STPROF_DEPTH, 8. */
-void stc_config_host_depth(stc_config *c, int python);
+STC_HIDDEN void stc_config_host_depth(stc_config *c, int python);
 /* Parses one option (name without the STPROF_ prefix); returns 0 if the
  * value was accepted, -1 if rejected (the option keeps its default). */
 STC_HIDDEN int stc_config_set(stc_config *c, const char *name, const char *value);

@@ -620,24 +620,22 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		while (a0 < ninc && inc[a0].key < outg[b0].key)
 			a0++;
 		stp_req *q = &r->req[outg[b0].req];
-		if (a0 < ninc && inc[a0].key == outg[b0].key && inc[a0].free_tick < q->t_start) {
-			q->t_end = inc[a0].free_tick;
-			q->phase_end = inc[a0].phase;
-			q->layer_end = inc[a0].layer;
-			inc[a0++].used = 1;
-		} else if (a0 < ninc && inc[a0].key == outg[b0].key) {
-			/* its partner is freed after it is allocated: the previous
+		if (a0 < ninc && inc[a0].key == outg[b0].key) {
+			/* a partner freed after this one is allocated: the previous
 			 * iteration's instance is still live when this one comes
-			 * (`loss = f(...)` in a loop).  Whole iteration, and a spare
-			 * range that the instances take in turn */
+			 * (`loss = f(...)` in a loop).  Whole iteration (t_end stays
+			 * t_start), and a spare range that the instances take in turn */
+			int outlives = inc[a0].free_tick >= q->t_start;
 			stp_req spare = *q;
 			spare.flags |= STP_REQ_SPARE;
+			if (!outlives)
+				q->t_end = inc[a0].free_tick;
 			q->phase_end = inc[a0].phase;
 			q->layer_end = inc[a0].layer;
 			inc[a0++].used = 1;
-			if (stp_reqs_add(r, &spare) < 0)
+			if (outlives && stp_reqs_add(r, &spare) < 0) /* q is stale from here */
 				goto oom;
-			outlive++;
+			outlive += outlives;
 		} else {
 			unpaired_out++; /* t_end == t_start: live the whole iteration */
 		}

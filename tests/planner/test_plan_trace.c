@@ -35,6 +35,21 @@ static void plan_and_verify(const stp_reqs *r, double max_ratio)
 	stp_plan_free(&p);
 }
 
+/* A trace writer whose 64 call sites are all one frame at ip; 0 or -1. */
+static int mk_open(mk *m, const char *path, int device, uint64_t ip)
+{
+	char err[256];
+	memset(m, 0, sizeof *m);
+	m->device = device;
+	m->w = stp_writer_open(path, err, sizeof err);
+	CHECK(m->w != NULL);
+	if (!m->w)
+		return -1;
+	for (int s = 0; s < 64; s++)
+		m->stacks[s] = stp_writer_stack(m->w, &ip, 1);
+	return 0;
+}
+
 /* PyTorch on a GPU recorded with its allocator (tensors: device, pool 1)
  * and a library's own cudaMalloc in the first iteration (cuBLAS's handle
  * workspace: pool 0): the device plan is PyTorch's tensors alone, their
@@ -44,15 +59,9 @@ static void plan_and_verify(const stp_reqs *r, double max_ratio)
 static void test_device_tensors_only(const char *path)
 {
 	char err[256];
-	mk m = {0};
-	m.device = 1;
-	m.w = stp_writer_open(path, err, sizeof err);
-	CHECK(m.w != NULL);
-	if (!m.w)
+	mk m;
+	if (mk_open(&m, path, 1, 0x555500001000ull) < 0)
 		return;
-	uint64_t ips[1] = {0x555500001000ull};
-	for (int s = 0; s < 64; s++)
-		m.stacks[s] = stp_writer_stack(m.w, ips, 1);
 	stp_event ev;
 	for (int it = 0; it < 3; it++) {
 		mk_mark(&m, STP_MARK_ITER_BEGIN, NULL, it);
@@ -101,16 +110,11 @@ static void test_device_tensors_only(const char *path)
 static void test_outlives_iteration(const char *path)
 {
 	char err[256];
-	mk m = {0};
-	m.w = stp_writer_open(path, err, sizeof err);
-	CHECK(m.w != NULL);
-	if (!m.w)
+	mk m;
+	if (mk_open(&m, path, 0, 0x555500002000ull) < 0)
 		return;
-	uint64_t ips[1] = {0x555500002000ull};
-	for (int s = 0; s < 64; s++)
-		m.stacks[s] = stp_writer_stack(m.w, ips, 1);
-	ips[0] = 0x555500003000ull;
-	m.stacks[1] = stp_writer_stack(m.w, ips, 1);
+	uint64_t loss_ip = 0x555500003000ull;
+	m.stacks[1] = stp_writer_stack(m.w, &loss_ip, 1);
 	uint64_t loss = 0;
 	for (int it = 0; it < 4; it++) {
 		mk_mark(&m, STP_MARK_ITER_BEGIN, NULL, it);
