@@ -612,6 +612,7 @@ void stalloc_stats_get(stalloc *a, stalloc_stats *s)
 {
 	lock(a);
 	*s = a->st;
+	s->min_size = a->o.min_size;
 	unlock(a);
 	uint64_t served = s->hits + s->slot_hits + s->dynamic_hits;
 	uint64_t matched = served + s->dynamic_nofit + s->occupied + s->unmatched;
@@ -638,9 +639,11 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	fprintf(f, "stalloc: pool %s (alignment %" PRIu64 "), plan entries %" PRIu64 " (%" PRIu64 " dynamic)\n",
 	        human(s->pool, b1, sizeof b1), s->align, s->entries, s->dynamic_entries);
 	fprintf(f, "stalloc: requests %" PRIu64 ": planned hits %" PRIu64 ", persistent slots %" PRIu64
-	           ", dynamic hits %" PRIu64 " (%.1f%% of the requests of the plan's sizes); below its min size %" PRIu64
-	           "\n",
-	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, 100.0 * s->hit_rate, s->small);
+	           ", dynamic hits %" PRIu64 " (%.1f%% of the requests of the plan's sizes)\n",
+	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, 100.0 * s->hit_rate);
+	fprintf(f, "stalloc: below the plan's min size (%s): %" PRIu64 " requests, not planned%s\n",
+	        human(s->min_size, b1, sizeof b1), s->small + s->small_passed,
+	        s->small_passed ? " (the program's own allocator served them)" : "");
 	fprintf(f, "stalloc: drift: %" PRIu64 " plan entries skipped, %" PRIu64 " reordered hits, %" PRIu64
 	           " resyncs, %" PRIu64 " served at another entry of their size, %" PRIu64 " iterations\n",
 	        s->skipped, s->reordered, s->resyncs, s->rehomed, s->iterations);

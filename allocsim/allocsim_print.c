@@ -146,17 +146,22 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 	}
 	for (size_t d = 0; d < r->ndevices; d++) {
 		const allocsim_device_report *dr = &r->devices[d];
+		const char *host = r->host_name ? r->host_name : "host heap";
 		if (dr->device < 0)
-			fprintf(f, "Fragmentation (host heap, %" PRIu64 " allocations):\n", dr->allocs);
+			fprintf(f, "Fragmentation (%s, %" PRIu64 " allocations):\n", host, dr->allocs);
 		else
 			fprintf(f, "Fragmentation (device %d, %" PRIu64 " allocations):\n", dr->device, dr->allocs);
 		if (dr->host_fallback)
-			fprintf(f, "  No device allocations in this trace: these are the host heap's allocations\n"
-			           "  replayed as if they were made on a GPU (what-if).\n");
+			fprintf(f, "  No device allocations in this trace: these are the %s's allocations\n"
+			           "  replayed as if they were made on a GPU (what-if).\n", host);
 		print_table_head(f);
 		for (size_t i = 0; i < dr->nresults; i++)
 			allocsim_result_print(f, &dr->results[i]);
-		if (dr->actual.present) {
+		if (dr->actual.present && dr->actual.over_reserved) {
+			fprintf(f, "  actual: not given: %" PRIu64 " allocations took the bytes allocated above the bytes\n"
+			           "  the segment events reserve (the segments are not the allocator's whole state)\n",
+			        dr->actual.over_reserved);
+		} else if (dr->actual.present) {
 			const allocsim_actual *ac = &dr->actual;
 			fprintf(f, "  %-44s %10s %10s %6.1f%% %6.1f%% %7" PRIu64 "\n", "actual (segment events in the trace)",
 			        sim_fmt_bytes(ac->peak_allocated, a, sizeof a), sim_fmt_bytes(ac->peak_reserved, b, sizeof b),

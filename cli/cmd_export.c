@@ -16,8 +16,10 @@
 #include "stprof/detector.h"
 #include "stprof/perfetto.h"
 #include "guard.h"
+#include "outname.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
+#include "selfcheck.h"
 #include "util.h"
 #include "analysis.h"
 
@@ -207,7 +209,7 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			break;
-		default: return stprof_usage_hint("export");
+		default: return stprof_usage_hint("export", argv, "o:f:qh", opts);
 		}
 	}
 	if (optind >= argc)
@@ -266,13 +268,28 @@ int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* an earlier output is kept as FILE.old, as the one-shot keeps its
+	 * sidecars; a file stprof did not write is left alone */
+	outname_kind kind = snapshot ? OUTNAME_SNAPSHOT : OUTNAME_TIMELINE;
+	if (outname_foreign(out, kind)) {
+		stprof_err("export: %s exists and is not a %s; not overwriting it (remove it or choose another -o)", out,
+		           snapshot ? "pickle" : "timeline stprof wrote");
+		free(def);
+		traceset_free(&ts);
+		return 1;
+	}
+	if (outname_keep_old(out, kind) < 0) {
+		free(def);
+		traceset_free(&ts);
+		return 1;
+	}
 	/* PyTorch snapshots given as traces are imported first */
 	if (!found && stprof_pickle_inputs(argc, argv, optind, quiet)) {
 		free(def);
 		return 1;
 	}
-	int rc = snapshot ? snapshot_export_run(traces[0], out, layout, quiet)
-	                  : export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet);
+	int rc = snapshot ? snapshot_export_run(traces[0], out, layout, dopt.space, quiet)
+	                  : export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet, NULL);
 	free(def);
 	traceset_free(&ts);
 	return rc;
@@ -280,7 +297,7 @@ int cmd_export(int argc, char **argv)
 
 
 int export_run(const char *const *traces, size_t ntraces, const char *out, stp_export_opts *eo,
-               const stp_det_options *dopt, stp_det *const *given, int quiet)
+               const stp_det_options *dopt, stp_det *const *given, int quiet, stp_export_stats *stats)
 {
 	int analysis = dopt || given;
 	int tty = !quiet && isatty(2);
@@ -304,7 +321,7 @@ int export_run(const char *const *traces, size_t ntraces, const char *out, stp_e
 			fprintf(stderr, "\rstprof: analysing %s ...", traces[i]);
 		/* an unreadable trace is the export's error to report; a damaged
 		 * one is analysed up to the damage */
-		dets[i] = stp_det_run(traces[i], dopt, err, sizeof err);
+		dets[i] = selfcheck_det_run(traces[i], dopt, err, sizeof err);
 		if (dets[i] && stp_det_result_of(dets[i])->sim_error && !quiet)
 			stprof_err("export: %s: allocator models not run: %s", traces[i],
 			           stp_det_result_of(dets[i])->sim_error);
@@ -331,6 +348,8 @@ int export_run(const char *const *traces, size_t ntraces, const char *out, stp_e
 		stprof_err("export: %s", err);
 		return 1;
 	}
+	if (stats)
+		*stats = st;
 	if (!quiet) {
 		char b[64];
 		printf("wrote %s: %s, %" PRIu64 " packets\n", out, stprof_fmt_bytes(st.bytes, b, sizeof b), st.packets);

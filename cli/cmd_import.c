@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "guard.h"
+#include "snapshot_cli.h"
 #include "stprof/snapshot.h"
 #include "util.h"
 
@@ -50,13 +52,11 @@ int cmd_import(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("import", argv, "o:qh", opts);
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return stprof_usage_error("import", "wants one SNAPSHOT.pickle (got %d arguments)", argc - optind);
 	const char *in = argv[optind];
 	char *def = NULL;
 	if (!out) {
@@ -79,6 +79,7 @@ int cmd_import(int argc, char **argv)
 		free(def);
 		return 1;
 	}
+	stprof_snapshot_warn(in, &st);
 	if (!quiet) {
 		printf("wrote %s from %s (PyTorch %s layout, pickle protocol %d)\n", out, in,
 		       st.layout == 113 ? "1.13" : "2.x", st.protocol);

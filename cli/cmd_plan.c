@@ -330,7 +330,7 @@ int cmd_plan(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		case 'v': po.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: return stprof_usage_hint("plan");
+		default: return stprof_usage_hint("plan", argv, "o:i:a:n:qvh", opts);
 		}
 	}
 	int modes = !!csv + !!show + !!verify;
@@ -442,8 +442,11 @@ int cmd_plan(int argc, char **argv)
 		}
 	}
 	char *defout = NULL;
+	/* a snapshot is read from its temporary import: named, and its plan
+	 * written, after the pickle */
+	const char *shown = stprof_input_name(in);
 	if (!out && !csv)
-		out = defout = default_output(in, ".plan");
+		out = defout = default_output(shown, ".plan");
 	if (defout && stprof_refuse_same("plan", out, &in, 1)) {
 		rc = 1;
 		free(defout);
@@ -460,9 +463,9 @@ int cmd_plan(int argc, char **argv)
 	if (!quiet) {
 		FILE *f = out && !strcmp(out, "-") ? stderr : stdout;
 		if (r.notes)
-			fprintf(f, "input:          %s (%s)\n", in, stp_reqs_str(&r, r.notes));
+			fprintf(f, "input:          %s (%s)\n", shown, stp_reqs_str(&r, r.notes));
 		else
-			fprintf(f, "input:          %s\n", in);
+			fprintf(f, "input:          %s\n", shown);
 		stp_plan_summary(f, &r, &p, gpool, gsec);
 		if (stalloc_pool) {
 			char b[64];

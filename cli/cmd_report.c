@@ -18,6 +18,7 @@
 #include "guard.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
+#include "selfcheck.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -56,7 +57,11 @@ static void usage(FILE *f)
 	        "                          without device allocations (a short summary by default)\n"
 	        "      --progress          progress on standard error (default when it is a terminal)\n"
 	        "      --no-progress       no progress\n"
-	        "      --no-ranks          report on TRACE alone even when rank traces are beside it\n\n"
+	        "      --no-ranks          report on TRACE alone even when rank traces are beside it\n"
+	        "      --check             write no report: check its figures against each other (classes\n"
+	        "                          and call sites sum to the analyzed space's, peaks within\n"
+	        "                          totals, ...; docs/report.md, \"Self-check\"); exit 1 when they\n"
+	        "                          do not add up\n\n"
 	        "Analysis:\n"
 	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
 	        "      --window T0:T1      report the peak of this stretch of the trace and the call\n"
@@ -104,6 +109,22 @@ static void usage(FILE *f)
 	        "Exit status: 0 reported; 1 the trace is damaged or unreadable, or the output could\n"
 	        "not be written; 2 bad usage.\n");
 }
+
+static int check_only; /* --check */
+
+/* --check: the figures checked against each other (stp_det_check), no
+ * report written.  Returns the exit status: 0 when they add up. */
+static int check_results(stp_det *const *d, const char *const *paths, size_t n)
+{
+	unsigned bad = 0;
+	for (size_t i = 0; i < n; i++)
+		if (d[i])
+			bad += selfcheck_report(d[i], paths[i]);
+	if (!bad)
+		fprintf(stderr, "stprof report: self-check: the figures add up (%zu trace%s)\n", n, n == 1 ? "" : "s");
+	return bad ? 1 : 0;
+}
+
 
 static void progress(void *ctx, int pass, uint64_t done, uint64_t total)
 {
@@ -217,7 +238,7 @@ static int report_several(const char *const *traces, size_t n, const stp_det_opt
 		}
 		if (oi.progress)
 			fprintf(stderr, "\rstprof report: %s (%zu of %zu)\n", traces[i], i + 1, n);
-		d[i] = stp_det_run(trace, &oi, err, sizeof err);
+		d[i] = selfcheck_det_run(trace, &oi, err, sizeof err);
 		if (printed)
 			fprintf(stderr, "\r%40s\r", "");
 		if (!d[i]) {
@@ -238,7 +259,14 @@ static int report_several(const char *const *traces, size_t n, const stp_det_opt
 				d[got++] = x;
 		}
 		struct several s = {d, got, ro, fn};
-		if (got && write_out(out, write_several, &s))
+		if (check_only) {
+			const char **paths = calloc(got ? got : 1, sizeof *paths);
+			for (size_t i = 0; paths && i < got; i++)
+				paths[i] = stp_det_result_of(d[i])->path;
+			if (!paths || check_results(d, paths, got))
+				status = 1;
+			free(paths);
+		} else if (got && write_out(out, write_several, &s))
 			status = 1;
 		for (size_t i = 0; i < got; i++)
 			if (stp_det_result_of(d[i])->error)
@@ -260,7 +288,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
 	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION,
-	       O_SPACE, O_NORANKS };
+	       O_SPACE, O_NORANKS, O_CHECK };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -277,7 +305,7 @@ int cmd_report(int argc, char **argv)
 		{"group", required_argument, 0, O_GROUP}, {"models-detail", no_argument, 0, O_MDETAIL},
 		{"window", required_argument, 0, O_WINDOW}, {"iteration", required_argument, 0, O_ITERATION},
 		{"sim-min-size", required_argument, 0, O_SIMMIN}, {"space", required_argument, 0, O_SPACE},
-		{"no-ranks", no_argument, 0, O_NORANKS},
+		{"no-ranks", no_argument, 0, O_NORANKS}, {"check", no_argument, 0, O_CHECK},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
@@ -343,6 +371,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_PARTIAL: partial = 1; break;
 		case O_NORANKS: no_ranks = 1; break;
+		case O_CHECK: check_only = 1; break;
 		case O_SPACE:
 			if (stp_det_space_parse(optarg, &o.space) < 0)
 				return bad("--space", "auto, host, tensors or device (see --help)");
@@ -405,7 +434,7 @@ int cmd_report(int argc, char **argv)
 		case O_PROG: want_progress = 1; break;
 		case O_NOPROG: want_progress = 0; break;
 		case 'h': usage(stdout); return 0;
-		default: return stprof_usage_hint("report");
+		default: return stprof_usage_hint("report", argv, "f:o:n:h", opts);
 		}
 	}
 	if (optind >= argc)
@@ -458,7 +487,7 @@ int cmd_report(int argc, char **argv)
 	const char *trace = argv[optind];
 	if (stprof_pickle_input(&trace, 0)) /* a PyTorch snapshot: imported first */
 		return 1;
-	stp_det *d = stp_det_run(trace, &o, err, sizeof err);
+	stp_det *d = selfcheck_det_run(trace, &o, err, sizeof err);
 	if (printed)
 		fprintf(stderr, "\r%40s\r", "");
 	if (!d) {
@@ -470,6 +499,16 @@ int cmd_report(int argc, char **argv)
 		stprof_err("%s", r->error);
 		stp_det_free(d);
 		return 1;
+	}
+	if (check_only) {
+		int st = check_results(&d, &trace, 1) || r->error ? 1 : 0;
+		stp_det_free(d);
+		return st;
+	}
+	if (check_only) {
+		int st = check_results(&d, &trace, 1) || r->error ? 1 : 0;
+		stp_det_free(d);
+		return st;
 	}
 	FILE *f = stdout;
 	if (out && !(f = fopen(out, "w"))) {

@@ -19,6 +19,7 @@
 
 #include "guard.h"
 #include "outname.h"
+#include "stprof/snapshot.h"
 #include "stprof/trace_codec.h"
 #include "util.h"
 
@@ -71,19 +72,43 @@ static int is_torch_launcher_module(const char *m)
 	return !strcmp(m, "torch.distributed.run") || !strcmp(m, "torch.distributed.launch");
 }
 
+/* The index of the program in argv: past `env [VAR=VALUE]...`. */
+static int program_index(char *const *argv)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "%s", argv[0]);
+	if (strcmp(basename(buf), "env"))
+		return 0;
+	int i = 1;
+	while (argv[i] && (strchr(argv[i], '=') || argv[i][0] == '-'))
+		i++;
+	return argv[i] ? i : 0;
+}
+
+const char *outname_script(char *const *argv)
+{
+	char buf[PATH_MAX];
+	int i = program_index(argv);
+	snprintf(buf, sizeof buf, "%s", argv[i]);
+	if (!is_interpreter(basename(buf)))
+		return NULL;
+	for (int k = i + 1; argv[k]; k++) {
+		const char *a = argv[k];
+		if (!strcmp(a, "-m") || !strcmp(a, "-c") || !strcmp(a, "-e") || !strcmp(a, "-"))
+			return NULL; /* a module or code on the command line */
+		if (a[0] != '-')
+			return a;
+		if (takes_arg(a) && argv[k + 1])
+			k++;
+	}
+	return NULL;
+}
+
 void outname_base(char *const *argv, char *base, size_t len)
 {
 	char buf[PATH_MAX];
-	int i = 0;
-	snprintf(buf, sizeof buf, "%s", argv[0]);
-	/* env [VAR=VALUE]... PROGRAM */
-	if (!strcmp(basename(buf), "env")) {
-		for (i = 1; argv[i] && (strchr(argv[i], '=') || argv[i][0] == '-'); i++)
-			;
-		if (!argv[i])
-			i = 0;
-		snprintf(buf, sizeof buf, "%s", argv[i]);
-	}
+	int i = program_index(argv);
+	snprintf(buf, sizeof buf, "%s", argv[i]);
 	snprintf(base, len, "%s", basename(buf));
 	if (!strcmp(base, "torchrun")) {
 		launched_script(argv, i + 1, base, len);
@@ -122,6 +147,7 @@ int outname_ours(const char *path, outname_kind kind)
 	switch (kind) {
 	case OUTNAME_TRACE: return stprof_is_trace(path);
 	case OUTNAME_PLAN: return stprof_file_starts_with(path, "STPPLAN", 8);
+	case OUTNAME_SNAPSHOT: return stp_snapshot_is_pickle(path);
 	case OUTNAME_TIMELINE: {
 		/* a Perfetto trace (a TracePacket first) naming stprof's tracks early */
 		char buf[4096];

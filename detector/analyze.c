@@ -11,8 +11,9 @@
  *
  * Classes (docs/report.md): with ib(s) the number of iteration boundaries
  * up to s and A, F the values at allocation and free,
- *   persistent  covers a whole iteration, or lives from one iteration into
- *               a later one (det_crosses_iterations);
+ *   persistent  covers a whole iteration (det_crosses_iterations): weights,
+ *               optimizer state; not a tensor re-made every iteration that
+ *               crosses one boundary;
  *   init-only   allocated before the first iteration and freed before the
  *               second begins, or allocated after the last one;
  *   transient   A == F inside the loop and the same segment;
@@ -30,14 +31,16 @@
 #include "det.h"
 #include "space.h"
 
+/* Whether an object allocated at ib a and freed at ib f covers a whole
+ * iteration k: allocated before its begin (a <= 2k), freed after its end
+ * (f >= 2k + 2).  One that only crosses a boundary (allocated in iteration
+ * k, freed early in k + 1: a tensor re-made every iteration and deleted
+ * after the optimizer step, where the next iteration begins) does not. */
 int det_crosses_iterations(const stp_det *d, uint32_t a, uint32_t f)
 {
 	uint32_t n = d->niters;
-	uint32_t k0 = a / 2;
-	if (n >= 2 && k0 <= n - 2 && f >= 2 * k0 + 3)
-		return 1;
-	uint32_t k1 = (a + 1) / 2;
-	return n >= 1 && k1 <= n - 1 && f >= 2 * k1 + 2;
+	uint32_t k = (a + 1) / 2; /* the first iteration begun after a */
+	return n >= 1 && k <= n - 1 && f >= 2 * k + 2;
 }
 
 stp_det_class det_classify(const stp_det *d, uint32_t a, uint32_t sega, uint32_t f, uint32_t segf, int freed)
@@ -48,7 +51,7 @@ stp_det_class det_classify(const stp_det *d, uint32_t a, uint32_t sega, uint32_t
 	if (det_crosses_iterations(d, a, freed ? f : 2 * n + 2))
 		return STP_CLASS_PERSISTENT;
 	if (!freed)
-		return d->stats.whole ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
+		return d->stats.whole && !d->snapshot ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
 	if (a == f) {
 		if (a == 0 || a >= 2 * n)
 			return STP_CLASS_INIT_ONLY;
@@ -247,10 +250,33 @@ static void site_add_obj(stp_det *d, det_site_rec *sp, unsigned c, uint64_t size
 	k->life_logical[lb]++;
 }
 
+/* An object of a space not analyzed in depth (no call site): only its
+ * class, for the timeline's lanes; a never-freed one is not judged a leak. */
+static void finish_other(stp_det *d, pass2 *p, uint32_t slot, int freed)
+{
+	det_obj *o = &d->objs[slot];
+	stp_det_class c = det_classify(d, o->ib, o->seg, p->ib, p->seg, freed);
+	if (c == STP_CLASS_LEAKED)
+		c = STP_CLASS_LIVE_AT_END;
+	if (d->have_ranges)
+		det_access_end_obj(d, slot, freed, p->ns);
+	if (d->ko_seq && o->ko < d->nko) {
+		d->ko_info[o->ko] = (uint16_t)((d->ko_info[o->ko] & ~15u) | (unsigned)c);
+		d->ko_lf[o->ko] = UINT32_MAX;
+	}
+	o->flags &= (uint8_t)~DET_OBJ_LIVE;
+	o->site = d->obj_free;
+	d->obj_free = slot;
+}
+
 /* Ends an object's life: at a free (freed = 1) or at the end of the trace. */
 static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t free_seq)
 {
 	det_obj *o = &d->objs[slot];
+	if (o->site == DET_NO_SITE) {
+		finish_other(d, p, slot, freed);
+		return;
+	}
 	det_site *s = &d->sites[o->site];
 	det_site_rec *sp = &d->spub[o->site];
 	uint64_t life = (freed ? p->ns : d->end_ns) - o->alloc_ns;
@@ -259,7 +285,12 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	stp_det_class c = det_classify(d, o->ib, o->seg, p->ib, p->seg, freed);
 	d->ko_hint = o->ko; /* findings of this object mark its record (objinfo.c) */
 	int leak = 0;
-	if (!freed && d->niters) {
+	if (!freed && d->snapshot) {
+		/* the state at a snapshot: its blocks are live, not leaked (the
+		 * program went on); nothing is set aside either */
+		if (c == STP_CLASS_LEAKED)
+			c = STP_CLASS_LIVE_AT_END;
+	} else if (!freed && d->niters) {
 		/* A leak is memory lost track of while the program runs: its site's
 		 * never-freed objects keep coming, from two or more complete
 		 * iterations and from at least half of them.  What else is never
@@ -287,13 +318,10 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 			d->res.leaks_set_aside_bytes += o->size;
 		}
 	}
-	int in_view = det_space_in_view(d, o->space);
-	if (in_view) {
-		d->res.class_objects[c]++;
-		d->res.class_bytes[c] += o->size;
-		if (o->flags & DET_OBJ_AT_PEAK)
-			d->res.peak_class_bytes[c] += o->size;
-	}
+	d->res.class_objects[c]++;
+	d->res.class_bytes[c] += o->size;
+	if (o->flags & DET_OBJ_AT_PEAK)
+		d->res.peak_class_bytes[c] += o->size;
 	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
 	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
 	unsigned tb = freed ? det_time_bucket(life) : STP_DET_TIME_BUCKETS - 1;
@@ -310,7 +338,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	}
 	s->live_bytes -= o->size;
 	s->live_objects--;
-	if (leak && in_view) {
+	if (leak) {
 		stp_det_instance in = {.alloc_seq = o->alloc_seq, .free_seq = UINT64_MAX, .alloc_ns = o->alloc_ns,
 		                       .free_ns = UINT64_MAX, .addr = o->addr, .size = o->size, .distance = logical,
 		                       .at_ns = o->alloc_ns, .until_ns = d->end_ns, .other_site = UINT32_MAX};
@@ -331,7 +359,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 {
 	const stp_alloc_info *a = &ev->u.alloc;
-	if (a->size < d->opt.min_size)
+	if (!DET_KEEPS(d, a->size))
 		return 0;
 	int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 	if (si < 0)
@@ -350,22 +378,26 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		d->sstate[o->space].live_objects--;
 		finish_obj(d, p, old, 1, ev->seq);
 	}
-	uint32_t site_idx = 0;
-	det_site *s = site_for(d, a->stack, a->kind, &site_idx);
+	/* only the analyzed space's objects have call sites (det_space_in_view) */
+	int in_view = det_space_in_view(d, (uint32_t)si);
+	uint32_t site_idx = DET_NO_SITE;
+	det_site *s = in_view ? site_for(d, a->stack, a->kind, &site_idx) : NULL;
 	uint32_t slot = obj_new(d); /* the slot pass 1 gave it (same free list) */
-	det_site_rec *sp = s ? &d->spub[site_idx] : NULL;
-	if (!s || slot == UINT32_MAX)
+	if ((in_view && !s) || slot == UINT32_MAX)
 		return -1;
 	det_obj *o = &d->objs[slot];
 	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
 	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si, .flags = DET_OBJ_LIVE,
 	               .ko = UINT32_MAX};
-	sp->allocs++;
-	sp->bytes_allocated += a->size;
-	if (a->size > sp->max_size)
-		sp->max_size = a->size;
-	s->live_bytes += a->size;
-	s->live_objects++;
+	if (s) {
+		det_site_rec *sp = &d->spub[site_idx];
+		sp->allocs++;
+		sp->bytes_allocated += a->size;
+		if (a->size > sp->max_size)
+			sp->max_size = a->size;
+		s->live_bytes += a->size;
+		s->live_objects++;
+	}
 	det_space_state *ss = &d->sstate[si];
 	ss->live_bytes += a->size;
 	ss->live_objects++;
@@ -446,6 +478,8 @@ static int finish_live(stp_det *d, pass2 *p)
 	int64_t last_complete = (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
 	for (uint64_t j = 0; j < m; j++) {
 		det_obj *o = &d->objs[slots[j]];
+		if (o->site == DET_NO_SITE)
+			continue;
 		det_site *s = &d->sites[o->site];
 		int64_t it = iter_of_ib(d, o->ib);
 		if (it >= 0 && it < last_complete && it != s->leak_last_iter) {

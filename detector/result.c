@@ -34,7 +34,7 @@ static int cmp_findings(const void *a, const void *b)
 int det_build_result(stp_det *d)
 {
 	stp_det_result *r = &d->res;
-	r->path = d->path;
+	r->path = d->opt.name ? d->opt.name : d->path;
 	r->command = d->command ? d->command : "";
 	r->error = d->error;
 	r->events = d->stats.events;

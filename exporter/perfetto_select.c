@@ -7,7 +7,10 @@
  * first, so a bounded timeline still draws every finding's objects.  With
  * a window, only objects live inside it count, and the lifetime is the part
  * inside it.  An object never freed lives to the trace's last event.  Ties go
- * to the earlier allocation.  Memory: the live objects plus a heap of N.
+ * to the earlier allocation.  Only objects that can be drawn compete: with
+ * tensors_only, the tensors and device objects (the interpreter's heap is
+ * never drawn), so N tensors are drawn when there are N or more.  Memory:
+ * the live objects plus a heap of N.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +136,10 @@ int pf_select_top(pf_export *x, uint32_t trace, const char *path, int64_t offset
 		if (ev.type == STP_EV_ALLOC) {
 			if (drop(&s, ev.u.alloc.addr, t) < 0)
 				goto oom;
+			/* only what is drawn competes: with tensors_only the
+			 * interpreter's heap is never drawn (perfetto_memory.c) */
+			if (x->opts.tensors_only && ev.u.alloc.kind == STP_MEM_HOST && ev.u.alloc.pool != STP_POOL_TENSORS)
+				continue;
 			uint64_t i;
 			if (s.nfree) {
 				i = s.free_list[--s.nfree];

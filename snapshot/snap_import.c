@@ -15,6 +15,10 @@
  * as PyTorch lists them.  Shared pickle nodes (frames, frame lists) are
  * converted once, by node address, so work is O(pickle size).
  * Times: time_us when the entries have it, else 1 us per entry in order.
+ * A malformed snapshot (a segment or block that is not a dict, a size that
+ * is not a non-negative integer, a block outside its segment) is refused in
+ * one line; allocations outside every segment make the segments dropped
+ * (snap_check.c).  The trace ends as STP_END_SNAPSHOT: the program went on.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -52,6 +56,46 @@ static int oom(importer *im)
 {
 	snprintf(im->err, im->errlen, "%s: out of memory", im->path);
 	return -1;
+}
+
+static const char *type_name(const pk_val *v)
+{
+	static const char *const n[] = {"None", "a bool", "an int", "an int", "a float", "a str", "bytes",
+	                                "a list", "a tuple", "a dict"};
+	return v->type < sizeof n / sizeof n[0] ? n[v->type] : "a value";
+}
+
+/* A malformed snapshot is refused in one line naming the offset and what
+ * is wrong, never imported with made-up figures: -1 with err set. */
+static int malformed(importer *im, const pk_val *at, const char *what, const char *key, const char *why)
+{
+	snprintf(im->err, im->errlen, "%s: offset %" PRIu64 ": not a valid PyTorch memory snapshot: %s%s%s%s %s",
+	         im->path, at->offset, what, key ? " '" : "", key ? key : "", key ? "'" : "", why);
+	return -1;
+}
+
+/* obj[key] as a byte count or address: a non-negative integer.  Absent:
+ * dflt when not required.  0, or -1 with err set. */
+static int get_uint(importer *im, const pk_val *obj, const char *what, const char *key, int required, uint64_t dflt,
+                    uint64_t *out)
+{
+	const pk_val *v = pk_get(obj, key);
+	if (!v) {
+		*out = dflt;
+		return required ? malformed(im, obj, what, key, "is missing") : 0;
+	}
+	if ((v->type == PK_INT && v->u.i >= 0) || (v->type == PK_BIGINT && v->n)) {
+		*out = pk_uint(v, 0);
+		return 0;
+	}
+	char why[64];
+	if (v->type == PK_INT)
+		snprintf(why, sizeof why, "is negative (%" PRId64 ")", v->u.i);
+	else if (v->type == PK_BIGINT)
+		snprintf(why, sizeof why, "does not fit 64 bits");
+	else
+		snprintf(why, sizeof why, "is %s, not a byte count", type_name(v));
+	return malformed(im, v, what, key, why);
 }
 
 static uint64_t fnv(const char *s)
@@ -162,33 +206,47 @@ static int64_t stack_of(importer *im, const pk_val *frames)
 	return r;
 }
 
-/* The blocks of one segment into end_allocs (allocated ones). */
-static int read_blocks(importer *im, const pk_val *seg, const imp_ev *sev)
+/* The blocks of one segment into end_allocs (allocated ones).  Each block
+ * must lie inside its segment (PyTorch's blocks tile it). */
+static int read_blocks(importer *im, const pk_val *seg, const imp_ev *sev, uint32_t si)
 {
 	const pk_val *blocks = pk_get(seg, "blocks");
-	if (!pk_is_seq(blocks))
+	if (!blocks)
 		return 0;
-	uint64_t addr = sev->addr;
+	char what[96];
+	snprintf(what, sizeof what, "segment %u's", si);
+	if (!pk_is_seq(blocks))
+		return malformed(im, blocks, what, "blocks", "is not a list");
+	uint64_t addr = sev->addr, seg_end = sev->addr + sev->size;
 	for (uint32_t i = 0; i < blocks->n; i++) {
 		const pk_val *b = blocks->u.items[i];
+		snprintf(what, sizeof what, "block %u of segment %u", i, si);
 		if (b->type != PK_DICT)
-			continue;
+			return malformed(im, b, what, NULL, "is not a dict");
 		im->st->blocks++;
-		uint64_t size = pk_uint(pk_get(b, "size"), 0);
-		uint64_t at = pk_uint(pk_get(b, "address"), addr);
+		uint64_t size, at, req;
+		if (get_uint(im, b, what, "size", 1, 0, &size) < 0 || get_uint(im, b, what, "address", 0, addr, &at) < 0 ||
+		    get_uint(im, b, what, "requested_size", 0, 0, &req) < 0)
+			return -1;
+		if (at < sev->addr || at > seg_end || size > seg_end - at) {
+			char why[160];
+			snprintf(why, sizeof why, "(%" PRIu64 " bytes at 0x%" PRIx64 ") does not fit its segment (%" PRIu64
+			         " bytes at 0x%" PRIx64 ")",
+			         size, at, sev->size, sev->addr);
+			return malformed(im, b, what, NULL, why);
+		}
 		addr = at + size;
 		const char *state = pk_str(pk_get(b, "state"), "");
 		if (strcmp(state, "active_allocated") && strcmp(state, "active_pending_free"))
 			continue;
 		const pk_val *frames = pk_get(b, "frames");
-		uint64_t req = pk_uint(pk_get(b, "requested_size"), 0);
 		const pk_val *hist = pk_get(b, "history");
 		if (pk_is_seq(hist) && hist->n) { /* 1.13 / 2.0: the last history entry is the live one */
 			const pk_val *h = hist->u.items[hist->n - 1];
 			if (!frames)
 				frames = pk_get(h, "frames");
-			if (!req)
-				req = pk_uint(pk_get(h, "real_size"), 0);
+			if (!req && h->type == PK_DICT && get_uint(im, h, what, "real_size", 0, 0, &req) < 0)
+				return -1;
 		}
 		imp_ev e = {.type = STP_EV_ALLOC, .device = sev->device, .addr = at, .size = size,
 		            .requested = req ? req : size, .stream = sev->stream, .frames = frames};
@@ -204,16 +262,26 @@ static int read_segments(importer *im, const pk_val *segs)
 		return 0;
 	for (uint32_t i = 0; i < segs->n; i++) {
 		const pk_val *s = segs->u.items[i];
+		char what[64];
+		snprintf(what, sizeof what, "segment %u", i);
 		if (s->type != PK_DICT)
-			continue;
+			return malformed(im, s, what, NULL, "is not a dict");
 		im->st->segments++;
-		imp_ev e = {.type = STP_EV_SEGMENT_RESERVE, .device = (int32_t)pk_int(pk_get(s, "device"), 0),
-		            .addr = pk_uint(pk_get(s, "address"), 0), .size = pk_uint(pk_get(s, "total_size"), 0),
-		            .stream = pk_uint(pk_get(s, "stream"), 0), .frames = pk_get(s, "frames")};
+		uint64_t device, stream;
+		imp_ev e = {.type = STP_EV_SEGMENT_RESERVE, .frames = pk_get(s, "frames")};
+		if (get_uint(im, s, what, "device", 0, 0, &device) < 0 || get_uint(im, s, what, "address", 1, 0, &e.addr) < 0 ||
+		    get_uint(im, s, what, "total_size", 1, 0, &e.size) < 0 || get_uint(im, s, what, "stream", 0, 0, &stream) < 0)
+			return -1;
+		if (device > INT32_MAX)
+			return malformed(im, s, what, "device", "is not a device index");
+		if (e.addr + e.size < e.addr)
+			return malformed(im, s, what, NULL, "ends past the 64-bit address space");
+		e.device = (int32_t)device;
+		e.stream = stream;
 		e.requested = e.size;
 		if (!im->synthetic && imp_push(&im->end_segs, &e) < 0)
 			return oom(im);
-		if (read_blocks(im, s, &e) < 0)
+		if (read_blocks(im, s, &e, i) < 0)
 			return -1;
 	}
 	return 0;
@@ -226,16 +294,25 @@ static int read_trace(importer *im, const pk_val *dt)
 	uint64_t order = 0;
 	for (uint32_t d = 0; d < dt->n; d++) {
 		const pk_val *tr = dt->u.items[d];
+		char what[96];
+		snprintf(what, sizeof what, "device_traces[%u]", d);
 		if (!pk_is_seq(tr))
-			continue;
+			return malformed(im, tr, what, NULL, "is not a list of trace entries");
 		uint64_t t_prev = 0;
 		for (uint32_t i = 0; i < tr->n; i++) {
 			const pk_val *en = tr->u.items[i];
+			snprintf(what, sizeof what, "trace entry %u of device %u", i, d);
+			if (en->type != PK_DICT)
+				return malformed(im, en, what, NULL, "is not a dict");
 			im->st->entries++;
 			const char *act = pk_str(pk_get(en, "action"), "");
-			uint64_t size = pk_uint(pk_get(en, "size"), 0);
-			imp_ev e = {.device = (int32_t)d, .addr = pk_uint(pk_get(en, "addr"), 0), .size = size,
-			            .requested = size, .stream = pk_uint(pk_get(en, "stream"), 0),
+			/* the entries that are about memory carry an address and a size */
+			int mem = !strcmp(act, "alloc") || !strncmp(act, "free_", 5) || !strncmp(act, "segment_", 8);
+			uint64_t size, addr, stream;
+			if (get_uint(im, en, what, "size", mem, 0, &size) < 0 || get_uint(im, en, what, "addr", mem, 0, &addr) < 0 ||
+			    get_uint(im, en, what, "stream", 0, 0, &stream) < 0)
+				return -1;
+			imp_ev e = {.device = (int32_t)d, .addr = addr, .size = size, .requested = size, .stream = stream,
 			            .frames = pk_get(en, "frames")};
 			const pk_val *tu = pk_get(en, "time_us");
 			e.time_ns = tu ? pk_uint(tu, 0) * 1000 : t_prev + 1000;
@@ -335,6 +412,13 @@ static int write_trace(importer *im, const char *out)
 		                                .size = STP_SRCFRAME_STRIDE, .bias = base};
 		bad |= stp_writer_event(w, &ev) < 0;
 	}
+	if (im->st->outside_allocs && !bad) { /* detector.h: stp_det_result.segments_dropped */
+		ev = (stp_event){.type = STP_EV_MARKER, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
+		ev.u.marker = (stp_marker_info){.kind = STP_MARK_ANNOTATION,
+		                                .name = stp_writer_string(w, "stprof.segments_dropped"),
+		                                .value = (int64_t)im->st->outside_allocs};
+		bad |= stp_writer_event(w, &ev) < 0;
+	}
 	for (size_t i = 0; i < im->out.n && !bad; i++) {
 		const imp_ev *e = &im->out.v[i];
 		ev = (stp_event){.type = e->type, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = e->time_ns};
@@ -366,7 +450,8 @@ static int write_trace(importer *im, const char *out)
 		stp_writer_abandon(w);
 		return -1;
 	}
-	if (stp_writer_close(w, STP_END_EXIT, 0) < 0) {
+	/* a snapshot is the state of a program that went on running */
+	if (stp_writer_close(w, STP_END_SNAPSHOT, 0) < 0) {
 		snprintf(im->err, im->errlen, "%s: cannot write the trace", out);
 		return -1;
 	}
@@ -386,6 +471,8 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 		dt = pk_get(root, "device_traces");
 		im->st->layout = 2;
 		im->synthetic = pk_int(pk_get(pk_get(root, "stprof"), "synthetic_segments"), 0) != 0;
+		if (dt && !pk_is_seq(dt))
+			return malformed(im, dt, "its", "device_traces", "is not a list");
 	} else if (root->type == PK_LIST) {
 		im->st->layout = 113;
 	} else {
@@ -412,6 +499,20 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 	for (size_t i = 0; i < im->trace.n; i++)
 		if (imp_push(&im->out, &im->trace.v[i]) < 0)
 			return oom(im);
+	/* every allocation lies in a segment of its device, or the segments are
+	 * not the allocator's whole state: they are dropped (an efficiency from
+	 * them would be impossible) and the trace says so */
+	uint64_t outside = imp_outside_segments(&im->out, &im->st->first_outside_addr);
+	if (outside == UINT64_MAX)
+		return oom(im);
+	if (outside) {
+		size_t k = 0;
+		for (size_t i = 0; i < im->out.n; i++)
+			if (im->out.v[i].type != STP_EV_SEGMENT_RESERVE && im->out.v[i].type != STP_EV_SEGMENT_RELEASE)
+				im->out.v[k++] = im->out.v[i];
+		im->out.n = k;
+		im->st->outside_allocs = outside;
+	}
 	/* only events that carry a call path: frames are interned in the order
 	 * the trace uses them, so an export imported back numbers them alike */
 	for (size_t i = 0; i < im->out.n; i++)

@@ -50,6 +50,12 @@ static inline uint64_t imp_round(uint64_t req)
  */
 int imp_replay_initial(const imp_vec *end_segs, const imp_vec *end_allocs, const imp_vec *tr, imp_vec *out);
 
+/* snap_check.c: how many ALLOC events of ev (in time order) lie outside
+ * the segments live on their device at that moment (0 when ev has no
+ * segments at all); *first: the first one's address.  UINT64_MAX when out
+ * of memory. */
+uint64_t imp_outside_segments(const imp_vec *ev, uint64_t *first);
+
 struct stp_snapshot_import_stats;
 /* stp_snapshot_import on a parsed pickle (name: for messages); the fuzz
  * target's way in without a pickle file. */

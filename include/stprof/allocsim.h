@@ -341,6 +341,10 @@ typedef struct allocsim_actual {
 	double efficiency;
 	double allocated_error;    /* (model - actual) / actual, PyTorch as-run model */
 	double reserved_error;
+	/* allocations made while the bytes allocated exceeded the bytes the
+	 * segment events reserve: the segments are incomplete (an inconsistent
+	 * snapshot), so efficiency and the errors above are not given */
+	uint64_t over_reserved;
 } allocsim_actual;
 
 typedef struct allocsim_device_report {
@@ -360,6 +364,9 @@ typedef struct allocsim_report {
 	uint64_t trace_events;     /* events read */
 	uint64_t start_time;       /* time_ns of the first event (times print relative to it) */
 	size_t memory;             /* bytes of event logs held while replaying */
+	/* what a host fallback replayed, for its heading: "host heap" (NULL)
+	 * or "CPU tensors" (a PyTorch CPU run's tensors: the caller says) */
+	const char *host_name;
 } allocsim_report;
 
 /* Feeding trace events one by one (for a report that reads the trace once

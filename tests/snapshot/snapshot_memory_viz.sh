@@ -5,7 +5,9 @@
 # memory functions (the flamegraph step replaced by the identity: it would
 # download flamegraph.pl) on both layouts, plus the 2.x invariants
 # (check_snapshot.py).  2.x's own _memory_viz runs in tests/gpu (GPU machine).
-# Traces: a real PyTorch CPU run recorded by stprof, and the constructed 2.x
+# Traces: a real PyTorch CPU run recorded by stprof (its tensors: what a
+# snapshot of a PyTorch run holds by default; the script leaves them live at
+# the end, as a snapshot taken mid-run does), and the constructed 2.x
 # snapshot imported.
 . "$(dirname "$0")/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
@@ -23,6 +25,9 @@ for _ in range(3):
     loss.backward()
     opt.step()
 print("done")
+import os, sys
+sys.stdout.flush()
+os._exit(0)  # the model and the optimizer's state stay live in the trace
 PY
 # allocations of 16 KiB and more: the tensors, not the interpreter's million
 # small objects of `import torch` (a 400 MB pickle otherwise)
@@ -30,6 +35,12 @@ out=$("$STPROF" record -q -m 16k -o "$T/torch.stp" -- "$PY" "$T/torch_run.py") |
 expect_eq "torch run output" "$out" "done"
 "$STPROF" import -q "$T/v2_p4.pickle" -o "$T/v2.stp" || fail "import"
 
+# the snapshot of a PyTorch CPU run holds its tensors, not the interpreter's heap
+"$STPROF" export --format torch-snapshot "$T/torch.stp" -o "$T/t.pickle" >"$T/exp" || fail "export the torch run"
+grep -q "^  the tensors: [0-9]* allocations; [0-9]* of other memory spaces left out (--space)" "$T/exp" ||
+  fail "the torch run's snapshot is not its tensors: $(cat "$T/exp")"
+"$STPROF" export --format torch-snapshot --space host "$T/torch.stp" -o "$T/h.pickle" >"$T/exp" || fail "export --space host"
+grep -q "^  the host heap: [0-9]* allocations" "$T/exp" || fail "--space host ignored: $(cat "$T/exp")"
 for tr in torch v2; do
   for layout in 2 1.13; do
     p="$T/$tr.$layout.pickle"
