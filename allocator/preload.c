@@ -84,6 +84,8 @@ static void write_stats(stalloc *a)
 	stalloc_stats_get(a, &s);
 	if (a == tensors)
 		s.small_passed = __atomic_load_n(&tensor_small, __ATOMIC_RELAXED);
+	else if (a == host)
+		s.small_uncounted = 1; /* planned(): straight to glibc, no counter on that path */
 	FILE *f = stderr;
 	if (strcmp(stats_to, "1")) {
 		int fd = open(stats_to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

@@ -641,9 +641,13 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	fprintf(f, "stalloc: requests %" PRIu64 ": planned hits %" PRIu64 ", persistent slots %" PRIu64
 	           ", dynamic hits %" PRIu64 " (%.1f%% of the requests of the plan's sizes)\n",
 	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, 100.0 * s->hit_rate);
-	fprintf(f, "stalloc: below the plan's min size (%s): %" PRIu64 " requests, not planned%s\n",
-	        human(s->min_size, b1, sizeof b1), s->small + s->small_passed,
-	        s->small_passed ? " (the program's own allocator served them)" : "");
+	if (s->small_uncounted)
+		fprintf(f, "stalloc: below the plan's min size (%s): passed to glibc, not planned (not counted)\n",
+		        human(s->min_size, b1, sizeof b1));
+	else
+		fprintf(f, "stalloc: below the plan's min size (%s): %" PRIu64 " requests, not planned%s\n",
+		        human(s->min_size, b1, sizeof b1), s->small + s->small_passed,
+		        s->small_passed ? " (the program's own allocator served them)" : "");
 	fprintf(f, "stalloc: drift: %" PRIu64 " plan entries skipped, %" PRIu64 " reordered hits, %" PRIu64
 	           " resyncs, %" PRIu64 " served at another entry of their size, %" PRIu64 " iterations\n",
 	        s->skipped, s->reordered, s->resyncs, s->rehomed, s->iterations);

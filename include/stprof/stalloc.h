@@ -96,6 +96,8 @@ typedef struct stalloc_stats {
 	                                * program's own allocator before reaching stalloc
 	                                * (c10's, under a tensor plan; 0 otherwise) */
 	uint64_t min_size;             /* the plan's min size in force */
+	int small_uncounted;           /* requests below min_size went to glibc without
+	                                * reaching stalloc or a counter (a host plan) */
 	uint64_t fallbacks;            /* served by the fallback (occupied + unmatched + small +
 	                                * dynamic_nofit) */
 	uint64_t iterations;           /* stalloc_step() calls and wraps */

@@ -55,6 +55,11 @@ echo "$r" | grep -q "reserved  22.0 MiB at most (allocator segments)" || fail "r
 echo "$r" | grep -q "<- adam.py:155 in _single_tensor_adam" || fail "report: Python frames"
 # the user's line first (docs/python.md), the library frames below it
 echo "$r" | grep -q "at train.py:12 in step" || fail "report: caller frames"
+# a site whose frames start in PyTorch's C++ (PyTorch 2.x records the
+# unwinder's and the caching allocator's own frames first, file "??") is
+# named by its first Python line, the C++ below it
+echo "$r" | grep -q "^      at model.py:50 in forward" || fail "report: C++ frames before the user's line"
+echo "$r" | grep -q "^      at ??" && fail "report: a site named by a C++ frame of PyTorch's"
 echo "$r" | grep -q "^  pytorch  " || fail "report: the PyTorch model beside the actual figures"
 "$STPROF" plan -q "$T/v2_p4.pickle" -o "$T/p.plan" || fail "plan on a pickle"
 [ -s "$T/p.plan" ] || fail "plan wrote nothing"
