@@ -151,9 +151,12 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 			fprintf(f, "Fragmentation (%s, %" PRIu64 " allocations):\n", host, dr->allocs);
 		else
 			fprintf(f, "Fragmentation (device %d, %" PRIu64 " allocations):\n", dr->device, dr->allocs);
-		if (dr->host_fallback)
-			fprintf(f, "  No device allocations in this trace: these are the %s's allocations\n"
-			           "  replayed as if they were made on a GPU (what-if).\n", host);
+		if (dr->host_fallback && r->host_name)
+			fprintf(f, "  No device allocations in this trace: these are its %s,\n"
+			           "  replayed as if they were made on a GPU (what-if).\n", r->host_name);
+		else if (dr->host_fallback)
+			fprintf(f, "  No device allocations in this trace: these are the host heap's allocations\n"
+			           "  replayed as if they were made on a GPU (what-if).\n");
 		print_table_head(f);
 		for (size_t i = 0; i < dr->nresults; i++)
 			allocsim_result_print(f, &dr->results[i]);

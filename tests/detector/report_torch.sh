@@ -24,9 +24,15 @@ for sp in auto host tensors; do
 done
 "$B/stprof" report "$T/t.stp" >"$T/t.txt"
 "$B/stprof" report --no-models --space host "$T/t.stp" >"$T/h.txt"
-python3 - "$T/t.txt" "$T/h.txt" "$T/t.json" <<'PY'
+"$B/stprof" report --no-models --group function "$T/t.stp" >"$T/g.txt"
+python3 - "$T/t.txt" "$T/h.txt" "$T/t.json" "$T/g.txt" <<'PY'
 import json, re, sys
 t, h, j = open(sys.argv[1]).read(), open(sys.argv[2]).read(), json.load(open(sys.argv[3]))
+g = open(sys.argv[4]).read()
+# grouped by function: the functions of the tensors' call sites, not of the heap
+m = re.search(r'\((\d+) more functions', g)
+shown = len(re.findall(r'^ +\d+ +[\d.]+ (?:[KMGT]iB|B) ', g, re.M))
+assert shown and (int(m.group(1)) if m else 0) + shown <= j['sites_total'], (m and m.group(0), shown, j['sites_total'])
 # the tensor space is analyzed in depth though the host heap peaks higher:
 # the report says which space it analyzes, not that it is the largest
 host = [s for s in j['spaces'] if s['kind'] == 'host' and not s['tensors']][0]
