@@ -170,15 +170,12 @@ int stp_det_object_info(stp_det *d, uint64_t alloc_seq, unsigned *patterns)
 
 int stp_det_object(stp_det *d, uint64_t alloc_seq, stp_det_object_rec *out)
 {
-	uint64_t k = record_of(d, alloc_seq);
+	uint64_t k = d->ko_end ? record_of(d, alloc_seq) : UINT64_MAX;
 	if (k == UINT64_MAX)
 		return -1;
 	uint16_t v = d->ko_info[k];
-	*out = (stp_det_object_rec){.cls = v & 15, .patterns = v >> 4, .end_seq = UINT64_MAX};
-	if (d->ko_end) {
-		out->end_seq = d->ko_end[k];
-		out->module = d->ko_mod[k] ? det_modbytes_name(d, d->ko_mod[k] - 1) : NULL;
-	}
+	*out = (stp_det_object_rec){.cls = v & 15, .patterns = v >> 4, .end_seq = d->ko_end[k]};
+	out->module = d->ko_mod[k] ? det_modbytes_name(d, d->ko_mod[k] - 1) : NULL;
 	if (d->ko_nacc)
 		out->accesses = d->ko_nacc[k];
 	return 0;

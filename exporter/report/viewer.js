@@ -565,7 +565,7 @@
     for (let v = Math.ceil(P.ylo / step) * step; v <= P.yhi; v += step) {
       const y = P.h - (v - P.ylo) * (P.h / span);
       if (y < 8) break;
-      ctx.fillText(fmtBytes(v), LEFT - 5, y + 4);
+      ctx.fillText(fmtBytes(v), LEFT - 5, Math.min(y + 4, P.h - 1));
       ctx.fillRect(LEFT - 4, Math.round(y), 4, 1);
     }
     ctx.restore();
@@ -1234,8 +1234,9 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
     root.appendChild(bar);
     const legend = h('div', {class: 'stpv-legend'});
     legend.innerHTML = meta.classes.map((c, k) => `<span style="background:${CLASS_COLOR[k]}"></span>${esc(c)}`)
-      .join('') + `<span style="background:#d0d0d0"></span>objects not embedded (${esc(V.ranks.map(R =>
-      fmtCount(R.m.objects_total - R.n)).join(', '))})`;
+      .join('') + (V.ranks.some(R => R.m.objects_total > R.n) ? `<span style="background:#d0d0d0"></span>the ` +
+      `smaller objects, not drawn one by one (${esc(V.ranks.map(R => fmtCount(R.m.objects_total - R.n)).join(', '))})` :
+      '');
     root.appendChild(legend);
     const main = h('div', {class: 'stpv-main'});
     const left = h('div');

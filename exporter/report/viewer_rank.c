@@ -394,6 +394,11 @@ int vw_rank_build(vw_rank *k, stp_det *d, const stp_report_options *o)
 	free(p.stack_node);
 	free(p.bits);
 	vw_map_free(&p.trie);
+	if (!k->nobj && k->objects_total && !got) {
+		snprintf(k->error, sizeof k->error, "%s: the detector kept no objects (run it with keep_objects 2)",
+		         r->path);
+		return -1;
+	}
 	if (p.oom || k->strs.oom || k->seq.oom || k->et.oom || k->kp.oom || k->modules.oom) {
 		snprintf(k->error, sizeof k->error, "%s: out of memory building the viewer's data", r->path);
 		return -1;

@@ -335,9 +335,9 @@ typedef struct stp_det_object_rec {
 	                           * (stp_det_modules' rule), NULL when none */
 	uint32_t accesses;        /* APIs that touched it (opt.keep_accesses) */
 } stp_det_object_rec;
-/* 0 and *out, or -1 when the object is unknown (another space's when the
- * detector keeps only some, smaller than min_size, or keep_objects off).
- * O(1) when called in allocation order. */
+/* 0 and *out, or -1 when the object is unknown (smaller than min_size)
+ * or the detector ran with keep_objects < 2.  O(1) when called in
+ * allocation order. */
 int stp_det_object(stp_det *d, uint64_t alloc_seq, stp_det_object_rec *out);
 
 /* One access kept by opt.keep_accesses. */
