@@ -498,12 +498,13 @@ static int map_block(pt_model *m, uint32_t i, uint64_t size, int force)
 		B[i].size = bytes;
 		unmapped_insert(m, r);
 	}
+	uint64_t at = B[i].addr; /* before merging with free neighbours */
 	try_merge(m, i, B[i].prev);
 	try_merge(m, i, B[i].next);
 	pool_insert(m, i);
 	m->b.reserved += bytes;
 	m->b.segment_allocs++;
-	sim_note_range(&m->b, 1, B[i].addr, bytes, B[i].seg);
+	sim_note_range(&m->b, 1, at, bytes, m->b.B[i].seg);
 	if (bytes > m->b.largest_segment)
 		m->b.largest_segment = bytes;
 	return 1;
