@@ -90,7 +90,7 @@ void vw_strs_free(vw_strs *t);
 typedef struct vw_state {
 	char key[16];              /* "real", "m0", "m1", ... */
 	char name[192];
-	char note[256];
+	char note[384];
 	allocsim_model *model;     /* NULL for the recorded segments */
 	vw_u64s addr, extra;       /* per embedded object: block address, block - size */
 	vw_u64s ev, at, sz, id;    /* ranges mapped (sz > 0) or unmapped (sz < 0, as int64) */
@@ -102,7 +102,11 @@ typedef struct vw_state {
 /* The models of the detector's report (r->sim) that have blocks (not raw),
  * set up for the space analyzed; returns how many (<= VW_MAX_MODELS). */
 int vw_models_open(stp_det *d, vw_state *st, int max);
-void vw_models_alloc(vw_state *st, int n, const stp_event *ev, uint64_t t, int embedded);
+/* Whether the report's models were fed this allocation of the space. */
+int vw_models_fed(const stp_det_result *r, const stp_alloc_info *a);
+/* An allocation of the space: fed (vw_models_fed) to every model; an
+ * embedded one gets its block in each (none when not fed). */
+void vw_models_alloc(vw_state *st, int n, const stp_event *ev, uint64_t t, int fed, int embedded);
 void vw_models_free(vw_state *st, int n, uint64_t seq, uint64_t t);
 void vw_states_free(vw_state *st, int n);
 

@@ -67,6 +67,9 @@
   function fmtCount(n) {
     return Math.round(n).toLocaleString('en-US');
   }
+  function plural(n, word) {
+    return `${fmtCount(n)} ${word}${n === 1 ? '' : 's'}`;
+  }
   function esc(s) {
     return String(s).replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c]));
   }
@@ -314,39 +317,58 @@
     }
   }
 
-  /* Sums of live bytes over the objects in allocation order, and the
-   * largest live object under each node (the colour of a node drawn whole). */
+  /* Live bytes over the objects in allocation order: a tree of fan-out 32
+   * whose nodes hold the sum of their live leaves, in total and by colour
+   * (the colour of a node drawn whole is its largest share) and what of it
+   * is highlighted.  Sums of integer sizes are exact in doubles, so an
+   * event updates them by its delta: O(depth) = O(log32 n). */
   class Stack {
-    constructor(size) {
-      this.size = size;
-      let p = 1;
-      while (p < size.length) p *= 2;
-      this.P = p;
-      this.sum = new Float64Array(2 * p);
-      this.big = new Int32Array(2 * p);
+    constructor(R, ncolors) {
+      this.R = R;
+      this.nc = ncolors;
+      this.levels = [];
+      let m = R.n;
+      do {
+        m = Math.ceil(m / 32);
+        this.levels.push({n: m, sum: new Float64Array(m), cb: new Float64Array(m * ncolors), hl: new Float64Array(m)});
+      } while (m > 1);
+      this.leaf = new Float64Array(R.n);
     }
-    reset(R, e) {
-      const P = this.P, sum = this.sum, big = this.big, size = this.size;
-      sum.fill(0);
-      big.fill(-1);
-      const n = R.allocated(e);
-      for (let i = 0; i < n; i++)
-        if (R.of[i] > e) {
-          sum[P + i] = size[i];
-          big[P + i] = i;
-        }
-      for (let k = P - 1; k >= 1; k--) this.pull(k);
+    clear() {
+      this.leaf.fill(0);
+      for (const L of this.levels) {
+        L.sum.fill(0);
+        L.cb.fill(0);
+        L.hl.fill(0);
+      }
     }
-    pull(k) {
-      const l = 2 * k, bl = this.big[l], br = this.big[l + 1];
-      this.sum[k] = this.sum[l] + this.sum[l + 1];
-      this.big[k] = bl < 0 ? br : br < 0 ? bl : this.size[br] > this.size[bl] ? br : bl;
+    /* the state after event e */
+    reset(e) {
+      this.clear();
+      const R = this.R, n = R.allocated(e);
+      for (let i = 0; i < n; i++) if (R.of[i] > e) this.add(i, R.size[i]);
+    }
+    add(i, d) {
+      const R = this.R, c = R.group[R.colIdx[i]], h = R.hlFlag ? R.hlFlag[i] : 0, nc = this.nc;
+      this.leaf[i] += d;
+      let node = i;
+      for (const L of this.levels) {
+        node >>= 5;
+        L.sum[node] += d;
+        L.cb[node * nc + c] += d;
+        if (h) L.hl[node] += d;
+      }
     }
     set(i, on) {
-      let k = this.P + i;
-      this.sum[k] = on ? this.size[i] : 0;
-      this.big[k] = on ? i : -1;
-      for (k >>= 1; k >= 1; k >>= 1) this.pull(k);
+      this.add(i, on ? this.R.size[i] : -this.R.size[i]);
+    }
+    /* the colour of node k of level l drawn whole */
+    color(l, k) {
+      const L = this.levels[l], nc = this.nc, R = this.R;
+      let best = 0;
+      for (let c = 1; c < nc; c++) if (L.cb[k * nc + c] > L.cb[k * nc + best]) best = c;
+      const hl = V.hl && V.hl.r === R.index;
+      return (V.hl && !hl) || (hl && !(L.hl[k] > 0)) ? R.groupDim[best] : R.groupTable[best];
     }
   }
 
@@ -372,8 +394,7 @@
 
   function objectColors(R) {
     const n = R.n;
-    const col = new Uint32Array(n);
-    const dim = new Uint32Array(n);
+    const idx = new Uint8Array(n);
     const by = V.colorBy;
     /* a small table of colours, and each object's index into it */
     const table = [];
@@ -384,11 +405,17 @@
       for (const c of PALETTE) table.push(hexColor(c));
       table.push([200, 200, 200]);
     }
-    const full = table.map(rgb => rgba32(rgb[0], rgb[1], rgb[2]));
-    const faded = table.map(rgb => {
+    R.colTable = new Uint32Array(table.map(rgb => rgba32(rgb[0], rgb[1], rgb[2])));
+    R.dimTable = new Uint32Array(table.map(rgb => {
       const d = shade(rgb, 0.78);
       return rgba32(d[0], d[1], d[2]);
-    });
+    }));
+    /* the tree sums by group (a class, whatever its shade), drawn in the group's middle colour */
+    const per = by === 'class' ? 5 : 1;
+    R.ngroups = Math.ceil(table.length / per);
+    R.group = new Uint8Array(table.length).map((x, t) => Math.floor(t / per));
+    R.groupTable = new Uint32Array(R.ngroups).map((x, g) => R.colTable[Math.min(table.length - 1, g * per + (per >> 1))]);
+    R.groupDim = new Uint32Array(R.ngroups).map((x, g) => R.dimTable[Math.min(table.length - 1, g * per + (per >> 1))]);
     const modHue = new Map();
     for (let i = 0; i < n; i++) {
       let t;
@@ -402,16 +429,28 @@
         const c = Math.min(R.cls[i] & 15, CLASS_COLOR.length - 1);
         t = c * 5 + (Math.imul(R.osi[i] + 7, 2654435761) >>> 0) % 5;
       }
-      col[i] = full[t];
-      dim[i] = faded[t];
+      idx[i] = t;
     }
-    R.col = col;
-    R.dim = dim;
+    R.colIdx = idx;
+    R.tree = null; /* its sums by colour follow the table */
+  }
+
+  /* objects highlighted (a finding's, a call site's): a flag per object */
+  function highlightFlags() {
+    for (const R of V.ranks) {
+      R.hlFlag = null;
+      R.tree = null;
+      if (V.hl && V.hl.r === R.index) {
+        R.hlFlag = new Uint8Array(R.n);
+        for (let i = 0; i < R.n; i++) R.hlFlag[i] = V.hl.test(i) ? 1 : 0;
+      }
+    }
   }
 
   function colorOf(R, i) {
-    if (i < 0) return RESID_COLOR;
-    return V.hl && V.hl.r === R.index && !V.hl.test(i) ? R.dim[i] : V.hl && V.hl.r !== R.index ? R.dim[i] : R.col[i];
+    const t = R.colIdx[i];
+    if (!V.hl) return R.colTable[t];
+    return V.hl.r === R.index && R.hlFlag && R.hlFlag[i] ? R.colTable[t] : R.dimTable[t];
   }
 
   /* ------------------------------------------------------------ geometry */
@@ -492,27 +531,26 @@
     ctx.clearRect(0, 0, P.main.width, H);
     const img = ctx.createImageData(W, H);
     const px = new Uint32Array(img.data.buffer);
-    if (!R.tree) R.tree = new Stack(R.size);
-    const T = R.tree, sum = T.sum, big = T.big, PP = T.P;
+    if (!R.tree) R.tree = new Stack(R, R.ngroups);
+    const T = R.tree, leaf = T.leaf, levels = T.levels, top = levels.length - 1;
     const ylo = P.ylo;
-    const stackN = new Int32Array(64);
-    const stackO = new Float64Array(64);
+    const stL = new Int32Array(64 * 32), stN = new Int32Array(64 * 32), stO = new Float64Array(64 * 32);
     let cur = -2;
     const fill = (c, b0, b1, color) => {
-      let top = Math.round(H - (b1 - ylo) * k), bot = Math.round(H - (b0 - ylo) * k);
-      if (top < 0) top = 0;
-      if (bot > H) bot = H;
-      if (bot <= top) {
-        if (top >= H) return;
-        bot = top + 1;
+      let y0 = Math.round(H - (b1 - ylo) * k), y1 = Math.round(H - (b0 - ylo) * k);
+      if (y0 < 0) y0 = 0;
+      if (y1 > H) y1 = H;
+      if (y1 <= y0) {
+        if (y0 >= H) return;
+        y1 = y0 + 1;
       }
-      for (let y = top; y < bot; y++) px[y * W + c] = color;
+      for (let y = y0; y < y1; y++) px[y * W + c] = color;
     };
     for (let c = 0; c < W; c++) {
       const target = ev[c];
       if (target < 0) continue;
       if (cur === -2 || target < cur) {
-        T.reset(R, target);
+        T.reset(target);
         cur = target;
       }
       while (cur < target) {
@@ -522,21 +560,40 @@
       }
       const base = R.res ? R.res[target] : 0;
       if (base > 0) fill(c, 0, base, RESID_COLOR);
+      /* top down: a node under 1.5 px is drawn whole, else its children */
       let sp = 0;
-      stackN[sp] = 1;
-      stackO[sp++] = base;
+      stL[sp] = top;
+      stN[sp] = 0;
+      stO[sp++] = base;
       while (sp > 0) {
-        const node = stackN[--sp], off = stackO[sp];
-        const s = sum[node];
-        if (s <= 0 || off >= yhi || off + s <= ylo) continue;
-        if (node >= PP || s * k < 1.5) {
-          fill(c, off, off + s, colorOf(R, big[node]));
+        sp--;
+        const l = stL[sp], node = stN[sp];
+        let off = stO[sp];
+        const first = node * 32;
+        if (l === 0) {
+          const last = Math.min(first + 32, R.n);
+          for (let i = first; i < last; i++) {
+            const sz = leaf[i];
+            if (sz <= 0) continue;
+            if (off < yhi && off + sz > ylo) fill(c, off, off + sz, colorOf(R, i));
+            off += sz;
+          }
           continue;
         }
-        stackN[sp] = 2 * node + 1;
-        stackO[sp++] = off + sum[2 * node];
-        stackN[sp] = 2 * node;
-        stackO[sp++] = off;
+        const L = levels[l - 1], last = Math.min(first + 32, L.n);
+        for (let j = first; j < last; j++) {
+          const sz = L.sum[j];
+          if (sz <= 0) continue;
+          if (off < yhi && off + sz > ylo) {
+            if (sz * k < 1.5) fill(c, off, off + sz, T.color(l - 1, j));
+            else {
+              stL[sp] = l - 1;
+              stN[sp] = j;
+              stO[sp++] = off;
+            }
+          }
+          off += sz;
+        }
       }
     }
     ctx.putImageData(img, Math.round(LEFT * dpr), 0);
@@ -897,6 +954,7 @@
   function highlightSite(r, site, pat, label) {
     const R = V.ranks[r];
     V.hl = {r, label, test: i => R.site(i) === site && (pat < 0 || ((R.cls[i] >> 4) & (1 << pat)))};
+    highlightFlags();
     V.el.hl.innerHTML = `highlighted: ${esc(label)} <button class=stpv-clear>clear</button>`;
     renderAll();
   }
@@ -957,7 +1015,14 @@
     }
     V.f0 = Math.max(0, f0);
     V.f1 = Math.min(1, f1);
-    renderAll();
+    /* one render a frame however many wheel or drag events came */
+    if (!V.pending) {
+      V.pending = true;
+      requestAnimationFrame(() => {
+        V.pending = false;
+        renderAll();
+      });
+    }
   }
 
   function zoomAt(frac, factor) {
@@ -1141,6 +1206,7 @@
     const ctx = c.getContext('2d');
     ctx.scale(dpr, dpr);
     ctx.clearRect(0, 0, w, hcss);
+    /* blocks under a pixel wide are drawn per pixel: the largest one's colour */
     const rects = [];
     for (const s of sorted) {
       const y = 4 + s.row * (ROW + GAP);
@@ -1149,18 +1215,37 @@
       const X = a => s.x + (a - s.addr) / sz * s.w;
       ctx.fillStyle = '#fff';
       ctx.fillRect(s.x, y, s.w, ROW);
+      let pix = -1, pixBest = -1;
+      const flush = () => {
+        if (pixBest < 0) return;
+        ctx.fillStyle = css32(colorOf(R, pixBest));
+        ctx.fillRect(pix, y, 1, ROW);
+        rects.push({x0: pix, x1: pix + 1, y, i: pixBest});
+        pixBest = -1;
+      };
       for (const i of s.blocks) {
         const a = S.addr[i], bsz = R.size[i] + (S.extra ? S.extra[i] : 0);
         const x0 = X(a), x1 = X(a + bsz), xr = X(a + R.req[i]);
+        if (x1 - x0 < 1) {
+          const px = Math.floor(x0);
+          if (px !== pix) {
+            flush();
+            pix = px;
+          }
+          if (pixBest < 0 || R.size[i] > R.size[pixBest]) pixBest = i;
+          continue;
+        }
+        flush();
         ctx.fillStyle = css32(colorOf(R, i));
         ctx.fillRect(x0, y, Math.max(0.5, xr - x0), ROW);
         if (x1 - xr > 0.3) {
           ctx.fillStyle = 'rgba(214,39,40,0.55)';
           ctx.fillRect(xr, y, x1 - xr, ROW);
         }
-        rects.push({x0, x1: Math.max(x1, x0 + 1), y, i});
+        rects.push({x0, x1, y, i});
       }
-      for (const hl of s.holes) rects.push({x0: X(hl[0]), x1: X(hl[0] + hl[1]), y, hole: hl, seg: s});
+      flush();
+      for (const hl of s.holes) if (X(hl[0] + hl[1]) - X(hl[0]) >= 0.5) rects.push({x0: X(hl[0]), x1: X(hl[0] + hl[1]), y, hole: hl, seg: s});
       ctx.strokeStyle = '#555';
       ctx.lineWidth = 1;
       ctx.strokeRect(s.x + 0.5, y + 0.5, s.w - 1, ROW - 1);
@@ -1178,8 +1263,8 @@
     const frag = st.reserved ? 1 - st.allocated / st.reserved : 0;
     el.segText.innerHTML = `${esc(S.name)} at <b>${fmtNs(t)}</b> (event ${fmtCount(e)}${e === R.peakEv ?
       ', the peak' : ''}; ${esc(R.phaseText(t))}): reserved <b>${fmtBytes(st.reserved)}</b> in ` +
-      `${fmtCount(st.segs.length)} segments; <b class=stpv-blocks>${fmtCount(st.nblocks)} blocks</b>, ` +
-      `${fmtBytes(st.allocated)}; free ${fmtBytes(st.free)} in ${fmtCount(st.holes)} holes, largest ` +
+      `${plural(st.segs.length, 'segment')}; <b class=stpv-blocks>${plural(st.nblocks, 'block')}</b>, ` +
+      `${fmtBytes(st.allocated)}; free ${fmtBytes(st.free)} in ${plural(st.holes, 'hole')}, largest ` +
       `${fmtBytes(st.largest)}; fragmentation ${(100 * frag).toFixed(1)}%` +
       (st.notShown ? `; ${fmtCount(st.notShown)} live objects without an address here` : '') +
       (st.outside ? `; ${fmtCount(st.outside)} blocks outside every segment` : '') +
@@ -1495,6 +1580,7 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
     el.hl.addEventListener('click', ev => {
       if (!ev.target.classList.contains('stpv-clear')) return;
       V.hl = null;
+      highlightFlags();
       el.hl.innerHTML = '';
       renderAll();
     });
@@ -1592,6 +1678,7 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
       if (ev.key === 'Escape') {
         V.pin = null;
         V.hl = null;
+        highlightFlags();
         el.hl.innerHTML = '';
         renderAll();
         showDetail();

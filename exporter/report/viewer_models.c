@@ -2,16 +2,18 @@
  * viewer_models.c - the allocator states the viewer scrubs through when
  * the trace has no segments of its own (and beside them when it has): the
  * models the report ran (PyTorch's caching allocator as run, with
- * expandable segments flipped, BFC; the detector's r->sim configurations,
- * so the page and the report's model section describe the same
- * allocators) replayed on every object of the space analyzed, in trace
- * order.  For each embedded object: its block's address and how much the
+ * expandable segments flipped, BFC; the detector's r->sim configurations)
+ * replayed on the objects of the space analyzed that the report's models
+ * were fed (device memory: the framework allocator's when it was recorded;
+ * host memory: allocations of at least r->sim_min_size), in trace order,
+ * so the page and the report's model section describe the same run.  For each embedded object: its block's address and how much the
  * block exceeds the object; for each range a model maps or unmaps
  * (allocsim_model_watch): the embedded event it comes before.
  *
  * Invariants: objects are named by their ALLOC seq (unique); a model sees
  * an object's free exactly when the detector ended it.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +34,14 @@ static const char *model_title(const allocsim_config *c)
 		return "BFC allocator (XLA/TensorFlow)";
 	return c->expandable_segments ? "PyTorch caching allocator, expandable segments"
 	                              : "PyTorch caching allocator";
+}
+
+int vw_models_fed(const stp_det_result *r, const stp_alloc_info *a)
+{
+	const stp_det_space *sp = &r->spaces[r->primary];
+	if (sp->kind == STP_MEM_DEVICE)
+		return !sp->pool_allocs || a->pool == STP_POOL_TENSORS;
+	return a->size >= r->sim_min_size;
 }
 
 int vw_models_open(stp_det *d, vw_state *st, int max)
@@ -62,22 +72,27 @@ int vw_models_open(stp_det *d, vw_state *st, int max)
 		allocsim_model_watch(s->model, on_range, s);
 		snprintf(s->key, sizeof s->key, "m%d", n & 7);
 		snprintf(s->name, sizeof s->name, "%s (model: %s)", model_title(&res->config), res->label);
+		char fed[96];
+		if (sp->kind != STP_MEM_DEVICE)
+			snprintf(fed, sizeof fed, "the allocations of at least %" PRIu64 " B", r->sim_min_size);
+		else
+			snprintf(fed, sizeof fed, "%s", sp->pool_allocs ? "the framework allocator's allocations" : "every allocation");
 		snprintf(s->note, sizeof s->note,
-		         "The model replays the %s objects of this space (the report's model section, %s, peak reserved "
-		         "%.1f MiB there); addresses are the model's own.",
-		         sp->kind == STP_MEM_DEVICE ? "device" : "host", res->label,
-		         (double)res->peak_reserved / 1048576.0);
+		         "The model replays what the report's model section fed it (%s of this space; peak reserved "
+		         "%.1f MiB); addresses are the model's own; objects without a block were not fed.",
+		         fed, (double)res->peak_reserved / 1048576.0);
 		n++;
 	}
 	return n;
 }
 
-void vw_models_alloc(vw_state *st, int n, const stp_event *ev, uint64_t t, int embedded)
+void vw_models_alloc(vw_state *st, int n, const stp_event *ev, uint64_t t, int fed, int embedded)
 {
 	const stp_alloc_info *a = &ev->u.alloc;
 	for (int i = 0; i < n; i++) {
 		/* a refused request (a size no device has) gets no block */
-		allocsim_model_alloc(st[i].model, ev->seq, a->size, a->stream, t, a->stack, NULL);
+		if (fed)
+			allocsim_model_alloc(st[i].model, ev->seq, a->size, a->stream, t, a->stack, NULL);
 		if (!embedded)
 			continue;
 		uint64_t at = 0, block = allocsim_model_block(st[i].model, ev->seq, &at);

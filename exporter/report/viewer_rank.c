@@ -228,7 +228,7 @@ static void on_alloc(pass *p, const stp_event *ev, uint64_t t, int accessed)
 	int emb = !p->bits || (ev->seq < p->nbits && (p->bits[ev->seq / 64] >> (ev->seq % 64) & 1));
 	for (int s = k->nreal; s < k->nst; s++)
 		k->st[s].pending_ev = k->nev;
-	vw_models_alloc(k->st + k->nreal, k->nst - k->nreal, ev, t, emb);
+	vw_models_alloc(k->st + k->nreal, k->nst - k->nreal, ev, t, vw_models_fed(k->r, a), emb);
 	uint64_t v;
 	if (emb) {
 		v = k->nobj++ | PEND_EMBEDDED;
