@@ -1769,8 +1769,6 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
     objectPoint(r, i) {
       const P = V.panels[r];
       const lo = outline(P, i);
-      let best = -1;
-      for (let c = 0; c < P.W; c++) if (!isNaN(lo[c]) && (best < 0 || c === best + 1)) best = best < 0 ? c : best;
       let c0 = -1, c1 = -1;
       for (let c = 0; c < P.W; c++) {
         if (isNaN(lo[c])) continue;
@@ -1778,8 +1776,9 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
         c1 = c;
       }
       if (c0 < 0) return null;
-      const c = Math.floor((c0 + c1) / 2);
-      if (isNaN(lo[c])) return null;
+      let c = Math.floor((c0 + c1) / 2);
+      while (c <= c1 && isNaN(lo[c])) c++;
+      if (c > c1) return null;
       const mid = lo[c] + P.R.size[i] / 2;
       const rect = P.over.getBoundingClientRect();
       return {x: rect.left + LEFT + (c + 0.5) / P.dpr, y: rect.top + (P.H - (mid - P.ylo) * P.k) / P.dpr};
@@ -1797,6 +1796,19 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
     },
     setSource(key) {
       V.segKey = key;
+      drawSegments();
+    },
+    /* what a pointer at (x, y) CSS px inside rank r's plot does */
+    hoverAt(r, x, y) {
+      const hit = hitTest(V.panels[r], x, y);
+      V.hover = hit && hit.i !== undefined ? {r, i: hit.i} : null;
+      overlays();
+      return V.hover;
+    },
+    renderAll() {
+      renderAll();
+    },
+    drawSegments() {
       drawSegments();
     },
     find(r, line) {
