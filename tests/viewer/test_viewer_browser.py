@@ -24,6 +24,7 @@ SRC = os.environ.get('STPROF_SRC', os.path.join(os.path.dirname(__file__), '..',
 BUILD = os.environ.get('STPROF_BUILD', 'build')
 sys.path.insert(0, os.path.join(SRC, 'tests', 'lib'))
 from cdp import Browser  # noqa: E402
+import viewer_data  # noqa: E402
 
 MIB = 1 << 20
 failures = []
@@ -91,6 +92,14 @@ def gpu_trace(b, tmp):
     text = open(html).read()
     check(not any(s in text for s in ('src="http', "src='http", 'src=http', 'href="http', 'href=http')),
           'the page loads nothing from the network')
+    # the data as embedded, read without the browser (tests/lib/viewer_data.py)
+    R = viewer_data.load(html)[0]
+    check((R['meta']['nobj'], R['meta']['nev']) == (10, 16), 'embedded: 10 objects, 16 events')
+    peak = max(range(len(R['tot'])), key=lambda e: (R['tot'][e], -e))
+    segs, blocks, outside = viewer_data.state_at(R, 'real', peak)
+    check(R['tot'][peak] == 17 * MIB and segs == [(0x10000000, 0x12000000)] and outside == 0 and
+          sorted(s for _, s in blocks.values()) == [MIB, MIB, MIB, 2 * MIB, 4 * MIB, 8 * MIB],
+          'embedded state at the peak: %s, %s' % (segs, sorted(blocks.values())))
     page = b.open('file://' + html, 1500, 1000)
     viewer_ready(page)
     b.pump(0.3)
