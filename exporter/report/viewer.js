@@ -668,7 +668,7 @@
           color: PHASE_COLOR[base] || PALETTE[hashStr(base) % PALETTE.length], what: 'phase'};
       })});
     if (m.modules && m.modules.length) {
-      const depth = Math.min(3, 1 + Math.max(...m.modules.map(x => x[1])));
+      const depth = Math.min(3, 1 + m.modules.reduce((d, x) => Math.max(d, x[1]), 0));
       for (let d = 0; d < depth; d++)
         rows.push({name: `modules ${d + 1}`, items: m.modules.filter(x => x[1] === d || (d === 2 && x[1] > 2)).map(x => {
           const name = R.strings[x[0]];

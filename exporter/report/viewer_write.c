@@ -19,6 +19,15 @@
 #define MIN_TOP 20u
 #define ADDR_MAX_OBJECTS 200000u
 
+/* Column KEY + suffix of an allocator state. */
+static void state_column(vw_bytes *blob, vw_bytes *cols, const vw_state *st, char suffix, const vw_u64s *a,
+                         char codec, char type)
+{
+	char name[24];
+	snprintf(name, sizeof name, "%s%c", st->key, suffix);
+	vw_column(blob, cols, name, a->v, a->n, codec, type);
+}
+
 /* The JSON description of trace k (its columns appended to blob). */
 static void describe(vw_rank *k, const stp_report_options *o, vw_bytes *m, vw_bytes *blob)
 {
@@ -124,21 +133,14 @@ static void describe(vw_rank *k, const stp_report_options *o, vw_bytes *m, vw_by
 	}
 	for (int s = 0; s < k->nst; s++) {
 		vw_state *st = &k->st[s];
-		char name[16];
-		snprintf(name, sizeof name, "%se", st->key);
-		vw_column(blob, &cols, name, st->ev.v, st->ev.n, 'd', 'u');
-		snprintf(name, sizeof name, "%sg", st->key);
-		vw_column(blob, &cols, name, st->at.v, st->at.n, 'd', 'f');
-		snprintf(name, sizeof name, "%sz", st->key);
-		vw_column(blob, &cols, name, st->sz.v, st->sz.n, 'z', 'f');
+		state_column(blob, &cols, st, 'e', &st->ev, 'd', 'u');
+		state_column(blob, &cols, st, 'g', &st->at, 'd', 'f');
+		state_column(blob, &cols, st, 'z', &st->sz, 'z', 'f');
 		if (!st->model)
 			continue;
-		snprintf(name, sizeof name, "%si", st->key);
-		vw_column(blob, &cols, name, st->id.v, st->id.n, 'u', 'u');
-		snprintf(name, sizeof name, "%sa", st->key);
-		vw_column(blob, &cols, name, st->addr.v, st->addr.n, 'd', 'f');
-		snprintf(name, sizeof name, "%sb", st->key);
-		vw_column(blob, &cols, name, st->extra.v, st->extra.n, 'u', 'f');
+		state_column(blob, &cols, st, 'i', &st->id, 'u', 'u');
+		state_column(blob, &cols, st, 'a', &st->addr, 'd', 'f');
+		state_column(blob, &cols, st, 'b', &st->extra, 'u', 'f');
 	}
 	vw_put(m, cols.p ? cols.p : (uint8_t *)"", cols.n);
 	vw_puts(m, "}}");

@@ -1,6 +1,6 @@
 #!/bin/sh
-# check_60_viewer.sh - the HTML report's viewer on a real GPU run: a small
-# GPT on CUDA (10 iterations) recorded with --torch-cuda=caching (PyTorch's
+# check_60_viewer.sh - the HTML report's viewer on a real GPU run: the small
+# GPT of tests/gpu/gpt.py on CUDA (10 iterations) recorded with --torch-cuda=caching (PyTorch's
 # own segments recorded), `stprof report -f html`, then:
 #   - the data the page embeds (tests/lib/viewer_data.py, no browser): at
 #     the viewer's peak the recorded segments are exactly the segments live
@@ -15,52 +15,8 @@
 # Prints what it measured.  Run by tests/gpu/run.sh (S, B, T, PY set).
 set -eu
 echo "  a small GPT on CUDA under --torch-cuda=caching, its HTML report's viewer"
-cat >"$T/gpt.py" <<'PYEOF'
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-torch.manual_seed(0)
-V, D, H, L, S, B = 2048, 256, 4, 4, 128, 16
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
-        self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
-        self.fc, self.out = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
-    def forward(self, x):
-        b, s, _ = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
-        q, k, v = (t.view(b, s, H, D // H).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, D)
-        x = x + self.proj(y)
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-class GPT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(V, D), nn.Embedding(S, D)
-        self.blocks = nn.ModuleList(Block() for _ in range(L))
-        self.ln, self.head = nn.LayerNorm(D), nn.Linear(D, V, bias=False)
-    def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-        for blk in self.blocks:
-            x = blk(x)
-        return self.head(self.ln(x))
-
-model = GPT().cuda()
-opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-data = torch.randint(0, V, (10, B, S + 1), device="cuda")
-for it in range(10):
-    x, y = data[it, :, :-1], data[it, :, 1:]
-    loss = F.cross_entropy(model(x).view(-1, V), y.reshape(-1))
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    opt.step()
-torch.cuda.synchronize()
-print("done")
-PYEOF
-"$B/stprof" record -q --torch-cuda=caching -o "$T/g.stp" -- "$PY" "$T/gpt.py" >/dev/null
+cp "$S/tests/gpu/gpt.py" "$T/gpt.py"
+"$B/stprof" record -q --torch-cuda=caching -o "$T/g.stp" -- "$PY" "$T/gpt.py" "$T/stats.json" 10 >/dev/null
 t0=$(date +%s.%N)
 "$B/stprof" report -f html -o "$T/g.html" "$T/g.stp"
 t1=$(date +%s.%N)
