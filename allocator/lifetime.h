@@ -36,6 +36,9 @@ typedef struct lt_heap_stats {
 	uint64_t promotions, demotions;
 	uint64_t live_bytes, live_peak; /* usable bytes handed out */
 	uint64_t by_class[STP_LT_CLASSES]; /* allocations by predicted class */
+	uint64_t pages[STP_LT_CLASSES], blocks[STP_LT_CLASSES]; /* pages of each class now, their live blocks */
+	uint64_t dirty_pages;           /* empty, not yet given back */
+	uint64_t blocks_released;       /* free blocks of sparse pages given back */
 } lt_heap_stats;
 
 /* ---- lifetime_heap.c */
@@ -47,6 +50,7 @@ int lt_heap_owns(const void *p);                /* lock-free range check */
 size_t lt_heap_class_size(size_t n);            /* the usable size a request gets */
 void lt_heap_lock(void);                        /* fork */
 void lt_heap_unlock(void);
+void lt_heap_forked_child(void);                /* no trim thread in a child */
 void lt_heap_stats_get(lt_heap_stats *s);
 
 /* ---- lifetime_predict.c */

@@ -27,9 +27,13 @@
  *     class (its live blocks become residual); one whose deadline passes
  *     with residual blocks still live was under-predicted and is promoted.
  *   - A huge page with no live block is returned to the OS at once
- *     (madvise MADV_DONTNEED) and its address reused later; the open page
- *     and each class's current span are kept while in use, and given back
- *     by the trim that runs at most once a second from the slow paths.
+ *     (madvise MADV_DONTNEED) and its address reused later, after half a
+ *     second in a small cache of dirty pages (a page emptied and needed again at
+ *     once costs no fault); the open page and each class's current span
+ *     are kept while in use.  The trim gives back what is empty and idle
+ *     (and the free blocks of sparse idle pages): at most every 250 ms from
+ *     the slow paths, and every 250 ms from a thread of its own (started at the first page emptied, like
+ *     jemalloc's background thread) so an idle server gives back too.
  *
  * Invariants: a block is live iff it belongs to a span; a span's blocks lie
  * in one huge page; a slot is handed out at most once until freed; every
@@ -37,6 +41,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -53,11 +58,14 @@
 #define ST_FREE 3
 #define ST_HUGE 4      /* first page of a run of whole pages (one object) */
 #define ST_HUGE_TAIL 5
-#define TRIM_NS 1000000000ull
+#define TRIM_NS 1000000000ull   /* idle time before a page or span is trimmed */
+#define DIRTY_NS 500000000ull   /* an empty page's time in the dirty cache */
+#define TRIM_EVERY_NS 250000000ull
 #define CHECK_NS 10000000ull
 
 typedef struct lt_hp {
 	uint64_t live[4], resid[4];
+	uint64_t released[4];     /* free blocks given back to the OS (a sparse page) */
 	uint64_t deadline; /* active: when its residual blocks should be dead; huge: the object's usable bytes */
 	uint64_t used_at;  /* last time a block was taken from it */
 	uint32_t span[LT_BLOCKS]; /* block -> span id (index + 1), 0 free */
@@ -199,9 +207,19 @@ int lt_heap_owns(const void *p) { return (uintptr_t)p - base < end - base; }
 void lt_heap_lock(void) { pthread_mutex_lock(&lock); }
 void lt_heap_unlock(void) { pthread_mutex_unlock(&lock); }
 
+static uint32_t dirty_pages;
+
 void lt_heap_stats_get(lt_heap_stats *s)
 {
 	pthread_mutex_lock(&lock);
+	memset(st.pages, 0, sizeof st.pages);
+	memset(st.blocks, 0, sizeof st.blocks);
+	for (uint32_t h = 0; h < hp_bump; h++)
+		if ((hp[h].state == ST_OPEN || hp[h].state == ST_ACTIVE) && hp[h].lc < STP_LT_CLASSES) {
+			st.pages[hp[h].lc]++;
+			st.blocks[hp[h].lc] += hp[h].nlive;
+		}
+	st.dirty_pages = dirty_pages;
 	*s = st;
 	pthread_mutex_unlock(&lock);
 }
@@ -243,10 +261,10 @@ static void hp_count_in(uint32_t n)
  * time).  The trim gives back runs older than a second; past DIRTY_MAX
  * pages, the oldest run is given back at once. */
 #define DIRTY_RUNS 16
-#define DIRTY_MAX 16
+#define DIRTY_MAX 8
 typedef struct dirty_run { uint32_t h, n; uint64_t at; } dirty_run;
 static dirty_run dirty[DIRTY_RUNS];
-static uint32_t ndirty, dirty_pages;
+static uint32_t ndirty;
 
 static void hp_release(uint32_t h, uint32_t n)
 {
@@ -295,6 +313,7 @@ static void hp_put(uint32_t h, uint32_t n, uint64_t now)
 		lt_hp *x = &hp[h + i];
 		memset(x->live, 0, sizeof x->live);
 		memset(x->resid, 0, sizeof x->resid);
+		memset(x->released, 0, sizeof x->released);
 		x->nlive = 0;
 		x->state = ST_FREE;
 		x->run = 0;
@@ -344,6 +363,7 @@ static void mark(lt_hp *x, unsigned b, unsigned nb, int residual, uint32_t sid)
 {
 	for (unsigned i = b; i < b + nb; i++) {
 		x->live[i >> 6] |= 1ull << (i & 63);
+		x->released[i >> 6] &= ~(1ull << (i & 63));
 		if (residual)
 			x->resid[i >> 6] |= 1ull << (i & 63);
 		x->span[i] = sid;
@@ -503,6 +523,7 @@ static inline void *slot_take(lt_span *s)
 }
 
 static void trim(uint64_t now);
+static void trim_thread_start(void);
 
 static void checks(uint64_t now)
 {
@@ -535,11 +556,42 @@ static void checks(uint64_t now)
 		trim(now);
 }
 
-/* Gives back the classes' current spans that are empty and open pages that
- * have nothing live and were not used for a second. */
+/* A page at most a quarter live and idle for a second gives its free
+ * blocks back (MADV_DONTNEED on each free run; the kernel splits its huge
+ * page): a few long-lived objects predicted short must not pin 2 MiB each
+ * once the program stops allocating their class. */
+static void release_sparse(uint32_t h)
+{
+	lt_hp *x = &hp[h];
+	unsigned run = 0;
+	for (unsigned i = 0; i <= LT_BLOCKS; i++) {
+		int take = i < LT_BLOCKS && !(x->live[i >> 6] >> (i & 63) & 1) && !(x->released[i >> 6] >> (i & 63) & 1);
+		if (take) {
+			run++;
+			continue;
+		}
+		if (run) {
+			unsigned b = i - run;
+			madvise((void *)(hp_addr(h) + ((uintptr_t)b << LT_BLOCK_SHIFT)), (size_t)run << LT_BLOCK_SHIFT,
+			        MADV_DONTNEED);
+			for (unsigned k = b; k < i; k++)
+				x->released[k >> 6] |= 1ull << (k & 63);
+			st.blocks_released += run;
+			run = 0;
+		}
+	}
+}
+
+/* Gives back the classes' current spans that are empty, open pages that
+ * have nothing live and were not used for a second, and the free blocks of
+ * sparse idle pages. */
 static void trim(uint64_t now)
 {
-	next_trim = now + TRIM_NS;
+	next_trim = now + TRIM_EVERY_NS;
+	for (unsigned lc = 0; lc < STP_LT_CLASSES; lc++)
+		for (uint32_t h = active[lc]; h; h = hp[h - 1].next)
+			if (hp[h - 1].nlive * 4 <= LT_BLOCKS && now - hp[h - 1].used_at >= TRIM_NS)
+				release_sparse(h - 1);
 	for (unsigned lc = 0; lc < STP_LT_CLASSES; lc++) {
 		for (unsigned c = 0; c < nsc; c++) {
 			uint32_t id = cur[lc][c];
@@ -555,11 +607,51 @@ static void trim(uint64_t now)
 		}
 	}
 	for (uint32_t i = ndirty; i-- > 0;)
-		if (now - dirty[i].at >= TRIM_NS) {
+		if (now - dirty[i].at >= DIRTY_NS) {
 			hp_release(dirty[i].h, dirty[i].n);
 			dirty_drop(i);
 		}
 }
+
+/* ---------------------------------------------------------------- the trim thread */
+
+static int trim_thread_state; /* 0 none, 1 starting or running */
+
+static void *trim_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec ts = {0, (long)TRIM_EVERY_NS};
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&lock);
+		trim(now_ns());
+		pthread_mutex_unlock(&lock);
+	}
+	return NULL;
+}
+
+/* Called without the lock (creating a thread allocates). */
+static void trim_thread_start(void)
+{
+	if (__atomic_exchange_n(&trim_thread_state, 1, __ATOMIC_ACQ_REL))
+		return;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 64 << 10);
+	/* the program's signals stay with the program's threads */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	if (pthread_create(&t, &a, trim_main, NULL) == 0)
+		pthread_setname_np(t, "stalloc-trim");
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+}
+
+/* After fork the child has no trim thread: its slow paths still trim. */
+void lt_heap_forked_child(void) { trim_thread_state = 2; }
 
 static void *small_alloc(unsigned sc, unsigned lc, uint64_t *now)
 {
@@ -700,6 +792,8 @@ void lt_heap_free(void *p)
 		hp_put(h, x->run, now);
 		checks(now);
 		pthread_mutex_unlock(&lock);
+		if (!trim_thread_state)
+			trim_thread_start();
 		return;
 	}
 	uint32_t id = x->span[(a >> LT_BLOCK_SHIFT) & (LT_BLOCKS - 1)];
@@ -712,6 +806,8 @@ void lt_heap_free(void *p)
 	if (s->sc == SC_LARGE) {
 		span_release(s, id, now_ns());
 		pthread_mutex_unlock(&lock);
+		if (!trim_thread_state)
+			trim_thread_start();
 		return;
 	}
 	*(void **)p = s->free;
@@ -723,9 +819,13 @@ void lt_heap_free(void *p)
 			uint64_t now = now_ns();
 			span_release(s, id, now);
 			checks(now);
-		} else if (!s->listed) {
-			span_list(s, id);
+			pthread_mutex_unlock(&lock);
+			if (!trim_thread_state)
+				trim_thread_start();
+			return;
 		}
+		if (!s->listed)
+			span_list(s, id);
 	}
 	pthread_mutex_unlock(&lock);
 }

@@ -58,6 +58,12 @@ static void fork_release(void)
 	lt_predict_unlock();
 }
 
+static void fork_child(void)
+{
+	lt_heap_forked_child();
+	fork_release();
+}
+
 int lt_start(const char *path)
 {
 	char err[1024];
@@ -85,7 +91,7 @@ int lt_start(const char *path)
 	snprintf(model_path, sizeof model_path, "%s", path);
 	model_entries = m.n;
 	model_depth = m.depth;
-	pthread_atfork(fork_prepare, fork_release, fork_release);
+	pthread_atfork(fork_prepare, fork_release, fork_child);
 	__atomic_store_n(&lt_on, 1, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -184,6 +190,11 @@ void lt_write_stats(const char *to)
 	           " demotions\n",
 	        h.hp_in_use, h.hp_peak, h.hp_released, h.hp_reused, h.spans_opened, h.spans_recycled, h.large_recycled,
 	        h.residual_recycled, h.promotions, h.demotions);
+	fprintf(f, "stalloc: pages (live blocks) by class:");
+	for (unsigned c = 0; c < STP_LT_CLASSES; c++)
+		fprintf(f, " %s %" PRIu64 " (%" PRIu64 ")", stp_lt_class_name(c), h.pages[c], h.blocks[c]);
+	fprintf(f, "; %" PRIu64 " empty, not yet given back; %" PRIu64 " free blocks of sparse pages given back\n",
+	        h.dirty_pages, h.blocks_released);
 	fprintf(f, "stalloc: live %.2f MiB at exit (peak %.2f MiB), huge pages %.2f MiB\n",
 	        (double)h.live_bytes / 1048576.0, (double)h.live_peak / 1048576.0,
 	        (double)(h.hp_in_use * LT_HP) / 1048576.0);

@@ -117,6 +117,11 @@ static void write_stats(stalloc *a)
 
 __attribute__((constructor)) static void stalloc_init(void)
 {
+	/* the C library's malloc_usable_size, for the blocks it hands out: the
+	 * next definition may be another allocator's (Redis links jemalloc) */
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	if (libc)
+		*(void **)&real_usable_size = dlsym(libc, "malloc_usable_size");
 	const char *plan = getenv("STALLOC_PLAN");
 	if (!plan || !*plan)
 		return;
@@ -161,7 +166,6 @@ __attribute__((constructor)) static void stalloc_init(void)
 		return;
 	}
 	pthread_atfork(fork_prepare, fork_release, fork_release);
-	*(void **)&real_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
 	if (r.device) {
 		dev_r = r;
 		dev_p = p;
