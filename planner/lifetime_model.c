@@ -205,16 +205,21 @@ int stp_lt_parse(const void *data, size_t len, const char *name, stp_lt_model *m
 #define OFF ((size_t)(c.p - base))
 	if (!word(&c, MAGIC))
 		return fail(err, errlen, name, 0, "not a stprof lifetime model (no 'stprof-lifetimes 1' line)");
+	/* an error names the offset of the line it is in */
+	size_t line;
 	skip_comments(&c);
+	line = OFF;
 	if (!word(&c, "depth") || !num(&c, 10, STP_LT_DEPTH_MAX, &depth) || !depth || !eol(&c))
-		return fail(err, errlen, name, OFF, "expected 'depth N' with N in 1..%d", STP_LT_DEPTH_MAX);
+		return fail(err, errlen, name, line, "expected 'depth N' with N in 1..%d", STP_LT_DEPTH_MAX);
 	skip_comments(&c);
+	line = OFF;
 	if (!word(&c, "fallback") || !num(&c, 10, STP_LT_NEVER, &fb) || !eol(&c))
-		return fail(err, errlen, name, OFF, "expected 'fallback C' with C in 0..%d", STP_LT_NEVER);
+		return fail(err, errlen, name, line, "expected 'fallback C' with C in 0..%d", STP_LT_NEVER);
 	skip_comments(&c);
+	line = OFF;
 	/* each entry line takes at least 10 bytes: a larger count is a lie */
 	if (!word(&c, "entries") || !num(&c, 10, len / 10, &n) || !eol(&c))
-		return fail(err, errlen, name, OFF, "expected 'entries N' with N within the file's length");
+		return fail(err, errlen, name, line, "expected 'entries N' with N within the file's length");
 	m->depth = (uint32_t)depth;
 	m->fallback = (uint8_t)fb;
 	m->e = n ? calloc(n, sizeof *m->e) : NULL;
