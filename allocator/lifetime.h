@@ -27,7 +27,7 @@
 #define LT_BLOCK_SHIFT 13              /* 8 KiB blocks, 256 a huge page */
 #define LT_BLOCK ((size_t)1 << LT_BLOCK_SHIFT)
 #define LT_BLOCKS (LT_HP / LT_BLOCK)
-#define LT_SMALL_MAX 32768             /* larger: whole blocks */
+#define LT_SMALL_MAX STP_LT_SMALL_MAX  /* larger: whole blocks */
 #define LT_LARGE_MAX (1u << 21)        /* larger: whole huge pages */
 
 typedef struct lt_heap_stats {

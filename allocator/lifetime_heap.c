@@ -2,9 +2,13 @@
  * lifetime_heap.c - the lifetime-aware heap (Llama §6): memory by predicted
  * lifetime class, in 2 MiB huge pages of 256 blocks of 8 KiB.
  *
- * Layout.  One reservation of virtual memory, 2 MiB aligned, asked to be
- * backed by transparent huge pages (MADV_HUGEPAGE, unless told not to);
- * huge page h is [base + h*2MiB, +2MiB).  Its metadata (live and residual
+ * Layout.  One reservation of virtual memory, 2 MiB aligned; huge page h
+ * is [base + h*2MiB, +2MiB).  Pages opened for the long-lived classes
+ * (>=1000 s and never freed: dense, they hold most of a server's heap) are
+ * asked to be backed by transparent huge pages (MADV_HUGEPAGE); the
+ * shorter classes' pages, whose occupancy moves, use small pages
+ * (MADV_NOHUGEPAGE, so khugepaged does not refill what was given back).
+ * STALLOC_HUGEPAGES=2 asks huge pages for every page, 0 for none.  Its metadata (live and residual
  * block bitmaps, class, deadline, the span of each block) lives in an
  * array of its own, so a pointer finds its span with two shifts.
  *
@@ -49,7 +53,7 @@
 #include "internal.h"
 #include "lifetime.h"
 
-#define NSC 48
+#define NSC STP_LT_SIZE_CLASSES
 #define SC_LARGE 255
 #define NONE 0u
 #define ST_UNUSED 0
@@ -73,6 +77,7 @@ typedef struct lt_hp {
 	uint32_t run;             /* huge: pages in the run */
 	uint16_t nlive;
 	uint8_t lc, state;
+	uint8_t thp;              /* MADV_HUGEPAGE asked (1) or MADV_NOHUGEPAGE (2), 0 neither */
 } lt_hp;
 
 typedef struct lt_span {
@@ -122,31 +127,7 @@ static inline uintptr_t hp_addr(uint32_t h) { return base + ((uintptr_t)h << LT_
 
 static void classes_init(void)
 {
-	nsc = 0;
-	for (uint32_t s = 16; s <= 128; s += 16)
-		sc_size[nsc++] = s;
-	for (uint32_t p = 128; p < LT_SMALL_MAX; p *= 2)
-		for (uint32_t k = 1; k <= 4; k++)
-			sc_size[nsc++] = p + p / 4 * k;
-	for (uint8_t c = 0; c < nsc; c++) {
-		uint32_t s = sc_size[c], best = 1;
-		uint64_t best_waste = UINT64_MAX;
-		for (uint32_t b = 1; b <= 8; b++) {
-			uint64_t bytes = (uint64_t)b * LT_BLOCK;
-			if (bytes < s)
-				continue;
-			uint64_t waste = bytes % s;
-			if (waste * 16 <= bytes) {
-				best = b;
-				break;
-			}
-			if (waste * 1000 / bytes < best_waste) {
-				best_waste = waste * 1000 / bytes;
-				best = b;
-			}
-		}
-		sc_blocks[c] = (uint8_t)best;
-	}
+	nsc = (uint8_t)stp_lt_size_classes(sc_size, sc_blocks);
 	uint8_t c = 0;
 	for (uint32_t i = 0; i <= LT_SMALL_MAX / 16; i++) {
 		while (sc_size[c] < i * 16)
@@ -195,8 +176,6 @@ int lt_heap_init(size_t reserve, int huge_pages)
 		return -1;
 	}
 	use_thp = huge_pages;
-	if (use_thp)
-		madvise((void *)a, reserve, MADV_HUGEPAGE);
 	base = a;
 	end = a + reserve;
 	return 0;
@@ -335,6 +314,16 @@ static void hp_put(uint32_t h, uint32_t n, uint64_t now)
 	dirty_pages += n;
 }
 
+/* Huge pages for a page of class lc (see the top). */
+static void page_thp(uint32_t h, unsigned lc)
+{
+	uint8_t want = use_thp == 2 || (use_thp == 1 && lc >= 6) ? 1 : use_thp ? 2 : 0;
+	if (hp[h].thp == want || !want)
+		return;
+	madvise((void *)hp_addr(h), LT_HP, want == 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	hp[h].thp = want;
+}
+
 static int bits_any(const uint64_t *b) { return (b[0] | b[1] | b[2] | b[3]) != 0; }
 
 /* The first run of nb free blocks in a page; -1 when none. */
@@ -426,6 +415,7 @@ static uintptr_t blocks_take(unsigned nb, unsigned lc, int small, uint32_t sid, 
 	x->state = ST_OPEN;
 	x->lc = (uint8_t)lc;
 	x->prev = x->next = 0;
+	page_thp(h, lc);
 	open_hp[lc] = h + 1;
 	mark(x, 0, nb, 1, sid);
 	x->used_at = now;
@@ -564,6 +554,11 @@ static void release_sparse(uint32_t h)
 {
 	lt_hp *x = &hp[h];
 	unsigned run = 0;
+	if (x->thp == 1) {
+		/* or khugepaged would make it whole again */
+		madvise((void *)hp_addr(h), LT_HP, MADV_NOHUGEPAGE);
+		x->thp = 2;
+	}
 	for (unsigned i = 0; i <= LT_BLOCKS; i++) {
 		int take = i < LT_BLOCKS && !(x->live[i >> 6] >> (i & 63) & 1) && !(x->released[i >> 6] >> (i & 63) & 1);
 		if (take) {
@@ -589,9 +584,19 @@ static void trim(uint64_t now)
 {
 	next_trim = now + TRIM_EVERY_NS;
 	for (unsigned lc = 0; lc < STP_LT_CLASSES; lc++)
-		for (uint32_t h = active[lc]; h; h = hp[h - 1].next)
-			if (hp[h - 1].nlive * 4 <= LT_BLOCKS && now - hp[h - 1].used_at >= TRIM_NS)
+		for (uint32_t h = active[lc]; h; h = hp[h - 1].next) {
+			lt_hp *x = &hp[h - 1];
+			if (now - x->used_at < TRIM_NS)
+				continue;
+			/* a huge page only when sparse; small pages whenever idle */
+			if (x->thp == 1 ? x->nlive * 4 <= LT_BLOCKS
+			                : (unsigned)x->nlive + (unsigned)__builtin_popcountll(x->released[0]) +
+			                          (unsigned)__builtin_popcountll(x->released[1]) +
+			                          (unsigned)__builtin_popcountll(x->released[2]) +
+			                          (unsigned)__builtin_popcountll(x->released[3]) <
+			                      LT_BLOCKS)
 				release_sparse(h - 1);
+		}
 	for (unsigned lc = 0; lc < STP_LT_CLASSES; lc++) {
 		for (unsigned c = 0; c < nsc; c++) {
 			uint32_t id = cur[lc][c];

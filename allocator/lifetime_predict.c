@@ -28,7 +28,7 @@
 #include "internal.h"
 #include "lifetime.h"
 
-#define CACHE_BITS 16
+#define CACHE_BITS 14
 #define MODS_MAX 1024
 
 typedef struct lt_mod {

@@ -11,8 +11,9 @@
  * malloc_usable_size tell them apart by address (lt_heap_owns).  After a
  * fork the child keeps the heap (the locks are taken around fork).
  *
- * Environment: STALLOC_HUGEPAGES (0: do not ask for transparent huge
- * pages), STALLOC_RESERVE (bytes of address space, default 64 GiB).
+ * Environment: STALLOC_HUGEPAGES (1, the default: transparent huge pages
+ * for the long-lived classes' pages; 2: for every page; 0: none),
+ * STALLOC_RESERVE (bytes of address space, default 64 GiB).
  */
 
 #include <dlfcn.h>
@@ -77,7 +78,9 @@ int lt_start(const char *path)
 	if (reserve < LT_HP * 4)
 		reserve = LT_HP * 4;
 	v = getenv("STALLOC_HUGEPAGES");
-	int thp = !(v && !strcmp(v, "0"));
+	int thp = v && *v ? (int)strtol(v, NULL, 10) : 1;
+	if (thp < 0 || thp > 2)
+		thp = 1;
 	if (lt_heap_init(reserve, thp) < 0 || lt_predict_init(&m) < 0) {
 		say("cannot map the lifetime heap", NULL);
 		return -1;

@@ -21,22 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stprof/lifetimes.h"
+#include "lifetime_internal.h"
 #include "stprof/trace.h"
-
-typedef struct lt_ctx {
-	uint64_t pre[STP_LT_DEPTH_MAX]; /* pre[k-1]: hash of the innermost k frames */
-	uint32_t n;
-	uint64_t hist[STP_LT_CLASSES];
-	uint64_t frame_mod[STP_LT_DEPTH_MAX]; /* module name (index into names) and address, for comments */
-	uint64_t frame_va[STP_LT_DEPTH_MAX];
-} lt_ctx;
-
-/* u64 -> u64 open addressing, keys != 0 (callers add 1 where needed) */
-typedef struct lt_map {
-	uint64_t *k, *v;
-	size_t cap, n;
-} lt_map;
 
 static uint64_t hmix(uint64_t x)
 {
@@ -72,7 +58,7 @@ static int map_grow(lt_map *m)
 	return 0;
 }
 
-static uint64_t *map_slot(lt_map *m, uint64_t key, int insert)
+uint64_t *stp_lt_map_slot(lt_map *m, uint64_t key, int insert)
 {
 	if (insert && (m->n + 1) * 2 > m->cap && map_grow(m) < 0)
 		return NULL;
@@ -92,7 +78,7 @@ static uint64_t *map_slot(lt_map *m, uint64_t key, int insert)
 }
 
 /* Removal by backward shift (linear probing stays exact). */
-static int map_del(lt_map *m, uint64_t key, uint64_t *val)
+int stp_lt_map_del(lt_map *m, uint64_t key, uint64_t *val)
 {
 	if (!m->cap)
 		return 0;
@@ -121,7 +107,7 @@ static int map_del(lt_map *m, uint64_t key, uint64_t *val)
 	return 1;
 }
 
-static void map_free(lt_map *m)
+void stp_lt_map_free(lt_map *m)
 {
 	free(m->k);
 	free(m->v);
@@ -132,15 +118,6 @@ typedef struct lt_mod {
 	uint64_t lo, hi, bias, hash, name;
 } lt_mod;
 
-struct stp_lt_learner {
-	uint32_t depth;
-	lt_ctx *ctx;
-	size_t nctx, cap_ctx;
-	lt_map by_key;      /* full context key -> index + 1 */
-	uint64_t allocs;
-	char **names;       /* module file names, for comments */
-	size_t nnames, cap_names;
-};
 
 stp_lt_learner *stp_lt_learner_new(uint32_t depth)
 {
@@ -157,10 +134,15 @@ void stp_lt_learner_free(stp_lt_learner *l)
 	if (!l)
 		return;
 	free(l->ctx);
-	map_free(&l->by_key);
-	for (size_t i = 0; i < l->nnames; i++)
+	stp_lt_map_free(&l->by_key);
+	for (size_t i = 0; i < l->nnames; i++) {
 		free(l->names[i]);
+		free(l->paths[i]);
+	}
 	free(l->names);
+	free(l->paths);
+	free(l->vlo);
+	free(l->vsize);
 	free(l);
 }
 
@@ -175,21 +157,34 @@ void stp_lt_learner_histogram(const stp_lt_learner *l, uint64_t out[STP_LT_CLASS
 			out[c] += l->ctx[i].hist[c];
 }
 
-static uint64_t name_index(stp_lt_learner *l, const char *s)
+/* The index of a module file name; the first path and ELF address range
+ * seen with it are kept for symbolizing. */
+static uint64_t name_index(stp_lt_learner *l, const char *s, const char *path, uint64_t vlo, uint64_t vsize)
 {
 	for (size_t i = 0; i < l->nnames; i++)
 		if (!strcmp(l->names[i], s))
 			return i;
 	if (l->nnames == l->cap_names) {
 		size_t cap = l->cap_names ? l->cap_names * 2 : 64;
-		char **n = realloc(l->names, cap * sizeof *n);
-		if (!n)
+		char **n = realloc(l->names, cap * sizeof *n), **p = n ? realloc(l->paths, cap * sizeof *p) : NULL;
+		if (n)
+			l->names = n;
+		if (p)
+			l->paths = p;
+		uint64_t *a = p ? realloc(l->vlo, cap * sizeof *a) : NULL;
+		if (a)
+			l->vlo = a;
+		uint64_t *b = a ? realloc(l->vsize, cap * sizeof *b) : NULL;
+		if (!b)
 			return UINT64_MAX;
-		l->names = n;
+		l->vsize = b;
 		l->cap_names = cap;
 	}
 	l->names[l->nnames] = strdup(s);
-	return l->names[l->nnames] ? l->nnames++ : UINT64_MAX;
+	l->paths[l->nnames] = strdup(path);
+	l->vlo[l->nnames] = vlo;
+	l->vsize[l->nnames] = vsize;
+	return l->names[l->nnames] && l->paths[l->nnames] ? l->nnames++ : UINT64_MAX;
 }
 
 static const char *basename_of(const char *p)
@@ -223,7 +218,7 @@ static int64_t context_of(stp_lt_learner *l, stp_reader *r, uint32_t stack, cons
 		c.pre[c.n++] = h;
 	}
 	uint64_t key = c.n ? stp_lt_key(c.n, c.pre[c.n - 1]) : 1;
-	uint64_t *slot = map_slot(&l->by_key, key ? key : 1, 1);
+	uint64_t *slot = stp_lt_map_slot(&l->by_key, key ? key : 1, 1);
 	if (!slot)
 		return -1;
 	if (*slot)
@@ -263,9 +258,10 @@ int stp_lt_learner_add(stp_lt_learner *l, const char *trace, char *err, size_t e
 					goto oom;
 				mods = n;
 			}
-			const char *bn = basename_of(stp_reader_string(r, ev.u.module.path));
+			const char *path = stp_reader_string(r, ev.u.module.path), *bn = basename_of(path);
 			mods[nmods++] = (lt_mod){ev.u.module.base, ev.u.module.base + ev.u.module.size, ev.u.module.bias,
-			                         stp_lt_module_hash(bn), name_index(l, bn)};
+			                         stp_lt_module_hash(bn),
+			                         name_index(l, bn, path, ev.u.module.base - ev.u.module.bias, ev.u.module.size)};
 			/* a module mapped later may change what earlier stacks meant:
 			 * recompute contexts of stacks first seen from now on */
 			memset(stack_ctx, 0, cap_stacks * sizeof *stack_ctx);
@@ -288,17 +284,23 @@ int stp_lt_learner_add(stp_lt_learner *l, const char *trace, char *err, size_t e
 					goto oom;
 				stack_ctx[s] = c + 1;
 			}
-			uint64_t *t = map_slot(&live, ev.u.alloc.addr + 1, 1);
-			uint64_t *cx = map_slot(&live_ctx, ev.u.alloc.addr + 1, 1);
+			uint64_t *t = stp_lt_map_slot(&live, ev.u.alloc.addr + 1, 1);
+			uint64_t *cx = stp_lt_map_slot(&live_ctx, ev.u.alloc.addr + 1, 1);
 			if (!t || !cx)
 				goto oom;
 			*t = ev.time_ns;
 			*cx = (uint64_t)stack_ctx[s] - 1;
+			if (l->hooks)
+				l->hooks->on_alloc(l->hooks->data, l->allocs, ev.time_ns, ev.u.alloc.addr, ev.u.alloc.requested,
+				                   (size_t)*cx, &l->ctx[*cx]);
 			l->allocs++;
 		} else if (ev.type == STP_EV_FREE && ev.u.free.kind == STP_MEM_HOST && ev.u.free.pool == 0) {
 			uint64_t t0, c;
-			if (map_del(&live, ev.u.free.addr + 1, &t0) && map_del(&live_ctx, ev.u.free.addr + 1, &c))
+			if (stp_lt_map_del(&live, ev.u.free.addr + 1, &t0) && stp_lt_map_del(&live_ctx, ev.u.free.addr + 1, &c)) {
 				l->ctx[c].hist[stp_lt_class_of(ev.time_ns >= t0 ? ev.time_ns - t0 : 0)]++;
+				if (l->hooks)
+					l->hooks->on_free(l->hooks->data, ev.time_ns, ev.u.free.addr);
+			}
 		}
 	}
 	if (got < 0) {
@@ -314,8 +316,8 @@ oom:
 	snprintf(err, errlen, "%s: out of memory", trace);
 	rc = -1;
 out:
-	map_free(&live);
-	map_free(&live_ctx);
+	stp_lt_map_free(&live);
+	stp_lt_map_free(&live_ctx);
 	free(stack_ctx);
 	free(mods);
 	stp_reader_close(r);
@@ -361,7 +363,7 @@ int stp_lt_learner_model(const stp_lt_learner *l, stp_lt_model *m)
 			all[k] += c->hist[k];
 		for (uint32_t k = 1; k <= c->n; k++) {
 			uint64_t key = stp_lt_key(k, c->pre[k - 1]);
-			uint64_t *slot = map_slot(&idx, key ? key : 1, 1);
+			uint64_t *slot = stp_lt_map_slot(&idx, key ? key : 1, 1);
 			if (!slot)
 				goto oom;
 			if (!*slot) {
@@ -394,11 +396,11 @@ int stp_lt_learner_model(const stp_lt_learner *l, stp_lt_model *m)
 	m->n = na;
 	m->fallback = (uint8_t)p95(all);
 	free(a);
-	map_free(&idx);
+	stp_lt_map_free(&idx);
 	return 0;
 oom:
 	free(a);
-	map_free(&idx);
+	stp_lt_map_free(&idx);
 	stp_lt_model_free(m);
 	return -1;
 }

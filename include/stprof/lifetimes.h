@@ -59,6 +59,16 @@ const char *stp_lt_class_name(unsigned c);
 /* The upper bound of a class in nanoseconds; UINT64_MAX for the last two. */
 uint64_t stp_lt_class_limit_ns(unsigned c);
 
+/* The lifetime heap's size classes (allocator/lifetime_heap.c; the
+ * simulator of planner/lifetime_sim.c uses the same): multiples of 16 up to
+ * 128, then four a doubling up to STP_LT_SMALL_MAX, each with the 8 KiB
+ * blocks of its spans.  Fills size[] and blocks[] (STP_LT_SIZE_CLASSES
+ * each), returns the count. */
+#define STP_LT_SMALL_MAX 32768
+#define STP_LT_BLOCK 8192
+#define STP_LT_SIZE_CLASSES 48
+unsigned stp_lt_size_classes(uint32_t *size, uint8_t *blocks);
+
 /* Frame and prefix hashing (the same in the learner and the allocator). */
 uint64_t stp_lt_module_hash(const char *basename);
 uint64_t stp_lt_frame_hash(uint64_t module_hash, uint64_t vaddr);
@@ -114,6 +124,43 @@ typedef struct stp_lt_accuracy {
 	uint64_t confusion[STP_LT_CLASSES][STP_LT_CLASSES]; /* [true][predicted], allocations */
 } stp_lt_accuracy;
 int stp_lt_evaluate(const stp_lt_model *m, const stp_lt_learner *test, stp_lt_accuracy *a);
+
+/* ---- what the lifetime heap would do with a recorded run
+ * (planner/lifetime_sim.c): the trace's host allocations replayed through
+ * page models of 2 MiB huge pages (8 KiB blocks) with the heap's size
+ * classes: [0] size classes only (one lifetime class: a size-class
+ * allocator on huge pages), [1] the lifetime heap with the model's
+ * predictions, [2] with each object's own class (a perfect predictor). */
+#define STP_LT_SIM_SAMPLES 10
+#define STP_LT_SIM_SITES 8
+typedef struct stp_lt_sim_point {
+	uint64_t t_ns;          /* since the first allocation */
+	uint64_t live;          /* bytes requested and not yet freed */
+	uint64_t pages[3];      /* huge pages holding a live object, per model */
+	uint64_t blocks[3];     /* 8 KiB blocks holding one */
+} stp_lt_sim_point;
+typedef struct stp_lt_sim_site {
+	size_t ctx;             /* the learner's context (stp_lt_learner_frame) */
+	uint64_t allocs, bytes;
+	uint64_t tenth[10];     /* allocations in each tenth of the run */
+	uint8_t label;          /* its own class in this run (p95) */
+	uint8_t predicted;      /* the model's */
+} stp_lt_sim_site;
+typedef struct stp_lt_sim {
+	uint64_t allocs, duration_ns;
+	stp_lt_sim_point samples[STP_LT_SIM_SAMPLES]; /* at the end of each tenth of the run */
+	stp_lt_sim_point peak;  /* when the most bytes were live */
+	uint64_t max_pages[3];  /* the most huge pages each model held */
+	size_t nsites;
+	stp_lt_sim_site site[STP_LT_SIM_SITES]; /* the contexts with most allocations */
+} stp_lt_sim;
+/* l: a learner of the model's depth (the trace is added to it, twice). */
+int stp_lt_simulate(const stp_lt_model *m, stp_lt_learner *l, const char *trace, stp_lt_sim *out, char *err,
+                    size_t errlen);
+/* Frame i of a learner's context: the module's path (NULL: unknown), the
+ * frame's ELF address, and the module's ELF address range; 0 past the end. */
+int stp_lt_learner_frame(const stp_lt_learner *l, size_t ctx, uint32_t i, const char **path, uint64_t *vaddr,
+                         uint64_t *vlo, uint64_t *vsize);
 
 #ifdef __cplusplus
 }
