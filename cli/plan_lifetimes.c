@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "lifetimes_report.h"
 #include "stprof/lifetimes.h"
 #include "util.h"
 
@@ -38,7 +39,9 @@ static void usage(FILE *f)
 	        "      --test TRACE    a held-out trace: print the model's accuracy on its\n"
 	        "                      contexts, weighted by allocations and unweighted\n"
 	        "      --depth N       frames of a calling context (1..%d, default %d)\n"
-	        "  -q, --quiet         print nothing but errors\n"
+	        "  -q, --quiet         print nothing but errors (else the lifetime section of\n"
+	        "                      the report follows: what the model would do with the\n"
+	        "                      held-out run, or the first trace)\n"
 	        "  -h, --help          this text\n",
 	        STP_LT_DEPTH_MAX, STP_LT_DEPTH_DEFAULT);
 }
@@ -151,6 +154,15 @@ int cmd_plan_lifetimes(int argc, char **argv)
 			       pct(a.alloc_backoff, a.allocs));
 		}
 		stp_lt_learner_free(t);
+	}
+	if (!quiet) {
+		/* what the model would do with the held-out run (else the first) */
+		char what[1100];
+		snprintf(what, sizeof what, "the model just learned%s", test ? ", on the held-out run" : "");
+		if (lifetimes_section(stdout, test ? test : argv[optind], &m, what, err, sizeof err) < 0) {
+			stprof_err("%s", err);
+			rc = -1;
+		}
 	}
 done:
 	stp_lt_model_free(&m);
