@@ -4,7 +4,8 @@
 #      other sizes; a tenth of the fill kept for good) under each allocator,
 #      and under libstalloc with a model learned from a shorter run of it;
 #   2. redis.sh: Debian's redis-server under redis-benchmark, every
-#      allocator side by side (a few minutes; REDIS=0 skips it).
+#      allocator side by side (a few minutes; REDIS=0 skips it);
+#   3. memcached.sh: Debian's memcached under memcslap (MEMCACHED=0 skips).
 set -u
 B=${STPROF_BUILD:-build}
 S=${STPROF_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -29,4 +30,5 @@ for a in glibc jemalloc mimalloc tcmalloc stalloc; do
 	printf '%-9s %s\n' "$a" "$(echo "$out" | tail -1)"
 done
 [ "${REDIS:-1}" = 1 ] && "$S/bench/lifetimes/redis.sh" "$B"
+[ "${MEMCACHED:-1}" = 1 ] && "$S/bench/lifetimes/memcached.sh" "$B"
 exit 0
