@@ -29,6 +29,7 @@
 #define PAGE_BLOCKS 256
 #define PAGE_BYTES (2ull << 20)
 #define LARGE_MAX (2u << 20)
+#define HUGE_MAX (64ull << 30)
 
 typedef struct sim_page {
 	uint64_t live[4];
@@ -251,25 +252,33 @@ static void sim_alloc(sim *S, sim_model *md, uint64_t addr, uint64_t n, unsigned
 		return;
 	}
 	if (n > LARGE_MAX) {
+		/* whole pages, consecutive in the model's array; objects past
+		 * 64 GiB (a damaged trace) are not placed */
+		if (n > HUGE_MAX) {
+			stp_lt_map_del(&md->obj, addr + 1, &n);
+			return;
+		}
 		uint32_t k = (uint32_t)((n + PAGE_BYTES - 1) / PAGE_BYTES);
-		int64_t first = -1;
-		for (uint32_t i = 0; i < k; i++) {
-			int64_t pi = new_page(md, lc, 3);
-			if (pi < 0) {
+		while (md->npg + k > md->cap_pg) {
+			size_t cap = md->cap_pg ? md->cap_pg * 2 : 64;
+			sim_page *np = realloc(md->pg, cap * sizeof *np);
+			if (!np) {
 				md->oom = 1;
 				return;
 			}
-			md->pg[pi].nlive = 1;
-			md->pages++;
-			if (!i)
-				first = pi;
-			/* runs need not be contiguous here: the model counts pages */
-			*slot = 1ull << 63 | (uint64_t)k << 32 | (uint64_t)first;
-			if (i)
-				md->pg[pi].live[0] = (uint64_t)first; /* the run's first page, to free it */
+			md->pg = np;
+			md->cap_pg = cap;
 		}
+		uint32_t first = (uint32_t)md->npg;
+		md->npg += k;
+		for (uint32_t i = 0; i < k; i++) {
+			memset(&md->pg[first + i], 0, sizeof md->pg[first + i]);
+			md->pg[first + i].state = 3;
+		}
+		md->pages += k;
 		if (md->pages > md->max_pages)
 			md->max_pages = md->pages;
+		*slot = 1ull << 63 | (uint64_t)k << 32 | (uint64_t)first;
 		return;
 	}
 	if (n > STP_LT_SMALL_MAX) {
@@ -328,16 +337,11 @@ static void sim_free(sim_model *md, uint64_t addr)
 		return;
 	if (v >> 63) {
 		uint32_t k = (uint32_t)(v >> 32 & 0x7fffffff), first = (uint32_t)v;
-		/* the run's pages: the first and those naming it */
-		for (size_t pi = 0, got = 0; pi < md->npg && got < k; pi++) {
-			sim_page *p = &md->pg[pi];
-			if (p->state == 3 && ((uint32_t)pi == first || (pi != first && p->live[0] == first))) {
-				memset(p, 0, sizeof *p);
-				push(&md->freepg, (uint32_t)pi);
-				md->pages--;
-				got++;
-			}
+		for (uint32_t i = 0; i < k; i++) {
+			md->pg[first + i].state = 0;
+			push(&md->freepg, first + i);
 		}
+		md->pages -= k;
 		return;
 	}
 	if (v >> 62) {
