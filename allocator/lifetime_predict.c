@@ -47,15 +47,6 @@ static lt_predict_stats ps;
 static __thread uintptr_t t_stack_hi __attribute__((tls_model("initial-exec")));
 static __thread int t_busy __attribute__((tls_model("initial-exec")));
 
-static inline uint64_t mix(uint64_t x)
-{
-	x ^= x >> 31;
-	x *= 0x7fb5d329728ea185ull;
-	x ^= x >> 27;
-	x *= 0x81dadef4bc2dd44dull;
-	x ^= x >> 33;
-	return x;
-}
 
 static int add_mod(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -182,7 +173,7 @@ unsigned lt_predict(uintptr_t ret, uintptr_t sp, size_t n)
 		t_busy = 0;
 	}
 	uint64_t height = t_stack_hi - sp;
-	uint64_t key = mix(ret ^ (height << 40) ^ ((uint64_t)lt_heap_class_size(n) * 0x9e3779b97f4a7c15ull));
+	uint64_t key = stp_lt_mix(ret ^ (height << 40) ^ ((uint64_t)lt_heap_class_size(n) * 0x9e3779b97f4a7c15ull));
 	uint64_t *slot = &cache[key & ((1u << CACHE_BITS) - 1)];
 	uint64_t e = __atomic_load_n(slot, __ATOMIC_RELAXED);
 	if ((e | 0xff) == (key | 0xff) && (e & 1)) {

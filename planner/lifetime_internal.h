@@ -28,6 +28,7 @@ typedef struct lt_map {
 uint64_t *stp_lt_map_slot(lt_map *m, uint64_t key, int insert); /* NULL: absent, or no memory */
 int stp_lt_map_del(lt_map *m, uint64_t key, uint64_t *val);     /* 1 removed */
 void stp_lt_map_free(lt_map *m);
+unsigned stp_lt_p95(const uint64_t *hist); /* the class of a histogram's 95th percentile */
 
 typedef struct lt_hooks {
 	void *data;

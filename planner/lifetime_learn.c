@@ -24,13 +24,6 @@
 #include "lifetime_internal.h"
 #include "stprof/trace.h"
 
-static uint64_t hmix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
 
 static int map_grow(lt_map *m)
 {
@@ -44,7 +37,7 @@ static int map_grow(lt_map *m)
 	for (size_t i = 0; i < m->cap; i++) {
 		if (!m->k[i])
 			continue;
-		size_t j = hmix(m->k[i]) & (cap - 1);
+		size_t j = stp_lt_mix(m->k[i]) & (cap - 1);
 		while (k[j])
 			j = (j + 1) & (cap - 1);
 		k[j] = m->k[i];
@@ -64,7 +57,7 @@ uint64_t *stp_lt_map_slot(lt_map *m, uint64_t key, int insert)
 		return NULL;
 	if (!m->cap)
 		return NULL;
-	size_t j = hmix(key) & (m->cap - 1);
+	size_t j = stp_lt_mix(key) & (m->cap - 1);
 	while (m->k[j] && m->k[j] != key)
 		j = (j + 1) & (m->cap - 1);
 	if (!m->k[j]) {
@@ -82,7 +75,7 @@ int stp_lt_map_del(lt_map *m, uint64_t key, uint64_t *val)
 {
 	if (!m->cap)
 		return 0;
-	size_t j = hmix(key) & (m->cap - 1);
+	size_t j = stp_lt_mix(key) & (m->cap - 1);
 	while (m->k[j] && m->k[j] != key)
 		j = (j + 1) & (m->cap - 1);
 	if (!m->k[j])
@@ -95,7 +88,7 @@ int stp_lt_map_del(lt_map *m, uint64_t key, uint64_t *val)
 		i = (i + 1) & (m->cap - 1);
 		if (!m->k[i])
 			break;
-		size_t h = hmix(m->k[i]) & (m->cap - 1);
+		size_t h = stp_lt_mix(m->k[i]) & (m->cap - 1);
 		/* move i to j when its home is not in (j, i] */
 		if ((j < i) ? (h <= j || h > i) : (h <= j && h > i)) {
 			m->k[j] = m->k[i];
@@ -325,7 +318,7 @@ out:
 }
 
 /* The class of the 95th percentile of a histogram. */
-static unsigned p95(const uint64_t *h)
+unsigned stp_lt_p95(const uint64_t *h)
 {
 	uint64_t n = 0, acc = 0;
 	for (unsigned c = 0; c < STP_LT_CLASSES; c++)
@@ -391,10 +384,10 @@ int stp_lt_learner_model(const stp_lt_learner *l, stp_lt_model *m)
 		uint64_t count = 0;
 		for (unsigned h = 0; h < STP_LT_CLASSES; h++)
 			count += a[i].hist[h];
-		m->e[i] = (stp_lt_entry){a[i].key, count, a[i].level, (uint8_t)p95(a[i].hist)};
+		m->e[i] = (stp_lt_entry){a[i].key, count, a[i].level, (uint8_t)stp_lt_p95(a[i].hist)};
 	}
 	m->n = na;
-	m->fallback = (uint8_t)p95(all);
+	m->fallback = (uint8_t)stp_lt_p95(all);
 	free(a);
 	stp_lt_map_free(&idx);
 	return 0;
@@ -415,7 +408,7 @@ int stp_lt_evaluate(const stp_lt_model *m, const stp_lt_learner *t, stp_lt_accur
 			n += c->hist[h];
 		if (!n)
 			continue;
-		unsigned truth = p95(c->hist), level;
+		unsigned truth = stp_lt_p95(c->hist), level;
 		unsigned pred = stp_lt_predict(m, c->pre, c->n, &level);
 		int exact = pred == truth, near = pred + 1 >= truth && pred <= truth + 1;
 		a->contexts++;

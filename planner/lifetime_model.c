@@ -88,7 +88,7 @@ unsigned stp_lt_size_classes(uint32_t *size, uint8_t *blocks)
 	return n;
 }
 
-static inline uint64_t mix(uint64_t x)
+uint64_t stp_lt_mix(uint64_t x)
 {
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ull;
@@ -106,9 +106,9 @@ uint64_t stp_lt_module_hash(const char *s)
 	return h;
 }
 
-uint64_t stp_lt_frame_hash(uint64_t module_hash, uint64_t vaddr) { return mix(module_hash ^ mix(vaddr + 1)); }
-uint64_t stp_lt_extend(uint64_t prefix, uint64_t frame) { return mix(prefix * 0x9e3779b97f4a7c15ull + frame); }
-uint64_t stp_lt_key(unsigned level, uint64_t prefix) { return mix(prefix ^ ((uint64_t)level << 56)); }
+uint64_t stp_lt_frame_hash(uint64_t module_hash, uint64_t vaddr) { return stp_lt_mix(module_hash ^ stp_lt_mix(vaddr + 1)); }
+uint64_t stp_lt_extend(uint64_t prefix, uint64_t frame) { return stp_lt_mix(prefix * 0x9e3779b97f4a7c15ull + frame); }
+uint64_t stp_lt_key(unsigned level, uint64_t prefix) { return stp_lt_mix(prefix ^ ((uint64_t)level << 56)); }
 
 const stp_lt_entry *stp_lt_find(const stp_lt_model *m, uint64_t key)
 {

@@ -532,20 +532,8 @@ int stp_lt_simulate(const stp_lt_model *m, stp_lt_learner *l, const char *trace,
 		for (int i = 0; i < NM; i++)
 			out->max_pages[i] = S->mod[i].max_pages;
 		/* the sites' own classes: their p95 over both passes, as learned */
-		for (size_t k = 0; k < out->nsites; k++) {
-			const lt_ctx *c = &l->ctx[out->site[k].ctx];
-			uint64_t n = 0, acc = 0;
-			for (unsigned x = 0; x < STP_LT_CLASSES; x++)
-				n += c->hist[x];
-			out->site[k].label = STP_LT_NEVER;
-			for (unsigned x = 0; x < STP_LT_CLASSES; x++) {
-				acc += c->hist[x];
-				if (n && acc * 100 >= n * 95) {
-					out->site[k].label = (uint8_t)x;
-					break;
-				}
-			}
-		}
+		for (size_t k = 0; k < out->nsites; k++)
+			out->site[k].label = (uint8_t)stp_lt_p95(l->ctx[out->site[k].ctx].hist);
 	}
 	l->hooks = old;
 	for (int i = 0; i < NM; i++)

@@ -70,6 +70,7 @@ uint64_t stp_lt_class_limit_ns(unsigned c);
 unsigned stp_lt_size_classes(uint32_t *size, uint8_t *blocks);
 
 /* Frame and prefix hashing (the same in the learner and the allocator). */
+uint64_t stp_lt_mix(uint64_t x); /* a 64-bit finalizer (splitmix64's) */
 uint64_t stp_lt_module_hash(const char *basename);
 uint64_t stp_lt_frame_hash(uint64_t module_hash, uint64_t vaddr);
 uint64_t stp_lt_extend(uint64_t prefix, uint64_t frame); /* prefix 0: none yet */
