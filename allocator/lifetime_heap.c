@@ -314,10 +314,12 @@ static void hp_put(uint32_t h, uint32_t n, uint64_t now)
 	dirty_pages += n;
 }
 
-/* Huge pages for a page of class lc (see the top). */
-static void page_thp(uint32_t h, unsigned lc)
+/* Huge pages for a page of class lc (see the top); an open page of a
+ * long-lived class gets them once full (closing): while it fills, a huge
+ * page would be backed whole at its first touch. */
+static void page_thp(uint32_t h, unsigned lc, int full)
 {
-	uint8_t want = use_thp == 2 || (use_thp == 1 && lc >= 6) ? 1 : use_thp ? 2 : 0;
+	uint8_t want = use_thp == 2 || (use_thp == 1 && lc >= 6 && full) ? 1 : use_thp ? 2 : 0;
 	if (hp[h].thp == want || !want)
 		return;
 	madvise((void *)hp_addr(h), LT_HP, want == 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
@@ -369,6 +371,7 @@ static void close_open(unsigned lc, uint64_t now)
 	x->deadline = b == UINT64_MAX ? UINT64_MAX : now + b;
 	list_push(h);
 	open_hp[lc] = 0;
+	page_thp(h, lc, 1);
 }
 
 /* nb contiguous blocks for class lc: recycled from a longer class's active
@@ -415,7 +418,7 @@ static uintptr_t blocks_take(unsigned nb, unsigned lc, int small, uint32_t sid, 
 	x->state = ST_OPEN;
 	x->lc = (uint8_t)lc;
 	x->prev = x->next = 0;
-	page_thp(h, lc);
+	page_thp(h, lc, 0);
 	open_hp[lc] = h + 1;
 	mark(x, 0, nb, 1, sid);
 	x->used_at = now;
