@@ -257,7 +257,8 @@ int stp_lt_learner_add(stp_lt_learner *l, const char *trace, char *err, size_t e
 			                         name_index(l, bn, path, ev.u.module.base - ev.u.module.bias, ev.u.module.size)};
 			/* a module mapped later may change what earlier stacks meant:
 			 * recompute contexts of stacks first seen from now on */
-			memset(stack_ctx, 0, cap_stacks * sizeof *stack_ctx);
+			if (stack_ctx)
+				memset(stack_ctx, 0, cap_stacks * sizeof *stack_ctx);
 		} else if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_HOST && ev.u.alloc.pool == 0) {
 			uint32_t s = ev.u.alloc.stack;
 			if (s >= cap_stacks) {
@@ -376,7 +377,8 @@ int stp_lt_learner_model(const stp_lt_learner *l, stp_lt_model *m)
 				a[*slot - 1].hist[h] += c->hist[h];
 		}
 	}
-	qsort(a, na, sizeof *a, cmp_acc);
+	if (na)
+		qsort(a, na, sizeof *a, cmp_acc);
 	m->e = na ? calloc(na, sizeof *m->e) : NULL;
 	if (na && !m->e)
 		goto oom;
