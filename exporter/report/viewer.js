@@ -43,7 +43,6 @@
     '#fabfd2', '#d4a6c8', '#79706e'];
   const PHASE_COLOR = {forward: '#9ecae1', backward: '#fdae6b', optimizer: '#a1d99b', recompute: '#d4b9da'};
   const RESID_COLOR = 0xffd0d0d0;
-  const EMPTY = 0;
 
   /* ------------------------------------------------------------ format */
 

@@ -37,6 +37,8 @@ for line in open(sys.argv[3]):
         continue
     t, a = f[3], kv.get('addr')
     if t == 'alloc':
+        if a in live:  # an allocation at a live address ends the old one (a lost free), as the detector does
+            cur -= live.pop(a)[0]
         live[a] = (int(kv['size']), kv.get('pool') == '1')
         cur += int(kv['size'])
     elif t == 'free' and a in live:
