@@ -250,14 +250,16 @@ static void site_add_obj(stp_det *d, det_site_rec *sp, unsigned c, uint64_t size
 	k->life_logical[lb]++;
 }
 
-/* An ended object's slot back on the free list, its class (and late-free
- * entry) kept for the exporter when asked (objinfo.c). */
-static void release_obj(stp_det *d, uint32_t slot, stp_det_class c, uint32_t late_free)
+/* An ended object's slot back on the free list, its class, late-free
+ * entry and end (end_seq: UINT64_MAX never freed) kept for the exporter
+ * and the viewer when asked (objinfo.c). */
+static void release_obj(stp_det *d, uint32_t slot, stp_det_class c, uint32_t late_free, uint64_t end_seq)
 {
 	det_obj *o = &d->objs[slot];
 	if (d->ko_seq && o->ko < d->nko) {
 		d->ko_info[o->ko] = (uint16_t)((d->ko_info[o->ko] & ~15u) | (unsigned)c);
 		d->ko_lf[o->ko] = late_free;
+		det_ko_end(d, o->ko, end_seq);
 	}
 	o->flags &= (uint8_t)~DET_OBJ_LIVE;
 	o->site = d->obj_free;
@@ -266,7 +268,7 @@ static void release_obj(stp_det *d, uint32_t slot, stp_det_class c, uint32_t lat
 
 /* An object of a space not analyzed in depth (no call site): only its
  * class, for the timeline's lanes; a never-freed one is not judged a leak. */
-static void finish_other(stp_det *d, pass2 *p, uint32_t slot, int freed)
+static void finish_other(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t free_seq)
 {
 	det_obj *o = &d->objs[slot];
 	stp_det_class c = det_classify(d, o->ib, o->seg, p->ib, p->seg, freed);
@@ -274,7 +276,7 @@ static void finish_other(stp_det *d, pass2 *p, uint32_t slot, int freed)
 		c = STP_CLASS_LIVE_AT_END;
 	if (d->have_ranges)
 		det_access_end_obj(d, slot, freed, p->ns);
-	release_obj(d, slot, c, UINT32_MAX);
+	release_obj(d, slot, c, UINT32_MAX, freed ? free_seq : UINT64_MAX);
 }
 
 /* Ends an object's life: at a free (freed = 1) or at the end of the trace. */
@@ -282,7 +284,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 {
 	det_obj *o = &d->objs[slot];
 	if (o->site == DET_NO_SITE) {
-		finish_other(d, p, slot, freed);
+		finish_other(d, p, slot, freed, free_seq);
 		return;
 	}
 	det_site *s = &d->sites[o->site];
@@ -355,7 +357,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	uint32_t lfe = UINT32_MAX;
 	if (freed && d->niters)
 		det_latefree_object(d, o, p->ns, p->ib, p->seg, &lfe);
-	release_obj(d, slot, c, lfe);
+	release_obj(d, slot, c, lfe, freed ? free_seq : UINT64_MAX);
 }
 
 static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)

@@ -49,7 +49,7 @@ int det_frame_is_user_python(const stp_det_frame *fr)
 	if (n < 3 || strcmp(f + n - 3, ".py"))
 		return 0;
 	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python", "/lib64/python",
-	                                  "/collector/python/", "/stprof-python/", 0};
+	                                  "/collector/torch/python/", "/stprof-python/", 0};
 	if (f[0] == '<') /* <frozen importlib._bootstrap>, <string> */
 		return 0;
 	for (int i = 0; lib[i]; i++)
