@@ -277,7 +277,7 @@ typedef struct stp_det_result {
 	/* objects */
 	uint32_t nspaces;
 	const stp_det_space *spaces;
-	int32_t primary;          /* index of the space with the highest peak, -1 none */
+	int32_t primary;          /* the space analyzed in depth (options.space), -1 none */
 	int32_t peak_iteration;   /* iteration holding the primary peak, -1 */
 	int32_t peak_phase;       /* phase holding it, -1 */
 	uint64_t class_objects[STP_CLASS_COUNT], class_bytes[STP_CLASS_COUNT];

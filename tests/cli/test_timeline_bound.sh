@@ -48,5 +48,14 @@ print([s['allocs'] for s in json.load(sys.stdin)['spaces'] if s['tensors']][0])"
   [ -n "$drawn" ] && [ "$drawn" = "$tensors" ] || fail "drawn '$drawn' of $tensors tensors: $(cat err)"
   grep -q "largest of .* objects" err && fail "the bound claims objects it does not draw: $(cat err)"
   "$S" lint-perfetto km.pftrace >/dev/null || fail "the PyTorch timeline does not lint"
+  # and the file itself holds them: as many slices as the unbounded export
+  # (the heap-wide ranking drew 62 of its 255: tensors, iterations, phases)
+  if command -v protoc >/dev/null 2>&1; then
+    P="$STPROF_SRC/exporter/perfetto/proto"
+    slices() { protoc --decode=perfetto.protos.Trace -I "$P" "$P/perfetto_trace.proto" <"$1" | grep -c TYPE_SLICE_BEGIN; }
+    "$S" export -q --counter-gap 10ms km.stp -o kmfull.pftrace || fail "export km.stp"
+    a=$(slices km.pftrace) f=$(slices kmfull.pftrace)
+    [ "$a" -gt "$tensors" ] && [ "$a" = "$f" ] || fail "the bounded timeline draws $a slices, the unbounded export $f ($tensors tensors)"
+  fi
 fi
 echo ok
