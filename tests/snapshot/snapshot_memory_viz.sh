@@ -39,8 +39,27 @@ expect_eq "torch run output" "$out" "done"
 "$STPROF" export --format torch-snapshot "$T/torch.stp" -o "$T/t.pickle" >"$T/exp" || fail "export the torch run"
 grep -q "^  the tensors: [0-9]* allocations; [0-9]* of other memory spaces left out (--space)" "$T/exp" ||
   fail "the torch run's snapshot is not its tensors: $(cat "$T/exp")"
+mv "$T/exp" "$T/exp_t"
 "$STPROF" export --format torch-snapshot --space host "$T/torch.stp" -o "$T/h.pickle" >"$T/exp" || fail "export --space host"
 grep -q "^  the host heap: [0-9]* allocations" "$T/exp" || fail "--space host ignored: $(cat "$T/exp")"
+# and the pickles hold what they say: as many allocations as the report's
+# tensor space and host heap, the tensors far fewer (they once held the heap)
+"$STPROF" report -f json --no-models "$T/torch.stp" -o "$T/torch.json" || fail "report the torch run"
+"$PY" - "$T/t.pickle" "$T/exp_t" "$T/h.pickle" "$T/exp" "$T/torch.json" <<'PY' || fail "the snapshots do not hold what they say"
+import json, pickle, re, sys
+def allocs(p):
+    d = pickle.load(open(p, 'rb'))
+    return sum(1 for dt in d['device_traces'] for e in dt if e['action'] == 'alloc')
+said = lambda p: int(re.search(r': (\d+) allocations', open(p).read()).group(1))
+sp = json.load(open(sys.argv[5]))['spaces']
+ten = [s['allocs'] for s in sp if s['tensors']][0]
+host = [s['allocs'] for s in sp if s['kind'] == 'host' and not s['tensors']][0]
+t, h = allocs(sys.argv[1]), allocs(sys.argv[3])
+assert t == said(sys.argv[2]) == ten, (t, said(sys.argv[2]), ten)
+assert h == said(sys.argv[4]) == host, (h, said(sys.argv[4]), host)
+assert t < h, (t, h)
+print('snapshots: %d tensor allocations, %d of the host heap with --space host' % (t, h))
+PY
 for tr in torch v2; do
   for layout in 2 1.13; do
     p="$T/$tr.$layout.pickle"
