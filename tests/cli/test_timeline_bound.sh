@@ -56,6 +56,12 @@ print([s['allocs'] for s in json.load(sys.stdin)['spaces'] if s['tensors']][0])"
     "$S" export -q --counter-gap 10ms km.stp -o kmfull.pftrace || fail "export km.stp"
     a=$(slices km.pftrace) f=$(slices kmfull.pftrace)
     [ "$a" -gt "$tensors" ] && [ "$a" = "$f" ] || fail "the bounded timeline draws $a slices, the unbounded export $f ($tensors tensors)"
+    # the allocator models replayed the tensors (as the report says): their
+    # counters are the tensors', on the tensors' axis, not the heap's
+    protoc --decode=perfetto.protos.Trace -I "$P" "$P/perfetto_trace.proto" <km.pftrace >km.txt
+    grep -q 'name: "cpu tensors reserved (sim: pytorch, CPU tensors what-if)"' km.txt ||
+      fail "the models' counters: $(grep -o 'name: "[^"]*(sim: [^"]*"' km.txt | head -3)"
+    grep -q 'name: "host [a-z]* (sim: ' km.txt && fail "the tensors' models drawn as the host heap's"
   fi
 fi
 echo ok
