@@ -33,6 +33,7 @@ const char *stp_plan_step_name(int step)
 	case STP_STEP_IMPROVE: return "STAlloc + re-placement";
 	case STP_STEP_GREEDY: return "greedy by size + re-placement";
 	case STP_STEP_SEARCH: return "exact search";
+	case STP_STEP_PEAK: return "exact search at the peak + first fit";
 	default: return "?";
 	}
 }
@@ -66,65 +67,100 @@ uint64_t pl_work_bound(const pl_work *w)
 	return w->pinned_bytes + best;
 }
 
-typedef struct chk {
-	const pl_work *w;
-	const uint64_t *off;
-	uint32_t cur;
-	int bad;
-} chk;
+/* max-over-range with range "raise to at least v" (chmax), over sections */
+typedef struct ctree {
+	uint64_t *mx, *lz; /* mx: the most over the node's range; lz: raised on all of it */
+	uint32_t size;
+} ctree;
 
-static void chk_one(uint32_t id, void *ctx)
+static uint64_t ct_max(const ctree *t, uint32_t x, uint32_t lo, uint32_t hi, uint32_t a, uint32_t b)
 {
-	chk *c = ctx;
-	/* id was placed earlier in offset order: it must end at or below cur's start */
-	if (c->off[id] + c->w->size[id] > c->off[c->cur])
-		c->bad = 1;
+	if (b <= lo || hi <= a)
+		return 0;
+	if (a <= lo && hi <= b)
+		return t->mx[x];
+	uint32_t mid = lo + (hi - lo) / 2;
+	uint64_t l = ct_max(t, 2 * x, lo, mid, a, b), r = ct_max(t, 2 * x + 1, mid, hi, a, b);
+	uint64_t m = l > r ? l : r;
+	return m > t->lz[x] ? m : t->lz[x];
 }
 
+static void ct_raise(ctree *t, uint32_t x, uint32_t lo, uint32_t hi, uint32_t a, uint32_t b, uint64_t v)
+{
+	if (b <= lo || hi <= a)
+		return;
+	if (t->mx[x] < v)
+		t->mx[x] = v;
+	if (a <= lo && hi <= b) {
+		if (t->lz[x] < v)
+			t->lz[x] = v;
+		return;
+	}
+	uint32_t mid = lo + (hi - lo) / 2;
+	ct_raise(t, 2 * x, lo, mid, a, b, v);
+	ct_raise(t, 2 * x + 1, mid, hi, a, b, v);
+}
+
+/* In offset order, each request must start at or above the highest top of
+ * those before it that overlap it in time: a max-over-time tree of tops,
+ * O(n log n). */
 int pl_check(const pl_work *w, const uint64_t *off)
 {
-	size_t n = w->n;
-	uint32_t m = 0;
-	pl_kv *kv = malloc((n + 1) * sizeof *kv), *tmp = malloc((n + 1) * sizeof *tmp);
-	uint32_t *ids = malloc((n + 1) * sizeof *ids);
-	pl_itree t = {0};
+	size_t n = w->n, m = 0, np = 0;
+	pl_kv *kv = malloc((2 * n + 1) * sizeof *kv), *tmp = malloc((2 * n + 1) * sizeof *tmp);
+	uint32_t *sa = malloc((n + 1) * sizeof *sa), *sb = malloc((n + 1) * sizeof *sb);
+	ctree t = {0};
 	int rc = -1;
-	if (!kv || !tmp || !ids)
+	if (!kv || !tmp || !sa || !sb)
 		goto out;
-	uint64_t pinned_top = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (w->kind[i] == PL_DYNAMIC)
 			continue;
 		if (off[i] == STP_NO_OFFSET || off[i] > UINT64_MAX - w->size[i])
 			goto out;
-		if (w->kind[i] == PL_PINNED) {
-			if (off[i] + w->size[i] > pinned_top)
-				pinned_top = off[i] + w->size[i];
-		}
-		ids[m] = (uint32_t)i;
-		kv[m++] = (pl_kv){off[i], (uint32_t)i};
+		kv[np++] = (pl_kv){w->s[i], (uint32_t)(2 * i)};
+		kv[np++] = (pl_kv){w->e[i], (uint32_t)(2 * i + 1)};
 	}
-	pl_sort_kv(kv, tmp, m);
-	/* pinned requests are live over [0, T): the interval index sees them too */
-	if (pl_itree_init(&t, w->s, w->e, n, ids, m) < 0)
+	pl_sort_kv(kv, tmp, np);
+	uint32_t K = 0;
+	for (size_t j = 0; j < np; j++) {
+		if (j && kv[j].k != kv[j - 1].k)
+			K++;
+		if (kv[j].v & 1)
+			sb[kv[j].v >> 1] = K;
+		else
+			sa[kv[j].v >> 1] = K;
+	}
+	t.size = K ? K : 1;
+	t.mx = calloc(4 * (size_t)t.size, sizeof *t.mx);
+	t.lz = calloc(4 * (size_t)t.size, sizeof *t.lz);
+	if (!t.mx || !t.lz)
 		goto out;
-	chk c = {w, off, 0, 0};
-	for (uint32_t j = 0; j < m && !c.bad; j++) {
-		c.cur = kv[j].v;
-		pl_itree_query(&t, w->s[c.cur], w->e[c.cur], chk_one, &c);
-		pl_itree_set(&t, c.cur, 1);
+	for (size_t i = 0; i < n; i++)
+		if (w->kind[i] != PL_DYNAMIC)
+			kv[m++] = (pl_kv){off[i], (uint32_t)i};
+	pl_sort_kv(kv, tmp, m);
+	rc = 0;
+	for (size_t j = 0; j < m && !rc; j++) {
+		uint32_t i = kv[j].v;
+		if (sa[i] >= sb[i])
+			continue; /* live at no time */
+		if (ct_max(&t, 1, 0, t.size, sa[i], sb[i]) > off[i])
+			rc = -1;
+		else
+			ct_raise(&t, 1, 0, t.size, sa[i], sb[i], off[i] + w->size[i]);
 	}
-	rc = c.bad ? -1 : 0;
 out:
-	pl_itree_free(&t);
+	free(t.mx);
+	free(t.lz);
 	free(kv);
 	free(tmp);
-	free(ids);
+	free(sa);
+	free(sb);
 	return rc;
 }
 
-/* keeps cand in best when it is valid and smaller */
-static int keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step, stp_plan_stats *st)
+int pl_keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step, stp_plan_stats *st)
 {
 	uint64_t np = pl_pool(w, cand);
 	if (np >= pl_pool(w, best) || pl_check(w, cand) < 0)
@@ -179,7 +215,7 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 			break;
 		}
 		if (r == 1) {
-			if (!keep(w, best, cand, STP_STEP_SEARCH, st)) {
+			if (!pl_keep(w, best, cand, STP_STEP_SEARCH, st)) {
 				if (verbose)
 					fprintf(stderr, "plan: search layout at %llu rejected\n", (unsigned long long)cap);
 				break; /* cannot happen; never keep an unchecked layout */
@@ -222,5 +258,5 @@ int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_
 		nq += w->kind[i] == PL_STATIC;
 	if (nq <= PL_EXACT_MAX)
 		return exact(w, best, st->proven_bound, deadline, verbose, st);
-	return 0;
+	return pl_large(w, best, deadline, verbose, st);
 }

@@ -63,6 +63,16 @@ void pl_itree_set(pl_itree *t, uint32_t id, int active);
 /* Calls fn(id, ctx) for every active id with s_id < e and e_id > s. */
 void pl_itree_query(const pl_itree *t, uint32_t s, uint32_t e, void (*fn)(uint32_t, void *), void *ctx);
 
+/* ---- first fit against placed requests, for large sets (firstfit.c).
+ * Indexes the STATIC requests' lifetimes; pl_ff_add records a placement (no
+ * removal); pl_ff_fit is the lowest offset >= floor where the request fits
+ * against everything added so far. */
+typedef struct pl_ff pl_ff;
+pl_ff *pl_ff_new(const pl_work *w);
+void pl_ff_free(pl_ff *f);
+uint64_t pl_ff_fit(const pl_ff *f, uint32_t id, uint64_t size, uint64_t floor);
+int pl_ff_add(pl_ff *f, uint32_t id, uint64_t off, uint64_t size);
+
 /* ---- free rectangles of (address x time), bucketed by height */
 typedef struct pl_rects pl_rects;
 pl_rects *pl_rects_new(size_t hint, uint64_t top_offset, uint32_t T);
@@ -109,6 +119,14 @@ int pl_check(const pl_work *w, const uint64_t *off);
  * bound), searches for better ones until deadline; best only ever takes a
  * verified layout with a smaller pool.  Fills the search fields of st. */
 int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
+
+/* Keeps cand in best when pl_check accepts it and its pool is smaller: 1
+ * kept (st->step = step, st->found_seconds stamped), else 0. */
+int pl_keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step, stp_plan_stats *st);
+/* The budgeted improvement for sets above PL_EXACT_MAX static requests
+ * (large.c): the requests near the peak by the exact search, the rest first
+ * fit.  Same contract as pl_best. */
+int pl_large(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
 
 /* Pool of a placement: max offset + size over placed requests. */
 uint64_t pl_pool(const pl_work *w, const uint64_t *off);

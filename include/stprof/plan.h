@@ -134,7 +134,9 @@ typedef enum stp_plan_step {
 	STP_STEP_STALLOC = 0,   /* STAlloc steps */
 	STP_STEP_IMPROVE,       /* STAlloc + re-placement above the bound */
 	STP_STEP_GREEDY,        /* greedy by size (+ re-placement) */
-	STP_STEP_SEARCH         /* exact search (search.c; up to 5000 static requests) */
+	STP_STEP_SEARCH,        /* exact search (search.c; up to 5000 static requests) */
+	STP_STEP_PEAK           /* exact search of the requests near the peak, the rest
+	                         * first fit (large.c; above 5000 static requests) */
 } stp_plan_step;
 const char *stp_plan_step_name(int step);
 
