@@ -81,8 +81,10 @@ static void usage(FILE *f)
 	        "                      smaller requests to the program's own allocator\n"
 	        "      --no-varying    do not treat size-varying requests as dynamic\n"
 
-	        "      --greedy        always run the greedy baseline for the summary (it is\n"
-	        "                      skipped above %d requests: it is quadratic at worst)\n"
+	        "      --greedy        always run the greedy baseline for the summary, to the\n"
+	        "                      end (it is quadratic at worst: by default it is skipped\n"
+	        "                      above %d requests and stopped after half the planning\n"
+	        "                      time)\n"
 	        "      --no-greedy     never run it\n"
 	        "  -n, --entries N     --show: print at most N entries (default 50, 0 = all)\n"
 	        "  -q, --quiet         print nothing but errors\n"
@@ -417,13 +419,20 @@ int cmd_plan(int argc, char **argv)
 		goto done;
 	}
 	uint64_t gpool = 0, stalloc_pool = 0;
-	double gsec = 0;
+	double gsec = 0, glimit = 0;
 	if (po.algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
 		stp_plan_opts go = po;
 		go.algo = STP_ALGO_GREEDY;
 		go.verbose = 0;
+		/* a comparison must not cost more than what it is compared with:
+		 * half the planning time (at least a quarter second), unless asked */
+		glimit = greedy == 1 ? 0 : p.stats.seconds / 2 > 0.25 ? p.stats.seconds / 2 : 0.25;
+		go.greedy_seconds = glimit;
 		stp_plan g;
-		if (stp_plan_build(&r, &go, &g, err, sizeof err) == 0) {
+		int grc = stp_plan_build(&r, &go, &g, err, sizeof err);
+		if (grc == 1)
+			gsec = -1; /* stopped: said in the summary */
+		if (grc == 0) {
 			gpool = g.pool;
 			gsec = g.stats.seconds;
 			/* the plan written is the best layout found: greedy's when
@@ -472,6 +481,9 @@ int cmd_plan(int argc, char **argv)
 		}
 		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po.algo != STP_ALGO_GREEDY)
 			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
+		if (gsec < 0)
+			fprintf(f, "greedy by size: stopped after %.2f s, half the planning time (--greedy runs it to the end)\n",
+			        glimit);
 		fprintf(f, "verified:       no two requests overlap in time and address\n");
 		if (out && !rc)
 			fprintf(f, "written:        %s\n", out);

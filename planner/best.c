@@ -25,6 +25,7 @@
 #include "internal.h"
 
 #define PL_EXACT_MAX 5000
+#define PL_HORIZON 2.0 /* seconds: the default budget */
 
 const char *stp_plan_step_name(int step)
 {
@@ -34,6 +35,8 @@ const char *stp_plan_step_name(int step)
 	case STP_STEP_GREEDY: return "greedy by size + re-placement";
 	case STP_STEP_SEARCH: return "exact search";
 	case STP_STEP_PEAK: return "exact search at the peak + first fit";
+	case STP_STEP_WINDOWS: return "first fit by windows";
+	case STP_STEP_REPAIR: return "re-placement around the peak";
 	default: return "?";
 	}
 }
@@ -178,13 +181,19 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 	if (!cand)
 		return -1;
 	uint64_t hi = pl_pool(w, best); /* best found; lo: smallest not proven impossible */
-	double t0 = pl_now();
+	double t0 = pl_now(), horizon = t0 + PL_HORIZON;
 	int first = 1, rc = 0, retry = 0;
 	uint64_t step = 0;
 	for (;;) {
 		double now = pl_now();
 		if (now >= deadline || lo >= hi)
 			break;
+		/* the shares below are of a horizon that doubles when it is
+		 * reached, not of the whole budget: a long budget spends its first
+		 * seconds as the default one does, then goes on */
+		while (now >= horizon)
+			horizon = t0 + 2 * (horizon - t0);
+		double end = horizon < deadline ? horizon : deadline;
 		/* the bound first (with an eighth of the time: on the MiniMalloc
 		 * instances and their perturbed family the bound is met sooner
 		 * through the retries below than by a longer first try), then
@@ -199,11 +208,11 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 		if (!first && !step)
 			step = (hi - lo) / 8 ? (hi - lo) / 8 : 1;
 		uint64_t cap = first || retry ? lo : (hi - lo > step ? hi - step : lo);
-		double until = now + (deadline - now) / (first ? 8 : retry ? 6 : 3);
-		if (deadline - now < 0.05)
-			until = deadline;
+		double until = now + (end - now) / (first ? 8 : retry ? 30 : 3);
+		if (end - now < 0.05)
+			until = end;
 		memcpy(cand, best, w->n * sizeof *cand);
-		int r = pl_search(w, cap, until, 0, retry, cand, &st->search_nodes);
+		int r = pl_search(w, NULL, cap, until, 0, retry, cand, &st->search_nodes);
 		int was_retry = retry;
 		retry = 0;
 		if (verbose)
@@ -258,5 +267,19 @@ int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_
 		nq += w->kind[i] == PL_STATIC;
 	if (nq <= PL_EXACT_MAX)
 		return exact(w, best, st->proven_bound, deadline, verbose, st);
-	return pl_large(w, best, deadline, verbose, st);
+	/* large sets: the peak's requests searched, the rest first fit (half
+	 * the time at most); first fit by windows (a quarter of the rest); then
+	 * re-placement around the peak */
+	double t0 = pl_now();
+	int rc = pl_large(w, best, t0 + (deadline - t0) / 2, verbose, st);
+	double t1 = pl_now();
+	if (!rc && pl_pool(w, best) > st->proven_bound && t1 < deadline)
+		rc = pl_windows(w, best, t1 + (deadline - t1) / 4, verbose, st);
+	if (!rc && pl_pool(w, best) > st->proven_bound && pl_now() < deadline)
+		rc = pl_repair(w, best, deadline, verbose, st);
+	if (!rc && pl_pool(w, best) <= st->proven_bound)
+		st->optimal = 1;
+	else if (!rc)
+		st->search_stopped = 1;
+	return rc;
 }

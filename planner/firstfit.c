@@ -18,8 +18,10 @@
  * First fit from a floor: the candidate offset o rises past the interval that
  * blocks [o, o + size) in any of the request's lists, pass after pass, until
  * a pass finds none (o only rises, and each rise passes an interval).
- * Nothing is ever removed.  Invariant: every list is sorted, disjoint and
- * has no two touching intervals.
+ * Nothing is ever removed.  A request of size 0 takes one byte (pl_check
+ * and the verifier count a request inside another's range as a conflict).
+ * Invariant: every list is sorted, disjoint and has no two touching
+ * intervals.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -187,9 +189,9 @@ uint64_t pl_ff_fit(const pl_ff *f, uint32_t id, uint64_t size, uint64_t floor)
 int pl_ff_add(pl_ff *f, uint32_t id, uint64_t off, uint64_t size)
 {
 	uint32_t a = f->sa[id], b = f->sb[id];
-	if (!size)
-		return 0;
 	int rc = 0;
+	if (!size)
+		size = 1; /* as pl_ff_fit placed it: nothing may cover it */
 	for (uint32_t bl = a / FF_BLK; bl * FF_BLK < b; bl++) {
 		uint32_t lo = bl * FF_BLK, hi = lo + FF_BLK < f->K ? lo + FF_BLK : f->K;
 		if (a <= lo && hi <= b) {

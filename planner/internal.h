@@ -88,9 +88,9 @@ size_t pl_rects_buckets(const pl_rects *r);
 /* STAlloc static plan: offsets for PINNED and STATIC requests. */
 int pl_stalloc(const stp_reqs *r, const pl_work *w, int fusion, uint64_t *off, stp_plan_stats *st);
 /* Greedy by size with best fit (the baseline).  budget: visits of
- * overlapping requests allowed (decremented); over it, give up and return 1.
- * NULL = no limit. */
-int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget);
+ * overlapping requests allowed (decremented), NULL = no limit; deadline
+ * (pl_cpu_now() seconds, 0 = none); over either, give up and return 1. */
+int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget, double deadline);
 /* Compacts, then re-places the requests above lb, lowest fit; keeps it when
  * the pool shrinks.  Stops when *budget (visits, decremented) runs out. */
 int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved, uint64_t *budget);
@@ -102,14 +102,24 @@ int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p);
  * (best fit, as the runtime's dynamic allocator would) and fills
  * stats.dynamic_fit and stats.dynamic_fallback_peak. */
 int pl_dynamic_replay(const stp_reqs *r, stp_plan *p);
+/* Requests placed already that a search must avoid: obstacle o occupies
+ * [lo[o], hi[o]) over ticks [s[o], e[o]) of the working timeline. */
+typedef struct pl_obst {
+	size_t n;
+	const uint32_t *s, *e;
+	const uint64_t *lo, *hi;
+} pl_obst;
 /* The exact step (search.c): places the STATIC requests at or above
- * pinned_bytes so that none reaches above cap (pinned ones stacked below, in
- * index order).  off holds a layout on entry (the best so far: it guides the
- * search's first order; guided: its first restart follows it).  Returns 1 found (off filled), 0 proven impossible, -1 out of
- * time (deadline, pl_now() seconds) or nodes, -2 out of memory.  *nodes
- * (may be NULL) is increased by the nodes visited. */
-int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, int guided, uint64_t *off,
-              uint64_t *nodes);
+ * pinned_bytes so that none reaches above cap nor meets an obstacle (ob,
+ * may be NULL); pinned ones are stacked below, in index order.  off holds a
+ * layout on entry (the best so far: it guides the search's first order;
+ * guided: its first restart follows it).  Returns 1 found (off filled), 0
+ * proven impossible, -1 out of time (deadline, pl_now() seconds) or nodes,
+ * -2 out of memory.  Found: the offsets of the static and pinned requests
+ * are written, the others' left as they were.  *nodes (may be NULL) is
+ * increased by the nodes visited. */
+int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline, uint64_t node_limit, int guided,
+              uint64_t *off, uint64_t *nodes);
 /* The most bytes live at once in the working view (pinned + static): no
  * placement of it has a smaller pool. */
 uint64_t pl_work_bound(const pl_work *w);
@@ -127,11 +137,20 @@ int pl_keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step, st
  * (large.c): the requests near the peak by the exact search, the rest first
  * fit.  Same contract as pl_best. */
 int pl_large(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
+/* First fit window by window in time, several window sizes and orders
+ * (window.c).  Same contract. */
+int pl_windows(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
+/* Re-placement around the peak by the exact search with obstacles
+ * (repair.c).  Same contract. */
+int pl_repair(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
 
 /* Pool of a placement: max offset + size over placed requests. */
 uint64_t pl_pool(const pl_work *w, const uint64_t *off);
 
 /* ---- misc */
 double pl_now(void);
+/* CPU seconds of the calling thread (a limit that a busy machine does not
+ * shorten) */
+double pl_cpu_now(void);
 static inline uint64_t pl_align_up(uint64_t x, uint64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
 #endif

@@ -206,10 +206,13 @@ static int lg_try(lg *g, int t, uint64_t cap, double until, uint64_t *best, int 
 	sub.kind = g->kind;
 	size_t nc = lg_core(g, lg_tries[t][0], lg_tries[t][1]);
 	memcpy(g->cand, best, w->n * sizeof *g->cand);
+	if (verbose && nc > LG_CORE_MAX)
+		fprintf(stderr, "plan: peak search (delta %.2f, theta %g): %zu requests, more than %d: skipped\n",
+		        lg_tries[t][0], lg_tries[t][1], nc, LG_CORE_MAX);
 	for (int round = 0; nc && nc <= LG_CORE_MAX && pl_now() < until; round++) {
 		double now = pl_now();
 		uint64_t nodes0 = st->search_nodes;
-		int r = pl_search(&sub, cap, until, 0, round > 0, g->cand, &st->search_nodes);
+		int r = pl_search(&sub, NULL, cap, until, 0, round > 0, g->cand, &st->search_nodes);
 		long nover = r == 1 ? lg_fill(g, cap) : 0;
 		if (verbose)
 			fprintf(stderr, "plan: peak search (delta %.2f, theta %g, round %d): %zu requests at %llu: %s (%llu nodes)",
@@ -222,6 +225,8 @@ static int lg_try(lg *g, int t, uint64_t cap, double until, uint64_t *best, int 
 			fprintf(stderr, ", %.3f s\n", pl_now() - now);
 		if (r == -2 || nover < 0)
 			return -1;
+		if (r == 0 && cap + 1 > st->proven_bound)
+			st->proven_bound = cap + 1; /* a part does not fit: the whole does not */
 		if (r != 1)
 			return 0;
 		pl_keep(w, best, g->cand, STP_STEP_PEAK, st);
@@ -257,10 +262,6 @@ int pl_large(const pl_work *w, uint64_t *best, double deadline, int verbose, stp
 		}
 done:
 	st->search_seconds += pl_now() - t0;
-	if (pl_pool(w, best) <= st->proven_bound)
-		st->optimal = 1;
-	else
-		st->search_stopped = pl_now() >= deadline;
 	lg_free(&g);
 	return rc;
 }

@@ -5,7 +5,15 @@
 # then the MiniMalloc challenging instances against their best known
 # capacities with the search ($BENCH_BUDGET s each, default 10), and a family
 # generated from them by perturbing sizes ($BENCH_SEEDS seeds, default 3,
-# $BENCH_PERTURB_BUDGET s each, default 5).  Timings are of one core; the machine may be shared.
+# $BENCH_PERTURB_BUDGET s each, default 5); the generated family of large
+# MoE / pipeline instances ($BENCH_LARGE_SEEDS seeds, default 2, of about
+# $BENCH_LARGE_REQS requests, default 30000, $BENCH_LARGE_BUDGET s each,
+# default 10); and real compiler traces against their lower bound when a
+# folder of them is found ($BENCH_IDEALLOC, or shared/benchmarks/idealloc
+# beside the checkout: idealloc's benchmarks/iopddl/*.csv and
+# benchmarks/somas_tensors/*.csv, github.com/cappadokes/idealloc), with
+# 10 s and with the default 2 s.  Timings are of one core; the machine may
+# be shared.
 set -eu
 B=${STPROF_BUILD:?}
 S=${STPROF_SRC:?}
@@ -18,8 +26,24 @@ done
 if [ -n "$mm" ]; then
   echo "-- MiniMalloc challenging instances: pool and % above the best known capacity"
   "$B/bench_planner" csv "$mm"/*.csv
+  echo "-- the same with the default budget of 2 s"
+  BENCH_BUDGET=2 "$B/bench_planner" csv "$mm"/*.csv
   echo "-- the same with sizes perturbed per seed (a generated family)"
   BENCH_BUDGET=${BENCH_PERTURB_BUDGET:-5} "$B/bench_planner" perturb ${BENCH_SEEDS:-3} "$mm"/*.csv
 else
   echo "-- MiniMalloc instances not found (shared/benchmarks/minimalloc): skipped"
+fi
+echo "-- generated large MoE / pipeline instances against their lower bound"
+BENCH_BUDGET=${BENCH_LARGE_BUDGET:-10} "$B/bench_planner" large ${BENCH_LARGE_SEEDS:-2} ${BENCH_LARGE_REQS:-30000}
+id=${BENCH_IDEALLOC:-}
+for d in "$S/../shared" "$S/../../shared"; do
+  [ -z "$id" ] && [ -d "$d/benchmarks/idealloc" ] && id="$d/benchmarks/idealloc"
+done
+if [ -n "$id" ] && ls "$id"/*.csv >/dev/null 2>&1; then
+  echo "-- real compiler traces (idealloc's benchmarks) against their lower bound"
+  BENCH_BUDGET=10 "$B/bench_planner" bound "$id"/*.csv
+  echo "-- the same with the default budget of 2 s"
+  BENCH_BUDGET=2 "$B/bench_planner" bound "$id"/*.csv
+else
+  echo "-- idealloc's traces not found (\$BENCH_IDEALLOC, shared/benchmarks/idealloc): skipped"
 fi
