@@ -267,11 +267,11 @@ int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_
 		nq += w->kind[i] == PL_STATIC;
 	if (nq <= PL_EXACT_MAX)
 		return exact(w, best, st->proven_bound, deadline, verbose, st);
-	/* large sets: the peak's requests searched, the rest first fit (half
-	 * the time at most); first fit by windows (a quarter of the rest); then
-	 * re-placement around the peak */
+	/* large sets: the peak's requests searched, the rest first fit (two
+	 * thirds of the time at most); first fit by windows (a quarter of the
+	 * rest); then re-placement around the peak */
 	double t0 = pl_now();
-	int rc = pl_large(w, best, t0 + (deadline - t0) / 2, verbose, st);
+	int rc = pl_large(w, best, t0 + (deadline - t0) * 2 / 3, verbose, st);
 	double t1 = pl_now();
 	if (!rc && pl_pool(w, best) > st->proven_bound && t1 < deadline)
 		rc = pl_windows(w, best, t1 + (deadline - t1) / 4, verbose, st);

@@ -258,7 +258,9 @@ int pl_large(const pl_work *w, uint64_t *best, double deadline, int verbose, stp
 			/* the first pass aims at the bound; the second halfway to the
 			 * best pool (the fill has more room) */
 			uint64_t cap = st->proven_bound + (pass ? (pool - st->proven_bound) / 2 : 0);
-			rc = lg_try(&g, t, cap, now + (deadline - now) / (pass ? 2 : 3), best, verbose, st);
+			/* the first core gets half: it is the one that usually works,
+			 * and a second round on it costs more than the first */
+			rc = lg_try(&g, t, cap, now + (deadline - now) / (pass || !t ? 2 : 3), best, verbose, st);
 		}
 done:
 	st->search_seconds += pl_now() - t0;

@@ -11,10 +11,13 @@
  * it succeeds, R's new offsets are taken (every request of R is then below
  * C, so there are fewer hot ones) and the next hot one is tried; when it
  * fails within its share of nodes, the window and the band grow, up to
- * PL_REPAIR_MAX requests, then that request is given up for this C.  With
+ * PL_REPAIR_MAX requests, then that request is given up for this C.  C
+ * starts halfway between the bound and the pool, higher while more than
+ * PL_REPAIR_HOT requests reach above it.  With
  * no hot request left the pool is at most C: pl_keep takes the layout, and
- * C goes halfway down to the bound; when a hot request is given up, C goes
- * halfway back up to the pool.
+ * C goes halfway down to the bound; when hot requests are given up
+ * (PL_REPAIR_FAILS in a row, or all that are left), C goes halfway back up
+ * to the pool.
  *
  * Invariant: the working layout is valid at every step (a neighbourhood is
  * replaced only by the search's layout, which avoids every request that
@@ -28,6 +31,8 @@
 #include "internal.h"
 
 #define PL_REPAIR_MAX 240
+#define PL_REPAIR_FAILS 16 /* requests given up in a row before C rises */
+#define PL_REPAIR_HOT 1000 /* requests above C at most, else C rises */
 
 typedef struct rp {
 	const pl_work *w;
@@ -110,6 +115,26 @@ static int rp_init(rp *x, const pl_work *w, const uint64_t *best)
 	return rc;
 }
 
+/* how many requests reach above cap */
+static size_t hot(const rp *x, uint64_t cap)
+{
+	const pl_work *w = x->w;
+	size_t n = 0;
+	for (size_t i = 0; i < w->n; i++)
+		n += w->kind[i] == PL_STATIC && x->cand[i] + w->size[i] > cap;
+	return n;
+}
+
+/* cap, raised halfway to the pool until at most PL_REPAIR_HOT requests
+ * reach above it (a pool decided at thousands of places is not repaired
+ * one neighbourhood at a time) */
+static uint64_t reachable(const rp *x, uint64_t cap, uint64_t pool)
+{
+	while (cap + 1 < pool && hot(x, cap) > PL_REPAIR_HOT)
+		cap += (pool - cap + 1) / 2;
+	return cap;
+}
+
 /* the hot request reaching highest above cap that is not stuck, or
  * UINT32_MAX */
 static uint32_t highest(const rp *x, uint64_t cap)
@@ -186,9 +211,9 @@ int pl_repair(const pl_work *w, uint64_t *best, double deadline, int verbose, st
 	}
 	double t0 = pl_now();
 	uint64_t pool = pl_pool(w, best), bound = st->proven_bound;
-	uint64_t cap = bound + (pool - bound) / 2, span = pool - w->pinned_bytes;
+	uint64_t cap = reachable(&x, bound + (pool - bound) / 2, pool), span = pool - w->pinned_bytes;
 	long fixed = 0, given_up = 0;
-	int rc = 0;
+	int rc = 0, failed = 0;
 	while (rc == 0 && pool > bound && cap < pool && pl_now() < deadline) {
 		uint32_t v = highest(&x, cap);
 		if (v == UINT32_MAX) {
@@ -201,7 +226,7 @@ int pl_repair(const pl_work *w, uint64_t *best, double deadline, int verbose, st
 					        (unsigned long long)cap, (unsigned long long)pool, fixed, pl_now() - t0);
 			}
 			/* met: aim halfway down to the bound; not: halfway up */
-			cap = p <= cap ? bound + (pool - bound) / 2 : cap + (pool - cap + 1) / 2;
+			cap = reachable(&x, p <= cap ? bound + (pool - bound) / 2 : cap + (pool - cap + 1) / 2, pool);
 			memset(x.stuck, 0, w->n);
 			continue;
 		}
@@ -218,11 +243,18 @@ int pl_repair(const pl_work *w, uint64_t *best, double deadline, int verbose, st
 				rc = -1;
 			done = r == 1;
 		}
-		if (done)
+		if (done) {
 			fixed++;
-		else {
+			failed = 0;
+		} else {
 			x.stuck[v] = 1;
 			given_up++;
+			if (++failed == PL_REPAIR_FAILS) {
+				/* this C looks out of reach from here: halfway up */
+				cap = cap + (pool - cap + 1) / 2;
+				memset(x.stuck, 0, w->n);
+				failed = 0;
+			}
 		}
 	}
 	if (verbose)

@@ -96,7 +96,8 @@ typedef struct raised {
 
 /* failed states: (placed set, floors of the sections still to fill) as two
  * 64-bit hashes; open addressing, never grown (full: no more entries) */
-#define TT_BITS 20
+#define TT_BITS 20    /* 16 MB per direction */
+#define TT_BITS_OB 16 /* with obstacles (neighbourhoods of at most a few hundred): 1 MB */
 #define TT_PROBE 8
 
 #define BLK 16
@@ -125,6 +126,7 @@ typedef struct srch {
 	size_t ccap;
 	uint64_t h1, h2;         /* hash of the current state (sums of terms) */
 	uint64_t *tt;            /* 2 words per slot; 0 = empty */
+	unsigned tt_bits;        /* 1 << tt_bits slots */
 	uint64_t cap, nodes, node_limit;
 	double deadline;
 	int timed_out;
@@ -387,7 +389,7 @@ static uint64_t range_max(const srch *s, uint32_t lo, uint32_t hi)
 static uint64_t *tt_slot(srch *s, uint64_t h1, uint64_t h2, int *found)
 {
 	uint64_t key = h1 ? h1 : 1;
-	size_t mask = ((size_t)1 << TT_BITS) - 1;
+	size_t mask = ((size_t)1 << s->tt_bits) - 1;
 	for (size_t p = 0; p < TT_PROBE; p++) {
 		uint64_t *e = &s->tt[2 * ((h2 + p) & mask)];
 		if (!e[0] || (e[0] == key && e[1] == h2)) {
@@ -1159,7 +1161,8 @@ static int srch_init(srch *s, const pl_work *w, const pl_obst *ob, uint64_t cap,
 		take(s, i, +1);
 	if (static_ranks(s) < 0)
 		return -1;
-	s->tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s->tt); /* without it: no memo, same answers */
+	s->tt_bits = ob && ob->n ? TT_BITS_OB : TT_BITS;
+	s->tt = getenv("NOTT") ? NULL : calloc((size_t)2 << s->tt_bits, sizeof *s->tt); /* without it: no memo, same answers */
 	for (uint32_t k = 0; k < s->K; k++) {
 		s->sup[k] = 1; /* the base supports */
 		s->f[k] = ob_lift(s, k, w->pinned_bytes, &s->sup[k]);
