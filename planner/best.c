@@ -109,32 +109,20 @@ static void ct_raise(ctree *t, uint32_t x, uint32_t lo, uint32_t hi, uint32_t a,
  * O(n log n). */
 int pl_check(const pl_work *w, const uint64_t *off)
 {
-	size_t n = w->n, m = 0, np = 0;
-	pl_kv *kv = malloc((2 * n + 1) * sizeof *kv), *tmp = malloc((2 * n + 1) * sizeof *tmp);
-	uint32_t *sa = malloc((n + 1) * sizeof *sa), *sb = malloc((n + 1) * sizeof *sb);
+	size_t n = w->n, m = 0;
+	pl_kv *kv = malloc((n + 1) * sizeof *kv), *tmp = malloc((n + 1) * sizeof *tmp);
+	uint32_t *sa = calloc(n + 1, sizeof *sa), *sb = calloc(n + 1, sizeof *sb);
 	ctree t = {0};
 	int rc = -1;
 	if (!kv || !tmp || !sa || !sb)
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		if (w->kind[i] == PL_DYNAMIC)
-			continue;
-		if (off[i] == STP_NO_OFFSET || off[i] > UINT64_MAX - w->size[i])
+	for (size_t i = 0; i < n; i++)
+		if (w->kind[i] != PL_DYNAMIC && (off[i] == STP_NO_OFFSET || off[i] > UINT64_MAX - w->size[i]))
 			goto out;
-		kv[np++] = (pl_kv){w->s[i], (uint32_t)(2 * i)};
-		kv[np++] = (pl_kv){w->e[i], (uint32_t)(2 * i + 1)};
-	}
-	pl_sort_kv(kv, tmp, np);
-	uint32_t K = 0;
-	for (size_t j = 0; j < np; j++) {
-		if (j && kv[j].k != kv[j - 1].k)
-			K++;
-		if (kv[j].v & 1)
-			sb[kv[j].v >> 1] = K;
-		else
-			sa[kv[j].v >> 1] = K;
-	}
-	t.size = K ? K : 1;
+	long K = pl_rank_ends(w, 1, sa, sb);
+	if (K < 0)
+		goto out;
+	t.size = K ? (uint32_t)K : 1;
 	t.mx = calloc(4 * (size_t)t.size, sizeof *t.mx);
 	t.lz = calloc(4 * (size_t)t.size, sizeof *t.lz);
 	if (!t.mx || !t.lz)

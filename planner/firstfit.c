@@ -61,44 +61,24 @@ void pl_ff_free(pl_ff *f)
 
 pl_ff *pl_ff_new(const pl_work *w)
 {
-	size_t n = w->n, m = 0;
+	size_t n = w->n;
 	pl_ff *f = calloc(1, sizeof *f);
-	pl_kv *a = malloc((2 * n + 1) * sizeof *a), *tmp = malloc((2 * n + 1) * sizeof *tmp);
-	if (!f || !a || !tmp)
-		goto fail;
+	if (!f)
+		return NULL;
 	f->sa = calloc(n + 1, sizeof *f->sa);
 	f->sb = calloc(n + 1, sizeof *f->sb);
-	if (!f->sa || !f->sb)
+	long K = f->sa && f->sb ? pl_rank_ends(w, 0, f->sa, f->sb) : -1;
+	if (K < 0)
 		goto fail;
-	for (size_t i = 0; i < n; i++)
-		if (w->kind[i] == PL_STATIC) {
-			a[m++] = (pl_kv){w->s[i], (uint32_t)(2 * i)};
-			a[m++] = (pl_kv){w->e[i], (uint32_t)(2 * i + 1)};
-		}
-	pl_sort_kv(a, tmp, m);
-	uint32_t K = 0;
-	for (size_t j = 0; j < m; j++) {
-		if (j && a[j].k != a[j - 1].k)
-			K++;
-		uint32_t v = a[j].v;
-		if (v & 1)
-			f->sb[v >> 1] = K;
-		else
-			f->sa[v >> 1] = K;
-	}
-	f->K = K; /* sections 0 .. K-1 between the K+1 distinct points */
+	f->K = (uint32_t)K; /* sections 0 .. K-1 between the K+1 distinct points */
 	f->nb = (K + FF_BLK - 1) / FF_BLK;
 	f->sec = calloc((size_t)K + 1, sizeof *f->sec);
 	f->full = calloc((size_t)f->nb + 1, sizeof *f->full);
 	f->part = calloc((size_t)f->nb + 1, sizeof *f->part);
 	if (!f->sec || !f->full || !f->part)
 		goto fail;
-	free(a);
-	free(tmp);
 	return f;
 fail:
-	free(a);
-	free(tmp);
 	pl_ff_free(f);
 	return NULL;
 }

@@ -144,6 +144,12 @@ int pl_windows(const pl_work *w, uint64_t *best, double deadline, int verbose, s
  * (repair.c).  Same contract. */
 int pl_repair(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
 
+/* Sections of the timeline between the distinct lifetime ends of the
+ * STATIC requests (and the PINNED ones with pinned_too): request i covers
+ * sections [sa[i], sb[i]); the others' entries are left alone.  Returns the
+ * number of sections, or -1 out of memory. */
+long pl_rank_ends(const pl_work *w, int pinned_too, uint32_t *sa, uint32_t *sb);
+
 /* Pool of a placement: max offset + size over placed requests. */
 uint64_t pl_pool(const pl_work *w, const uint64_t *off);
 

@@ -57,10 +57,10 @@ static void lg_free(lg *g)
 
 static int lg_init(lg *g, const pl_work *w)
 {
-	size_t n = w->n, m = 0;
+	size_t n = w->n;
 	memset(g, 0, sizeof *g);
 	g->w = w;
-	pl_kv *a = malloc((2 * n + 1) * sizeof *a), *tmp = malloc((2 * n + 1) * sizeof *tmp);
+	pl_kv *a = malloc((n + 1) * sizeof *a), *tmp = malloc((n + 1) * sizeof *tmp);
 	g->sa = calloc(n + 1, sizeof *g->sa);
 	g->sb = calloc(n + 1, sizeof *g->sb);
 	g->order = malloc((n + 1) * sizeof *g->order);
@@ -69,22 +69,10 @@ static int lg_init(lg *g, const pl_work *w)
 	g->cand = malloc((n + 1) * sizeof *g->cand);
 	if (!a || !tmp || !g->sa || !g->sb || !g->order || !g->kind || !g->over || !g->cand)
 		goto fail;
-	for (size_t i = 0; i < n; i++)
-		if (w->kind[i] == PL_STATIC) {
-			a[m++] = (pl_kv){w->s[i], (uint32_t)(2 * i)};
-			a[m++] = (pl_kv){w->e[i], (uint32_t)(2 * i + 1)};
-		}
-	pl_sort_kv(a, tmp, m);
-	uint32_t K = 0;
-	for (size_t j = 0; j < m; j++) {
-		if (j && a[j].k != a[j - 1].k)
-			K++;
-		if (a[j].v & 1)
-			g->sb[a[j].v >> 1] = K;
-		else
-			g->sa[a[j].v >> 1] = K;
-	}
-	g->K = K;
+	long K = pl_rank_ends(w, 0, g->sa, g->sb);
+	if (K < 0)
+		goto fail;
+	g->K = (uint32_t)K;
 	g->live = calloc((size_t)K + 2, sizeof *g->live);
 	g->hot = calloc((size_t)K + 2, sizeof *g->hot);
 	if (!g->live || !g->hot)

@@ -178,6 +178,19 @@ static int gen_main(int argc, char **argv)
 	return bad;
 }
 
+/* a MiniMalloc CSV; 0, or -1 with the reader's message on stderr */
+static int read_instance(const char *path, stp_reqs *r)
+{
+	uint64_t *off;
+	char err[512];
+	if (stp_reqs_read_csv(path, r, &off, err, sizeof err)) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	free(off);
+	return 0;
+}
+
 /* budget for the search, seconds ($BENCH_BUDGET, default 10) */
 static double bench_budget(void)
 {
@@ -230,13 +243,8 @@ static int csv_main(int argc, char **argv)
 	int cnt = 0, bad = 0, at_best = 0;
 	for (int a = 1; a < argc; a++) {
 		stp_reqs r;
-		uint64_t *off;
-		char err[512];
-		if (stp_reqs_read_csv(argv[a], &r, &off, err, sizeof err)) {
-			fprintf(stderr, "%s\n", err);
+		if (read_instance(argv[a], &r))
 			return 1;
-		}
-		free(off);
 		const char *base = strrchr(argv[a], '/');
 		printf("%-16s %6zu %10llu", base ? base + 1 : argv[a], r.n, (unsigned long long)stp_lower_bound(&r, 0));
 		stp_plan g, p;
@@ -287,13 +295,10 @@ static int perturb_main(int argc, char **argv)
 	for (int a = 2; a < argc; a++)
 		for (int seed = 1; seed <= seeds; seed++) {
 			stp_reqs r;
-			uint64_t *off, x = 0x9E3779B97F4A7C15ull * (uint64_t)(seed * 7919 + a);
+			uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(seed * 7919 + a);
 			char err[512];
-			if (stp_reqs_read_csv(argv[a], &r, &off, err, sizeof err)) {
-				fprintf(stderr, "%s\n", err);
+			if (read_instance(argv[a], &r))
 				return 1;
-			}
-			free(off);
 			for (size_t i = 0; i < r.n; i++) {
 				x ^= x << 13;
 				x ^= x >> 7;
@@ -461,6 +466,13 @@ static void bound_header(double budget)
 	       "found s", "total s", "result (step)");
 }
 
+static void bound_summary(int cnt, double sum_g, int ng, double sum_p, int within)
+{
+	if (cnt)
+		printf("%d instances: mean pool/bound greedy %.4f (%d run), stprof %.4f; %d within 0.5%% of the bound\n",
+		       cnt, ng ? sum_g / ng : 0, ng, sum_p / cnt, within);
+}
+
 /* Instances against their lower bound (real compiler traces: idealloc's
  * benchmarks S_1, Y_1, pangu_2.6B ...). */
 static int bound_main(int argc, char **argv)
@@ -470,21 +482,14 @@ static int bound_main(int argc, char **argv)
 	bound_header(budget);
 	for (int a = 1; a < argc; a++) {
 		stp_reqs r;
-		uint64_t *off;
-		char err[512];
-		if (stp_reqs_read_csv(argv[a], &r, &off, err, sizeof err)) {
-			fprintf(stderr, "%s\n", err);
+		if (read_instance(argv[a], &r))
 			return 1;
-		}
-		free(off);
 		const char *base = strrchr(argv[a], '/');
 		bad |= bound_row(base ? base + 1 : argv[a], &r, budget, &sg, &ng, &sp, &within);
 		cnt++;
 		stp_reqs_free(&r);
 	}
-	if (cnt)
-		printf("%d instances: mean pool/bound greedy %.4f (%d run), stprof %.4f; %d within 0.5%% of the bound\n",
-		       cnt, ng ? sg / ng : 0, ng, sp / cnt, within);
+	bound_summary(cnt, sg, ng, sp, within);
 	return bad;
 }
 
@@ -514,9 +519,7 @@ static int large_main(int argc, char **argv)
 			cnt++;
 			stp_reqs_free(&r);
 		}
-	if (cnt)
-		printf("%d instances: mean pool/bound greedy %.4f (%d run), stprof %.4f; %d within 0.5%% of the bound\n",
-		       cnt, ng ? sg / ng : 0, ng, sp / cnt, within);
+	bound_summary(cnt, sg, ng, sp, within);
 	return bad;
 }
 
