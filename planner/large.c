@@ -40,6 +40,8 @@ typedef struct lg {
 	size_t nq;
 	uint8_t *kind;       /* the sub-problem's kinds: core STATIC, the rest DYNAMIC */
 	uint8_t *over;       /* per request: did not fit under the capacity in the fill */
+	uint64_t sig;        /* the core's signature (a sum over its members) */
+	uint64_t sigs[16];   /* the signatures of the cores tried in this pass */
 	uint64_t *cand;
 } lg;
 
@@ -113,12 +115,14 @@ fail:
 	return -1;
 }
 
-/* Marks the core for (delta, theta) in g->kind; returns its size. */
+/* Marks the core for (delta, theta) in g->kind and its signature in
+ * g->sig; returns its size. */
 static size_t lg_core(lg *g, double delta, double theta)
 {
 	const pl_work *w = g->w;
 	uint64_t near = g->peak - (uint64_t)((double)g->peak * delta), small = (uint64_t)((double)g->peak * theta);
 	g->hot[0] = 0;
+	g->sig = 0;
 	for (uint32_t k = 0; k < g->K; k++)
 		g->hot[k + 1] = g->hot[k] + (g->live[k] >= near);
 	size_t nc = 0;
@@ -126,9 +130,10 @@ static size_t lg_core(lg *g, double delta, double theta)
 		g->kind[i] = w->kind[i];
 		if (w->kind[i] != PL_STATIC)
 			continue;
-		if (w->size[i] >= small && g->hot[g->sb[i]] > g->hot[g->sa[i]])
+		if (w->size[i] >= small && g->hot[g->sb[i]] > g->hot[g->sa[i]]) {
 			nc++;
-		else
+			g->sig += (i + 1) * 0x9E3779B97F4A7C15ull; /* which set it is */
+		} else
 			g->kind[i] = PL_DYNAMIC; /* left out of the search */
 	}
 	return nc;
@@ -182,17 +187,19 @@ static long lg_fill(lg *g, uint64_t cap)
 static const double lg_tries[][2] = {
 	{0.03, 1e-4}, {0.01, 1e-4}, {0.06, 1e-4}, {0.03, 1e-3}, {0.1, 1e-3}, {0.03, 1e-5}, {0.15, 1e-3}, {0.01, 1e-5},
 };
+_Static_assert(sizeof lg_tries / sizeof *lg_tries <= sizeof ((lg *)0)->sigs / sizeof (uint64_t), "lg.sigs too small");
 
-/* One (delta, theta): search the core at cap, fill the rest; while some
+/* One (delta, theta), its core (nc requests) marked in g->kind by lg_core:
+ * search the core at cap, fill the rest; while some
  * requests do not fit under cap, they join the core and the search runs
  * again, guided by the last layout.  Keeps what is smaller.  0, or -1 out of
  * memory. */
-static int lg_try(lg *g, int t, uint64_t cap, double until, uint64_t *best, int verbose, stp_plan_stats *st)
+static int lg_try(lg *g, int t, size_t nc, uint64_t cap, double until, uint64_t *best, int verbose,
+                  stp_plan_stats *st)
 {
 	const pl_work *w = g->w;
 	pl_work sub = *w;
 	sub.kind = g->kind;
-	size_t nc = lg_core(g, lg_tries[t][0], lg_tries[t][1]);
 	memcpy(g->cand, best, w->n * sizeof *g->cand);
 	if (verbose && nc > LG_CORE_MAX)
 		fprintf(stderr, "plan: peak search (delta %.2f, theta %g): %zu requests, more than %d: skipped\n",
@@ -243,12 +250,19 @@ int pl_large(const pl_work *w, uint64_t *best, double deadline, int verbose, stp
 			uint64_t pool = pl_pool(w, best);
 			if (now >= deadline || pool <= st->proven_bound)
 				goto done;
+			size_t nc = lg_core(&g, lg_tries[t][0], lg_tries[t][1]);
+			int seen = 0; /* the same core as an earlier (delta, theta) */
+			for (int u = 0; u < t; u++)
+				seen |= g.sigs[u] == g.sig;
+			g.sigs[t] = g.sig;
+			if (seen)
+				continue;
 			/* the first pass aims at the bound; the second halfway to the
 			 * best pool (the fill has more room) */
 			uint64_t cap = st->proven_bound + (pass ? (pool - st->proven_bound) / 2 : 0);
 			/* the first core gets half: it is the one that usually works,
 			 * and a second round on it costs more than the first */
-			rc = lg_try(&g, t, cap, now + (deadline - now) / (pass || !t ? 2 : 3), best, verbose, st);
+			rc = lg_try(&g, t, nc, cap, now + (deadline - now) / (pass || !t ? 2 : 3), best, verbose, st);
 		}
 done:
 	st->search_seconds += pl_now() - t0;

@@ -13,7 +13,9 @@
 # beside the checkout: idealloc's benchmarks/iopddl/*.csv and
 # benchmarks/somas_tensors/*.csv, github.com/cappadokes/idealloc), with
 # 10 s and with the default 2 s.  Timings are of one core; the machine may
-# be shared.
+# be shared: STPROF_PLAN_CLOCK=cpu makes every budget CPU seconds of the
+# planning process, so a busy machine buys the same work (the tables then
+# say so).
 set -eu
 B=${STPROF_BUILD:?}
 S=${STPROF_SRC:?}
