@@ -1,22 +1,27 @@
 /*
  * best.c - the budgeted improvement after the STAlloc and greedy steps:
  * looks for a layout with a smaller pool until the deadline or until the
- * bound is met, and keeps only verified layouts better than the best so far.
+ * bound is met, and keeps only verified layouts better than the best so far
+ * (pl_keep, keep.c).
  *
  *   up to PL_EXACT_MAX static requests: the exact search (search.c) as a
  *     decision procedure over capacities: first the working view's bound
- *     (most bytes live at once, an eighth of the time), then downwards from the best pool found
- *     by a step that halves when a try runs out of time; after every new
- *     layout, a short try at the least capacity not proven impossible,
- *     guided by that layout's order.  A capacity the search
+ *     (most bytes live at once, an eighth of the time), then downwards from
+ *     the best pool found by a step that halves when a try runs out of time;
+ *     after every new layout, a short try at the least capacity not proven
+ *     impossible, guided by that layout's order.  The shares are of a
+ *     horizon of PL_HORIZON seconds that doubles when reached, so a long
+ *     budget starts as the default one does.  A capacity the search
  *     exhausts is proven impossible; with the pool one above it (or at the
  *     bound) the layout is optimal.  A capacity it runs out of time on is
  *     skipped without proof.
- *   larger sets are not searched (the budget is not spent on them).
+ *   larger sets: the peak's requests searched and the rest first fit
+ *     (large.c), first fit by time windows (window.c), then re-placement
+ *     around the peak (repair.c), each with a share of the time.
  *
  * Invariants: `best` only ever takes a layout that pl_check accepted and
  * whose pool is smaller; st->proven_bound only rises on a bound or an
- * exhausted search.
+ * exhausted search (of the whole set, or of a part of it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,98 +73,6 @@ uint64_t pl_work_bound(const pl_work *w)
 	free(ev);
 	free(tmp);
 	return w->pinned_bytes + best;
-}
-
-/* max-over-range with range "raise to at least v" (chmax), over sections */
-typedef struct ctree {
-	uint64_t *mx, *lz; /* mx: the most over the node's range; lz: raised on all of it */
-	uint32_t size;
-} ctree;
-
-static uint64_t ct_max(const ctree *t, uint32_t x, uint32_t lo, uint32_t hi, uint32_t a, uint32_t b)
-{
-	if (b <= lo || hi <= a)
-		return 0;
-	if (a <= lo && hi <= b)
-		return t->mx[x];
-	uint32_t mid = lo + (hi - lo) / 2;
-	uint64_t l = ct_max(t, 2 * x, lo, mid, a, b), r = ct_max(t, 2 * x + 1, mid, hi, a, b);
-	uint64_t m = l > r ? l : r;
-	return m > t->lz[x] ? m : t->lz[x];
-}
-
-static void ct_raise(ctree *t, uint32_t x, uint32_t lo, uint32_t hi, uint32_t a, uint32_t b, uint64_t v)
-{
-	if (b <= lo || hi <= a)
-		return;
-	if (t->mx[x] < v)
-		t->mx[x] = v;
-	if (a <= lo && hi <= b) {
-		if (t->lz[x] < v)
-			t->lz[x] = v;
-		return;
-	}
-	uint32_t mid = lo + (hi - lo) / 2;
-	ct_raise(t, 2 * x, lo, mid, a, b, v);
-	ct_raise(t, 2 * x + 1, mid, hi, a, b, v);
-}
-
-/* In offset order, each request must start at or above the highest top of
- * those before it that overlap it in time: a max-over-time tree of tops,
- * O(n log n). */
-int pl_check(const pl_work *w, const uint64_t *off)
-{
-	size_t n = w->n, m = 0;
-	pl_kv *kv = malloc((n + 1) * sizeof *kv), *tmp = malloc((n + 1) * sizeof *tmp);
-	uint32_t *sa = calloc(n + 1, sizeof *sa), *sb = calloc(n + 1, sizeof *sb);
-	ctree t = {0};
-	int rc = -1;
-	if (!kv || !tmp || !sa || !sb)
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		if (w->kind[i] != PL_DYNAMIC && (off[i] == STP_NO_OFFSET || off[i] > UINT64_MAX - w->size[i]))
-			goto out;
-	long K = pl_rank_ends(w, 1, sa, sb);
-	if (K < 0)
-		goto out;
-	t.size = K ? (uint32_t)K : 1;
-	t.mx = calloc(4 * (size_t)t.size, sizeof *t.mx);
-	t.lz = calloc(4 * (size_t)t.size, sizeof *t.lz);
-	if (!t.mx || !t.lz)
-		goto out;
-	for (size_t i = 0; i < n; i++)
-		if (w->kind[i] != PL_DYNAMIC)
-			kv[m++] = (pl_kv){off[i], (uint32_t)i};
-	pl_sort_kv(kv, tmp, m);
-	rc = 0;
-	for (size_t j = 0; j < m && !rc; j++) {
-		uint32_t i = kv[j].v;
-		if (sa[i] >= sb[i])
-			continue; /* live at no time */
-		if (ct_max(&t, 1, 0, t.size, sa[i], sb[i]) > off[i])
-			rc = -1;
-		else
-			ct_raise(&t, 1, 0, t.size, sa[i], sb[i], off[i] + w->size[i]);
-	}
-out:
-	free(t.mx);
-	free(t.lz);
-	free(kv);
-	free(tmp);
-	free(sa);
-	free(sb);
-	return rc;
-}
-
-int pl_keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step, stp_plan_stats *st)
-{
-	uint64_t np = pl_pool(w, cand);
-	if (np >= pl_pool(w, best) || pl_check(w, cand) < 0)
-		return 0;
-	memcpy(best, cand, w->n * sizeof *best);
-	st->step = step;
-	st->found_seconds = pl_now(); /* made relative by stp_plan_build */
-	return 1;
 }
 
 static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline, int verbose,

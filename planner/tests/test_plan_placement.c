@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "../internal.h"
 
 #define NMAX 7
 #define OMAX 6
