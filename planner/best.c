@@ -17,7 +17,8 @@
  *     skipped without proof.
  *   larger sets: the peak's requests searched and the rest first fit
  *     (large.c), first fit by time windows (window.c), then re-placement
- *     around the peak (repair.c), each with a share of the time.
+ *     around the peak (repair.c), each with a share of the time, in rounds
+ *     over the same doubling horizon.
  *
  * Invariants: `best` only ever takes a layout that pl_check accepted and
  * whose pool is smaller; st->proven_bound only rises on a bound or an
@@ -170,14 +171,22 @@ int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_
 		return exact(w, best, st->proven_bound, deadline, verbose, st);
 	/* large sets: the peak's requests searched, the rest first fit (two
 	 * thirds of the time at most); first fit by windows (a quarter of the
-	 * rest); then re-placement around the peak */
+	 * rest); then re-placement around the peak.  In rounds over a horizon
+	 * that doubles (2 s, 4 s, ...) up to the budget: a long budget first
+	 * does what the default one does, then goes on from the best so far */
+	int rc = 0;
 	double t0 = pl_now();
-	int rc = pl_large(w, best, t0 + (deadline - t0) * 2 / 3, verbose, st);
-	double t1 = pl_now();
-	if (!rc && pl_pool(w, best) > st->proven_bound && t1 < deadline)
-		rc = pl_windows(w, best, t1 + (deadline - t1) / 4, verbose, st);
-	if (!rc && pl_pool(w, best) > st->proven_bound && pl_now() < deadline)
-		rc = pl_repair(w, best, deadline, verbose, st);
+	for (double h = PL_HORIZON; !rc && pl_pool(w, best) > st->proven_bound && pl_now() < deadline; h *= 2) {
+		double end = t0 + h < deadline ? t0 + h : deadline, now = pl_now();
+		if (now >= end)
+			continue;
+		rc = pl_large(w, best, now + (end - now) * 2 / 3, verbose, st);
+		double t1 = pl_now();
+		if (!rc && pl_pool(w, best) > st->proven_bound && t1 < end)
+			rc = pl_windows(w, best, t1 + (end - t1) / 4, verbose, st);
+		if (!rc && pl_pool(w, best) > st->proven_bound && pl_now() < end)
+			rc = pl_repair(w, best, end, verbose, st);
+	}
 	if (!rc && pl_pool(w, best) <= st->proven_bound)
 		st->optimal = 1;
 	else if (!rc)
