@@ -1,23 +1,32 @@
 /*
  * firstfit.c - first-fit placement against the requests already placed,
- * fast enough for tens of thousands of requests (the fill step of large.c).
+ * fast enough for tens of thousands of requests (large.c, window.c).
  *
  * Time is cut into sections between the distinct lifetime ends of the
- * static requests; request i covers sections [sa[i], sb[i]).  The occupied
- * address space is kept as sorted lists of disjoint intervals, merged where
- * they touch, so a tightly packed stretch of memory is one interval however
- * many requests fill it:
- *   sec[j]    per section: the requests that cover j but not all of j's block;
- *   full[b]   per block of FF_BLK sections: the requests covering all of it;
- *   part[b]   per block: the union of its sections' lists.
- * A request covering block b whole meets everything live in b, full[b] and
- * part[b]; one covering only some sections of b meets full[b] and those
- * sections' lists.  A placement adds its interval to the lists it meets, so
- * a request long in time costs one insertion per block, not per section.
+ * static requests; request i covers sections [sa[i], sb[i]).  Over the
+ * sections sits a segment tree; a request's range splits into O(log K)
+ * canonical nodes, and every ancestor of those lies on the two paths from
+ * its first and last section up to the root.  Each node keeps two lists of
+ * occupied address intervals, sorted and merged where they touch (a packed
+ * stretch is one interval however many requests fill it):
+ *   full[x]   the requests with x among their canonical nodes (they cover
+ *             all of x's sections);
+ *   part[x]   every request with a canonical node under or at x, or with x
+ *             on one of its two paths (they cover some section of x).
+ * A request q meets, in time, exactly the requests in part(c) of its
+ * canonical nodes c and in full(x) of the nodes x on its two paths: a
+ * request r sharing a section j with q has a canonical node c_r above j, as
+ * q has c_q; if c_r is above c_q it is on q's paths (full), else c_q is at or
+ * on the path above c_r (part).  Every list a query reads holds only
+ * requests that share a section with it.  So a fit reads O(log K) lists and
+ * a placement adds to O(log K), however long the request.
  *
- * First fit from a floor: the candidate offset o rises past the interval that
- * blocks [o, o + size) in any of the request's lists, pass after pass, until
- * a pass finds none (o only rises, and each rise passes an interval).
+ * First fit from a floor: the lists a request reads are merged in offset
+ * order (a heap of cursors, one per list), and the candidate offset o rises
+ * to the end of each interval that starts below o + size, until the next
+ * one starts at or above it; or until the request no longer fits under a
+ * limit: a caller that only wants placements under a capacity need not
+ * climb the whole stack above it.
  * Nothing is ever removed.  A request of size 0 takes one byte (pl_check
  * and the verifier count a request inside another's range as a conflict).
  * Invariant: every list is sorted, disjoint and has no two touching
@@ -28,30 +37,25 @@
 
 #include "internal.h"
 
-#define FF_BLK 64
-
 typedef struct ffl {
 	uint64_t *v; /* v[2k] = lo, v[2k + 1] = hi of interval k */
 	uint32_t n, cap;
 } ffl;
 
 struct pl_ff {
-	uint32_t K, nb;
+	uint32_t K, size;  /* sections; leaves of the tree (a power of two) */
 	uint32_t *sa, *sb; /* per request; sa == sb: not indexed */
-	ffl *sec, *full, *part;
+	ffl *full, *part;  /* per node 1 .. 2 size - 1 */
 };
 
 void pl_ff_free(pl_ff *f)
 {
 	if (!f)
 		return;
-	for (uint32_t j = 0; j < f->K; j++)
-		free(f->sec[j].v);
-	for (uint32_t b = 0; b < f->nb; b++) {
-		free(f->full[b].v);
-		free(f->part[b].v);
+	for (uint32_t x = 0; f->full && x < 2 * f->size; x++) {
+		free(f->full[x].v);
+		free(f->part[x].v);
 	}
-	free(f->sec);
 	free(f->full);
 	free(f->part);
 	free(f->sa);
@@ -70,12 +74,12 @@ pl_ff *pl_ff_new(const pl_work *w)
 	long K = f->sa && f->sb ? pl_rank_ends(w, 0, f->sa, f->sb) : -1;
 	if (K < 0)
 		goto fail;
-	f->K = (uint32_t)K; /* sections 0 .. K-1 between the K+1 distinct points */
-	f->nb = (K + FF_BLK - 1) / FF_BLK;
-	f->sec = calloc((size_t)K + 1, sizeof *f->sec);
-	f->full = calloc((size_t)f->nb + 1, sizeof *f->full);
-	f->part = calloc((size_t)f->nb + 1, sizeof *f->part);
-	if (!f->sec || !f->full || !f->part)
+	f->K = (uint32_t)K;
+	for (f->size = 1; f->size < f->K; f->size <<= 1)
+		;
+	f->full = calloc(2 * (size_t)f->size, sizeof *f->full);
+	f->part = calloc(2 * (size_t)f->size, sizeof *f->part);
+	if (!f->full || !f->part)
 		goto fail;
 	return f;
 fail:
@@ -130,38 +134,72 @@ static int ffl_add(ffl *l, uint64_t lo, uint64_t hi)
 	return 0;
 }
 
-/* the lowest x >= o where [x, x + len) is free in l */
-static uint64_t ffl_fit(const ffl *l, uint64_t o, uint64_t len)
+/* a cursor into one list: interval k, keyed by its lo */
+typedef struct ffc {
+	uint64_t lo;
+	const ffl *l;
+	uint32_t k;
+} ffc;
+
+static void heap_down(ffc *h, int n, int i)
 {
-	uint32_t k = ffl_find(l, o, 1);
-	while (k < l->n && l->v[2 * k] < o + len) {
-		o = l->v[2 * k + 1];
-		k++;
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= n)
+			return;
+		if (c + 1 < n && h[c + 1].lo < h[c].lo)
+			c++;
+		if (h[i].lo <= h[c].lo)
+			return;
+		ffc t = h[i];
+		h[i] = h[c];
+		h[c] = t;
+		i = c;
 	}
-	return o;
 }
 
-uint64_t pl_ff_fit(const pl_ff *f, uint32_t id, uint64_t size, uint64_t floor)
+/* the list's first interval that ends above o joins the heap */
+static void heap_join(ffc *h, int *n, const ffl *l, uint64_t o)
+{
+	if (!l->n || o >= l->v[2 * (l->n - 1) + 1])
+		return; /* everything in it ends at or below o */
+	uint32_t k = ffl_find(l, o, 1);
+	h[(*n)++] = (ffc){l->v[2 * k], l, k};
+}
+
+uint64_t pl_ff_fit(const pl_ff *f, uint32_t id, uint64_t size, uint64_t floor, uint64_t limit)
 {
 	uint32_t a = f->sa[id], b = f->sb[id];
 	uint64_t o = floor, len = size ? size : 1; /* a zero-size request still takes an address */
-	for (int moved = 1; moved;) {
-		moved = 0;
-		for (uint32_t bl = a / FF_BLK; bl * FF_BLK < b; bl++) {
-			uint32_t lo = bl * FF_BLK, hi = lo + FF_BLK < f->K ? lo + FF_BLK : f->K;
-			uint64_t x = ffl_fit(&f->full[bl], o, len);
-			if (a <= lo && hi <= b) {
-				x = ffl_fit(&f->part[bl], x, len);
-			} else {
-				uint32_t j0 = a > lo ? a : lo, j1 = b < hi ? b : hi;
-				for (uint32_t j = j0; j < j1; j++)
-					x = ffl_fit(&f->sec[j], x, len);
-			}
-			if (x != o) {
-				o = x;
-				moved = 1;
-			}
-		}
+	if (a >= b)
+		return o;
+	/* the lists it meets, merged in offset order from o: the first gap of
+	 * len between their union's intervals (at most 4 per tree level) */
+	ffc h[4 * 34];
+	int n = 0;
+	for (uint32_t l = a + f->size, r = b + f->size; l < r; l >>= 1, r >>= 1) {
+		if (l & 1)
+			heap_join(h, &n, &f->part[l++], o);
+		if (r & 1)
+			heap_join(h, &n, &f->part[--r], o);
+	}
+	for (uint32_t p = (a + f->size) >> 1; p; p >>= 1)
+		heap_join(h, &n, &f->full[p], o);
+	for (uint32_t p = (b - 1 + f->size) >> 1; p; p >>= 1)
+		heap_join(h, &n, &f->full[p], o);
+	for (int i = n / 2; i-- > 0;)
+		heap_down(h, n, i);
+	while (n && h[0].lo < o + len) {
+		uint64_t hi = h[0].l->v[2 * h[0].k + 1];
+		if (hi > o)
+			o = hi;
+		if (o > limit || limit - o < len)
+			break; /* it ends above limit from here on */
+		if (++h[0].k < h[0].l->n)
+			h[0].lo = h[0].l->v[2 * h[0].k];
+		else
+			h[0] = h[--n];
+		heap_down(h, n, 0);
 	}
 	return o;
 }
@@ -172,16 +210,21 @@ int pl_ff_add(pl_ff *f, uint32_t id, uint64_t off, uint64_t size)
 	int rc = 0;
 	if (!size)
 		size = 1; /* as pl_ff_fit placed it: nothing may cover it */
-	for (uint32_t bl = a / FF_BLK; bl * FF_BLK < b; bl++) {
-		uint32_t lo = bl * FF_BLK, hi = lo + FF_BLK < f->K ? lo + FF_BLK : f->K;
-		if (a <= lo && hi <= b) {
-			rc |= ffl_add(&f->full[bl], off, off + size);
-			continue;
+	if (a >= b)
+		return 0;
+	for (uint32_t l = a + f->size, r = b + f->size; l < r; l >>= 1, r >>= 1) {
+		if (l & 1) {
+			rc |= ffl_add(&f->full[l], off, off + size);
+			rc |= ffl_add(&f->part[l++], off, off + size);
 		}
-		rc |= ffl_add(&f->part[bl], off, off + size);
-		uint32_t j0 = a > lo ? a : lo, j1 = b < hi ? b : hi;
-		for (uint32_t j = j0; j < j1; j++)
-			rc |= ffl_add(&f->sec[j], off, off + size);
+		if (r & 1) {
+			rc |= ffl_add(&f->full[--r], off, off + size);
+			rc |= ffl_add(&f->part[r], off, off + size);
+		}
 	}
+	for (uint32_t p = (a + f->size) >> 1; p; p >>= 1)
+		rc |= ffl_add(&f->part[p], off, off + size);
+	for (uint32_t p = (b - 1 + f->size) >> 1; p; p >>= 1)
+		rc |= ffl_add(&f->part[p], off, off + size);
 	return rc ? -1 : 0;
 }

@@ -66,11 +66,12 @@ void pl_itree_query(const pl_itree *t, uint32_t s, uint32_t e, void (*fn)(uint32
 /* ---- first fit against placed requests, for large sets (firstfit.c).
  * Indexes the STATIC requests' lifetimes; pl_ff_add records a placement (no
  * removal); pl_ff_fit is the lowest offset >= floor where the request fits
- * against everything added so far. */
+ * against everything added so far, or, once it cannot end at or below limit
+ * (UINT64_MAX: none), some offset where it does not. */
 typedef struct pl_ff pl_ff;
 pl_ff *pl_ff_new(const pl_work *w);
 void pl_ff_free(pl_ff *f);
-uint64_t pl_ff_fit(const pl_ff *f, uint32_t id, uint64_t size, uint64_t floor);
+uint64_t pl_ff_fit(const pl_ff *f, uint32_t id, uint64_t size, uint64_t floor, uint64_t limit);
 int pl_ff_add(pl_ff *f, uint32_t id, uint64_t off, uint64_t size);
 
 /* ---- free rectangles of (address x time), bucketed by height */

@@ -143,8 +143,8 @@ static size_t lg_core(lg *g, double delta, double theta)
  * first fit against the core's layout in g->cand, then those that did not fit
  * under cap on top of the rest (first fit without a limit), so g->cand is a
  * whole layout.  Returns how many did not fit under cap (marked in g->over),
- * or -1 out of memory. */
-static long lg_fill(lg *g, uint64_t cap)
+ * -1 out of memory, -2 past the deadline (g->cand is then not whole). */
+static long lg_fill(lg *g, uint64_t cap, double deadline)
 {
 	const pl_work *w = g->w;
 	pl_ff *ff = pl_ff_new(w);
@@ -158,9 +158,13 @@ static long lg_fill(lg *g, uint64_t cap)
 	for (size_t j = 0; j < g->nq && !rc; j++) {
 		uint32_t i = g->order[j];
 		g->over[i] = 0;
+		if ((j & 255) == 255 && pl_now() > deadline) {
+			pl_ff_free(ff);
+			return -2;
+		}
 		if (g->kind[i] == PL_STATIC)
 			continue;
-		uint64_t o = pl_ff_fit(ff, i, w->size[i], w->pinned_bytes);
+		uint64_t o = pl_ff_fit(ff, i, w->size[i], w->pinned_bytes, cap);
 		if (o + w->size[i] > cap) {
 			g->over[i] = 1;
 			nover++;
@@ -173,7 +177,10 @@ static long lg_fill(lg *g, uint64_t cap)
 		uint32_t i = g->order[j];
 		if (!g->over[i])
 			continue;
-		g->cand[i] = pl_ff_fit(ff, i, w->size[i], w->pinned_bytes);
+		/* no place ended at or below cap before; the ones since only take
+		 * room: the lowest fit ends above cap */
+		uint64_t from = cap + 1 > w->size[i] ? cap + 1 - w->size[i] : 0;
+		g->cand[i] = pl_ff_fit(ff, i, w->size[i], from > w->pinned_bytes ? from : w->pinned_bytes, UINT64_MAX);
 		rc = pl_ff_add(ff, i, g->cand[i], w->size[i]);
 	}
 	pl_ff_free(ff);
@@ -208,18 +215,22 @@ static int lg_try(lg *g, int t, size_t nc, uint64_t cap, double until, uint64_t 
 		double now = pl_now();
 		uint64_t nodes0 = st->search_nodes;
 		int r = pl_search(&sub, NULL, cap, until, 0, round > 0, g->cand, &st->search_nodes);
-		long nover = r == 1 ? lg_fill(g, cap) : 0;
+		long nover = r == 1 ? lg_fill(g, cap, until) : 0;
 		if (verbose)
 			fprintf(stderr, "plan: peak search (delta %.2f, theta %g, round %d): %zu requests at %llu: %s (%llu nodes)",
 			        lg_tries[t][0], lg_tries[t][1], round, nc, (unsigned long long)cap,
 			        r == 1 ? "found" : r == 0 ? "impossible" : r == -1 ? "out of time" : "out of memory",
 			        (unsigned long long)(st->search_nodes - nodes0));
-		if (verbose && r == 1)
+		if (verbose && r == 1 && nover >= 0)
 			fprintf(stderr, ", fill: %ld above it, pool %llu", nover, (unsigned long long)pl_pool(w, g->cand));
+		if (verbose && nover == -2)
+			fprintf(stderr, ", fill: out of time");
 		if (verbose)
 			fprintf(stderr, ", %.3f s\n", pl_now() - now);
-		if (r == -2 || nover < 0)
+		if (r == -2 || nover == -1)
 			return -1;
+		if (nover == -2)
+			return 0;
 		if (r == 0 && cap + 1 > st->proven_bound)
 			st->proven_bound = cap + 1; /* a part does not fit: the whole does not */
 		if (r != 1)

@@ -59,10 +59,10 @@ static int one(const pl_work *w, const pl_kv *by_start, size_t nq, uint32_t win,
 		pl_sort_kv_small(b, tmp, m);
 		for (size_t j = 0; j < m && !rc; j++) {
 			uint32_t i = b[j].v;
-			cand[i] = pl_ff_fit(ff, i, w->size[i], w->pinned_bytes);
+			cand[i] = pl_ff_fit(ff, i, w->size[i], w->pinned_bytes, UINT64_MAX);
 			rc = pl_ff_add(ff, i, cand[i], w->size[i]);
 		}
-		if (!rc && (j0 / win) % 64 == 63 && pl_now() > deadline)
+		if (!rc && pl_now() > deadline)
 			rc = 1;
 	}
 	uint64_t base = 0;

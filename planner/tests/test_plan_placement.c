@@ -12,7 +12,7 @@
  *     the capacity one below it impossible, and every layout it returns must
  *     avoid every obstacle.
  *   the first-fit index (firstfit.c): on random sets long enough in time to
- *     span several of its blocks, every pl_ff_fit equals the lowest offset
+ *     span many nodes of its tree, every pl_ff_fit equals the lowest offset
  *     found by comparing with every request placed before.
  *   the layout check (best.c: pl_check): valid layouts pass, and one
  *     request moved onto another that it meets in time is caught.
@@ -211,7 +211,7 @@ static void test_first_fit(int sets)
 		if (!ff)
 			return;
 		for (int i = 0; i < n; i++) {
-			uint64_t o = pl_ff_fit(ff, (uint32_t)i, size[i], floor);
+			uint64_t o = pl_ff_fit(ff, (uint32_t)i, size[i], floor, UINT64_MAX);
 			/* brute force: lowest x >= floor where [x, x + max(size, 1))
 			 * meets none placed before that is live at the same time
 			 * (each taking at least a byte) */
