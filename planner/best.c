@@ -32,6 +32,10 @@
 
 #define PL_EXACT_MAX 5000
 #define PL_HORIZON 2.0 /* seconds: the default budget */
+/* first fit by windows above this many static requests: its index costs
+ * about 400 bytes a request and one pass over 300,000 takes longer than its
+ * share of the default budget */
+#define PL_WINDOWS_MAX 200000
 
 const char *stp_plan_step_name(int step)
 {
@@ -182,7 +186,7 @@ int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_
 			continue;
 		rc = pl_large(w, best, now + (end - now) * 2 / 3, verbose, st);
 		double t1 = pl_now();
-		if (!rc && pl_pool(w, best) > st->proven_bound && t1 < end)
+		if (!rc && pl_pool(w, best) > st->proven_bound && t1 < end && nq <= PL_WINDOWS_MAX)
 			rc = pl_windows(w, best, t1 + (end - t1) / 4, verbose, st);
 		if (!rc && pl_pool(w, best) > st->proven_bound && pl_now() < end)
 			rc = pl_repair(w, best, end, verbose, st);

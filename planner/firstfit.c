@@ -120,7 +120,7 @@ static int ffl_add(ffl *l, uint64_t lo, uint64_t hi)
 		return 0;
 	}
 	if (l->n == l->cap) {
-		uint32_t nc = l->cap ? l->cap * 2 : 4;
+		uint32_t nc = l->cap ? l->cap * 2 : 1;
 		uint64_t *nv = realloc(l->v, (size_t)nc * 2 * sizeof *nv);
 		if (!nv)
 			return -1;
