@@ -198,12 +198,13 @@ static int read_instance(const char *path, stp_reqs *r)
 	return 0;
 }
 
-/* budget for the search, seconds ($BENCH_BUDGET, default 10) */
+/* budget for the search, seconds ($BENCH_BUDGET, default 10; 0: no
+ * search, the steps before it alone) */
 static double bench_budget(void)
 {
 	const char *b = getenv("BENCH_BUDGET");
 	double v = b ? atof(b) : 10.0;
-	return v > 0 ? v : 10.0;
+	return v >= 0 ? v : 10.0;
 }
 
 /* plans r with the default steps and the budget, verifies; 0 or -1 */
