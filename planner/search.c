@@ -53,11 +53,30 @@
  * layout's offsets (guided), size, most loaded section, area, snug fit,
  * then sizes shaken per round.
  *
+ * Obstacles (pl_obst: requests placed already, for the large-set steps):
+ * each section keeps the address intervals of those that meet it in time,
+ * merged.  A floor never rests inside one: reaching its bottom it moves to
+ * its top, which supports (something may rest on an obstacle); a candidate
+ * must also fit below the next obstacle in every section; the bytes free in
+ * a section are C minus its floor minus the obstacles between them (room);
+ * and the waste level and the inference take, for an unplaced request,
+ * where it first fits between the obstacles above its floors (ob_fit), and
+ * count an obstacle's top as a level it may rest on.  Each of these is a
+ * lower bound on where a request can lie, so an exhausted search still
+ * proves C impossible (with these obstacles).
+ *
+ * A node tests its candidates through per-block aggregates (BLK sections)
+ * of the floors (max), the unplaced bytes (max) and the support bits
+ * (count), not section by section.
+ *
  * Pinned requests sit below everything (pl_work); the search places the
  * STATIC ones above w->pinned_bytes.  Invariants: f[k] <= C for every
  * section with unplaced requests; rem[k] is the unplaced bytes covering k;
  * cross[k] counts unplaced requests covering sections k-1 and k; sup[k] is
- * set iff f[k] is the base or the top of a placed request covering k.
+ * set iff f[k] is the base, the top of a placed request covering k or the
+ * top of an obstacle; f[k] is never inside an obstacle; the block
+ * aggregates are recomputed (fix_blocks) after every change of f, rem or
+ * sup.
  */
 #include <stdlib.h>
 #include <string.h>
