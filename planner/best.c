@@ -9,9 +9,10 @@
  *     (most bytes live at once, an eighth of the time), then downwards from
  *     the best pool found by a step that halves when a try runs out of time;
  *     after every new layout, a short try at the least capacity not proven
- *     impossible, guided by that layout's order.  The shares are of a
- *     horizon of PL_HORIZON seconds that doubles when reached, so a long
- *     budget starts as the default one does.  A capacity the search
+ *     impossible, guided by that layout's order.  A try ends at the first of
+ *     its share of a horizon of PL_HORIZON CPU seconds that doubles when
+ *     reached (a long budget starts as the default one does) and its share
+ *     of the wall time left (a busy machine still gets through the tries).  A capacity the search
  *     exhausts is proven impossible; with the pool one above it (or at the
  *     bound) the layout is optimal.  A capacity it runs out of time on is
  *     skipped without proof.
@@ -87,19 +88,21 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 	if (!cand)
 		return -1;
 	uint64_t hi = pl_pool(w, best); /* best found; lo: smallest not proven impossible */
-	double t0 = pl_now(), horizon = t0 + PL_HORIZON;
+	double t0 = pl_now(), c0 = pl_cpu_now(), horizon = c0 + PL_HORIZON;
 	int first = 1, rc = 0, retry = 0;
 	uint64_t step = 0;
 	for (;;) {
-		double now = pl_now();
-		if (now >= deadline || lo >= hi)
+		if (pl_now() >= deadline || lo >= hi)
 			break;
-		/* the shares below are of a horizon that doubles when it is
-		 * reached, not of the whole budget: a long budget spends its first
-		 * seconds as the default one does, then goes on */
+		/* each try ends at the first of two shares: of the CPU seconds of
+		 * a horizon that doubles when it is reached (so a long budget
+		 * spends its first seconds as the default one does, then goes on)
+		 * and of the wall time left in the budget (so a busy machine, where
+		 * the CPU seconds come slowly, still gets through the schedule) */
+		double now = pl_cpu_now(), wnow = pl_now();
 		while (now >= horizon)
-			horizon = t0 + 2 * (horizon - t0);
-		double end = horizon < deadline ? horizon : deadline;
+			horizon = c0 + 2 * (horizon - c0);
+		double end = horizon;
 		/* the bound first (with an eighth of the time: on the MiniMalloc
 		 * instances and their perturbed family the bound is met sooner
 		 * through the retries below than by a longer first try), then
@@ -114,17 +117,20 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 		if (!first && !step)
 			step = (hi - lo) / 8 ? (hi - lo) / 8 : 1;
 		uint64_t cap = first || retry ? lo : (hi - lo > step ? hi - step : lo);
-		double until = now + (end - now) / (first ? 8 : retry ? 30 : 3);
+		double div = first ? 8 : retry ? 30 : 3;
+		double until = now + (end - now) / div, wuntil = wnow + (deadline - wnow) / div;
 		if (end - now < 0.05)
 			until = end;
+		if (deadline - wnow < 0.05)
+			wuntil = deadline;
 		memcpy(cand, best, w->n * sizeof *cand);
-		int r = pl_search(w, NULL, cap, until, 0, retry, cand, &st->search_nodes);
+		int r = pl_search(w, NULL, cap, wuntil, until, 0, retry, cand, &st->search_nodes);
 		int was_retry = retry;
 		retry = 0;
 		if (verbose)
 			fprintf(stderr, "plan: search at %llu: %s (%.3f s, %llu nodes so far)\n", (unsigned long long)cap,
 			        r == 1 ? "found" : r == 0 ? "impossible" : r == -1 ? "out of time" : "out of memory",
-			        pl_now() - now, (unsigned long long)st->search_nodes);
+			        pl_now() - wnow, (unsigned long long)st->search_nodes);
 		if (r == -2) {
 			rc = -1;
 			break;

@@ -115,12 +115,13 @@ typedef struct pl_obst {
  * may be NULL); pinned ones are stacked below, in index order.  off holds a
  * layout on entry (the best so far: it guides the search's first order;
  * guided: its first restart follows it).  Returns 1 found (off filled), 0
- * proven impossible, -1 out of time (deadline, pl_now() seconds) or nodes,
+ * proven impossible, -1 out of time (deadline, pl_now() seconds; or
+ * cpu_deadline, pl_cpu_now() seconds, HUGE_VAL: none) or nodes,
  * -2 out of memory.  Found: the offsets of the static and pinned requests
  * are written, the others' left as they were.  *nodes (may be NULL) is
  * increased by the nodes visited. */
-int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline, uint64_t node_limit, int guided,
-              uint64_t *off, uint64_t *nodes);
+int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline, double cpu_deadline,
+              uint64_t node_limit, int guided, uint64_t *off, uint64_t *nodes);
 /* The most bytes live at once in the working view (pinned + static): no
  * placement of it has a smaller pool. */
 uint64_t pl_work_bound(const pl_work *w);

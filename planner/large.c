@@ -19,6 +19,7 @@
  * is smaller (pl_keep); the pools of the candidates are never trusted
  * otherwise.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,7 +215,7 @@ static int lg_try(lg *g, int t, size_t nc, uint64_t cap, double until, uint64_t 
 	for (int round = 0; nc && nc <= LG_CORE_MAX && pl_now() < until; round++) {
 		double now = pl_now();
 		uint64_t nodes0 = st->search_nodes;
-		int r = pl_search(&sub, NULL, cap, until, 0, round > 0, g->cand, &st->search_nodes);
+		int r = pl_search(&sub, NULL, cap, until, HUGE_VAL, 0, round > 0, g->cand, &st->search_nodes);
 		long nover = r == 1 ? lg_fill(g, cap, until) : 0;
 		if (verbose)
 			fprintf(stderr, "plan: peak search (delta %.2f, theta %g, round %d): %zu requests at %llu: %s (%llu nodes)",

@@ -24,6 +24,7 @@
  * stays and the pinned ones below); the best is only ever replaced through
  * pl_keep.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,7 +195,7 @@ static int try_one(rp *x, uint32_t v, uint32_t a, uint32_t b, uint64_t floor, ui
 	pl_work sub = *w;
 	sub.kind = x->kind;
 	pl_obst ob = {no, x->os, x->oe, x->olo, x->ohi};
-	int r = x->oom ? -2 : pl_search(&sub, &ob, cap, until, 64 * (uint64_t)x->nR + 4096, 1, x->cand, &st->search_nodes);
+	int r = x->oom ? -2 : pl_search(&sub, &ob, cap, until, HUGE_VAL, 64 * (uint64_t)x->nR + 4096, 1, x->cand, &st->search_nodes);
 	for (size_t j = 0; j < x->nR; j++) {
 		x->kind[x->R[j]] = PL_DYNAMIC;
 		x->in[x->R[j]] = 0;

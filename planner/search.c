@@ -147,7 +147,8 @@ typedef struct srch {
 	uint64_t *tt;            /* 2 words per slot; 0 = empty */
 	unsigned tt_bits;        /* 1 << tt_bits slots */
 	uint64_t cap, nodes, node_limit;
-	double deadline;
+	double deadline;         /* pl_now() */
+	double cpu_deadline;     /* pl_cpu_now(): the caller's share of work */
 	int timed_out;
 	int sel;                 /* section rule of this restart: 0 leftmost, 1 least slack */
 	int rev;                 /* time runs backwards (section k is K-1-k of the input) */
@@ -858,14 +859,14 @@ static void undo(srch *s, frame *fr)
 
 static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top);
 
-/* Counts a node; 1 when the deadline has passed (looked at every 64 nodes:
+/* Counts a node; 1 when a deadline has passed (looked at every 64 nodes:
  * a node of a few thousand requests costs about a millisecond) or the node
  * limit (every 1024, the granularity the restart slices were tuned with). */
 static int out_of_budget(srch *s)
 {
 	if (++s->nodes & 63)
 		return 0;
-	if (pl_now() > s->deadline)
+	if (pl_now() > s->deadline || pl_cpu_now() > s->cpu_deadline)
 		return 1;
 	return (s->nodes & 1023) == 0 && s->nodes > s->node_limit;
 }
@@ -1194,7 +1195,8 @@ static int srch_init(srch *s, const pl_work *w, const pl_obst *ob, uint64_t cap,
 	return 0;
 }
 
-int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline, uint64_t node_limit, int guided,
+int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline, double cpu_deadline,
+              uint64_t node_limit, int guided,
               uint64_t *off, uint64_t *nodes)
 {
 	srch two[2];
@@ -1232,6 +1234,7 @@ int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline
 		uint64_t before = s->nodes;
 		s->node_limit = s->nodes + (limit - used > per ? per : limit - used);
 		s->deadline = deadline;
+		s->cpu_deadline = cpu_deadline;
 		s->timed_out = 0;
 		/* components (no request crosses between them) are solved one by one */
 		size_t top = 0;
@@ -1239,7 +1242,7 @@ int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline
 		if (rc == 2)
 			rc = solve(s, 0, s->K, 0, &top);
 		used += s->nodes - before;
-		if (rc != -1 || pl_now() >= deadline || used >= limit)
+		if (rc != -1 || pl_now() >= deadline || pl_cpu_now() >= cpu_deadline || used >= limit)
 			break;
 		while (s->sp) /* back to the start */
 			undo(s, &s->st[--s->sp]);

@@ -18,6 +18,7 @@
  *     request moved onto another that it meets in time is caught.
  */
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +131,7 @@ static int search(const inst *x, uint64_t cap, uint64_t *off)
 	w.size = size;
 	w.kind = kind;
 	pl_obst ob = {(size_t)x->no, x->os, x->oe, x->olo, x->ohi};
-	return pl_search(&w, &ob, cap, pl_now() + 5, 0, 0, off, NULL);
+	return pl_search(&w, &ob, cap, pl_now() + 5, HUGE_VAL, 0, 0, off, NULL);
 }
 
 static void test_random(int sets)
