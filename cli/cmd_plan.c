@@ -22,6 +22,7 @@
 #include "util.h"
 
 #define GREEDY_AUTO_MAX 200000
+#define GREEDY_MIN_SECONDS 0.02 /* the greedy baseline's CPU limit is never below this */
 
 /* CPU seconds of this process */
 static double cpu_seconds(void)
@@ -444,10 +445,11 @@ int cmd_plan(int argc, char **argv)
 		go.algo = STP_ALGO_GREEDY;
 		go.verbose = 0;
 		/* a comparison must not cost more than what it is compared with:
-		 * half the planning's CPU time (at least a quarter second), unless
-		 * asked; CPU time, so a busy machine does not stretch it */
+		 * half the planning's CPU time (at least 20 ms, so that a set
+		 * planned in a blink still gets its comparison), unless asked; CPU
+		 * time, so a busy machine does not stretch it */
 		double plan_cpu = cpu_seconds() - cpu0;
-		glimit = greedy == 1 ? 0 : plan_cpu / 2 > 0.25 ? plan_cpu / 2 : 0.25;
+		glimit = greedy == 1 ? 0 : plan_cpu / 2 > GREEDY_MIN_SECONDS ? plan_cpu / 2 : GREEDY_MIN_SECONDS;
 		go.greedy_seconds = glimit;
 		stp_plan g;
 		int grc = stp_plan_build(&r, &go, &g, err, sizeof err);
@@ -503,7 +505,9 @@ int cmd_plan(int argc, char **argv)
 		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po.algo != STP_ALGO_GREEDY)
 			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
 		if (gsec < 0)
-			fprintf(f, "greedy by size: stopped at %.2f CPU s, half the planning's (--greedy: to the end)\n", glimit);
+			fprintf(f, "greedy by size: stopped at its limit, %.2f CPU s (half the planning's, at least %g;\n"
+			           "                --greedy runs it to the end)\n",
+			        glimit, GREEDY_MIN_SECONDS);
 		fprintf(f, "verified:       no two requests overlap in time and address\n");
 		if (out && !rc)
 			fprintf(f, "written:        %s\n", out);

@@ -10,6 +10,10 @@
  * without it (budget 0); a plan at the bound says optimal and one above it
  * names its gap; the step named is one that ran.  How close to the bound and
  * how fast are figures for bench/planner (bench_planner large), not checks.
+ * The greedy baseline's CPU limit (greedy_seconds, what `stprof plan` uses
+ * so that the comparison never costs more than the plan): a limit that has
+ * passed stops it with 1 and nothing to free, no limit runs it to a valid
+ * layout.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -78,8 +82,29 @@ static void test_kind(int kind, const char *name)
 	stp_reqs_free(&r);
 }
 
+static void test_greedy_limit(void)
+{
+	stp_reqs r;
+	CHECK(make(1, &r) == 0);
+	stp_plan_opts o;
+	stp_plan_opts_init(&o);
+	o.algo = STP_ALGO_GREEDY;
+	o.greedy_seconds = 1e-9; /* passed before its first look at the clock */
+	stp_plan p;
+	char err[512] = "";
+	CHECK(stp_plan_build(&r, &o, &p, err, sizeof err) == 1);
+	CHECK(strstr(err, "stopped") != NULL);
+	o.greedy_seconds = 0; /* no limit */
+	CHECK(stp_plan_build(&r, &o, &p, err, sizeof err) == 0);
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) == 0);
+	CHECK(p.stats.step == STP_STEP_GREEDY);
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+}
+
 int main(void)
 {
+	test_greedy_limit();
 	test_kind(0, "1F1B + MoE + workspaces");
 	test_kind(1, "GPipe + MoE + workspaces");
 	test_kind(2, "interleaved + recompute");
