@@ -1182,7 +1182,7 @@ static int srch_init(srch *s, const pl_work *w, const pl_obst *ob, uint64_t cap,
 	if (static_ranks(s) < 0)
 		return -1;
 	s->tt_bits = ob && ob->n ? TT_BITS_OB : TT_BITS;
-	s->tt = getenv("NOTT") ? NULL : calloc((size_t)2 << s->tt_bits, sizeof *s->tt); /* without it: no memo, same answers */
+	s->tt = calloc((size_t)2 << s->tt_bits, sizeof *s->tt); /* without it: no memo, same answers */
 	for (uint32_t k = 0; k < s->K; k++) {
 		s->sup[k] = 1; /* the base supports */
 		s->f[k] = ob_lift(s, k, w->pinned_bytes, &s->sup[k]);

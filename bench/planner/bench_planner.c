@@ -14,6 +14,15 @@
  *   bench_planner perturb S FILE... the same instances with every size scaled
  *                                 by U[0.9, 1.1] for seeds 1..S: pool / lower
  *                                 bound, optimal or gap
+ *   bench_planner bound FILE...   instances against their lower bound (real
+ *                                 compiler traces: idealloc's S_1, Y_1,
+ *                                 pangu_2.6B ...): greedy by size, stprof
+ *                                 with the search, when found, how many
+ *                                 within 0.5% of the bound
+ *   bench_planner large S [N]     the same on the generated family of large
+ *                                 MoE / pipeline instances (six kinds, seeds
+ *                                 1..S, about N requests each; $BENCH_DUMP
+ *                                 writes each as MiniMalloc's CSV)
  *
  * Times are the planning's CPU time (one thread), which a shared machine
  * disturbs less than wall time.  Each plan runs in a child process so its
