@@ -359,7 +359,8 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		return -1;
 	det_obj *o = &d->objs[slot];
 	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
-	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si, .flags = DET_OBJ_LIVE,
+	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si,
+	               .flags = (uint8_t)(DET_OBJ_LIVE | (a->pool == STP_POOL_TENSORS ? DET_OBJ_POOL : 0)),
 	               .ko = UINT32_MAX};
 	sp->allocs++;
 	sp->bytes_allocated += a->size;

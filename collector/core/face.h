@@ -150,10 +150,9 @@ STC_HIDDEN void stc_flusher_lazy(uint64_t now);
  *   - Every change bumps the generation, so a reader can tell whether a copy
  *     it made is still current without comparing contents.
  *   - Safe from any thread (one mutex; no callback runs under it).
- *   - Every add and remove first runs the backends' devobj_change hooks,
- *     outside the mutex (the Compute Sanitizer backend writes the kernel
- *     accesses it still holds).  So a backend that records a device
- *     object's FREE (or ALLOC) itself changes this table BEFORE recording it.
+ *   - A backend that records a device object's FREE (or ALLOC) itself
+ *     changes this table BEFORE recording it (a launch's map is the table
+ *     as it was at the launch: the Compute Sanitizer backend's).
  */
 typedef struct stc_devobj {
 	uint64_t addr, size;
@@ -255,7 +254,6 @@ STC_HIDDEN extern _Atomic pid_t g_sanitizer_api_pid;
  *                 returns the watermark lowered below the seq of anything
  *                 still held (try_only: from a signal handler, write
  *                 nothing, take no lock that may be held)
- *   devobj_change before every change of the live-object table
  */
 typedef struct stc_backend {
 	const char *name;
@@ -266,7 +264,6 @@ typedef struct stc_backend {
 	void (*fork_child)(void);
 	void (*flush)(int final);
 	uint64_t (*mark)(uint64_t mark, int try_only);
-	void (*devobj_change)(void);
 } stc_backend;
 
 #define STC_BACKEND(id)                                                                      \

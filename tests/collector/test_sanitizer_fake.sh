@@ -20,21 +20,25 @@ grep -q '^fake errors=0 syncs=1 blocks=4$' k.out || fail "fake device: $(tail -1
 "$PY" - k.out k.txt <<'PY' || fail "known accesses"
 import re, sys
 objs = {p[1]: (int(p[2], 16), int(p[3])) for p in (l.split() for l in open(sys.argv[1])) if p and p[0] == 'obj'}
-byaddr = {a: n for n, (a, s) in objs.items()}
+def owner(a):  # the named object a range falls in, and its offset there
+    for n, (b, s) in objs.items():
+        if b <= a < b + s:
+            return n, a - b
+    return hex(a), 0
 evs = []
 for line in open(sys.argv[2]):
     m = re.search(r' api kind=(\w+) name="([^"]*)"', line)
     if m:
         rs = re.findall(r' (read|write|readwrite)=0x([0-9a-f]+)\+(\d+)', line)
-        evs.append(('api', m.group(1), m.group(2), [(byaddr.get(int(a, 16), hex(int(a, 16))), int(s), mo) for mo, a, s in rs]))
+        evs.append(('api', m.group(1), m.group(2), [owner(int(a, 16)) + (int(s), mo) for mo, a, s in rs]))
     m = re.search(r' free addr=0x([0-9a-f]+)', line)
     if m:
-        evs.append(('free', byaddr.get(int(m.group(1), 16))))
+        evs.append(('free', owner(int(m.group(1), 16))[0]))
     m = re.search(r' alloc addr=0x([0-9a-f]+) .*kind=device', line)
     if m:
         evs.append(('alloc', int(m.group(1), 16)))
 apis = [e[1:] for e in evs if e[0] == 'api']
-got = [(k, n, sorted((o, mo) for o, s, mo in r if not o.startswith('0x') or k == 'kernel')) for k, n, r in apis]
+got = [(k, n, sorted((o, mo) for o, off, s, mo in r if not o.startswith('0x') or k == 'kernel')) for k, n, r in apis]
 want = [('memset', 'memset', [('small1500', 'write')]),
         ('memcpy', 'memcpy HtoD', [('in', 'write')]),
         ('kernel', 'k_scale', [('in', 'read'), ('out', 'write')]),
@@ -44,15 +48,21 @@ want = [('memset', 'memset', [('small1500', 'write')]),
         ('memcpy', 'memcpy DtoH', [('out', 'read')])]
 if got != want:
     print('got ', got); print('want', want); sys.exit(1)
-for k, n, r in apis:  # whole objects, never past their end
-    for o, s, mo in r:
-        if o in objs and objs[o][1] != s:
-            print('range of %s: %d bytes' % (o, s)); sys.exit(1)
+# the parts touched: all of in, out and scratch (never past their end);
+# k_touch: the 32nd of small1999's last word and of small1500's 4th word
+for k, n, r in apis:
+    for o, off, s, mo in r:
+        if o in ('in', 'out', 'scratch') and (off, s) != (0, objs[o][1]):
+            print('%s: range of %s at +%d, %d bytes' % (n, o, off, s)); sys.exit(1)
+touch = [r for k, n, r in apis if n == 'k_touch'][0]
+parts = sorted((o, off, s) for o, off, s, mo in touch)
+if parts != [('small1500', 0, 16), ('small1999', 496, 16)]:
+    print('k_touch parts', parts); sys.exit(1)
 # every object's free comes after the last API that touched it
 last = {}
 for i, e in enumerate(evs):
     if e[0] == 'api':
-        for o, s, mo in e[3]:
+        for o, off, s, mo in e[3]:
             last[o] = i
     elif e[1] in last and last[e[1]] > i:
         print('free of %s before its access' % e[1]); sys.exit(1)
@@ -89,7 +99,7 @@ for line in open(sys.argv[1]):
     if ' api kind=kernel' not in line:
         continue
     rs = re.findall(r' (read|write|readwrite)=0x([0-9a-f]+)\+(\d+)', line)
-    want = [('read', base + (k % 2000) * 1024, 512)]
+    want = [('read', base + (k % 2000) * 1024, 16)]  # bytes 8..11: the first 32nd
     if [(m, int(a, 16), int(s)) for m, a, s in rs] != want:
         print('launch %d: %s' % (k, rs)); sys.exit(1)
     k += 1

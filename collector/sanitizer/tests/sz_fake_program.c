@@ -3,11 +3,12 @@
  * sz_fake_device.c, for tests/collector/test_sanitizer_fake.sh:
  *
  *   known   the objects of tests/sanitizer/known_objects.cu: in copied in
- *           and only read by k_scale, out written by it and copied back,
- *           scratch written by k_fill twice and never read, unused never
- *           touched, 2,000 small objects (small1999 read, small1500 set and
- *           then read and written by an atomic, an atomicAdd whose result
- *           is unused: a RED, which the sanitizer flags ATOMIC_WRITE_ONLY);
+ *           and only read (all of it) by k_scale, out written by it and
+ *           copied back, scratch written by k_fill twice and never read,
+ *           unused never touched, 2,000 small objects (small1999's last
+ *           word read, small1500 set and then read and written by an
+ *           atomic on its 4th word, an atomicAdd whose result is unused: a
+ *           RED, which the sanitizer flags ATOMIC_WRITE_ONLY);
  *           accesses one past in's end and in the gap after out (no hit);
  *           in mapped into a peer device and unmapped again, and a driver
  *           buffer (CG_RUNTIME) made and freed: none of them the program's;
@@ -38,6 +39,18 @@ static const uint64_t SMALLS = IN + 8 * BIG; /* small[i] at SMALLS + i * 1024 */
 
 static uint64_t small(int i) { return SMALLS + (uint64_t)i * 1024; }
 
+/* Accesses that cover all of [addr, addr + size): one 4-byte access at the
+ * start of each 32nd and one at the last word, from ops[k]; returns how
+ * many were added. */
+static uint32_t sweep(fake_op *ops, uint32_t k, uint64_t addr, uint64_t size, uint32_t flags)
+{
+	uint32_t n = 0;
+	for (uint32_t c = 0; c < 32; c++)
+		ops[k + n++] = (fake_op){.kind = FAKE_LDST, .addr = addr + size * c / 32, .size = 4, .flags = flags};
+	ops[k + n++] = (fake_op){.kind = FAKE_LDST, .addr = addr + size - 4, .size = 4, .flags = flags};
+	return n;
+}
+
 static void known(void)
 {
 	static float host[BIG / 4];
@@ -59,13 +72,18 @@ static void known(void)
 	fake_driver_memory(0, IN + 16 * BIG, BIG, CG_RT, 0);
 	fake_memset(small(1500), SMALL);
 	fake_memcpy((uint64_t)(uintptr_t)host, IN, BIG, 2);
-	uint64_t a1[] = {IN, IN + 4, IN + BIG - 4, IN + BIG, OUT, OUT + BIG - 4, OUT + BIG + 100};
-	uint32_t f1[] = {R, R, R, R, W, W, W};
-	fake_launch("k_scale", 0, 7, a1, f1);
-	uint64_t a2[] = {SCRATCH, SCRATCH + 8, SCRATCH + BIG - 1};
-	uint32_t f2[] = {W, W, W};
-	fake_launch("k_fill", 0, 3, a2, f2);
-	fake_launch("k_fill", 0, 3, a2, f2);
+	/* k_scale reads all of in and writes all of out (a thread per 32nd
+	 * and the last word), with strays one past in and after out */
+	fake_op k1[80];
+	uint32_t n1 = sweep(k1, 0, IN, BIG, R);
+	n1 += sweep(k1, n1, OUT, BIG, W);
+	k1[n1++] = (fake_op){.kind = FAKE_LDST, .addr = IN + BIG, .size = 4, .flags = R};
+	k1[n1++] = (fake_op){.kind = FAKE_LDST, .addr = OUT + BIG + 100, .size = 4, .flags = W};
+	fake_launch_ops("k_scale", 0, n1, k1);
+	fake_op k2[40];
+	uint32_t n2 = sweep(k2, 0, SCRATCH, BIG, W);
+	fake_launch_ops("k_fill", 0, n2, k2);
+	fake_launch_ops("k_fill", 0, n2, k2);
 	uint64_t a3[] = {small(1999) + SMALL - 4, small(1500) + 12};
 	uint32_t f3[] = {R, W | ATOM_WO};
 	fake_launch("k_touch", 0, 2, a3, f3);
