@@ -50,7 +50,7 @@
  * may have touched any object: the objects live then get no access finding
  * (result->acc.unsure_objects).
  * Redundant allocation needs every object's first and last access: those
- * are kept (64 bytes per accessed object) for det_access_finish().
+ * are kept (96 bytes per accessed object) for det_access_finish().
  *
  * Memory: about 200 bytes per live object, 64 per accessed object, a few
  * per stream.
@@ -93,6 +93,7 @@ typedef struct acc_rec {     /* an accessed object, for redundant allocation */
 	uint64_t size;
 	uint64_t alloc_ns, free_ns, last_end_ns;
 	uint64_t seq_last, seq_first;
+	uint64_t addr, alloc_seq;
 	uint32_t site;
 	uint32_t ko;             /* objinfo.c index (keep_objects), else UINT32_MAX */
 	uint8_t cached;          /* a caching allocator's tensor (pool 1) */
@@ -627,7 +628,8 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		a->rec[a->nrec++] = (acc_rec){.first = x->lvl_first, .last = x->lvl_last, .api_first = x->api_first,
 		                              .api_last = x->api_last, .size = ob->size, .alloc_ns = ob->alloc_ns,
 		                              .free_ns = freed ? ns : d->end_ns, .last_end_ns = x->last_end_ns,
-		                              .seq_last = x->seq_last, .seq_first = x->seq_first, .site = ob->site,
+		                              .seq_last = x->seq_last, .seq_first = x->seq_first, .addr = ob->addr,
+		                              .alloc_seq = ob->alloc_seq, .site = ob->site,
 		                              .ko = UINT32_MAX, .cached = (ob->flags & DET_OBJ_POOL) != 0};
 	if (d->ko_seq && a->nrec)
 		a->rec[a->nrec - 1].ko = ob->ko; /* for the exporter's per-object patterns */
@@ -701,15 +703,15 @@ static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, 
 		uint64_t from = max64(o2->alloc_ns, o1->last_end_ns), to = o2->free_ns < o1->free_ns ? o2->free_ns : o1->free_ns;
 		uint64_t mn = o1->size < o2->size ? o1->size : o2->size;
 		double waste = to > from ? (double)mn * (double)(to - from) : 0;
-		stp_det_instance in = {.alloc_ns = o2->alloc_ns, .free_ns = o2->free_ns, .size = o2->size,
+		stp_det_instance in = {.alloc_seq = o2->alloc_seq, .alloc_ns = o2->alloc_ns, .free_ns = o2->free_ns,
+		                       .addr = o2->addr, .size = o2->size,
 		                       .distance = o2->api_first > o1->api_last ? o2->api_first - o1->api_last : 0,
 		                       .levels = o2->first - o1->last, .at_ns = from, .until_ns = to > from ? to : from,
 		                       .at_seq = o1->seq_last, .until_seq = o2->seq_first, .other_site = o1->site,
 		                       .other_size = o1->size};
 		/* two tensors of a caching allocator: it reuses the block already */
 		stp_det_expect why = o1->cached && o2->cached ? STP_EXPECT_CACHED : STP_EXPECT_NONE;
-		if (o2->ko != UINT32_MAX) { /* keep_objects: the object and the instance's seq */
-			in.alloc_seq = d->ko_seq[o2->ko];
+		if (o2->ko != UINT32_MAX) { /* keep_objects: the object's record */
 			if (why == STP_EXPECT_NONE)
 				d->ko_info[o2->ko] |= (uint16_t)(1u << (4 + STP_PAT_REDUNDANT_ALLOC));
 		}

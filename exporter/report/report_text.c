@@ -278,7 +278,7 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 		else if (x->pattern == STP_PAT_OVERALLOC)
 			fprintf(f, ", %" PRIu64 "%% of it never touched", x->worst.size ? 100 - 100 * x->worst.used_bytes /
 			                                                                        x->worst.size : 0);
-		else if (x->max_distance)
+		else if (x->max_distance && x->pattern != STP_PAT_LEAK)
 			fprintf(f, ", distance %" PRIu64 " %s", x->max_distance,
 			        x->pattern == STP_PAT_LATE_FREE ? "segments" : r->logical_unit);
 		fputc('\n', f);

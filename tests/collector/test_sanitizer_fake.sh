@@ -85,6 +85,33 @@ assert ('dead-write', objs['out']) not in got and ('unused-allocation', objs['in
 print('report: dead write of scratch, unused object')
 PY
 
+# planted.cu's calls: each DrGPUM pattern found on its object, ranked
+# first, and nothing else (the clean object and the patterns' other
+# objects have no finding)
+"$STPROF" record --accesses=exact -q -o p.stp -- "$PROG" planted >p.out || fail "record planted"
+grep -q '^fake errors=0 ' p.out || fail "fake device: $(tail -1 p.out)"
+"$STPROF" report -f json --top 100 -o p.json p.stp || fail "report planted"
+"$PY" - p.out p.json <<'PY' || fail "planted findings"
+import json, sys
+objs = {p[1]: int(p[2], 16) for p in (l.split() for l in open(sys.argv[1])) if p and p[0] == 'obj'}
+name = {a: n for n, a in objs.items()}
+d = json.load(open(sys.argv[2]))
+got = sorted((f['pattern'], name.get(f['worst']['addr'], hex(f['worst']['addr']))) for f in d['findings'])
+want = sorted([('early-allocation', 'early'), ('late-deallocation', 'late'), ('unused-allocation', 'unused'),
+               ('dead-write', 'dead'), ('temporary-idleness', 'idle'), ('redundant-allocation', 'red2'),
+               ('overallocation', 'part'), ('memory-leak', 'leak')])
+assert got == want, (got, want)
+assert d['expected'] == [], d['expected']
+f = {x['pattern']: x for x in d['findings']}
+# distances in kernels: early's first use came 11 calls after it (10 kernels, a memset)
+assert f['early-allocation']['distance_unit'] == 'kernels' and f['early-allocation']['max_distance'] == 11
+assert f['temporary-idleness']['max_distance'] == 8
+o = f['overallocation']['worst']
+assert (o['used_bytes'], o['used_from'], o['used_to']) == (20 << 20 >> 3, 0, 20 << 20 >> 3), o
+assert d['accesses']['sanitizer'] == 1 and d['accesses']['sampled'] == d['accesses']['launches'] == 19
+print('planted: the 8 patterns on their objects, nothing else')
+PY
+
 # 20,000 launches over 2,000 objects, no synchronization until the end
 "$STPROF" record --accesses=exact -q -o m.stp -- "$PROG" many 20000 >m.out || fail "record many"
 syncs=$(sed -n 's/^fake errors=0 syncs=\([0-9]*\) blocks=20000$/\1/p' m.out)

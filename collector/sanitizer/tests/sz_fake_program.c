@@ -15,6 +15,9 @@
  *           "obj NAME ADDR SIZE" lines
  *   many N  N launches reading object i % 2000 with no synchronization
  *           in between, then one; object 7 freed and reallocated half-way
+ *   planted the calls of tests/sanitizer/planted.cu, one object per DrGPUM
+ *           pattern (and one clean object), in the same order; "obj NAME
+ *           ADDR SIZE" lines name them
  *
  * Ends with "fake errors=E syncs=S blocks=B" (the fake device's counts).
  */
@@ -115,6 +118,86 @@ static void many(int n)
 		fake_free(small(i), SMALL);
 }
 
+/* planted.cu's kernels: k_init writes all of [p, p + n), k_touch reads and
+ * writes it */
+static void k_init(const char *name, uint64_t p, uint64_t n)
+{
+	(void)name;
+	fake_op ops[40];
+	fake_launch_ops("k_init", 0, sweep(ops, 0, p, n, W), ops);
+}
+
+static void k_touch(uint64_t p, uint64_t n)
+{
+	fake_op ops[80];
+	uint32_t k = sweep(ops, 0, p, n, R);
+	k += sweep(ops, k, p, n, W);
+	fake_launch_ops("k_touch", 0, k, ops);
+}
+
+static void planted(void)
+{
+	const uint64_t M = 1 << 20;
+	const uint64_t S_EARLY = 8 * M, S_LATE = 10 * M, S_UNUSED = 12 * M, S_DEAD = 14 * M, S_IDLE = 16 * M,
+	               S_OK = 1 * M, S_RED = 6 * M, S_PART = 20 * M, S_LEAK = 18 * M;
+	const uint64_t base = 0x7f1000000000ull, step = 32 * M;
+	const uint64_t early = base, late = base + step, unused = base + 2 * step, dead = base + 3 * step,
+	               idle = base + 4 * step, ok = base + 5 * step, red1 = base + 6 * step, red2 = base + 7 * step,
+	               part = base + 8 * step, leak = base + 9 * step;
+	printf("obj early %#llx %llu\nobj late %#llx %llu\nobj unused %#llx %llu\nobj dead %#llx %llu\n"
+	       "obj idle %#llx %llu\nobj ok %#llx %llu\nobj red1 %#llx %llu\nobj red2 %#llx %llu\n"
+	       "obj part %#llx %llu\nobj leak %#llx %llu\n",
+	       (unsigned long long)early, (unsigned long long)S_EARLY, (unsigned long long)late,
+	       (unsigned long long)S_LATE, (unsigned long long)unused, (unsigned long long)S_UNUSED,
+	       (unsigned long long)dead, (unsigned long long)S_DEAD, (unsigned long long)idle,
+	       (unsigned long long)S_IDLE, (unsigned long long)ok, (unsigned long long)S_OK, (unsigned long long)red1,
+	       (unsigned long long)S_RED, (unsigned long long)red2, (unsigned long long)S_RED,
+	       (unsigned long long)part, (unsigned long long)S_PART, (unsigned long long)leak,
+	       (unsigned long long)S_LEAK);
+	float v = 0;
+	fake_malloc(early, S_EARLY);
+	fake_malloc(late, S_LATE);
+	k_init("late", late, S_LATE);
+	k_touch(late, S_LATE);
+	fake_malloc(unused, S_UNUSED);
+	fake_malloc(dead, S_DEAD);
+	k_init("dead", dead, S_DEAD);
+	fake_memset(dead, S_DEAD);
+	k_touch(dead, S_DEAD);
+	fake_free(dead, S_DEAD);
+	fake_malloc(idle, S_IDLE);
+	k_init("idle", idle, S_IDLE);
+	k_touch(idle, S_IDLE);
+	fake_malloc(ok, S_OK);
+	k_init("ok", ok, S_OK);
+	k_touch(ok, S_OK);
+	fake_free(ok, S_OK);
+	fake_malloc(red1, S_RED);
+	k_init("red1", red1, S_RED);
+	k_touch(red1, S_RED);
+	fake_free(red1, S_RED);
+	k_init("early", early, S_EARLY);
+	k_touch(early, S_EARLY);
+	fake_free(early, S_EARLY);
+	fake_malloc(red2, S_RED);
+	k_init("red2", red2, S_RED);
+	k_touch(red2, S_RED);
+	fake_free(red2, S_RED);
+	k_touch(idle, S_IDLE);
+	fake_free(idle, S_IDLE);
+	fake_malloc(part, S_PART);
+	k_init("part", part, S_PART / 8);
+	k_touch(part, S_PART / 8);
+	fake_free(part, S_PART);
+	fake_malloc(leak, S_LEAK);
+	k_init("leak", leak, S_LEAK);
+	k_touch(leak, S_LEAK);
+	fake_memcpy(leak, (uint64_t)(uintptr_t)&v, sizeof v, 3);
+	fake_sync();
+	fake_free(unused, S_UNUSED);
+	fake_free(late, S_LATE);
+}
+
 int main(int argc, char **argv)
 {
 	fake_context();
@@ -122,6 +205,8 @@ int main(int argc, char **argv)
 		known();
 	else if (argc > 2 && !strcmp(argv[1], "many"))
 		many(atoi(argv[2]));
+	else if (argc > 1 && !strcmp(argv[1], "planted"))
+		planted();
 	else
 		return 2;
 	fake_context_destroy();
