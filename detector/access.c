@@ -27,7 +27,10 @@
  *                      >= late_min_apis, and, when the trace has trusted
  *                      iterations (judge.c), a phase boundary between them
  *                      (a tensor freed a few ops after its last use in the
- *                      same phase is Python's scoping, not a finding);
+ *                      same phase is Python's scoping, not a finding), and
+ *                      then it counts only when the time it was kept holds
+ *                      an iteration's live-bytes peak (else apart: freeing
+ *                      it sooner would not lower the peak);
  *                      waste = size x (free - last access end)
  *   unused allocation  no access at all; waste = size x lifetime
  *   temporary idleness levels strictly between two consecutive accesses
@@ -43,9 +46,10 @@
  *                      touched (the ranges name parts of it), and its
  *                      untouched bytes are mostly one piece (DrGPUM's
  *                      fragmentation below 80%); waste = untouched x lifetime
- * Instances the structure explains are marked (judge.c): idle across
- * iterations or from a forward to its backward, late deallocations and
- * unread writes at teardown; the result keeps them apart.
+ * Instances the structure explains are marked (judge.c): idleness of the
+ * loop's state, from one phase to another or of what a backward reads,
+ * set-up before the loop, late deallocations and unread writes at teardown,
+ * objects under 1/1024 of their space's peak; the result keeps them apart.
  * An API with an UNPLACED range (accesses the collector could not place)
  * may have touched any object: the objects live then get no access finding
  * (result->acc.unsure_objects).
@@ -94,10 +98,16 @@ typedef struct acc_rec {     /* an accessed object, for redundant allocation */
 	uint64_t alloc_ns, free_ns, last_end_ns;
 	uint64_t seq_last, seq_first;
 	uint64_t addr, alloc_seq;
-	uint32_t site;
+	uint32_t site, space;
 	uint32_t ko;             /* objinfo.c index (keep_objects), else UINT32_MAX */
 	uint8_t cached;          /* a caching allocator's tensor (pool 1) */
 } acc_rec;
+
+typedef struct acc_late {    /* a late deallocation waiting for the iterations' peaks */
+	stp_det_instance in;
+	double waste;
+	uint32_t site;
+} acc_late;
 
 struct det_access {
 	acc_obj *o;
@@ -119,6 +129,8 @@ struct det_access {
 	uint32_t ntouched, touched_cap;
 	acc_rec *rec;
 	uint64_t nrec, rec_cap;
+	acc_late *late;          /* late deallocations judged at the end (the peaks) */
+	uint64_t nlate, late_cap;
 };
 
 static uint64_t stream_key(int32_t device, uint64_t stream)
@@ -145,6 +157,7 @@ void det_access_free(stp_det *d)
 	free(a->o);
 	free(a->touched);
 	free(a->rec);
+	free(a->late);
 	det_map_destroy(&a->streams);
 	free(a);
 	d->acc = NULL;
@@ -249,6 +262,14 @@ static void set_stream_level(struct det_access *a, int32_t device, uint64_t stre
 }
 
 static uint64_t max64(uint64_t x, uint64_t y) { return x > y ? x : y; }
+
+/* An actionable instance on an object too small to matter is set apart. */
+static stp_det_expect sized(const stp_det *d, uint32_t space, uint64_t size, stp_det_expect why)
+{
+	if (why == STP_EXPECT_NONE && size < d->spaces[space].peak_bytes / 1024)
+		return STP_EXPECT_NEGLIGIBLE;
+	return why;
+}
 
 int det_access_alloc(stp_det *d, uint32_t slot, const stp_event *ev)
 {
@@ -400,7 +421,7 @@ int det_access_api(stp_det *d, const stp_event *ev)
 			/* idle: levels apart (DrGPUM's), and some API really ran in
 			 * between (levels of two streams can differ with nothing between) */
 			if (gap >= d->opt.idle_min_apis && gap > 0 && a->napi - x->api_last > 1) {
-				uint8_t why = (uint8_t)det_judge_idle(d, x->seq_last, ev->seq);
+				uint8_t why = (uint8_t)det_judge_idle(d, ob->alloc_seq, x->seq_last, ev->seq);
 				acc_idle *g = &x->idle[why != STP_EXPECT_NONE];
 				uint64_t apis = a->napi - x->api_last - 1;
 				g->count++;
@@ -501,8 +522,8 @@ static void judge_parts(stp_det *d, const acc_obj *x, const det_obj *ob, uint64_
 	in->at_seq = ob->alloc_seq;
 	in->until_seq = 0;
 	double untouched = (double)(size - in->used_bytes);
-	det_finding_add(d, STP_PAT_OVERALLOC, ob->site, 1, ob->size, untouched * (double)(ns - ob->alloc_ns),
-	                in->distance, in);
+	det_finding_add_x(d, STP_PAT_OVERALLOC, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
+	                  untouched * (double)(ns - ob->alloc_ns), in->distance, in);
 	in->used_bytes = in->used_lo = in->used_hi = 0;
 }
 
@@ -546,7 +567,7 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		in.until_ns = ns;
 		in.at_seq = ob->alloc_seq;
 		in.until_seq = free_seq;
-		det_finding_add_x(d, STP_PAT_UNUSED_ALLOC, STP_EXPECT_NONE, ob->site, 1, ob->size,
+		det_finding_add_x(d, STP_PAT_UNUSED_ALLOC, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
 		                  sz * (double)(ns - ob->alloc_ns), in.distance, &in);
 		return lvl_end - x->lvl_alloc;
 	}
@@ -559,8 +580,10 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		in.until_ns = x->first_ns;
 		in.at_seq = ob->alloc_seq;
 		in.until_seq = x->seq_first;
-		det_finding_add(d, STP_PAT_EARLY_ALLOC, ob->site, 1, ob->size,
-		                sz * (double)(x->first_ns > ob->alloc_ns ? x->first_ns - ob->alloc_ns : 0), in.distance, &in);
+		stp_det_expect why = det_before_loop(d, x->seq_first) ? STP_EXPECT_SETUP : STP_EXPECT_NONE;
+		det_finding_add_x(d, STP_PAT_EARLY_ALLOC, sized(d, ob->space, ob->size, why), ob->site, 1, ob->size,
+		                  sz * (double)(x->first_ns > ob->alloc_ns ? x->first_ns - ob->alloc_ns : 0), in.distance,
+		                  &in);
 	}
 	if (freed && lvl_end > x->lvl_last + 1) {
 		between = lvl_end - x->lvl_last - 1;
@@ -574,8 +597,25 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 			in.until_ns = ns;
 			in.at_seq = x->seq_last;
 			in.until_seq = free_seq;
-			det_finding_add_x(d, STP_PAT_LATE_DEALLOC, teardown ? STP_EXPECT_TEARDOWN : STP_EXPECT_NONE, ob->site,
-			                  1, ob->size, sz * (double)(ns - in.at_ns), in.distance, &in);
+			double w = sz * (double)(ns - in.at_ns);
+			stp_det_expect why = teardown ? STP_EXPECT_TEARDOWN
+			                     : det_before_loop(d, free_seq) ? STP_EXPECT_SETUP
+			                                                    : sized(d, ob->space, ob->size, STP_EXPECT_NONE);
+			if (why == STP_EXPECT_NONE && det_judge_usable(d) && d->ipeak_seq) {
+				/* over an iteration's peak or not: known at the end */
+				if (a->nlate == a->late_cap) {
+					uint64_t nc = a->late_cap ? a->late_cap * 2 : 256;
+					acc_late *l = realloc(a->late, nc * sizeof *l);
+					if (l) {
+						a->late = l;
+						a->late_cap = nc;
+					}
+				}
+				if (a->nlate < a->late_cap)
+					a->late[a->nlate++] = (acc_late){.in = in, .waste = w, .site = ob->site};
+			} else {
+				det_finding_add_x(d, STP_PAT_LATE_DEALLOC, why, ob->site, 1, ob->size, w, in.distance, &in);
+			}
 		}
 	}
 	for (int k = 0; k < 2; k++) {
@@ -588,7 +628,8 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		in.until_ns = g->until_ns;
 		in.at_seq = g->at_seq;
 		in.until_seq = g->until_seq;
-		det_finding_add_x(d, STP_PAT_TEMP_IDLE, k ? g->why : STP_EXPECT_NONE, ob->site, 1, ob->size, g->waste,
+		det_finding_add_x(d, STP_PAT_TEMP_IDLE, k ? g->why : sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site,
+		                  1, ob->size, g->waste,
 		                  g->max_apis, &in);
 	}
 	/* the last write, never read before the free */
@@ -611,8 +652,9 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		}
 		/* the only unread write is the last one, freed after the loop:
 		 * the final state of a training loop */
-		int why = !x->dead_writes && teardown ? STP_EXPECT_TEARDOWN : STP_EXPECT_NONE;
-		det_finding_add_x(d, STP_PAT_DEAD_WRITE, why, ob->site, 1, ob->size, w, in.distance, &in);
+		stp_det_expect why = !x->dead_writes && teardown ? STP_EXPECT_TEARDOWN : STP_EXPECT_NONE;
+		det_finding_add_x(d, STP_PAT_DEAD_WRITE, sized(d, ob->space, ob->size, why), ob->site, 1, ob->size, w,
+		                  in.distance, &in);
 	}
 	judge_parts(d, x, ob, ns, &in);
 	/* kept for redundant allocation */
@@ -629,7 +671,7 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		                              .api_last = x->api_last, .size = ob->size, .alloc_ns = ob->alloc_ns,
 		                              .free_ns = freed ? ns : d->end_ns, .last_end_ns = x->last_end_ns,
 		                              .seq_last = x->seq_last, .seq_first = x->seq_first, .addr = ob->addr,
-		                              .alloc_seq = ob->alloc_seq, .site = ob->site,
+		                              .alloc_seq = ob->alloc_seq, .site = ob->site, .space = ob->space,
 		                              .ko = UINT32_MAX, .cached = (ob->flags & DET_OBJ_POOL) != 0};
 	if (d->ko_seq && a->nrec)
 		a->rec[a->nrec - 1].ko = ob->ko; /* for the exporter's per-object patterns */
@@ -710,7 +752,8 @@ static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, 
 		                       .at_seq = o1->seq_last, .until_seq = o2->seq_first, .other_site = o1->site,
 		                       .other_size = o1->size};
 		/* two tensors of a caching allocator: it reuses the block already */
-		stp_det_expect why = o1->cached && o2->cached ? STP_EXPECT_CACHED : STP_EXPECT_NONE;
+		stp_det_expect why =
+			sized(d, o2->space, o2->size, o1->cached && o2->cached ? STP_EXPECT_CACHED : STP_EXPECT_NONE);
 		if (o2->ko != UINT32_MAX) { /* keep_objects: the object's record */
 			if (why == STP_EXPECT_NONE)
 				d->ko_info[o2->ko] |= (uint16_t)(1u << (4 + STP_PAT_REDUNDANT_ALLOC));
@@ -724,7 +767,20 @@ static int redundant_group(stp_det *d, const acc_rec *all, const uint32_t *idx, 
 int det_access_finish(stp_det *d)
 {
 	struct det_access *a = d->acc;
-	if (!a || !a->nrec)
+	if (!a)
+		return 0;
+	/* late deallocations: over an iteration's peak, or apart */
+	if (d->ipeak_seq)
+		for (uint32_t k = 0; k < d->niters; k++)
+			if (d->ipeak_seq[k] == UINT64_MAX) /* no allocation inside: keep them sorted */
+				d->ipeak_seq[k] = k ? d->ipeak_seq[k - 1] : 0;
+	for (uint64_t i = 0; i < a->nlate; i++) {
+		const acc_late *l = &a->late[i];
+		stp_det_expect why = det_spans_peak(d, l->in.at_seq, l->in.until_seq) ? STP_EXPECT_NONE : STP_EXPECT_OFF_PEAK;
+		det_finding_add_x(d, STP_PAT_LATE_DEALLOC, why, l->site, 1, l->in.size, l->waste, l->in.distance, &l->in);
+	}
+	a->nlate = 0;
+	if (!a->nrec)
 		return 0;
 	if (a->nrec > UINT32_MAX)
 		a->nrec = UINT32_MAX; /* 4 G accessed objects: the rest are left out */

@@ -245,6 +245,10 @@ struct stp_det {
 	struct det_ko_acc *acc_rec;
 	uint64_t nacc_rec, acc_rec_cap;
 
+	/* pass 2: per iteration, the seq where the primary space first reached
+	 * the iteration's highest live bytes (UINT64_MAX: none) */
+	uint64_t *ipeak_seq;
+
 	/* outputs owned here */
 	stp_det_finding *out_findings;
 	stp_det_sample *series;
@@ -295,10 +299,15 @@ void det_finding_add_x(stp_det *d, stp_det_pattern p, stp_det_expect why, uint32
 int det_judge_usable(const stp_det *d);            /* iterations to judge against */
 uint32_t det_ib_at(const stp_det *d, uint64_t seq); /* iteration boundaries <= seq */
 int32_t det_phase_at(const stp_det *d, uint64_t seq); /* innermost phase, -1 none */
-/* An idle gap from one access (seq) to the next: what explains it. */
-stp_det_expect det_judge_idle(const stp_det *d, uint64_t from_seq, uint64_t to_seq);
+/* An idle gap of the object allocated at alloc_seq, from one access (seq)
+ * to the next: what explains it. */
+stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t from_seq, uint64_t to_seq);
+int det_before_loop(const stp_det *d, uint64_t seq); /* before the first iteration */
 int det_same_segment(const stp_det *d, uint64_t a_seq, uint64_t b_seq);
 int det_after_loop(const stp_det *d, uint64_t seq); /* past the last iteration's end */
+/* 1 when [a_seq, b_seq] holds an iteration's live-bytes peak (pass 2's
+ * ipeak_seq: judged at the end of the pass) */
+int det_spans_peak(const stp_det *d, uint64_t a_seq, uint64_t b_seq);
 /* 1 when a call path is a library's own (its frames: cuBLAS, cuDNN, ... or
  * a function naming a workspace). */
 int det_site_is_library(stp_det *d, uint32_t stack);

@@ -47,22 +47,48 @@ int32_t det_phase_at(const stp_det *d, uint64_t seq)
 
 static int is_backward(const char *n) { return n && (!strcmp(n, "backward") || !strcmp(n, "recompute")); }
 
-stp_det_expect det_judge_idle(const stp_det *d, uint64_t from_seq, uint64_t to_seq)
+stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t from_seq, uint64_t to_seq)
 {
 	if (!det_judge_usable(d))
 		return STP_EXPECT_NONE;
-	if (det_ib_at(d, from_seq) != det_ib_at(d, to_seq))
+	uint32_t ia = det_ib_at(d, alloc_seq), ib = det_ib_at(d, from_seq);
+	if (ib != det_ib_at(d, to_seq))
 		return STP_EXPECT_ACROSS_ITERATIONS;
+	if (ib == 0)
+		return STP_EXPECT_SETUP; /* before the loop */
+	if (ia < ib && (ib & 1))
+		return STP_EXPECT_ACROSS_ITERATIONS; /* alive when its iteration began: state */
 	int32_t a = det_phase_at(d, from_seq), b = det_phase_at(d, to_seq);
-	if (a >= 0 && b >= 0 && a != b && d->phases[a].name && !strcmp(d->phases[a].name, "forward") &&
-	    is_backward(d->phases[b].name))
-		return STP_EXPECT_SAVED_FOR_BACKWARD;
+	if (a >= 0 && b >= 0 && a != b)
+		return STP_EXPECT_PHASES;
+	/* inside a backward or an optimizer step: the framework orders those
+	 * ops (what the forward saved, gradients read by several backward ops) */
+	if (a >= 0 && a == b && d->phases[a].name &&
+	    (is_backward(d->phases[a].name) || !strcmp(d->phases[a].name, "optimizer")))
+		return STP_EXPECT_PHASES;
 	return STP_EXPECT_NONE;
 }
+
+int det_before_loop(const stp_det *d, uint64_t seq) { return det_judge_usable(d) && det_ib_at(d, seq) == 0; }
 
 int det_same_segment(const stp_det *d, uint64_t a_seq, uint64_t b_seq)
 {
 	return det_count_le(d->cuts, d->ncuts, a_seq) == det_count_le(d->cuts, d->ncuts, b_seq);
+}
+
+int det_spans_peak(const stp_det *d, uint64_t a_seq, uint64_t b_seq)
+{
+	/* iterations are in order, and so are their peaks: the first peak at
+	 * or after a_seq */
+	uint32_t lo = 0, hi = d->niters;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (d->ipeak_seq && d->ipeak_seq[mid] < a_seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return d->ipeak_seq && lo < d->niters && d->ipeak_seq[lo] <= b_seq;
 }
 
 int det_after_loop(const stp_det *d, uint64_t seq)
@@ -118,8 +144,8 @@ int det_site_is_library(stp_det *d, uint32_t stack)
 
 const char *stp_det_expect_name(unsigned e)
 {
-	static const char *const n[] = {"", "across-iterations", "saved-for-backward", "teardown", "library",
-	                                "caching-allocator"};
+	static const char *const n[] = {"", "across-iterations", "phases", "teardown", "library",
+	                                "caching-allocator", "off-peak", "set-up", "negligible"};
 	return e < STP_EXPECT_COUNT ? n[e] : "?";
 }
 
@@ -127,11 +153,16 @@ const char *stp_det_expect_text(unsigned e)
 {
 	static const char *const n[] = {
 		"",
-		"idle from one iteration into the next: state a training loop keeps (weights, optimizer state)",
-		"idle from the forward to its backward: what autograd saves for the backward",
+		"state the loop keeps (weights, optimizer state), idle between its uses",
+		"kept from one phase for a later one, or inside a backward or an optimizer step: activations saved "
+		"for the backward, gradients waiting for the step (the framework orders those ops)",
 		"freed after the loop ended: teardown",
 		"a library's own buffer (cuBLAS, cuDNN workspaces)",
 		"a caching allocator's tensors: it already reuses their memory",
+		"kept after its last use, but not over its iteration's memory peak: freeing it sooner "
+		"would not lower the peak",
+		"before the loop began: set-up",
+		"under 1/1024 of its memory space's peak: too small to matter",
 	};
 	return e < STP_EXPECT_COUNT ? n[e] : "?";
 }

@@ -181,15 +181,22 @@ typedef enum stp_det_pattern {
  * a fault to fix: such findings are kept apart (result->expected). */
 typedef enum stp_det_expect {
 	STP_EXPECT_NONE = 0,
-	STP_EXPECT_ACROSS_ITERATIONS = 1, /* idle from one iteration into the next: state
-	                                   * kept across iterations (weights, optimizer state) */
-	STP_EXPECT_SAVED_FOR_BACKWARD = 2, /* idle from a forward to its backward: what
-	                                   * autograd saves (activations, the weights' second use) */
+	STP_EXPECT_ACROSS_ITERATIONS = 1, /* state the loop keeps (weights, optimizer state):
+	                                   * idle between iterations or between its uses in one */
+	STP_EXPECT_PHASES = 2,            /* kept from one phase for a later one, or idle
+	                                   * inside a backward or an optimizer step (the
+	                                   * framework orders those ops): activations saved for
+	                                   * the backward, gradients waiting for the step */
 	STP_EXPECT_TEARDOWN = 3,          /* freed after the loop ended, unused or unread since */
 	STP_EXPECT_LIBRARY = 4,           /* a library's own buffer (cuBLAS, cuDNN workspaces) */
 	STP_EXPECT_CACHED = 5,            /* a caching allocator's tensors: it reuses the memory
 	                                   * already, a reuse by hand saves nothing */
-	STP_EXPECT_COUNT = 6
+	STP_EXPECT_OFF_PEAK = 6,          /* kept after its last use, but not over its
+	                                   * iteration's memory peak: freeing it sooner would
+	                                   * not lower the peak */
+	STP_EXPECT_SETUP = 7,             /* before the loop began: set-up */
+	STP_EXPECT_NEGLIGIBLE = 8,        /* the object is under 1/1024 of its space's peak */
+	STP_EXPECT_COUNT = 9
 } stp_det_expect;
 
 /* Lifetime histogram buckets in time: [0] < 1 us, [1] < 10 us, ...
