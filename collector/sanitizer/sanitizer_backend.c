@@ -234,11 +234,25 @@ static szctx *ctx_of(CUcontext ctx, int32_t device)
 	return c;
 }
 
-static uint32_t call_path(void)
+/* The call path of a callback: the frames inside the sanitizer library,
+ * the driver and the runtime left out, so that it starts at the caller of
+ * the CUDA API (the program's line), as the CUPTI backend's paths do. */
+static const char *const cuda_libs[] = {"libsanitizer-public.so", "libcuda.so", "libcudart.so"};
+static stc_modset libs = {.prefix = cuda_libs, .n = 3};
+
+static __attribute__((noinline)) uint32_t call_path(void)
 {
 	uint64_t ips[STC_DEPTH_MAX];
-	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
-	return d ? stc_intern_stack(ips, d) : 0;
+	uint32_t want = g_cfg.depth, walk = want + 24 < STC_DEPTH_MAX ? want + 24 : STC_DEPTH_MAX;
+	if (!want)
+		return 0;
+	stc_modset_scan(&libs);
+	uint32_t d = stc_unwind(ips, walk);
+	uint32_t first = stc_modset_skip(&libs, 3, ips, d);
+	d -= first;
+	if (d > want)
+		d = want;
+	return d ? stc_intern_stack(ips + first, d) : 0;
 }
 
 static uint32_t tid(void)
