@@ -111,6 +111,12 @@ assert (o['used_bytes'], o['used_from'], o['used_to']) == (20 << 20 >> 3, 0, 20 
 assert d['accesses']['sanitizer'] == 1 and d['accesses']['sampled'] == d['accesses']['launches'] == 19
 print('planted: the 8 patterns on their objects, nothing else')
 PY
+# the same at the lines marked PLANT:<pattern> in the fake program's source,
+# by the checker tests/gpu/check_52_planted.sh runs on planted.cu
+"$STPROF" report -f json --top 200 --frames 16 -o pf.json p.stp || fail "report planted --frames 16"
+"$PY" "$STPROF_SRC/tests/python/planted_check.py" pf.json "$STPROF_SRC/collector/sanitizer/tests/sz_fake_program.c" \
+	early-allocation late-deallocation unused-allocation dead-write temporary-idleness redundant-allocation \
+	overallocation memory-leak >pc.txt || fail "planted lines: $(cat pc.txt)"
 
 # 20,000 launches over 2,000 objects, no synchronization until the end
 "$STPROF" record --accesses=exact -q -o m.stp -- "$PROG" many 20000 >m.out || fail "record many"

@@ -155,17 +155,17 @@ static void planted(void)
 	       (unsigned long long)part, (unsigned long long)S_PART, (unsigned long long)leak,
 	       (unsigned long long)S_LEAK);
 	float v = 0;
-	fake_malloc(early, S_EARLY);
-	fake_malloc(late, S_LATE);
+	fake_malloc(early, S_EARLY); /* PLANT:early-allocation */
+	fake_malloc(late, S_LATE); /* PLANT:late-deallocation */
 	k_init("late", late, S_LATE);
 	k_touch(late, S_LATE);
-	fake_malloc(unused, S_UNUSED);
-	fake_malloc(dead, S_DEAD);
+	fake_malloc(unused, S_UNUSED); /* PLANT:unused-allocation */
+	fake_malloc(dead, S_DEAD); /* PLANT:dead-write */
 	k_init("dead", dead, S_DEAD);
 	fake_memset(dead, S_DEAD);
 	k_touch(dead, S_DEAD);
 	fake_free(dead, S_DEAD);
-	fake_malloc(idle, S_IDLE);
+	fake_malloc(idle, S_IDLE); /* PLANT:temporary-idleness */
 	k_init("idle", idle, S_IDLE);
 	k_touch(idle, S_IDLE);
 	fake_malloc(ok, S_OK);
@@ -179,17 +179,17 @@ static void planted(void)
 	k_init("early", early, S_EARLY);
 	k_touch(early, S_EARLY);
 	fake_free(early, S_EARLY);
-	fake_malloc(red2, S_RED);
+	fake_malloc(red2, S_RED); /* PLANT:redundant-allocation */
 	k_init("red2", red2, S_RED);
 	k_touch(red2, S_RED);
 	fake_free(red2, S_RED);
 	k_touch(idle, S_IDLE);
 	fake_free(idle, S_IDLE);
-	fake_malloc(part, S_PART);
+	fake_malloc(part, S_PART); /* PLANT:overallocation */
 	k_init("part", part, S_PART / 8);
 	k_touch(part, S_PART / 8);
 	fake_free(part, S_PART);
-	fake_malloc(leak, S_LEAK);
+	fake_malloc(leak, S_LEAK); /* PLANT:memory-leak */
 	k_init("leak", leak, S_LEAK);
 	k_touch(leak, S_LEAK);
 	fake_memcpy(leak, (uint64_t)(uintptr_t)&v, sizeof v, 3);
