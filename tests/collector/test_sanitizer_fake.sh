@@ -6,7 +6,8 @@
 # call order, no access written after its object's free; `stprof report`
 # names the dead write and the unused object; 20,000 launches over 2,000
 # objects without synchronizing are read back in a few ring-full batches,
-# not one synchronization per launch; --sample-launches.
+# not one synchronization per launch; --sample-launches; planted.cu's
+# patterns at their lines; a library's workspace kept apart.
 . "$(dirname "$0")/lib.sh"
 FAKE="$STPROF_BUILD/libsz_fake_device.so"
 PROG="$STPROF_BUILD/sz_fake_program"
@@ -117,6 +118,20 @@ PY
 "$PY" "$STPROF_SRC/tests/python/planted_check.py" pf.json "$STPROF_SRC/collector/sanitizer/tests/sz_fake_program.c" \
 	early-allocation late-deallocation unused-allocation dead-write temporary-idleness redundant-allocation \
 	overallocation memory-leak >pc.txt || fail "planted lines: $(cat pc.txt)"
+# a library's workspace (allocated under a function naming it, as cuBLAS's
+# under PyTorch's getCurrentCUDABlasHandle) is kept apart; the program's own
+# unused object of the same size is the one finding
+"$STPROF" record --accesses=exact -q -o l.stp -- "$PROG" library >l.out || fail "record library"
+"$STPROF" report -f json --top 100 -o l.json l.stp || fail "report library"
+"$PY" - l.out l.json <<'PY' || fail "library workspace"
+import json, sys
+objs = {p[1]: int(p[2], 16) for p in (l.split() for l in open(sys.argv[1])) if p and p[0] == 'obj'}
+d = json.load(open(sys.argv[2]))
+got = [(f['pattern'], f['worst']['addr']) for f in d['findings']]
+assert got == [('unused-allocation', objs['mine'])], got
+apart = [(f['pattern'], f['expected'], f['objects']) for f in d['expected']]
+assert apart == [('unused-allocation', 'library', 1)], apart
+PY
 
 # 20,000 launches over 2,000 objects, no synchronization until the end
 "$STPROF" record --accesses=exact -q -o m.stp -- "$PROG" many 20000 >m.out || fail "record many"

@@ -18,6 +18,11 @@
  *   planted the calls of tests/sanitizer/planted.cu, one object per DrGPUM
  *           pattern (and one clean object), in the same order; "obj NAME
  *           ADDR SIZE" lines name them
+ *   library a library's workspace (allocated inside a function whose name
+ *           says so, as cuBLAS's is under PyTorch's getCurrentCUDABlasHandle)
+ *           and the program's own object of the same size, neither ever
+ *           touched, while a third is written and read: both are unused,
+ *           only the program's is a finding
  *
  * Ends with "fake errors=E syncs=S blocks=B" (the fake device's counts).
  */
@@ -198,6 +203,29 @@ static void planted(void)
 	fake_free(late, S_LATE);
 }
 
+/* stands in for a library's handle creation: its name says "workspace" */
+__attribute__((noinline)) static void blas_workspace_alloc(uint64_t addr, uint64_t size)
+{
+	fake_malloc(addr, size);
+	__asm__ volatile("" ::: "memory"); /* no tail call: this frame stays on the path */
+}
+
+static void library(void)
+{
+	const uint64_t M = 1 << 20, ws = 0x7f2000000000ull, mine = ws + 64 * M, used = ws + 128 * M;
+	printf("obj workspace %#llx %llu\nobj mine %#llx %llu\n", (unsigned long long)ws, (unsigned long long)(32 * M),
+	       (unsigned long long)mine, (unsigned long long)(32 * M));
+	blas_workspace_alloc(ws, 32 * M);
+	fake_malloc(mine, 32 * M);
+	fake_malloc(used, M);
+	k_init("used", used, M);
+	k_touch(used, M);
+	fake_free(used, M);
+	fake_sync();
+	fake_free(mine, 32 * M);
+	fake_free(ws, 32 * M);
+}
+
 int main(int argc, char **argv)
 {
 	fake_context();
@@ -207,6 +235,8 @@ int main(int argc, char **argv)
 		many(atoi(argv[2]));
 	else if (argc > 1 && !strcmp(argv[1], "planted"))
 		planted();
+	else if (argc > 1 && !strcmp(argv[1], "library"))
+		library();
 	else
 		return 2;
 	fake_context_destroy();
