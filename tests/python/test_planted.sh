@@ -5,7 +5,8 @@
 # unused allocation, late deallocation, leak) are the report's findings,
 # each at its line, and nothing else is; the training loop's own structure
 # (weights kept across iterations, activations saved for the backward,
-# gradients waiting for the step, the caching of tensors) is kept apart.
+# gradients waiting for the step, the caching of tensors) is kept apart;
+# the same over two micro-batches per step.
 # Dead writes and overallocation need kernels' exact accesses
 # (tests/gpu/check_52_planted.sh runs the same program on a GPU).
 . "$(dirname "$0")/../collector/lib.sh"
@@ -35,4 +36,10 @@ PY
 grep -q "Temporary idleness: 5 objects, 20.0 MiB.*distance [0-9]* ops" p.txt || fail "$(grep -A3 Findings p.txt)"
 grep -q "in forward of iteration" p.txt || fail "no phase words: $(grep -- '->' p.txt | head -5)"
 grep -q "expected, not counted as findings" p.txt || fail "no expected section"
+# the same loop over 2 micro-batches per step (gradients accumulated): the
+# same five at their lines, nothing else
+"$STPROF" record --accesses -q -o m.stp -- "$PY" "$P" cpu 3 2 >m.txt || fail "record, micro-batches"
+"$STPROF" report -f json --top 200 -o m.json m.stp || fail "report, micro-batches"
+"$PY" "$STPROF_SRC/tests/python/planted_check.py" m.json "$P" early-allocation temporary-idleness \
+	unused-allocation late-deallocation memory-leak >m.check || fail "micro-batches: $(cat m.check)"
 echo ok
