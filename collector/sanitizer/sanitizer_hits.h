@@ -124,10 +124,10 @@ STC_SZ_FN uint32_t stc_sz_mode(uint32_t f)
 	return m ? m : STC_SZ_HIT_READ | STC_SZ_HIT_WRITE;
 }
 
-/* The object holding p: its index, or n when none does. */
-STC_SZ_FN uint64_t stc_sz_find(const uint64_t *starts, const uint64_t *ends, uint64_t n, uint64_t p)
+/* The index of the first object starting above p (n when none does). */
+STC_SZ_FN uint64_t stc_sz_above(const uint64_t *starts, uint64_t n, uint64_t p)
 {
-	uint64_t lo = 0, hi = n; /* first start > p */
+	uint64_t lo = 0, hi = n;
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		if (starts[mid] <= p)
@@ -135,6 +135,13 @@ STC_SZ_FN uint64_t stc_sz_find(const uint64_t *starts, const uint64_t *ends, uin
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* The object holding p: its index, or n when none does. */
+STC_SZ_FN uint64_t stc_sz_find(const uint64_t *starts, const uint64_t *ends, uint64_t n, uint64_t p)
+{
+	uint64_t lo = stc_sz_above(starts, n, p);
 	if (lo == 0 || p >= ends[lo - 1])
 		return n;
 	return lo - 1;
@@ -193,17 +200,8 @@ STC_SZ_FN void stc_sz_range(uint64_t ud, uint64_t p, uint64_t size, uint32_t m)
 	const uint64_t *starts = (const uint64_t *)(uintptr_t)h->starts, *ends = (const uint64_t *)(uintptr_t)h->ends;
 	uint64_t n = h->n, end = size && p + size > p ? p + size : p + 1;
 	uint64_t i = stc_sz_find(starts, ends, n, p);
-	if (i == n) { /* p in a gap: the first object starting inside the range */
-		uint64_t lo = 0, hi = n;
-		while (lo < hi) {
-			uint64_t mid = lo + (hi - lo) / 2;
-			if (starts[mid] <= p)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		i = lo;
-	}
+	if (i == n) /* p in a gap: the first object starting inside the range */
+		i = stc_sz_above(starts, n, p);
 	for (uint32_t k = 0; k < STC_SZ_SPAN_MAX && i < n && starts[i] < end; k++, i++)
 		stc_sz_mark(h, a, i, m, stc_sz_chunk_bits(starts[i], ends[i], p, end - p));
 }
