@@ -22,6 +22,7 @@
 #include "record.h"
 #include "traceset.h"
 #include "guard.h"
+#include "input.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -60,14 +61,15 @@ static void det_progress(void *ctx, int pass, uint64_t done, uint64_t total)
 }
 
 /* May the one-shot mode write PATH?  Not over a file stprof did not write
- * (with -o the names follow the trace's); an earlier run's is kept as .old. */
+ * (with -o the names follow the trace's); an earlier run's is kept as .old
+ * when the output is written (stprof/outfile.h). */
 static int sidecar_ok(const char *path, outname_kind kind, const char *what)
 {
 	if (outname_foreign(path, kind)) {
 		stprof_err("%s exists and was not written by stprof; no %s written (leaving it alone)", path, what);
 		return 0;
 	}
-	return outname_keep_old(path, kind) == 0;
+	return 1;
 }
 
 /* The one-shot timeline's bound: about 100 MB, what the Perfetto UI loads
@@ -277,10 +279,14 @@ int cmd_run(int argc, char **argv)
 	int traces = record_summary(trace, argv[optind], o.quiet);
 	traceset ts = {0};
 	if (traces > 1 && traceset_find(trace, &ts) > 0) { /* a job's ranks */
+		for (size_t i = 0; i < ts.n && !o.quiet; i++)
+			stprof_warn_cut(ts.path[i]);
 		outputs_of_ranks(&ts, trace, &o, report, timeline, plan, full);
 		traceset_free(&ts);
 		exit_like(status);
 	}
+	if (traces > 0 && !o.quiet)
+		stprof_warn_cut(trace);
 	/* one detector run for the report and the timeline */
 	stp_det *det = NULL;
 	if (traces > 0 && (report || timeline) && access(trace, R_OK) == 0) {

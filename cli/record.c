@@ -5,7 +5,9 @@
  *
  * stprof itself ignores SIGINT and SIGQUIT while the program runs (a terminal
  * sends them to the whole process group, so the program gets its own) and
- * passes SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM on to it.
+ * passes SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM on to it.  SIGKILL,
+ * which cannot be passed on, reaches the program through the parent-death
+ * signal: stprof killed, the program is killed too.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -359,6 +362,7 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		stprof_err("pipe: %s", strerror(errno));
 		return -1;
 	}
+	pid_t self = getpid();
 	child_pid = fork();
 	if (child_pid < 0) {
 		stprof_err("fork: %s", strerror(errno));
@@ -366,6 +370,11 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	}
 	if (child_pid == 0) {
 		close(pfd[0]);
+		/* stprof killed (SIGKILL, which it cannot pass on): the program
+		 * goes too, not on as an orphan nobody waits for.  Cleared in the
+		 * program's own children; a parent already gone is seen here. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self)
+			_exit(127);
 		execvp(argv[0], argv);
 		int e = errno;
 		if (write(pfd[1], &e, sizeof e) < 0)

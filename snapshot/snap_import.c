@@ -363,7 +363,7 @@ static int write_trace(importer *im, const char *out)
 	}
 	if (bad) {
 		snprintf(im->err, im->errlen, "%s: cannot write the trace", out);
-		stp_writer_abandon(w);
+		stp_writer_discard(w);
 		return -1;
 	}
 	if (stp_writer_close(w, STP_END_EXIT, 0) < 0) {
