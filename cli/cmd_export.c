@@ -276,7 +276,7 @@ int cmd_export(int argc, char **argv)
 		return 1;
 	}
 	/* streams read once; every trace cut short said so before it is read */
-	if (!found && stprof_inputs("export", argc, argv, optind, 0)) {
+	if (!found && stprof_inputs("export", argc, argv, optind, STPROF_IN_TRACE)) {
 		free(def);
 		return 1;
 	}

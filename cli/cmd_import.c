@@ -84,7 +84,7 @@ int cmd_import(int argc, char **argv)
 		free(def);
 		return 1;
 	}
-	if (stprof_input("import", &in, 0)) { /* a stream read once */
+	if (stprof_input("import", &in, STPROF_IN_PICKLE)) { /* a stream read once */
 		free(def);
 		return 1;
 	}

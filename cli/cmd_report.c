@@ -155,6 +155,9 @@ static int iteration_window(const char *trace, stp_det_options *o, int64_t n)
 	return rc;
 }
 
+/* After the error of a damaged trace, when no report follows. */
+#define PARTIAL_HINT " (--partial: report what was read before it)"
+
 /* Writes to out (NULL: standard output; else as stprof/outfile.h says)
  * with fn(arg); 0, or 1 after the error. */
 static int write_out(const char *out, const stp_outkind *kind, int (*fn)(void *, FILE *), void *arg)
@@ -241,7 +244,7 @@ static int report_several(const char *const *traces, size_t n, const stp_det_opt
 			stprof_err("%s", err);
 			status = 1;
 		} else if (stp_det_result_of(d[i])->error) {
-			stprof_err("%s", stp_det_result_of(d[i])->error);
+			stprof_err("%s%s", stp_det_result_of(d[i])->error, partial ? "" : PARTIAL_HINT);
 			if (!partial)
 				status = 1;
 		}
@@ -447,7 +450,7 @@ int cmd_report(int argc, char **argv)
 		stprof_err("report: %s", oerr);
 		return 1;
 	}
-	if (stprof_inputs("report", argc, argv, optind, no_ranks ? 0 : STPROF_IN_DIR_OK)) /* pipes read once */
+	if (stprof_inputs("report", argc, argv, optind, STPROF_IN_TRACE | (no_ranks ? 0 : STPROF_IN_DIR_OK))) /* pipes read once */
 		return 1;
 	if (want_progress) {
 		o.progress = progress;
@@ -493,7 +496,7 @@ int cmd_report(int argc, char **argv)
 	}
 	const stp_det_result *r = stp_det_result_of(d);
 	if (r->error && !partial) {
-		stprof_err("%s", r->error);
+		stprof_err("%s%s", r->error, PARTIAL_HINT);
 		stp_det_free(d);
 		return 1;
 	}

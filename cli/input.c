@@ -19,25 +19,42 @@
 #include "input.h"
 #include "scratch.h"
 #include "stprof/trace.h"
+#include "stprof/trace_codec.h"
 #include "util.h"
 
 void stprof_warn_cut(const char *path)
 {
 	/* once per path and run: the one-shot mode reads its trace in several
-	 * subcommands */
-	static char warned[PATH_MAX];
+	 * subcommands, report and export look at their inputs twice */
+	static char warned[16][PATH_MAX];
+	static unsigned nwarned;
+	for (unsigned i = 0; i < nwarned && i < 16; i++)
+		if (!strcmp(path, warned[i]))
+			return;
 	uint64_t off, bytes;
-	if (strcmp(path, warned) && stp_trace_cut(path, &off, &bytes)) {
-		snprintf(warned, sizeof warned, "%s", path);
+	if (stp_trace_cut(path, &off, &bytes)) {
+		snprintf(warned[nwarned++ % 16], PATH_MAX, "%s", path);
 		stprof_err("warning: %s ends inside the chunk at offset %" PRIu64 " (its last %" PRIu64
 		           " bytes are not a whole chunk: the recording was cut short); reading what is whole",
 		           path, off, bytes);
 	}
 }
 
+/* What a stream for flags may start with: a trace or a snapshot, a
+ * snapshot; anything (0) for the rest. */
+static int starts_right(unsigned flags, const char *b, size_t n)
+{
+	if (flags & STPROF_IN_TRACE)
+		return (n >= 8 && !memcmp(b, STP_FILE_MAGIC, 8)) || (n >= 1 && (uint8_t)b[0] == 0x80);
+	if (flags & STPROF_IN_PICKLE)
+		return n >= 1 && (uint8_t)b[0] == 0x80;
+	return 1;
+}
+
 /* Copies the stream at path into a scratch file; its path, or NULL after
- * the error. */
-static const char *spool(const char *cmd, const char *path)
+ * the error.  One that does not start as the command's input must stops
+ * there (an endless one, `yes |`, would fill the disk). */
+static const char *spool(const char *cmd, const char *path, unsigned flags)
 {
 	char nb[PATH_MAX];
 	snprintf(nb, sizeof nb, "%s", path);
@@ -58,6 +75,26 @@ static const char *spool(const char *cmd, const char *path)
 	char buf[1 << 16];
 	ssize_t n;
 	const char *rc = copy;
+	size_t got = 0;
+	while (got < 8 && (n = read(in, buf + got, 8 - got)) != 0) /* the first bytes, whole */
+		if (n > 0)
+			got += (size_t)n;
+		else if (errno != EINTR)
+			break;
+	if (!starts_right(flags, buf, got)) {
+		stprof_err("%s: %s: offset 0: not %s (bad magic)", cmd, path,
+		           flags & STPROF_IN_TRACE ? "an stprof trace nor a PyTorch snapshot" : "a pickle");
+		close(in);
+		close(out);
+		return NULL;
+	}
+	n = (ssize_t)got;
+	if (n && write(out, buf, (size_t)n) != n) {
+		stprof_err("%s: %s: cannot copy it to %s: %s", cmd, path, copy, strerror(errno));
+		close(in);
+		close(out);
+		return NULL;
+	}
 	while ((n = read(in, buf, sizeof buf)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -97,8 +134,8 @@ int stprof_input(const char *cmd, const char **path, unsigned flags)
 		                                   : "");
 		return 1;
 	}
-	if (!S_ISREG(sb.st_mode)) {
-		const char *copy = spool(cmd, *path);
+	if (S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode)) { /* character devices are read as they are */
+		const char *copy = spool(cmd, *path, flags);
 		if (!copy)
 			return 1;
 		*path = copy;

@@ -2,7 +2,8 @@
 # The transparency suite of issue 12: one case per way a profiled program
 # once behaved differently from the same program run natively, plus signals
 # while the flusher runs, a program that closes every fd, a raw clone(2), a
-# small RLIMIT_NOFILE and a program that blocks every signal.  Every case
+# small RLIMIT_NOFILE, a program that blocks every signal, and stprof killed
+# with SIGKILL (issue 26: the program ran on as an orphan).  Every case
 # runs and the failures are listed together.
 # HARD_STPROF=/path/to/stprof runs the cases against another build (the
 # helpers still come from this one): how the cases were shown to fail before.
@@ -119,6 +120,20 @@ kill -TERM "$sp"; wait "$sp"; ss=$?
 set -e
 [ "$ss" = "$ns" ] || bad "SIGTERM: status $ss, natively $ns"
 cmp -s "$T/n.out" "$T/s.out" || bad "handled signals: '$(cat "$T/s.out")', natively '$(cat "$T/n.out")'"
+
+case=11-sigkill
+# SIGKILL to stprof alone (it cannot pass that one on): the program goes too
+rm -f "$T/k.pid"
+"$STPROF" record -q -o "$T/k.stp" -- sh -c "echo \$\$ >$T/k.pid; exec sleep 60" & kp=$!
+for i in $(seq 200); do [ -s "$T/k.pid" ] && break; sleep 0.05; done
+prog=$(cat "$T/k.pid" 2>/dev/null || echo)
+kill -KILL "$kp"; wait "$kp" 2>/dev/null || :
+running() { [ -n "$1" ] && [ -e "/proc/$1" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
+for i in $(seq 100); do running "$prog" || break; sleep 0.05; done
+if running "$prog"; then
+  bad "SIGKILL to stprof left the program (pid $prog) running as an orphan"
+  kill -KILL "$prog" 2>/dev/null || :
+fi
 
 case=close-all
 same "closes every fd" "$TP" close-all || :
