@@ -137,6 +137,8 @@ int pk_is_seq(const pk_val *v); /* list or tuple */
  * pkw_memo_put/get share a value written once (frames, frame lists). */
 typedef struct pk_writer pk_writer;
 pk_writer *pkw_open(FILE *f);
+/* The stream written to (tests write raw opcodes between values). */
+FILE *pkw_stream(pk_writer *w);
 void pkw_dict_begin(pk_writer *w);
 void pkw_dict_end(pk_writer *w);   /* after key, value, key, value ... */
 void pkw_list_begin(pk_writer *w);

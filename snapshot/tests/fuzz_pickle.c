@@ -5,8 +5,9 @@
  *         (into /dev/null), which reads it shaped;
  *   even: structure-aware: the rest drives a generator of snapshot-shaped
  *         pickles (dicts, lists of segments, blocks, trace entries, frames,
- *         memo sharing and memo loops, odd values in every field) written
- *         with the pickle writer, then parsed and imported.
+ *         memo sharing and memo loops, odd values in every field; one-item
+ *         dicts and lists and lists in batches as Python writes them, short
+ *         tuples) written with the pickle writer, then parsed and imported.
  * Invariants: no crash, no leak, no error message longer than one line.
  */
 #include <stdint.h>
@@ -38,7 +39,7 @@ static void value(src *s, pk_writer *w, int depth, uint32_t *memo_n)
 	unsigned c = next(s);
 	if (depth > 6)
 		c &= 7;
-	switch (c % 12) {
+	switch (c % 15) {
 	case 0: pkw_int(w, (int64_t)((uint64_t)next(s) << (next(s) % 56))); break;
 	case 1: pkw_uint(w, UINT64_MAX - next(s)); break;
 	case 2: pkw_str(w, strs[next(s) % (sizeof strs / sizeof *strs)]); break;
@@ -60,6 +61,38 @@ static void value(src *s, pk_writer *w, int depth, uint32_t *memo_n)
 			value(s, w, depth + 1, memo_n);
 		}
 		pkw_dict_end(w);
+		break;
+	}
+	case 12: { /* a one-item dict, as Python writes it: } k v SETITEM */
+		FILE *f = pkw_stream(w);
+		fputc('}', f);
+		pkw_str(w, keys[next(s) % (sizeof keys / sizeof *keys)]);
+		value(s, w, depth + 1, memo_n);
+		fputc('s', f);
+		break;
+	}
+	case 13: { /* a list in batches of APPENDS, or a one-item list: ] v APPEND */
+		FILE *f = pkw_stream(w);
+		unsigned batches = next(s) % 4;
+		fputc(']', f);
+		if (!batches) {
+			value(s, w, depth + 1, memo_n);
+			fputc('a', f);
+		}
+		for (unsigned b = 0; b < batches; b++) {
+			fputc('(', f);
+			for (unsigned i = 0, n = next(s) % 4; i < n; i++)
+				value(s, w, depth + 1, memo_n);
+			fputc('e', f);
+		}
+		break;
+	}
+	case 14: { /* a short tuple: TUPLE1..3 */
+		FILE *f = pkw_stream(w);
+		unsigned n = 1 + next(s) % 3;
+		for (unsigned i = 0; i < n; i++)
+			value(s, w, depth + 1, memo_n);
+		fputc(0x84 + (int)n, f);
 		break;
 	}
 	default: { /* a list */

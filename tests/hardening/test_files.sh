@@ -7,6 +7,7 @@
 #   5  a FIFO hung every reader, a pipe (/dev/stdin) got "bad magic";
 #   8  a trace cut inside a chunk gave no report, timeline or plan;
 #   9  timelines and plans (which hold the command line) were made 0644;
+#      (the same for reports, snapshots, CSVs and libstalloc's statistics)
 #  11  a directory given to info, dump or plan got "bad magic".
 # HARD_STPROF=/path/to/stprof checks another build (how the cases were shown
 # to fail before).
@@ -19,6 +20,7 @@ cd "$T"
 # a trace of 24 or so chunks, a snapshot of it, a MiniMalloc instance
 "$STPROF" record -q --flush-ms 5 -o t.stp "$STPROF_BUILD/cli_alloc_loop" 300000
 "$STPROF" export -q -f torch-snapshot -o s.pickle t.stp
+"$STPROF" plan -q -o p.plan t.stp
 printf 'id,lower,upper,size\n0,0,2,16\n1,1,3,32\n' >in.csv
 
 case=1-import-onto-input
@@ -44,6 +46,7 @@ outputs=(
   "report -o OUT t.stp"
   "report -f json -o OUT t.stp"
   "report -f html -o OUT t.stp"
+  "run --plan p.plan --stalloc-stats OUT -- $STPROF_BUILD/cli_alloc_loop 1000"
 )
 # default names: COMMAND... and the name it writes
 defaults=("export -q t.stp|t.pftrace" "plan -q t.stp|t.plan" "import -q s.pickle|s.stp")
@@ -94,11 +97,14 @@ for tpl in "${outputs[@]}"; do
   cp o.out first.out 2>/dev/null || : >first.out
   run_out o.out "$tpl" || bad "$tpl, again: status $? ($(head -2 err))"
   cmp -s o.out.old first.out || bad "$tpl: the earlier output is not kept as .old"
-  # an .old that is not stprof's is not replaced either
+  # an .old that is not stprof's is not replaced either (the statistics are
+  # written by the program at its exit: it says so, its status stays its own)
   echo "my notes" >o.out.old
+  cp o.out second.out
   s=0; run_out o.out "$tpl" || s=$?
+  case "$tpl" in run*) s=1; grep -q "statistics not written" err || bad "$tpl: no word on the .old" ;; esac
   [ "$s" != 0 ] && [ "$(cat o.out.old)" = "my notes" ] || bad "$tpl replaced a foreign .old (status $s)"
-  cmp -s o.out first.out || bad "$tpl changed its output though it could not keep it"
+  cmp -s o.out second.out || bad "$tpl changed its output though it could not keep it"
   no_temps "$tpl"
 done
 # a device or a pipe is written in place
@@ -155,6 +161,8 @@ for at in 30 100 $((size / 3)) $((size / 2)) $((size - 7)) $((size - 1)); do
   [ "$s" = 0 ] && [ -s cut.pftrace ] || bad "export of a trace cut at $at: status $s, $(head -2 err)"
   s=0; "$STPROF" info cut.stp >out 2>err || s=$?
   [ "$s" = 0 ] && grep -q "ends inside the chunk" out || bad "info of a trace cut at $at: status $s"
+  s=0; "$STPROF" dump cut.stp >out 2>err || s=$?
+  [ "$s" = 0 ] && grep -q "cut short" err || bad "dump of a trace cut at $at: status $s, $(head -2 err)"
   if [ "$at" -gt 100 ]; then # with allocations in it
     s=0; "$STPROF" plan -q -o cut.plan cut.stp 2>err || s=$?
     [ "$s" = 0 ] && [ -s cut.plan ] || bad "plan of a trace cut at $at: status $s, $(head -2 err)"
