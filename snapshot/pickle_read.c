@@ -389,6 +389,19 @@ static int placed(parser *ps, int t, where *w)
 	return takes(ps, *w, t);
 }
 
+/* A new node of type t for place w (NULL when out of memory). */
+static pk_val *new_placed(parser *ps, pk_type t, where w)
+{
+	pk_val *v = new_node(ps, t);
+	if (v) {
+		v->place = w.place;
+		v->pos = w.pos;
+		if (ps->shape && w.place && place(ps, w.place)->stream && t == PK_LIST)
+			v->flags |= F_STREAM;
+	}
+	return v;
+}
+
 /* Pushes a new node of type t where it is kept, else "dropped". */
 static int push_new(parser *ps, pk_type t, pk_val **out)
 {
@@ -399,13 +412,9 @@ static int push_new(parser *ps, pk_type t, pk_val **out)
 		return -1;
 	if (!keep)
 		return push(ps, shared(ps, ID_DROPPED));
-	pk_val *v = new_node(ps, t);
+	pk_val *v = new_placed(ps, t, w);
 	if (!v)
 		return fail(ps, "out of memory");
-	v->place = w.place;
-	v->pos = w.pos;
-	if (ps->shape && w.place && place(ps, w.place)->stream && t == PK_LIST)
-		v->flags |= F_STREAM;
 	*out = v;
 	return push(ps, v);
 }
@@ -469,22 +478,20 @@ static int string_op(parser *ps, size_t lenbytes, pk_type t)
 			return push(ps, shared(ps, k));
 		if (!keep || w.key)
 			return push(ps, shared(ps, ID_DROPPED));
-		pk_val *v = new_node(ps, t);
+		pk_val *v = new_placed(ps, t, w);
 		if (!v || !(v->u.s = malloc((size_t)n + 1)))
 			return fail(ps, "out of memory");
 		memcpy(v->u.s, tmp, (size_t)n);
 		v->u.s[n] = 0;
 		v->n = (uint32_t)n;
-		v->place = w.place;
 		return push(ps, v);
 	}
 	if (!keep || w.key)
 		return copy_out(ps, NULL, n) < 0 ? -1 : push(ps, shared(ps, ID_DROPPED));
-	pk_val *v = new_node(ps, t);
+	pk_val *v = new_placed(ps, t, w);
 	if (!v || !(v->u.s = malloc((size_t)n + 1)))
 		return fail(ps, "out of memory");
 	v->n = (uint32_t)n;
-	v->place = w.place;
 	if (push(ps, v) < 0)
 		return -1;
 	if (copy_out(ps, v->u.s, n) < 0)
@@ -647,11 +654,9 @@ static int tuple_of(parser *ps, size_t from)
 		drop_from(ps, from);
 		return push(ps, shared(ps, ID_DROPPED));
 	}
-	pk_val *t = new_node(ps, PK_TUPLE);
+	pk_val *t = new_placed(ps, PK_TUPLE, w);
 	if (!t)
 		return fail(ps, "out of memory");
-	t->place = w.place;
-	t->pos = w.pos;
 	for (size_t i = from; i < ps->sn; i++)
 		if (add_item(ps, t, ps->stack[i]) < 0) {
 			free_node(ps->doc, t);

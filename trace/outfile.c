@@ -163,11 +163,15 @@ int stp_outfile_keep_old(const char *path, const stp_outkind *kind, char *err, s
 
 /* ------------------------------------------------------------ writing */
 
-/* Creates DIR/.BASE.<pid>.<n>.tmp beside path, exclusively. */
+/* Creates DIR/.BASE.<pid>.<n>.tmp beside path, exclusively (.stprof for
+ * BASE when BASE is too long to take the suffix within NAME_MAX). */
 static int make_temp(stp_outfile *o, const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+	const char *base = slash ? slash + 1 : path;
+	if (strlen(base) > 200)
+		base = "stprof";
 	size_t need = strlen(path) + 64;
 	o->tmp = malloc(need);
 	if (!o->tmp)
@@ -177,7 +181,7 @@ static int make_temp(stp_outfile *o, const char *path)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	for (int tries = 0; tries < 100; tries++) {
 		unsigned r = (unsigned)ts.tv_nsec ^ (unsigned)(++counter * 2654435761u) ^ (unsigned)tries;
-		snprintf(o->tmp, need, "%.*s.%s.%d.%08x.tmp", (int)dlen, path, slash ? slash + 1 : path, (int)getpid(), r);
+		snprintf(o->tmp, need, "%.*s.%s.%d.%08x.tmp", (int)dlen, path, base, (int)getpid(), r);
 		int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0)
 			return fd;
