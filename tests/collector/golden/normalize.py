@@ -9,7 +9,9 @@ Kept: every event, its seq, its type and its fields.  Taken out or
 renamed, by first appearance in the run: times (the TIME_NS column, end_ns,
 duration), process and thread ids (T1, T2, ...), pids, a module's base,
 size, bias and build-id (the path is kept as its file name, the build
-directory as $B).  Addresses become objects: each allocation (or segment)
+directory as $B; the size of an allocation made inside the dynamic
+loader, which copies paths such as LD_LIBRARY_PATH's, as ld).  Addresses
+become objects: each allocation (or segment)
 is a new O<n>, a free names the live object it frees (pre: one allocated
 before the recording), a range names the live object it starts in and its
 offset there (else ext), a stream handle is S<n>.  So a trace compares by
@@ -90,6 +92,12 @@ def frame(ip, modules):
     return "?"
 
 
+def in_loader(stack, modules):
+    """An allocation made inside the dynamic loader (its innermost frame)."""
+    first = stack.split(";")[0]
+    return bool(first) and frame(int(first, 16), modules).startswith("ld-linux")
+
+
 def main():
     for dump in sys.argv[2:]:
         modules, objs = [], Objects()
@@ -116,6 +124,8 @@ def main():
                     v = re.sub(r"\.stp\.\d+", ".stp.PID", v)
                 elif k == "addr":
                     v = objs.new(v, f.get("size")) if typ in ("alloc", "segment_reserve") else objs.gone(v)
+                elif k == "size" and typ == "alloc" and in_loader(f.get("stack", ""), modules):
+                    v = "ld"  # the loader's copies of paths (LD_LIBRARY_PATH: the build directory's)
                 elif k == "stream":
                     v = handle(v)
                 elif k in ("read", "write", "readwrite"):
