@@ -6,5 +6,5 @@
  */
 #include "stprof/stalloc.h"
 
-const stp_outkind stp_outkind_stalloc_stats = {"stalloc statistics file", STALLOC_STATS_HEAD,
-                                               sizeof STALLOC_STATS_HEAD - 1, NULL};
+/* a plan's statistics and a lifetime model's both start so */
+const stp_outkind stp_outkind_stalloc_stats = {"stalloc statistics file", "stalloc: ", 9, NULL};
