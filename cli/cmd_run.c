@@ -276,7 +276,7 @@ int cmd_run(int argc, char **argv)
 	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)
 		return 127;
-	int traces = record_summary(trace, argv[optind], o.quiet);
+	int traces = record_summary(trace, argv[optind], status, o.quiet);
 	traceset ts = {0};
 	if (traces > 1 && traceset_find(trace, &ts) > 0) { /* a job's ranks */
 		for (size_t i = 0; i < ts.n && !o.quiet; i++)

@@ -445,7 +445,7 @@ static void sum_one(const char *path, void *arg)
 	s->n++;
 }
 
-int record_summary(const char *trace, const char *program, int quiet)
+int record_summary(const char *trace, const char *program, int status, int quiet)
 {
 	struct summary s = {.main = trace};
 	for_each_trace(trace, sum_one, &s);
@@ -462,6 +462,12 @@ int record_summary(const char *trace, const char *program, int quiet)
 		           stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
 	else
 		stprof_err("trace written to %s (%s)", trace, stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
+	/* the program exited, yet its trace has no END record: the writing was
+	 * stopped (a file-size limit the program set, a full disk) */
+	if (WIFEXITED(status) && access(trace, F_OK) == 0 && !stp_trace_has_end(trace))
+		stprof_err("%s has no end record though the program exited (status %d): the recording stopped early "
+		           "(a file-size limit, RLIMIT_FSIZE, a full disk, or an exit stprof did not see); what was written is read",
+		           trace, WEXITSTATUS(status));
 	if (s.ranks)
 		stprof_err("%d trace%s of ranks' processes (RANK set), e.g. %s; `stprof report %s` compares them",
 		           s.ranks, s.ranks > 1 ? "s" : "", s.first_rank, trace);

@@ -1,7 +1,8 @@
 /*
- * cut.c - stp_trace_cut(): does a trace end inside a chunk?  Answered
- * without decoding a single event, so that a command can warn before it
- * reads (the readers themselves read such a file to its last whole chunk).
+ * cut.c - stp_trace_cut(): does a trace end inside a chunk?  And
+ * stp_trace_has_end(): does it end with an END chunk?  Answered without
+ * decoding a single event, so that a command can warn before it reads (the
+ * readers themselves read such a file to its last whole chunk).
  *
  * A whole trace ends with an END chunk: the last 64 bytes are searched for
  * one that ends exactly at the end of the file and whose checksum holds.
@@ -37,6 +38,17 @@ static int ends_whole(int fd, uint64_t size)
 			return 1;
 	}
 	return 0;
+}
+
+int stp_trace_has_end(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat sb;
+	int whole = !fstat(fd, &sb) && S_ISREG(sb.st_mode) && ends_whole(fd, (uint64_t)sb.st_size);
+	close(fd);
+	return whole;
 }
 
 int stp_trace_cut(const char *path, uint64_t *offset, uint64_t *bytes)

@@ -259,6 +259,9 @@ const stp_trace_stats *stp_reader_stats(const stp_reader *r);
  * does not (or cannot be told: not a regular file, not a trace, damaged
  * before its end). */
 int stp_trace_cut(const char *path, uint64_t *offset, uint64_t *bytes);
+/* 1 when the trace at path ends with a whole END chunk (found from its
+ * last 64 bytes). */
+int stp_trace_has_end(const char *path);
 const stp_trace_header *stp_reader_header(const stp_reader *r);
 const char *stp_reader_path(const stp_reader *r);
 /* String by id; "" for 0 or an unknown id. */
