@@ -5,7 +5,8 @@
  *
  * stprof itself ignores SIGINT and SIGQUIT while the program runs (a terminal
  * sends them to the whole process group, so the program gets its own) and
- * passes SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM on to it.  SIGKILL,
+ * passes SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM on to it; after, they
+ * are as they were.  SIGKILL,
  * which cannot be passed on, reaches the program through the parent-death
  * signal: stprof killed, the program is killed too.
  */
@@ -386,11 +387,12 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward};
 	sigemptyset(&ign.sa_mask);
 	sigemptyset(&fwd.sa_mask);
-	sigaction(SIGINT, &ign, NULL);
-	sigaction(SIGQUIT, &ign, NULL);
-	int fwd_sigs[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
-	for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
-		sigaction(fwd_sigs[i], &fwd, NULL);
+	/* while the program runs; then as they were (the one-shot mode's
+	 * analysis can be interrupted, and removes what it half wrote) */
+	static const int sigs[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
+	struct sigaction was[sizeof sigs / sizeof sigs[0]];
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], i < 2 ? &ign : &fwd, &was[i]);
 
 	int exec_errno = 0;
 	ssize_t got;
@@ -398,11 +400,15 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		;
 	close(pfd[0]);
 	int status;
-	while (waitpid(child_pid, &status, 0) < 0)
-		if (errno != EINTR) {
-			stprof_err("waitpid: %s", strerror(errno));
-			return -1;
-		}
+	int waited;
+	while ((waited = waitpid(child_pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &was[i], NULL);
+	if (waited < 0) {
+		stprof_err("waitpid: %s", strerror(errno));
+		return -1;
+	}
 	if (got == sizeof exec_errno) {
 		stprof_err("%s: %s", argv[0], strerror(exec_errno));
 		unlink(trace);

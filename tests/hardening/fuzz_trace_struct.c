@@ -22,6 +22,7 @@
 #include "stprof/plan.h"
 #include "stprof/report.h"
 #include "stprof/trace.h"
+#include "stprof/trace_codec.h"
 #include "wf_src.h"
 
 #define MAX_EVENTS 2000
