@@ -19,6 +19,7 @@
 #include "stprof/outfile.h"
 #include "stprof/perfetto.h"
 #include "stprof/plan.h"
+#include "stprof/report.h"
 #include "util.h"
 
 /* Interpreters whose first non-option argument is the program run. */
@@ -121,6 +122,7 @@ static const stp_outkind *kind_of(outname_kind kind)
 	switch (kind) {
 	case OUTNAME_PLAN: return &stp_outkind_plan;
 	case OUTNAME_TIMELINE: return &stp_outkind_timeline;
+	case OUTNAME_HTML: return &stp_outkind_report_html;
 	case OUTNAME_TRACE: break;
 	}
 	return &stp_outkind_trace;
@@ -150,8 +152,11 @@ void outname_one_shot(char *const *argv, int with_sidecars, char *base, size_t l
 	static const struct {
 		const char *ext;
 		outname_kind kind;
-	} outs[] = {{".stp", OUTNAME_TRACE}, {".plan", OUTNAME_PLAN}, {".pftrace", OUTNAME_TIMELINE}};
-	for (size_t i = 0; i < (with_sidecars ? 3u : 1u); i++) {
+	} outs[] = {{".stp", OUTNAME_TRACE},
+	            {".plan", OUTNAME_PLAN},
+	            {".pftrace", OUTNAME_TIMELINE},
+	            {".html", OUTNAME_HTML}};
+	for (size_t i = 0; i < (with_sidecars ? sizeof outs / sizeof *outs : 1u); i++) {
 		snprintf(p, sizeof p, "%s%s", b, outs[i].ext);
 		if (outname_foreign(p, outs[i].kind)) {
 			char alt[PATH_MAX];

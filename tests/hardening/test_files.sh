@@ -127,7 +127,7 @@ for tpl in "${outputs[@]}"; do
   m=$(stat -c %a o.out); [ "$m" = 600 ] || bad "$tpl: output mode $m"
 done
 "$STPROF" -q -o one.stp "$STPROF_BUILD/cli_alloc_loop" 1000 >/dev/null
-for f in one.stp one.plan one.pftrace; do
+for f in one.stp one.plan one.pftrace one.html; do
   m=$(stat -c %a $f 2>/dev/null || echo none); [ "$m" = 600 ] || bad "one-shot $f: mode $m"
 done
 

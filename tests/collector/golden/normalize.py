@@ -9,9 +9,7 @@ Kept: every event, its seq, its type and its fields.  Taken out or
 renamed, by first appearance in the run: times (the TIME_NS column, end_ns,
 duration), process and thread ids (T1, T2, ...), pids, a module's base,
 size, bias and build-id (the path is kept as its file name, the build
-directory as $B; the size of an allocation made inside the dynamic
-loader, which copies paths such as LD_LIBRARY_PATH's, as ld).  Addresses
-become objects: each allocation (or segment)
+directory as $B).  Addresses become objects: each allocation (or segment)
 is a new O<n>, a free names the live object it frees (pre: one allocated
 before the recording), a range names the live object it starts in and its
 offset there (else ext), a stream handle is S<n>.  So a trace compares by
@@ -26,7 +24,8 @@ import re
 import subprocess
 import sys
 
-build = os.path.realpath(sys.argv[1])
+link = sys.argv[1].rstrip("/")          # the build folder as the run named it
+build = os.path.realpath(link)
 names = {}     # (kind, raw) -> normalized name, by first appearance
 symtabs = {}   # module path -> (sorted starts, [(start, end, name)])
 
@@ -70,7 +69,7 @@ def handle(raw):
 def symbols(path):
     if path not in symtabs:
         rows = []
-        if path.startswith(build + "/") and os.path.exists(path):
+        if (path.startswith(build + "/") or path.startswith(link + "/")) and os.path.exists(path):
             out = subprocess.run(["nm", "-S", "--defined-only", path], capture_output=True, text=True).stdout
             for line in out.splitlines():
                 p = line.split()
@@ -90,12 +89,6 @@ def frame(ip, modules):
             fn = rows[i][2] if i >= 0 and rows[i][0] <= off < rows[i][1] else ""
             return os.path.basename(path) + (":" + fn if fn else "")
     return "?"
-
-
-def in_loader(stack, modules):
-    """An allocation made inside the dynamic loader (its innermost frame)."""
-    first = stack.split(";")[0]
-    return bool(first) and frame(int(first, 16), modules).startswith("ld-linux")
 
 
 def main():
@@ -118,14 +111,12 @@ def main():
                 if k == "thread":
                     v = rename("T", v)
                 elif k in ("path", "cmdline"):
-                    v = v.replace(build, "$B")
+                    v = v.replace(link, "$B").replace(build, "$B")
                     if k == "path":
                         v = '"' + os.path.basename(v.strip('"')) + '"'
                     v = re.sub(r"\.stp\.\d+", ".stp.PID", v)
                 elif k == "addr":
                     v = objs.new(v, f.get("size")) if typ in ("alloc", "segment_reserve") else objs.gone(v)
-                elif k == "size" and typ == "alloc" and in_loader(f.get("stack", ""), modules):
-                    v = "ld"  # the loader's copies of paths (LD_LIBRARY_PATH: the build directory's)
                 elif k == "stream":
                     v = handle(v)
                 elif k in ("read", "write", "readwrite"):
