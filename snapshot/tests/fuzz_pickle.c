@@ -7,13 +7,20 @@
  *         pickles (dicts, lists of segments, blocks, trace entries, frames,
  *         memo sharing and memo loops, odd values in every field; one-item
  *         dicts and lists and lists in batches as Python writes them, short
- *         tuples) written with the pickle writer, then parsed and imported.
- * Invariants: no crash, no leak, no error message longer than one line.
+ *         tuples) written with the pickle writer, then parsed and imported;
+ *         a quarter of them also go through the importer's file reader
+ *         (a 64 KiB window), behind a dropped string that puts the window's
+ *         edge at a byte the fuzz bytes choose, and are cut at another
+ *         (issue 26: the importer reads files streamed).
+ * Invariants: no crash, no leak, no error message longer than one line; a
+ * pickle imports from a file as from memory (the same counts, or the same
+ * error at the same offset).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../pickle.h"
 #include "../snap_int.h"
@@ -123,6 +130,46 @@ static void run(const uint8_t *p, size_t n)
 		abort();
 }
 
+#define WINDOW_EDGE (1u << 16) /* pickle_read.c's WINDOW */
+
+/* p[0..n) (a pickle from pkw_open: PROTO 2 first) behind a dropped string
+ * (X len bytes POP) so that its byte `edge` lies at the window's edge, and
+ * most often cut at its byte `keep`; imported from memory and from a file
+ * (both named by the file), which must agree. */
+static void through_window(const uint8_t *p, size_t n, size_t edge, size_t keep)
+{
+	if (n < 3 || n > WINDOW_EDGE / 2)
+		return;
+	edge = 2 + edge % (n - 2);
+	size_t pad = WINDOW_EDGE - 8 - (edge - 2), len = 8 + pad + (n - 2);
+	uint8_t *b = malloc(len);
+	if (!b)
+		return;
+	b[0] = 0x80, b[1] = 2, b[2] = 'X';
+	for (int i = 0; i < 4; i++)
+		b[3 + i] = (uint8_t)(pad >> (8 * i));
+	memset(b + 7, 'p', pad);
+	b[7 + pad] = '0';
+	memcpy(b + 8 + pad, p + 2, n - 2);
+	if (keep % 4) /* three quarters cut inside the pickle's own bytes */
+		len = 8 + pad + keep % (n - 2);
+	char path[64], merr[1024], ferr[1024];
+	snprintf(path, sizeof path, "/tmp/fuzz-pickle-%d.pickle", (int)getpid());
+	FILE *f = fopen(path, "wb");
+	if (f && fwrite(b, 1, len, f) == len && fclose(f) == 0) {
+		stp_snapshot_import_stats ms, fs;
+		int mrc = snap_import_mem(b, len, path, "/dev/null", &ms, merr, sizeof merr);
+		int frc = stp_snapshot_import(path, "/dev/null", &fs, ferr, sizeof ferr);
+		if (mrc != frc || (mrc == 0 && memcmp(&ms, &fs, sizeof ms)) ||
+		    (mrc < 0 && strcmp(merr, ferr)) || (frc < 0 && strchr(ferr, '\n')))
+			abort();
+	} else if (f) {
+		fclose(f);
+	}
+	unlink(path);
+	free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
@@ -153,6 +200,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pkw_close(w);
 	fclose(f);
 	run((const uint8_t *)buf, len);
+	unsigned how = next(&s);
+	if (!(how & 3)) {
+		size_t edge = next(&s) | (size_t)next(&s) << 8, keep = next(&s) | (size_t)next(&s) << 8;
+		through_window((const uint8_t *)buf, len, edge, keep + (how >> 2));
+	}
 	free(buf);
 	return 0;
 }
