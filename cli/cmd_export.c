@@ -15,8 +15,10 @@
 #include "stprof/allocsim.h"
 #include "stprof/detector.h"
 #include "stprof/perfetto.h"
+#include "stprof/snapshot.h"
 #include "guard.h"
 #include "outname.h"
+#include "input.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
 #include "selfcheck.h"
@@ -268,12 +270,13 @@ int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
-	/* an earlier output is kept as FILE.old, as the one-shot keeps its
-	 * sidecars; a file stprof did not write is left alone */
+	/* refused before the work when it may not be written (a file stprof did
+	 * not write is left alone); an earlier output is kept as FILE.old, as
+	 * the one-shot keeps its sidecars */
 	outname_kind kind = snapshot ? OUTNAME_SNAPSHOT : OUTNAME_TIMELINE;
-	if (outname_foreign(out, kind)) {
-		stprof_err("export: %s exists and is not a %s; not overwriting it (remove it or choose another -o)", out,
-		           snapshot ? "pickle" : "timeline stprof wrote");
+	char oerr[1024];
+	if (stp_outfile_check(out, snapshot ? &stp_outkind_snapshot : &stp_outkind_timeline, oerr, sizeof oerr) < 0) {
+		stprof_err("export: %s", oerr);
 		free(def);
 		traceset_free(&ts);
 		return 1;
@@ -283,6 +286,14 @@ int cmd_export(int argc, char **argv)
 		traceset_free(&ts);
 		return 1;
 	}
+	/* streams read once; every trace cut short said so before it is read */
+	if (!found && stprof_inputs("export", argc, argv, optind, STPROF_IN_TRACE)) {
+		free(def);
+		traceset_free(&ts);
+		return 1;
+	}
+	for (size_t i = 0; i < ntraces; i++)
+		stprof_warn_cut(traces[i]);
 	/* PyTorch snapshots given as traces are imported first */
 	if (!found && stprof_pickle_inputs(argc, argv, optind, quiet)) {
 		free(def);

@@ -15,10 +15,10 @@ void outname_base(char *const *argv, char *base, size_t len);
 /* The script an interpreter in argv runs (python3 x.py: "x.py"), NULL
  * when argv runs no interpreter or runs a module or code (-m, -c). */
 const char *outname_script(char *const *argv);
-/* 1 when PATH looks written by stprof as KIND (its magic bytes; for
- * OUTNAME_SNAPSHOT any pickle: a snapshot, stprof's or PyTorch's). */
+/* 1 when PATH looks written by stprof as KIND (its first bytes). */
 int outname_ours(const char *path, outname_kind kind);
-/* 1 when something exists at PATH that stprof did not write as KIND. */
+/* 1 when something is at PATH that an output of KIND may not replace
+ * (stprof/outfile.h: not stprof's, a link, a directory). */
 int outname_foreign(const char *path, outname_kind kind);
 /* Renames an stprof-written PATH to PATH.old (an earlier run's); nothing
  * when absent or not stprof's.  0, or -1 after printing the error. */
