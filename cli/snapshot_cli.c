@@ -32,6 +32,9 @@ const char *stprof_input_name(const char *path)
 
 void stprof_snapshot_warn(const char *pickle, const stp_snapshot_import_stats *st)
 {
+	if (st->dropped_segments)
+		stprof_err("warning: %s: %" PRIu64 " items of its segments list are not segments (not dicts): dropped",
+		           pickle, st->dropped_segments);
 	if (!st->outside_allocs)
 		return;
 	stprof_err("warning: %s: %" PRIu64 " allocations lie outside every segment of their device (the first at 0x%" PRIx64

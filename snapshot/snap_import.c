@@ -68,7 +68,7 @@ static const pk_place places[NPLACES] = {
 	[P_BLOCK] = {block_keys, 0, 0, 0, 0},
 	[P_HIST] = {NULL, P_HENT, 0, 0, 0},
 	[P_HENT] = {hent_keys, 0, 0, 0, 0},
-	[P_DTRACES] = {NULL, P_TRACE, 0, 0, 0},
+	[P_DTRACES] = {NULL, P_TRACE, 1, 0, 0}, /* a scalar: kept, to be refused */
 	[P_TRACE] = {NULL, P_ENTRY, 0, 1, 0},
 	[P_ENTRY] = {entry_keys, 0, 0, 0, 0},
 	[P_ANNS] = {NULL, P_ANN, 0, 1, 0},
@@ -111,6 +111,10 @@ typedef struct importer {
 	uint32_t list_at;   /* offset of the trace list read last */
 	uint64_t t_prev, order, nann;
 	uint64_t entry_i;   /* the entry's index in its device's trace */
+	/* the first malformed item, said once the pickle has been read whole (a
+	 * pickle cut short is said as such first); malformed() sets it */
+	char *refusal;
+	int malformed_now;
 	char **names;       /* annotation names, owned */
 	size_t nnames, namecap;
 } importer;
@@ -132,8 +136,9 @@ static const char *type_name(const pk_val *v)
  * is wrong, never imported with made-up figures: -1 with err set. */
 static int malformed(importer *im, const pk_val *at, const char *what, const char *key, const char *why)
 {
-	snprintf(im->err, im->errlen, "%s: offset %" PRIu64 ": not a valid PyTorch memory snapshot: %s%s%s%s %s",
+	snprintf(im->err, im->errlen, "%s: offset %" PRIu32 ": not a valid PyTorch memory snapshot: %s%s%s%s %s",
 	         im->path, at->offset, what, key ? " '" : "", key ? key : "", key ? "'" : "", why);
+	im->malformed_now = 1;
 	return -1;
 }
 
@@ -332,8 +337,6 @@ static int read_blocks(importer *im, const pk_val *seg, const imp_ev *sev, uint3
 /* One segment (of `segments`, or of a 1.13 snapshot's list). */
 static int segment_in(importer *im, const pk_val *s)
 {
-	if (s->type != PK_DICT)
-		return 0;
 	uint32_t i = (uint32_t)im->st->segments;
 	char what[64];
 	snprintf(what, sizeof what, "segment %u", i);
@@ -446,12 +449,20 @@ static int sink(void *ctx, const pk_val *list, const pk_val *item, char *err, si
 	(void)err;
 	(void)errlen; /* im->err is the same buffer */
 	importer *im = ctx;
+	if (im->refusal)
+		return 0; /* refused already: read on to the end, for a pickle cut short */
+	int rc = 0;
 	switch (places[list->place].items) {
-	case P_SEG: return segment_in(im, item);
-	case P_ENTRY: return entry_in(im, list, item);
-	case P_ANN: return annotation_in(im, item);
+	case P_SEG: rc = segment_in(im, item); break;
+	case P_ENTRY: rc = entry_in(im, list, item); break;
+	case P_ANN: rc = annotation_in(im, item); break;
 	}
-	return 0;
+	if (rc < 0 && im->malformed_now) {
+		if (!(im->refusal = strdup(im->err)))
+			return oom(im);
+		return 0;
+	}
+	return rc;
 }
 
 static int by_time(const void *a, const void *b)
@@ -592,6 +603,11 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 		         im->path, root->offset);
 		return -1;
 	}
+	/* items of the segments list that were no segment (not a dict: a
+	 * number, a list) were dropped by the reader: counted, for a warning */
+	const pk_val *sl = root->type == PK_DICT ? pk_get(root, "segments") : root;
+	uint64_t items = sl ? (uint64_t)sl->cap : 0;
+	im->st->dropped_segments = items > im->st->segments ? items - im->st->segments : 0;
 	if (im->trace.n)
 		qsort(im->trace.v, im->trace.n, sizeof *im->trace.v, by_time);
 	if (imp_replay_initial(&im->end_segs, &im->end_allocs, &im->trace, &im->out) < 0)
@@ -675,10 +691,13 @@ static int import(const char *path, const uint8_t *data, size_t len, const char 
 	pk_shape shape = {.places = places, .nplaces = NPLACES, .strings = strings, .sink = sink, .ctx = &im};
 	pk_doc *doc = pk_read(path, data, len, name, &shape, err, errlen);
 	int rc = -1;
-	if (doc) {
+	if (doc && im.refusal) {
+		snprintf(err, errlen, "%s", im.refusal);
+	} else if (doc) {
 		st->protocol = pk_protocol(doc);
 		rc = import_doc(&im, pk_root(doc), out_stp);
 	}
+	free(im.refusal);
 	pk_free(doc);
 	importer_free(&im);
 	return rc;

@@ -48,6 +48,8 @@ typedef struct stp_snapshot_import_stats {
 	 * events written; the trace carries the annotation
 	 * "stprof.segments_dropped" with this count) */
 	uint64_t outside_allocs, first_outside_addr;
+	/* items of the segments list that are not segments (not dicts), dropped */
+	uint64_t dropped_segments;
 } stp_snapshot_import_stats;
 
 /* Reads the pickle and writes a .stp trace.  Returns 0, or -1 with err set. */

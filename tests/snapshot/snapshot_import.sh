@@ -86,7 +86,12 @@ bad truncated "pickle.dumps({'segments': [1, 2, 3]}, protocol=4)[:-5]" "claimed"
 bad nostop "pickle.dumps([1, 2], protocol=2)[:-1]" "no STOP"
 # malformed snapshots: refused in one line, never imported with made-up figures
 S0="{'device': 0, 'address': 4096, 'total_size': 512, 'blocks': [{'address': 4096, 'size': 512, 'state': 'active_allocated'}]}"
-bad ints "pickle.dumps([1, 2, 3], protocol=2)" "segment 0 is not a dict"
+# a list of numbers: its items are no segments, dropped with a warning that
+# says so (the streaming reader drops what is not a dict as it reads)
+"$PY" -c "import pickle,sys; sys.stdout.buffer.write(pickle.dumps([1, 2, 3], protocol=2))" >"$T/ints.pickle"
+msg=$("$STPROF" import "$T/ints.pickle" -o "$T/ints.stp" 2>&1) || fail "ints: $msg"
+echo "$msg" | grep -q "^stprof: warning: $T/ints.pickle: 3 items of its segments list are not segments (not dicts): dropped" ||
+  fail "ints: no warning naming what was dropped: $msg"
 bad strsize "pickle.dumps({'segments': [{'device': 0, 'address': 0, 'total_size': 'big'}], 'device_traces': []}, protocol=4)" \
   "segment 0 'total_size' is a str, not a byte count"
 bad negsize "pickle.dumps([{'device': 0, 'address': 4096, 'total_size': 512, 'blocks': [{'size': -5, 'state': 'inactive'}]}], protocol=2)" \
