@@ -6,7 +6,9 @@
  * interpreter lives beside it (python/, installed as stprof-python/).
  *
  * Files:
- *   pyframes.c              the interpreter's frames, read from its C API
+ *   pyframes.c              the interpreter's frames: which way they are
+ *                           read, the cache of their names, the GIL path
+ *   pylayout.c              the frames read in place, without the GIL
  *   torch_common.c          a tensor's call path; libc10's own symbols
  *   torch_cpu.c             c10::alloc_cpu / free_cpu interposed
  *   torch_cuda_pluggable.c  torch_cuda_caching.c  torch_cuda_api.c
@@ -35,6 +37,26 @@ enum {
 	STC_GIL_WAIT = 2,     /* also by waiting: the caller holds no lock another thread may wait for with the GIL */
 };
 STC_HIDDEN uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil);
+/* How frames are read: in place (any thread, no GIL), through the GIL (the
+ * rules above), not known yet (no probe ran), or not a Python process. */
+enum { STC_PYF_NONE = 0, STC_PYF_UNKNOWN = 1, STC_PYF_IN_PLACE = 2, STC_PYF_GIL = 3 };
+STC_HIDDEN int stc_py_frames_how(void);
+/* The name id of a frame read in place (the cache of pyframes.c). */
+STC_HIDDEN uint32_t stc_py_line_id(void *code, long lasti);
+/* In a forked child: the cache's lock may have been held by a thread that is gone. */
+STC_HIDDEN void stc_py_atfork_child(void);
+
+/* ---------------------------------------------------------------- in place (pylayout.c) */
+/* Finds and checks the layout (the GIL held): 1 when usable. */
+STC_HIDDEN int stc_py_layout_probe(void);
+/* 0 not probed yet, 1 usable, 2 not usable (GIL path). */
+STC_HIDDEN int stc_py_layout_state(void);
+/* The calling thread's frames, innermost first, as STP_PYFRAME_TAG | id. */
+STC_HIDDEN uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max);
+/* A code object's file and name objects (its key words in the cache). */
+STC_HIDDEN void stc_py_layout_key(void *code, uintptr_t *fname, uintptr_t *qname);
+/* "FILE:LINE in NAME" of (code, lasti), interned. */
+STC_HIDDEN uint32_t stc_py_layout_name(void *code, long lasti);
 
 /* ---------------------------------------------------------------- torch (torch_common.c) */
 /* The call path of a tensor allocated now (native frames up to the

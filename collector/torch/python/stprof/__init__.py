@@ -61,10 +61,23 @@ def annotate(name, value=0):
     mark(ANNOTATION, name, value)
 
 
+def _probe():
+    """Lets the collector find where this Python keeps its frames, so that it
+    reads every thread's frames without the GIL (called with the GIL held:
+    PyDLL).  Returns True when it can."""
+    try:
+        f = ctypes.PyDLL(None).stprof_py_probe_v1
+    except (AttributeError, OSError):
+        return False
+    f.restype = ctypes.c_int
+    return bool(f())
+
+
 def _arm():
     """Installs the PyTorch markers when torch is imported (or now, if it is)."""
     if not active():
         return
+    _probe()
     from . import torch_markers
     if "torch" in sys.modules and hasattr(sys.modules["torch"], "optim"):
         torch_markers.install(sys.modules["torch"])
