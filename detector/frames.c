@@ -37,6 +37,7 @@ struct det_frames {
 	char **src_text;
 	uint32_t nsrc;
 	const stp_reader *rd;   /* names Python frames */
+	det_map interned;       /* hash of a text -> index in owned */
 	uint32_t nowned, owned_cap;
 	stp_symbolizer *sym;
 };
@@ -50,9 +51,15 @@ det_frames *det_frames_new(void)
 		free(f);
 		return NULL;
 	}
+	if (det_map_init(&f->interned, 64) < 0) {
+		det_map_destroy(&f->index);
+		free(f);
+		return NULL;
+	}
 	f->sym = stp_sym_new();
 	if (!f->sym) {
 		det_map_destroy(&f->index);
+		det_map_destroy(&f->interned);
 		free(f);
 		return NULL;
 	}
@@ -68,6 +75,7 @@ void det_frames_free(det_frames *f)
 	free(f->mods);
 	free(f->cache);
 	det_map_destroy(&f->index);
+	det_map_destroy(&f->interned);
 	for (uint32_t i = 0; i < f->nowned; i++)
 		free(f->owned[i]);
 	free(f->owned);
@@ -110,6 +118,24 @@ static const char *own(det_frames *f, char *s)
 	}
 	f->owned[f->nowned++] = s;
 	return s;
+}
+
+const char *det_frames_intern(det_frames *f, const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull, v;
+	for (const char *p = s; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	for (h |= 1;; h += 2) { /* probe on: two texts of one hash */
+		if (!det_map_get(&f->interned, h, &v))
+			break;
+		if (!strcmp(f->owned[v], s))
+			return f->owned[v];
+	}
+	char *c = strdup(s);
+	if (!c || !own(f, c))
+		return NULL;
+	det_map_put(&f->interned, h, f->nowned - 1, NULL);
+	return c;
 }
 
 /* A frame known by name (stprof/srcframe.h): kept in its own table, never

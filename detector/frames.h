@@ -14,6 +14,7 @@
 #ifndef STP_DET_FRAMES_H
 #define STP_DET_FRAMES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "stprof/detector.h"
@@ -55,4 +56,18 @@ int det_frame_is_python(const stp_det_frame *fr);
 /* A Python frame of the user's own code: not the standard library, an
  * installed package or the profiler's shim. */
 int det_frame_is_user_python(const stp_det_frame *fr);
+/* A copy of s kept until det_frames_free(), one per distinct text. */
+const char *det_frames_intern(det_frames *f, const char *s);
+
+/* Folding (fold.c). */
+/* Frames no user acts on: the framework's (PyTorch, CUDA, the interpreter,
+ * the C and C++ runtimes), or a Python frame not of the user's code. */
+int det_frame_is_framework(const stp_det_frame *fr);
+/* "aten::NAME" of an at::_ops::NAME::call/redispatch function; 0 if none. */
+int det_frame_aten_op(const char *fn, char *buf, size_t len);
+/* A C++ name with its argument and template lists elided. */
+size_t det_short_name(const char *in, char *out, size_t len);
+/* The folded view of a path (raw frames, innermost first, plumbing and
+ * wrappers already dropped). */
+uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, stp_det_frame *out, uint32_t max);
 #endif

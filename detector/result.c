@@ -327,6 +327,8 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 	uint32_t skip = 0;
 	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
 		skip++;
+	if (!d->opt.all_frames)
+		return det_fold_frames(d->frames, tmp + skip, n - skip, out, max);
 	/* the user's own Python line first, the native frames below it */
 	uint32_t user = n;
 	for (uint32_t i = skip; i < n && user == n; i++)
@@ -339,6 +341,48 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 		if (i != user)
 			out[m++] = tmp[i];
 	return m;
+}
+
+/* The index of the user's line in a raw path (n when none). */
+static uint32_t user_index(const stp_det_frame *f, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (det_frame_is_user_python(&f[i]))
+			return i;
+	return n;
+}
+
+static int same_frame(const stp_det_frame *a, const stp_det_frame *b)
+{
+	if (a->ip == b->ip)
+		return 1;
+	char x[512], y[512];
+	return !strcmp(stp_det_frame_text(a, x, sizeof x), stp_det_frame_text(b, y, sizeof y));
+}
+
+int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_frame *out)
+{
+	if (site >= d->res.nsites || other >= d->res.nsites || !d->rd)
+		return 0;
+	stp_det_frame a[96], b[96];
+	uint32_t na = raw_frames(d, d->spub[d->site_order[site]].stack, a, 96);
+	uint32_t nb = raw_frames(d, d->spub[d->site_order[other]].stack, b, 96);
+	uint32_t ua = user_index(a, na), ub = user_index(b, nb);
+	if (ua == na || ub == nb) /* no user line: from the innermost frame */
+		ua = ub = 0;
+	/* inward from the user's line (the library lines it went through),
+	 * then outward (its callers) */
+	for (uint32_t k = 1; k <= ua && k <= ub; k++)
+		if (!same_frame(&a[ua - k], &b[ub - k])) {
+			*out = a[ua - k];
+			return 1;
+		}
+	for (uint32_t k = 1; ua + k < na && ub + k < nb; k++)
+		if (!same_frame(&a[ua + k], &b[ub + k])) {
+			*out = a[ua + k];
+			return 1;
+		}
+	return 0;
 }
 
 void stp_det_resolve(stp_det *d, uint64_t ip, int caller, stp_det_frame *out)
@@ -356,6 +400,8 @@ const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)
 		snprintf(buf, len, "%s:%u in %s", fb ? fb + 1 : f->file, f->line, f->function ? f->function : "?");
 	} else if (STP_IS_PYFRAME(f->ip)) {
 		snprintf(buf, len, "(python frame)");
+	} else if (f->function && (!f->module || !*f->module) && !f->file) {
+		snprintf(buf, len, "%s", f->function);
 	} else if (f->function && f->file && f->line) {
 		const char *fb = strrchr(f->file, '/');
 		snprintf(buf, len, "%s (%s:%u)", f->function, fb ? fb + 1 : f->file, f->line);
@@ -367,6 +413,11 @@ const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)
 		snprintf(buf, len, "%s+0x%" PRIx64, b, f->offset);
 	else
 		snprintf(buf, len, "0x%" PRIx64, f->ip);
+	if (f->op) {
+		size_t k = strlen(buf);
+		if (k < len)
+			snprintf(buf + k, len - k, " (%s)", f->op);
+	}
 	return buf;
 }
 

@@ -10,6 +10,9 @@
 #include "stprof/detector.h"
 #include "stprof/report.h"
 
+/* The most frames a call path shows (--frames N). */
+#define REPORT_MAX_FRAMES 64
+
 /* ",\n\"models\":{...}" (or null) of the JSON report.  Every site index
  * it writes is marked in mark[] (nsites bytes) when mark is not NULL, so
  * that the report's bounded "sites" carries it. */
