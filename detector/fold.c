@@ -12,7 +12,8 @@
  *     library, installed packages and the shim; else, in a native program,
  *     its first frame that is not framework);
  *   - the operator that allocated, named as PyTorch names it (`aten::addmm`:
- *     the outermost at::_ops::NAME::call/redispatch frame of the path);
+ *     the innermost at::_ops::NAME::call/redispatch frame of the path that
+ *     is not an allocation helper such as aten::empty_strided);
  *   - then the frames further out that are not framework (the user's
  *     callers).
  *
@@ -60,7 +61,8 @@ int det_frame_is_framework(const stp_det_frame *fr)
 		return starts(b, "libtorch") || starts(b, "libcaffe2");
 	static const char *const names[] = {"c10::", "at::", "torch::", "pybind11::", "caffe2::", "std::",
 	                                    "__cuda", "cudart::", "libcudart", "void c10::", "void at::",
-	                                    "THP", "_PyEval", "_PyObject", "PyObject_", "cfunction_", 0};
+	                                    "THP", "_PyEval", "_PyObject", "PyObject_", "cfunction_", "_start",
+	                                    "__libc_start", "start_thread", "clone3", 0};
 	for (int i = 0; names[i]; i++)
 		if (starts(fn, names[i]))
 			return 1;
@@ -194,13 +196,22 @@ uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, st
 		for (uint32_t i = 0; i < n && user == n; i++)
 			if (!det_frame_is_framework(&in[i]))
 				user = i;
-	/* the operator: the outermost op entry inside the user's frame */
+	/* the operator: the innermost op entry that is not one of the
+	 * allocation helpers every op calls (aten::addmm under aten::linear,
+	 * aten::zeros_like over aten::empty_like), else the helper */
 	const char *op = NULL;
 	uint32_t inner = user < n ? user : (py < n ? py : n);
 	for (uint32_t i = 0; i < inner; i++) {
 		char b[256];
-		if (det_frame_aten_op(in[i].function, b, sizeof b))
+		if (!det_frame_aten_op(in[i].function, b, sizeof b))
+			continue;
+		int helper = starts(b, "aten::empty") || starts(b, "aten::new_empty") || starts(b, "aten::resize") ||
+		             starts(b, "aten::_empty");
+		if (!op || !helper) {
 			op = det_frames_intern(fs, b);
+			if (!helper)
+				break;
+		}
 	}
 	uint32_t m = 0;
 	if (user < n) {

@@ -297,6 +297,30 @@ done:
 	*out = fr;
 }
 
+uint32_t det_frames_resolve_inline(det_frames *f, uint64_t ip, int caller, stp_det_frame *out, uint32_t max)
+{
+	stp_det_frame one;
+	det_frames_resolve(f, ip, caller, &one);
+	if (!max)
+		return 0;
+	out[0] = one;
+	if (STP_IS_PYFRAME(ip) || ip >= STP_SRCFRAME_BASE || !one.function || !strstr(one.function, " (inlined into "))
+		return 1;
+	stp_frame sf[STP_SYM_MAX_FRAMES];
+	int n = stp_sym_lookup(f->sym, ip, caller, sf, STP_SYM_MAX_FRAMES);
+	if (n > STP_SYM_MAX_FRAMES)
+		n = STP_SYM_MAX_FRAMES;
+	uint32_t m = 0;
+	for (int i = 0; i < n && m < max; i++) {
+		out[m] = one;
+		out[m].function = sf[i].function;
+		out[m].file = sf[i].file;
+		out[m].line = sf[i].line;
+		m++;
+	}
+	return m ? m : 1;
+}
+
 void det_frames_set_reader(det_frames *f, const stp_reader *rd) { f->rd = rd; }
 
 static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }

@@ -28,6 +28,12 @@ int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64
 /* Fills *out for ip.  `caller` is 1 for a return address (every frame but
  * the innermost): its line is looked up at ip - 1. */
 void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *out);
+/* The frames of ip with its inlined calls apart, innermost first: each
+ * inlined function at the line running in it, then the function holding
+ * them at the line where it called the first (DW_AT_call_file/line):
+ * cudaMalloc<float> (cuda_runtime.h) then main (prog.cu:12).  One frame
+ * when nothing is inlined there.  Returns how many (<= max). */
+uint32_t det_frames_resolve_inline(det_frames *f, uint64_t ip, int caller, stp_det_frame *out, uint32_t max);
 /* 1 when function names and lines are looked up (the symbolizer is built in). */
 int det_frames_symbolized(const det_frames *f);
 /* The symbolizer's warnings so far (unreadable module, build-id mismatch). */

@@ -212,6 +212,21 @@ uint32_t stp_det_site_stack(const stp_det *d, uint32_t site)
 
 /* ------------------------------------------------------------ frames */
 
+/* The frames [from, n) of a path with inlined calls apart
+ * (det_frames_resolve_inline), into out; returns how many. */
+static uint32_t expand_inline(stp_det *d, const stp_det_frame *in, uint32_t from, uint32_t n, stp_det_frame *out,
+                              uint32_t max)
+{
+	uint32_t m = 0;
+	for (uint32_t i = from; i < n && m < max; i++) {
+		if (in[i].function && strstr(in[i].function, " (inlined into "))
+			m += det_frames_resolve_inline(d->frames, in[i].ip, 1, out + m, max - m);
+		else
+			out[m++] = in[i];
+	}
+	return m;
+}
+
 /* The frames of a stack after the profiler's and allocator's own. */
 static uint32_t raw_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max)
 {
@@ -327,8 +342,11 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 	uint32_t skip = 0;
 	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
 		skip++;
-	if (!d->opt.all_frames)
-		return det_fold_frames(d->frames, tmp + skip, n - skip, out, max);
+	if (!d->opt.all_frames) {
+		stp_det_frame x[128];
+		uint32_t nx = expand_inline(d, tmp, skip, n, x, 128);
+		return det_fold_frames(d->frames, x, nx, out, max);
+	}
 	/* the user's own Python line first, the native frames below it */
 	uint32_t user = n;
 	for (uint32_t i = skip; i < n && user == n; i++)
@@ -341,6 +359,53 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 		if (i != user)
 			out[m++] = tmp[i];
 	return m;
+}
+
+const char *stp_det_site_no_line(stp_det *d, uint32_t site)
+{
+	if (site >= d->res.nsites || !d->rd)
+		return NULL;
+	uint32_t stack = d->spub[d->site_order[site]].stack, parent, depth = 0, py = 0, interp = 0;
+	uint64_t ip;
+	if (!stack)
+		return "no call path was recorded (STPROF_DEPTH=0, or none could be unwound)";
+	stp_det_frame fr[2];
+	if (stp_det_site_frames(d, site, fr, 1) == 1 && stp_det_frame_is_user(&fr[0]))
+		return NULL;
+	for (uint32_t s = stack; s && stp_reader_stack_node(d->rd, s, &parent, &ip) == 0; s = parent) {
+		depth++;
+		if (STP_IS_PYFRAME(ip))
+			py++;
+		else if (det_frames_module_class(d->frames, ip) & DET_MOD_INTERPRETER)
+			interp++;
+	}
+	if (py)
+		return "made by library code that no line of the program called (a DataLoader worker's collate, "
+		       "a thread a library started)";
+	const stp_det_space *sp = d->res.primary >= 0 ? &d->res.spaces[d->res.primary] : NULL;
+	if (interp && sp && sp->device == -1 && !sp->tensors)
+		return "host-heap paths are native frames up to the interpreter (Python lines are recorded for "
+		       "tensors: --space tensors)";
+	if (interp)
+		return "its thread's Python frames could not be read (a Python whose frames stprof reads only with "
+		       "the GIL, which another thread held: docs/python.md)";
+	if (d->has_python_frames < 0) {
+		/* does any top site carry Python frames (a Python program)? */
+		d->has_python_frames = 0;
+		for (uint32_t i = 0; i < d->res.nsites && i < 200 && !d->has_python_frames; i++)
+			for (uint32_t s = d->spub[d->site_order[i]].stack;
+			     s && stp_reader_stack_node(d->rd, s, &parent, &ip) == 0; s = parent)
+				if (STP_IS_PYFRAME(ip)) {
+					d->has_python_frames = 1;
+					break;
+				}
+	}
+	if (d->has_python_frames)
+		return "made on a thread that runs no Python code (PyTorch's autograd threads run the backward "
+		       "of GPU tensors; a C++ thread)";
+	if (depth >= 32)
+		return "its recorded path ends inside the framework (raise STPROF_DEPTH: frames per call path)";
+	return "no frame of the program in its path (all of it the runtime's, the driver's or a library's)";
 }
 
 /* The index of the user's line in a raw path (n when none). */
@@ -372,17 +437,21 @@ int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_f
 		ua = ub = 0;
 	/* inward from the user's line (the library lines it went through),
 	 * then outward (its callers) */
-	for (uint32_t k = 1; k <= ua && k <= ub; k++)
-		if (!same_frame(&a[ua - k], &b[ub - k])) {
-			*out = a[ua - k];
-			return 1;
-		}
-	for (uint32_t k = 1; ua + k < na && ub + k < nb; k++)
-		if (!same_frame(&a[ua + k], &b[ub + k])) {
-			*out = a[ua + k];
-			return 1;
-		}
-	return 0;
+	int found = 0;
+	for (uint32_t k = 1; k <= ua && k <= ub && !found; k++)
+		if (!same_frame(&a[ua - k], &b[ub - k]))
+			*out = a[ua - k], found = 1;
+	for (uint32_t k = 1; ua + k < na && ub + k < nb && !found; k++)
+		if (!same_frame(&a[ua + k], &b[ub + k]))
+			*out = a[ua + k], found = 1;
+	if (found && out->function && !STP_IS_PYFRAME(out->ip) && !d->opt.all_frames) {
+		char t[512];
+		det_short_name(out->function, t, sizeof t);
+		const char *k = det_frames_intern(d->frames, t);
+		if (k)
+			out->function = k;
+	}
+	return found;
 }
 
 void stp_det_resolve(stp_det *d, uint64_t ip, int caller, stp_det_frame *out)

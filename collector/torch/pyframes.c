@@ -32,12 +32,8 @@
  *
  * A Python frame is an "address" STP_PYFRAME_TAG | id where id is the string
  * id of "FILE:LINE in FUNCTION" in the trace (readers map it back, see
- * docs/trace-format.md).  Strings are interned once per (code object,
- * instruction offset), in a cache under its own mutex (walks run on many
- * threads at once).  An entry also keeps the code object's file and name
- * objects, compared on every hit: a code object freed and another made at
- * its address (with other names) misses.  The GIL path also holds a
- * reference to each code object it keys.
+ * docs/trace-format.md), named once per (code object, position) by the
+ * cache of pylines.c.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -120,15 +116,7 @@ int stc_py_active(void)
 
 int stc_py_in_interpreter(uint64_t ip) { return ip >= interp_lo && ip < interp_hi; }
 
-/* ---- (code object, position) -> string id, under lines_mu.  The position
- * is the frame's last instruction where the interpreter tells it (3.11+),
- * so a known one costs no line-table search (PyCode_Addr2Line scans the
- * table: microseconds per tensor on deep stacks); else the line. */
-typedef struct { PyObj *code; long pos; uintptr_t fname, qname; uint32_t id; } line_slot;
-static line_slot *lines;
-static size_t lines_cap, nlines;
-static pthread_mutex_t lines_mu = PTHREAD_MUTEX_INITIALIZER;
-
+/* "FILE:LINE in NAME" of a code object (the GIL held). */
 static uint32_t name_of(PyObj *code, int line)
 {
 	PyObj *fn = py.getattr(code, "co_filename");
@@ -150,97 +138,18 @@ static uint32_t name_of(PyObj *code, int line)
 	return stc_intern_string(buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
 }
 
-static size_t slot_of(PyObj *code, long pos, size_t cap)
-{
-	return (((uintptr_t)code >> 4) * 31 + (size_t)pos) & (cap - 1);
-}
-
-static int lines_grow(void)
-{
-	if ((nlines + 1) * 2 <= lines_cap)
-		return 1;
-	size_t nc = lines_cap ? lines_cap * 2 : 4096;
-	line_slot *nt = stc_mem_alloc(nc * sizeof *nt);
-	if (!nt)
-		return 0;
-	for (size_t i = 0; i < lines_cap; i++)
-		if (lines[i].code) {
-			size_t j = slot_of(lines[i].code, lines[i].pos, nc);
-			while (nt[j].code)
-				j = (j + 1) & (nc - 1);
-			nt[j] = lines[i];
-		}
-	if (lines)
-		stc_mem_free(lines, lines_cap * sizeof *lines);
-	lines = nt;
-	lines_cap = nc;
-	return 1;
-}
-
-/* The cached id of (code, pos), its slot in *at when missing; 0 = missing
- * (or the table cannot grow: *at = (size_t)-1).  Under lines_mu. */
-static uint32_t lines_find(PyObj *code, long pos, uintptr_t fname, uintptr_t qname, size_t *at)
-{
-	if (!lines_grow()) {
-		*at = (size_t)-1;
-		return 0;
-	}
-	size_t j = slot_of(code, pos, lines_cap);
-	for (; lines[j].code; j = (j + 1) & (lines_cap - 1))
-		if (lines[j].code == code && lines[j].pos == pos && lines[j].fname == fname && lines[j].qname == qname)
-			return lines[j].id;
-	*at = j;
-	return 0;
-}
-
-/* A frame read in place (pylayout.c): no GIL, no reference taken. */
-uint32_t stc_py_line_id(void *code, long lasti)
-{
-	uintptr_t fname, qname;
-	stc_py_layout_key(code, &fname, &qname);
-	pthread_mutex_lock(&lines_mu);
-	size_t j;
-	uint32_t id = lines_find(code, lasti, fname, qname, &j);
-	pthread_mutex_unlock(&lines_mu);
-	if (id || j == (size_t)-1)
-		return id;
-	id = stc_py_layout_name(code, lasti); /* outside the mutex: it interns */
-	if (!id)
-		return 0;
-	pthread_mutex_lock(&lines_mu);
-	uint32_t again = lines_find(code, lasti, fname, qname, &j);
-	if (!again && j != (size_t)-1) {
-		lines[j] = (line_slot){code, lasti, fname, qname, id};
-		nlines++;
-	}
-	pthread_mutex_unlock(&lines_mu);
-	return again ? again : id;
-}
-
-/* A frame of the GIL path (the caller holds the GIL). */
+/* A frame of the GIL path (the caller holds the GIL): the cache of
+ * pylines.c, which this path pins each code object of (a reference). */
 static uint32_t line_id(PyObj *code, int line, PyObj *frame)
 {
-	pthread_mutex_lock(&lines_mu);
-	size_t j;
-	uint32_t id = lines_find(code, line, 0, 0, &j);
-	pthread_mutex_unlock(&lines_mu);
-	if (id || j == (size_t)-1)
+	uint32_t id = stc_py_lines_get(code, line, 0, 0);
+	if (id)
 		return id;
 	id = name_of(code, py.frame_lasti ? py.frame_line(frame) : line);
-	if (!id)
-		return 0;
-	pthread_mutex_lock(&lines_mu);
-	uint32_t again = lines_find(code, line, 0, 0, &j);
-	if (!again && j != (size_t)-1) {
+	if (id && stc_py_lines_put(code, line, 0, 0, id) == id)
 		py.incref(code); /* keeps the key's address unique */
-		lines[j] = (line_slot){code, line, 0, 0, id};
-		nlines++;
-	}
-	pthread_mutex_unlock(&lines_mu);
-	return again ? again : id;
+	return id;
 }
-
-void stc_py_atfork_child(void) { pthread_mutex_init(&lines_mu, NULL); }
 
 /* ts (this thread's state) is its interpreter's only thread state.  Read
  * without the GIL: the head is compared, not followed, unless it is ts
@@ -322,16 +231,18 @@ uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 	return n;
 }
 
-/* The shim's probe (ctypes.PyDLL: the GIL is held): 1 when frames are read
- * in place from now on. */
+/* The shim's probe (ctypes.PyDLL: the GIL is held): how frames are read
+ * from now on (STC_PYF_IN_PLACE, or STC_PYF_GIL when this Python's layout
+ * could not be found); the shim records it as the annotation
+ * stprof.python_frames for the report. */
 STC_EXPORT int stprof_py_probe_v1(void);
 int stprof_py_probe_v1(void)
 {
 	if (!stc_py_active() || !py.gil_check())
-		return 0;
+		return stc_py_frames_how();
 	int was = t_busy;
 	t_busy = 1;
 	probe_if_due();
 	t_busy = was;
-	return stc_py_layout_state() == 1;
+	return stc_py_frames_how();
 }

@@ -286,35 +286,6 @@ int stc_py_layout_probe(void)
 
 int stc_py_layout_state(void) { return atomic_load_explicit(&L.state, memory_order_acquire); }
 
-/* ---------------------------------------------------------------- the walk */
-
-uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max)
-{
-	void *ts = C.this_tstate();
-	if (!ts || (C.finalizing && C.finalizing()))
-		return 0;
-	const char *f = current_frame(ts);
-	uint32_t n = 0;
-	for (unsigned guard = 0; f && n < max && guard < 4096; guard++, f = (const char *)word(f, L.prev_off)) {
-		uintptr_t c = frame_code(f);
-		if (!is_code(c) || skipped(c))
-			continue;
-		uint32_t id = stc_py_line_id((void *)c, lasti_of(f, c));
-		if (id)
-			ips[n++] = STP_PYFRAME_TAG | id;
-	}
-	return n;
-}
-
-/* "FILE:LINE in QUALNAME" of (code, lasti), read without the GIL; the key
- * words (file and name objects) let the caller's cache tell a code object
- * from another one later allocated at its address. */
-void stc_py_layout_key(void *code, uintptr_t *fname, uintptr_t *qname)
-{
-	*fname = word(code, L.fname_off);
-	*qname = word(code, L.qname_off);
-}
-
 static size_t put_str(char *out, size_t room, PyObj *s)
 {
 	size_t n = 0;
@@ -346,7 +317,7 @@ static size_t put_str(char *out, size_t room, PyObj *s)
 	return n;
 }
 
-uint32_t stc_py_layout_name(void *code, long lasti)
+static uint32_t name_of(void *code, long lasti)
 {
 	char buf[1024];
 	size_t n = put_str(buf, 700, (PyObj *)word(code, L.fname_off));
@@ -358,3 +329,35 @@ uint32_t stc_py_layout_name(void *code, long lasti)
 	n += put_str(buf + n, sizeof buf - n, (PyObj *)word(code, L.qname_off));
 	return stc_intern_string(buf, n);
 }
+
+/* The name of (code, lasti), through the cache of pylines.c (keyed also by
+ * the code object's file and name objects). */
+static uint32_t line_id(void *code, long lasti)
+{
+	uintptr_t k1 = word(code, L.fname_off), k2 = word(code, L.qname_off);
+	uint32_t id = stc_py_lines_get(code, lasti, k1, k2);
+	if (!id && (id = name_of(code, lasti)))
+		id = stc_py_lines_put(code, lasti, k1, k2, id);
+	return id;
+}
+
+/* ---------------------------------------------------------------- the walk */
+
+uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max)
+{
+	void *ts = C.this_tstate();
+	if (!ts || (C.finalizing && C.finalizing()))
+		return 0;
+	const char *f = current_frame(ts);
+	uint32_t n = 0;
+	for (unsigned guard = 0; f && n < max && guard < 4096; guard++, f = (const char *)word(f, L.prev_off)) {
+		uintptr_t c = frame_code(f);
+		if (!is_code(c) || skipped(c))
+			continue;
+		uint32_t id = line_id((void *)c, lasti_of(f, c));
+		if (id)
+			ips[n++] = STP_PYFRAME_TAG | id;
+	}
+	return n;
+}
+

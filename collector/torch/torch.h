@@ -7,8 +7,9 @@
  *
  * Files:
  *   pyframes.c              the interpreter's frames: which way they are
- *                           read, the cache of their names, the GIL path
+ *                           read, the GIL path
  *   pylayout.c              the frames read in place, without the GIL
+ *   pylines.c               the cache of their names
  *   torch_common.c          a tensor's call path; libc10's own symbols
  *   torch_cpu.c             c10::alloc_cpu / free_cpu interposed
  *   torch_cuda_pluggable.c  torch_cuda_caching.c  torch_cuda_api.c
@@ -41,8 +42,12 @@ STC_HIDDEN uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil);
  * rules above), not known yet (no probe ran), or not a Python process. */
 enum { STC_PYF_NONE = 0, STC_PYF_UNKNOWN = 1, STC_PYF_IN_PLACE = 2, STC_PYF_GIL = 3 };
 STC_HIDDEN int stc_py_frames_how(void);
-/* The name id of a frame read in place (the cache of pyframes.c). */
-STC_HIDDEN uint32_t stc_py_line_id(void *code, long lasti);
+
+/* ---------------------------------------------------------------- names (pylines.c) */
+/* The string id cached for (code, pos, k1, k2), 0 when none. */
+STC_HIDDEN uint32_t stc_py_lines_get(const void *code, long pos, uintptr_t k1, uintptr_t k2);
+/* Caches id for the key; returns the id cached (an earlier one wins). */
+STC_HIDDEN uint32_t stc_py_lines_put(const void *code, long pos, uintptr_t k1, uintptr_t k2, uint32_t id);
 /* In a forked child: the cache's lock may have been held by a thread that is gone. */
 STC_HIDDEN void stc_py_atfork_child(void);
 
@@ -53,10 +58,6 @@ STC_HIDDEN int stc_py_layout_probe(void);
 STC_HIDDEN int stc_py_layout_state(void);
 /* The calling thread's frames, innermost first, as STP_PYFRAME_TAG | id. */
 STC_HIDDEN uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max);
-/* A code object's file and name objects (its key words in the cache). */
-STC_HIDDEN void stc_py_layout_key(void *code, uintptr_t *fname, uintptr_t *qname);
-/* "FILE:LINE in NAME" of (code, lasti), interned. */
-STC_HIDDEN uint32_t stc_py_layout_name(void *code, long lasti);
 
 /* ---------------------------------------------------------------- torch (torch_common.c) */
 /* The call path of a tensor allocated now (native frames up to the

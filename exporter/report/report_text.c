@@ -58,6 +58,40 @@ static void print_path(stp_det *d, FILE *f, uint32_t site, unsigned nframes, con
 	}
 }
 
+/* One line for each reason some of the sites [0, rows) show no line of
+ * the program (most bytes first; at most three). */
+void report_text_no_line(stp_det *d, const stp_det_result *r, uint32_t rows, FILE *f, const char *indent)
+{
+	const char *why[3] = {0};
+	uint64_t bytes[3] = {0}, total = 0;
+	uint32_t sites[3] = {0}, nwhy = 0;
+	for (uint32_t i = 0; i < rows && i < r->nsites; i++) {
+		stp_det_site s;
+		stp_det_site_get(d, i, &s);
+		total += s.peak_bytes;
+		const char *w = stp_det_site_no_line(d, i);
+		if (!w)
+			continue;
+		uint32_t k = 0;
+		while (k < nwhy && strcmp(why[k], w))
+			k++;
+		if (k == nwhy && nwhy == 3)
+			continue;
+		if (k == nwhy)
+			why[nwhy++] = w;
+		bytes[k] += s.peak_bytes;
+		sites[k]++;
+	}
+	for (uint32_t k = 0; k < nwhy; k++) {
+		char b[64];
+		fprintf(f, "%s(no line of the program for %u of these sites, %s at the peak", indent, sites[k],
+		        rf_bytes(bytes[k], b, sizeof b));
+		if (total)
+			fprintf(f, ", %.1f%%", 100.0 * (double)bytes[k] / (double)total);
+		fprintf(f, ": %s)\n", why[k]);
+	}
+}
+
 static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
 {
 	char b1[64], b2[64], b3[512];
@@ -236,6 +270,7 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 	if (r->nsites > shown)
 		fprintf(f, "  (%u more call sites; --top N shows more, --group function|line|module sums them)\n",
 		        r->nsites - shown);
+	report_text_no_line(d, r, rows, f, "  ");
 	fputc('\n', f);
 }
 

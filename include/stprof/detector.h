@@ -381,6 +381,9 @@ uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max);
 /* One line for a frame: "func (file:line)", "func (module+0xoff)" or
  * "module+0xoff". */
 const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len);
+/* Why a site's path shows no line of the program (one sentence), NULL
+ * when it does (its folded path starts at the user's own frame). */
+const char *stp_det_site_no_line(stp_det *d, uint32_t site);
 /* The frame is the user's own code: a Python frame outside the standard
  * library, installed packages and the shim, or a native frame outside the
  * framework (PyTorch, CUDA, the interpreter, the C/C++ runtimes). */
