@@ -1,0 +1,28 @@
+#!/bin/bash
+# CUDA tensors carry their Python line in both --torch-cuda modes, whatever
+# the threading (collector/torch/pylayout.c): tests/python/fake_cuda_lines.py
+# hands tensors to the collector as PyTorch does (the caching allocator's
+# report under its lock, the pluggable allocator's alloc), from Python
+# threads that do not hold the GIL while another Python thread keeps
+# taking it.  Before frames were read in place, the caching mode's tensors
+# had no Python line at all (the collector may not wait for the GIL under
+# the allocator's lock).  Every device tensor's folded path starts at its
+# line; the program ends as natively.
+. "$(dirname "$0")/lib.sh"
+P="$STPROF_SRC/tests/python/fake_cuda_lines.py"
+"$PY" -c 'import ctypes' 2>/dev/null || skip "no python"
+export LD_LIBRARY_PATH="$STPROF_BUILD/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+for mode in caching pluggable; do
+	out=$(timeout 120 "$STPROF" record -q -o "$T/$mode.stp" -- "$PY" "$P" "$mode" 2>&1) || fail "$mode: $out"
+	expect_eq "$mode output" "$out" "done $mode"
+	n=$("$STPROF" dump "$T/$mode.stp" | grep -c ' alloc .*kind=device.* pool=1')
+	expect_eq "$mode: device tensors" "$n" 12
+	"$STPROF" report -n 10 "$T/$mode.stp" >"$T/$mode.txt" 2>&1 || fail "$mode: report"
+	sed -n '/^Top call sites/,/^$/p' "$T/$mode.txt" >"$T/$mode.sites"
+	grep -q "at fake_cuda_lines.py:[0-9]* in make" "$T/$mode.sites" && grep -q "<- fake_cuda_lines.py:[0-9]* in forward_pass" "$T/$mode.sites" ||
+		fail "$mode: the forward tensors have no line: $(cat "$T/$mode.sites")"
+	grep -q "<- fake_cuda_lines.py:[0-9]* in side_thread" "$T/$mode.sites" ||
+		fail "$mode: the side thread's tensors have no line: $(cat "$T/$mode.sites")"
+	grep -q "no line of the program" "$T/$mode.sites" && fail "$mode: sites without a line: $(cat "$T/$mode.sites")"
+done
+echo ok
