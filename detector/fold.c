@@ -17,6 +17,10 @@
  *   - then the frames further out that are not framework (the user's
  *     callers).
  *
+ * A tensor autograd's own thread made in a backward pass has, in place of
+ * Python frames, a "<backward>" frame and those of the line that started
+ * the pass (collector/torch/backward.c): its op reads "backward: aten::mm".
+ *
  * Frames are framework by module (libcuda, libcudart, libsanitizer, libnvrtc,
  * libtorch_python, libc10*, the interpreter, libgomp ...) or by name
  * (c10::, at::, torch::, pybind11::, caffe2:: and cudart's internal names,
@@ -28,6 +32,7 @@
  * every frame, full names.  The trace is never changed: folding is a view.
  * Pure functions of their inputs, except the string table names are kept in.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +218,15 @@ uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, st
 				break;
 		}
 	}
+	/* made by autograd's own thread in a backward pass started at the
+	 * user's line (collector/torch/backward.c): said beside the op */
+	for (uint32_t i = 0; i < inner; i++)
+		if (STP_IS_PYFRAME(in[i].ip) && in[i].file && !strcmp(in[i].file, "<backward>")) {
+			char b[300];
+			snprintf(b, sizeof b, "backward%s%s", op ? ": " : "", op ? op : "");
+			op = det_frames_intern(fs, b);
+			break;
+		}
 	uint32_t m = 0;
 	if (user < n) {
 		out[m] = shown(fs, &in[user]);

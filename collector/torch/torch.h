@@ -10,6 +10,7 @@
  *                           read, the GIL path
  *   pylayout.c              the frames read in place, without the GIL
  *   pylines.c               the cache of their names
+ *   backward.c              where the running backward pass was started
  *   torch_common.c          a tensor's call path; libc10's own symbols
  *   torch_cpu.c             c10::alloc_cpu / free_cpu interposed
  *   torch_cuda_pluggable.c  torch_cuda_caching.c  torch_cuda_api.c
@@ -58,6 +59,12 @@ STC_HIDDEN int stc_py_layout_probe(void);
 STC_HIDDEN int stc_py_layout_state(void);
 /* The calling thread's frames, innermost first, as STP_PYFRAME_TAG | id. */
 STC_HIDDEN uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max);
+
+/* ---------------------------------------------------------------- backward (backward.c) */
+/* While a backward pass runs: the Python frames it was started from, after
+ * a "<backward>" frame, for a tensor whose thread has none; 0 otherwise. */
+STC_HIDDEN uint32_t stc_backward_origin(uint64_t *ips, uint32_t max);
+STC_HIDDEN void stc_backward_atfork_child(void);
 
 /* ---------------------------------------------------------------- torch (torch_common.c) */
 /* The call path of a tensor allocated now (native frames up to the

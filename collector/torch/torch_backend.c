@@ -12,6 +12,7 @@ static void fork_child(void)
 {
 	stc_torch_cuda_atfork_child();
 	stc_py_atfork_child();
+	stc_backward_atfork_child();
 }
 
 STC_BACKEND(torch) = {

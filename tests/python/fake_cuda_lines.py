@@ -7,7 +7,11 @@ taking it:
              it under its own lock (the collector must not wait for the GIL);
   pluggable  stprof_torch_cuda_alloc / _free, as CUDAPluggableAllocator
              calls them (cudaMalloc: the stand-in fakecuda/libcudart.so.12).
-Each tensor must carry its Python line (test_torch_cuda_lines.sh)."""
+Each tensor must carry its Python line (test_torch_cuda_lines.sh).  In
+pluggable mode a "backward pass" follows: the collector is told it begins
+(as the shim's wrapper of torch.autograd.backward tells it) and a thread
+with no Python (fakecuda's stand-in for autograd's device thread) makes a
+tensor: it must point at the line that started the backward."""
 import ctypes
 import sys
 import threading
@@ -86,8 +90,25 @@ kept = forward_pass()
 s.join()
 stop.set()
 b.join()
+if mode == "pluggable":
+    cudart = ctypes.CDLL("libcudart.so.12")
+    on_device_thread = cudart.fake_device_thread_alloc
+    on_device_thread.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+    on_device_thread.restype = ctypes.c_void_p
+    backward = ctypes.PyDLL(None).stprof_py_backward_v1
+    backward.argtypes = [ctypes.c_int]
+
+    def loss_backward():
+        backward(1)  # as the shim's wrapper of torch.autograd.backward
+        g = on_device_thread(ctypes.cast(alloc, ctypes.c_void_p), 3 * MiB, 0, 0x77)
+        backward(0)
+        return g
+
+    grad = loss_backward()  # backward line
 for p in kept:
     drop(p, MiB)
+if mode == "pluggable":
+    free(grad, 3 * MiB, 0, 0x77)
 for p in side:
     drop(p, MiB // 2)
 print("done", mode)

@@ -160,13 +160,34 @@ STATE = _State()
 _installed = False
 
 
+def _backward_fn():
+    """The collector's stprof_py_backward_v1 (called with the GIL: PyDLL),
+    or None: where a backward pass began, for the tensors autograd's own
+    threads make (collector/torch/backward.c)."""
+    try:
+        import ctypes
+        f = ctypes.PyDLL(None).stprof_py_backward_v1
+        f.argtypes = [ctypes.c_int]
+        f.restype = None
+        return f
+    except (AttributeError, OSError):
+        return None
+
+
+_BACKWARD = _backward_fn()
+
+
 def _wrap_backward(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         STATE.backward_begin()
+        if _BACKWARD:
+            _BACKWARD(1)
         try:
             return fn(*args, **kwargs)
         finally:
+            if _BACKWARD:
+                _BACKWARD(0)
             STATE.backward_end()
     wrapper._stprof = True
     return wrapper
