@@ -66,11 +66,16 @@ int det_frame_is_framework(const stp_det_frame *fr)
 		return starts(b, "libtorch") || starts(b, "libcaffe2");
 	static const char *const names[] = {"c10::", "at::", "torch::", "pybind11::", "caffe2::", "std::",
 	                                    "__cuda", "cudart::", "libcudart", "void c10::", "void at::",
+	                                    "__cudart", "__nv", "nv::", "cupti", "sanitizer",
 	                                    "THP", "_PyEval", "_PyObject", "PyObject_", "cfunction_", "_start",
 	                                    "__libc_start", "start_thread", "clone3", 0};
 	for (int i = 0; names[i]; i++)
 		if (starts(fn, names[i]))
 			return 1;
+	/* the CUDA runtime's and driver's entry points (cudaMalloc, cuMemAlloc_v2:
+	 * static cudart is part of the program) */
+	if ((starts(fn, "cuda") && fn[4] >= 'A' && fn[4] <= 'Z') || (starts(fn, "cu") && fn[2] >= 'A' && fn[2] <= 'Z'))
+		return 1;
 	/* cudaMalloc<float> inlined from cuda_runtime.h: the caller's line is
 	 * the one that matters (the symbolizer gives it as the next frame) */
 	if (fr->file && !strcmp(base_of(fr->file), "cuda_runtime.h"))

@@ -370,7 +370,11 @@ const char *stp_det_site_no_line(stp_det *d, uint32_t site)
 	if (!stack)
 		return "no call path was recorded (STPROF_DEPTH=0, or none could be unwound)";
 	stp_det_frame fr[2];
-	if (stp_det_site_frames(d, site, fr, 1) == 1 && stp_det_frame_is_user(&fr[0]))
+	int all = d->opt.all_frames;
+	d->opt.all_frames = 0; /* the folded view starts at the user's frame, if any */
+	uint32_t nf = stp_det_site_frames(d, site, fr, 1);
+	d->opt.all_frames = all;
+	if (nf == 1 && stp_det_frame_is_user(&fr[0]))
 		return NULL;
 	for (uint32_t s = stack; s && stp_reader_stack_node(d->rd, s, &parent, &ip) == 0; s = parent) {
 		depth++;
