@@ -202,9 +202,9 @@ uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, st
 		if (det_frame_is_user_python(&in[i]))
 			user = i;
 	}
-	if (user == n && py == n) /* a native program: its first frame of its own */
+	if (user == n && py == n) /* a native program: its first named frame of its own */
 		for (uint32_t i = 0; i < n && user == n; i++)
-			if (!det_frame_is_framework(&in[i]))
+			if (stp_det_frame_is_user(&in[i]))
 				user = i;
 	/* the operator: the innermost op entry that is not one of the
 	 * allocation helpers every op calls (aten::addmm under aten::linear,

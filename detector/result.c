@@ -235,7 +235,7 @@ static uint32_t raw_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint3
 	stp_det_frame first[4];
 	while (stack && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0 && n < max) {
 		stp_det_frame fr;
-		det_frames_resolve(d->frames, ip, depth > 0, &fr);
+		det_frames_resolve(d->frames, ip, 1, &fr); /* every recorded frame is a return address: the collector unwinds from inside its hooks */
 		depth++;
 		stack = parent;
 		if (skipping && det_frames_is_plumbing(&fr)) {
