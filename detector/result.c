@@ -335,10 +335,27 @@ uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint
 {
 	if (site >= d->res.nsites || !d->rd || !max)
 		return 0;
+	return stp_det_stack_frames(d, d->spub[d->site_order[site]].stack, out, max);
+}
+
+int stp_det_frame_hidden(stp_det *d, uint64_t ip)
+{
+	if (d->opt.all_frames)
+		return 0;
+	stp_det_frame f;
+	det_frames_resolve(d->frames, ip, 1, &f);
+	return det_frame_is_framework(&f) && !(STP_IS_PYFRAME(ip) && f.file && strcmp(f.file, "<backward>") &&
+	                                       f.file[0] != '<');
+}
+
+uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max)
+{
+	if (!d->rd || !max)
+		return 0;
 	if (!d->wrap_done)
 		find_wrappers(d);
 	stp_det_frame tmp[96];
-	uint32_t n = raw_frames(d, d->spub[d->site_order[site]].stack, tmp, 96);
+	uint32_t n = raw_frames(d, stack, tmp, 96);
 	uint32_t skip = 0;
 	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
 		skip++;

@@ -369,6 +369,13 @@ void stp_det_resolve(stp_det *d, uint64_t ip, int caller, stp_det_frame *out);
  * with the user's Python line put first.  Returns the depth (<= max).
  * Strings stay valid until stp_det_free(). */
 uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max);
+/* The same for any stack id of the trace (stp_det_site_frames of a site
+ * is that of its stack). */
+uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max);
+/* 1 when a folded view leaves the frame at ip out (framework: PyTorch's,
+ * CUDA's, the interpreter's native frames); 0 with all_frames.  Python
+ * frames of libraries are kept (they are lines of Python a user can read). */
+int stp_det_frame_hidden(stp_det *d, uint64_t ip);
 /* Two sites whose folded paths read the same: the frame of site's path
  * that tells it from other's (the first that differs inward from the
  * user's line, then outward), in *out.  Returns 0 when none does. */

@@ -12,7 +12,7 @@
 #  - the folded view: the user's line first with the operator that
 #    allocated, no PyTorch frame; --all-frames shows them; rows that read the
 #    same show the frame that tells them apart (AdamW's two state tensors);
-#    JSON's user_frame; --group line.
+#    JSON's user_frame; --group line; Perfetto's call paths folded alike.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 export OMP_NUM_THREADS=1
@@ -42,6 +42,10 @@ grep -A1 "at threads_train.py:83 in <module> (aten::zeros_like)" "$T/r.txt" | gr
 grep -q "<- at::detail::empty" "$T/a.txt" || fail "--all-frames hides the framework"
 grep -q "c10::ArrayRef<long>" "$T/a.txt" || fail "--all-frames shortens names"
 "$STPROF" report --group line -n 3 "$T/t.stp" | grep -qE "^ +1 .* threads_train\.py:[0-9]+ in " || fail "--group line"
+# the timeline: an allocation's call path folded as in the report
+"$STPROF" export -q -o "$T/t.pftrace" "$T/t.stp" || fail "export"
+grep -aq "threads_train.py:41 in Block.forward (aten::addmm) <- threads_train.py:54 in ViT.forward" "$T/t.pftrace" ||
+	fail "Perfetto's call paths are not folded"
 # the DataLoader workers' own traces: their tensors at the dataset's line
 found=0
 for w in "$T"/t.stp.*; do
