@@ -66,7 +66,7 @@ int det_frame_is_framework(const stp_det_frame *fr)
 		return starts(b, "libtorch") || starts(b, "libcaffe2");
 	static const char *const names[] = {"c10::", "at::", "torch::", "pybind11::", "caffe2::", "std::",
 	                                    "__cuda", "cudart::", "libcudart", "void c10::", "void at::",
-	                                    "__cudart", "__nv", "nv::", "cupti", "sanitizer",
+	                                    "__cudart", "__nv", "nv::",
 	                                    "THP", "_PyEval", "_PyObject", "PyObject_", "cfunction_", "_start",
 	                                    "__libc_start", "start_thread", "clone3", 0};
 	for (int i = 0; names[i]; i++)

@@ -344,8 +344,9 @@ int stp_det_frame_hidden(stp_det *d, uint64_t ip)
 		return 0;
 	stp_det_frame f;
 	det_frames_resolve(d->frames, ip, 1, &f);
-	return det_frame_is_framework(&f) && !(STP_IS_PYFRAME(ip) && f.file && strcmp(f.file, "<backward>") &&
-	                                       f.file[0] != '<');
+	if (STP_IS_PYFRAME(ip)) /* lines of Python are kept, but the import machinery's */
+		return f.file && !strncmp(f.file, "<frozen ", 8);
+	return det_frame_is_framework(&f);
 }
 
 uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max)

@@ -227,7 +227,7 @@ static int probe_frames(api_frame *a, int na)
 		pthread_attr_getstack(&at, &stack_lo, &stack_size);
 		pthread_attr_destroy(&at);
 	}
-	for (size_t off = 0; off < 512; off += 8) {
+	for (size_t off = 0; off < 256; off += 8) {
 		uintptr_t w = word(ts, off);
 		L.ts_off = off;
 		L.cf_off = -1;
