@@ -19,6 +19,8 @@ void stp_report_options_default(stp_report_options *o)
 	o->top = 10;
 	o->frames = 4;
 	o->width = 100;
+	o->viewer_objects = 1000000;
+	o->viewer_accesses = 32;
 }
 
 /* The path of a site, as many frames as asked; the sites [lo, hi) are the
