@@ -167,10 +167,14 @@ static szctx *ctx_of(CUcontext ctx, int32_t device)
 	return c;
 }
 
-static uint32_t call_path(void)
+/* With python (allocations only: a Python walk per launch would cost too
+ * much), a Python program's line completes the path. */
+static uint32_t call_path(int python)
 {
 	uint64_t ips[STC_DEPTH_MAX];
 	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
+	if (python)
+		d = stc_py_complete(ips, d, STC_DEPTH_MAX, STC_GIL_NEVER);
 	return d ? stc_intern_stack(ips, d) : 0;
 }
 
@@ -422,7 +426,7 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 {
 	uint64_t k = atomic_fetch_add(&launches, 1);
 	int sampled = stc_sz_sampled(k, sample_every);
-	uint32_t stack = call_path();
+	uint32_t stack = call_path(0);
 	const char *fn = ld->functionName ? ld->functionName : "";
 	uint32_t name = stc_intern_string(fn, strnlen(fn, 4096));
 	pthread_mutex_lock(&mu);
@@ -488,7 +492,7 @@ static void on_memory(Sanitizer_CallbackId cbid, const Sanitizer_ResourceMemoryD
 	} else if (md->flags & SANITIZER_MEMORY_FLAG_MANAGED) {
 		kind = STP_MEM_MANAGED;
 	}
-	uint32_t stack = alloc && emits_allocations() ? call_path() : 0;
+	uint32_t stack = alloc && emits_allocations() ? call_path(1) : 0;
 	pthread_mutex_lock(&mu);
 	/* the table first (this thread's own change: no sync point), the
 	 * event in its place in the queue */
@@ -580,7 +584,7 @@ static void on_memcpy(const Sanitizer_MemcpyData *cd)
 	const char *nm = (unsigned)cd->direction < 5 ? dir[cd->direction] : "memcpy";
 	e.name = stc_intern_string(nm, strlen(nm));
 	e.stream = (uint64_t)(uintptr_t)(cd->apiStream ? cd->apiStream : cd->dstStream);
-	e.stack = call_path();
+	e.stack = call_path(0);
 	pthread_mutex_lock(&mu);
 	szq *q = push_locked();
 	if (q)
@@ -594,7 +598,7 @@ static void on_memset(const Sanitizer_MemsetData *sd)
 	e.nr = (uint8_t)stc_sz_set_ranges(sd->address, sd->width, sd->height, sd->pitch, sd->elementSize, e.r);
 	e.name = stc_intern_string("memset", 6);
 	e.stream = (uint64_t)(uintptr_t)sd->stream;
-	e.stack = call_path();
+	e.stack = call_path(0);
 	pthread_mutex_lock(&mu);
 	szq *q = push_locked();
 	if (q)

@@ -41,7 +41,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "torch.h"
+#include "internal.h"
 #include "stprof/trace.h"
 
 typedef void PyObj;

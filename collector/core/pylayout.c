@@ -36,7 +36,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "torch.h"
+#include "internal.h"
 
 typedef void PyObj;
 

@@ -10,7 +10,7 @@
  */
 #include <pthread.h>
 
-#include "torch.h"
+#include "internal.h"
 
 typedef struct { void *code; long pos; uintptr_t k1, k2; uint32_t id; } line_slot;
 static line_slot *lines;
@@ -79,4 +79,4 @@ uint32_t stc_py_lines_put(const void *code, long pos, uintptr_t k1, uintptr_t k2
 	return id;
 }
 
-void stc_py_atfork_child(void) { pthread_mutex_init(&lines_mu, NULL); }
+void stc_py_lines_atfork_child(void) { pthread_mutex_init(&lines_mu, NULL); }

@@ -1,6 +1,11 @@
 /*
- * backward.c - where a backward pass was started from, for the tensors made
- * on threads that run no Python code.  On a GPU, autograd runs the backward
+ * pypath.c - the Python part of a call path (stc_py_complete, face.h): a
+ * native path is cut where it enters the interpreter and the thread's
+ * Python frames (pyframes.c) follow; a thread with none, inside a backward
+ * pass, gets the frames the pass was started from.
+ *
+ * Where a backward pass was started from, for the tensors made on threads
+ * that run no Python code.  On a GPU, autograd runs the backward
  * on a thread of its own per device: its gradients and temporaries have no
  * Python frame, while the thread that called loss.backward() waits inside
  * it.  The shim wraps torch.autograd.backward/grad and tells us when one
@@ -16,7 +21,7 @@
  */
 #include <pthread.h>
 
-#include "torch.h"
+#include "internal.h"
 #include "stprof/trace.h"
 
 #define ORIGIN_MAX 64
@@ -57,7 +62,7 @@ void stprof_py_backward_v1(int begin)
 	t_busy = was;
 }
 
-uint32_t stc_backward_origin(uint64_t *ips, uint32_t max)
+uint32_t stc_py_backward_origin(uint64_t *ips, uint32_t max)
 {
 	if (!atomic_load_explicit(&depth, memory_order_relaxed))
 		return 0;
@@ -69,9 +74,26 @@ uint32_t stc_backward_origin(uint64_t *ips, uint32_t max)
 	return n;
 }
 
-void stc_backward_atfork_child(void)
+uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int take_gil)
+{
+	if (!n || !stc_py_active())
+		return n;
+	uint32_t keep = 0;
+	while (keep < n && !stc_py_in_interpreter(ips[keep]))
+		keep++;
+	if (keep >= max)
+		return n;
+	uint32_t room = max - keep, lim = room < g_cfg.depth ? room : g_cfg.depth;
+	uint32_t np = stc_py_frames(ips + keep, lim, take_gil);
+	if (!np) /* a thread with no Python: autograd's on a GPU, in a backward */
+		np = stc_py_backward_origin(ips + keep, lim);
+	return np ? keep + np : n;
+}
+
+void stc_py_atfork_child(void)
 {
 	pthread_mutex_init(&mu, NULL);
 	atomic_store(&depth, 0);
 	norigin = 0;
+	stc_py_lines_atfork_child();
 }

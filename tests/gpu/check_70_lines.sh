@@ -1,9 +1,10 @@
 #!/bin/sh
-# check_60_lines.sh - every tensor byte points at the user's code on a GPU
+# check_70_lines.sh - every tensor byte points at the user's code on a GPU
 # (docs/python.md, "Python lines"; docs/report.md, "Call paths"):
-#   1. a GPT-style model trained in the default mode (--torch-cuda=caching:
-#      PyTorch's caching allocator kept), bf16 autocast, activation
-#      checkpointing, AdamW, 2 micro-batches: at least 90% of the bytes live
+#   1. the GPT of tests/gpu/gpt.py trained in the default mode
+#      (--torch-cuda=caching: PyTorch's caching allocator kept) with bf16
+#      autocast, activation checkpointing, AdamW, 2 micro-batches, 6 steps
+#      (GPT_AMP=1 GPT_CKPT=1 GPT_MICRO=2): at least 90% of the bytes live
 #      at the tensor peak are in the report's top 10 call sites at lines of
 #      the script (tests/python/line_share.py over the JSON report's
 #      user_frame); the Python frames were read in place (annotation
@@ -17,68 +18,16 @@
 set -eu
 echo "  Python lines of a GPT in the default mode; a CUDA C program's lines"
 "$PY" -c 'import sys, torch; print("    python", sys.version.split()[0], "torch", torch.__version__)'
-cat >"$T/gpt_lines.py" <<'PYEOF'
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
-torch.manual_seed(0)
-V, D, H, L, S, B = 4096, 384, 6, 4, 256, 8
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(D), nn.LayerNorm(D)
-        self.qkv, self.proj = nn.Linear(D, 3 * D), nn.Linear(D, D)
-        self.fc, self.out = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
-
-    def forward(self, x):
-        b, s, _ = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
-        q, k, v = (t.view(b, s, H, D // H).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, s, D))
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-
-class GPT(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(V, D), nn.Embedding(S, D)
-        self.blocks = nn.ModuleList(Block() for _ in range(L))
-        self.ln, self.head = nn.LayerNorm(D), nn.Linear(D, V, bias=False)
-
-    def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-        for i, blk in enumerate(self.blocks):
-            x = checkpoint(blk, x, use_reentrant=False) if i % 2 else blk(x)
-        return self.head(self.ln(x))
-
-
-model = GPT().cuda()
-opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-data = torch.randint(0, V, (6, 2, B, S + 1), device="cuda")
-for it in range(6):
-    opt.zero_grad(set_to_none=True)
-    for mb in range(2):
-        x, y = data[it, mb, :, :-1], data[it, mb, :, 1:]
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            logits = model(x)
-        loss = F.cross_entropy(logits.float().view(-1, V), y.reshape(-1)) / 2
-        loss.backward()
-    opt.step()
-torch.cuda.synchronize()
-print("max_memory_allocated", torch.cuda.max_memory_allocated())
-PYEOF
+cp "$S/tests/gpu/gpt.py" "$T/gpt.py"
 fail=0
-"$B/stprof" record -q -o "$T/g.stp" -- "$PY" "$T/gpt_lines.py" >"$T/g.out" || { echo "FAIL: the GPT under stprof"; exit 1; }
-echo "    $(cat "$T/g.out")"
+GPT_AMP=1 GPT_CKPT=1 GPT_MICRO=2 "$B/stprof" record -q -o "$T/g.stp" -- "$PY" "$T/gpt.py" "$T/g.json" 6 >"$T/g.out" ||
+	{ echo "FAIL: the GPT under stprof"; exit 1; }
+echo "    $(tail -1 "$T/g.out"); $(cat "$T/g.json")"
 how=$("$B/stprof" dump -t marker "$T/g.stp" | sed -n 's/.*name="stprof.python_frames" value=\([0-9]*\).*/\1/p' | head -1)
 echo "    Python frames read: $([ "$how" = 2 ] && echo "in place (no GIL)" || echo "through the GIL only (value '$how')")"
 [ "$how" = 2 ] || { echo "FAIL: this Python's frames are not read in place (collector/torch/pylayout.c's probe)"; fail=1; }
-"$B/stprof" report -f json -n 10 "$T/g.stp" >"$T/g.json" 2>/dev/null || { echo "FAIL: report -f json"; exit 1; }
-"$PY" "$S/tests/python/line_share.py" "$T/g.json" gpt_lines.py 10 >"$T/share"
+"$B/stprof" report -f json -n 10 "$T/g.stp" >"$T/r.json" 2>/dev/null || { echo "FAIL: report -f json"; exit 1; }
+"$PY" "$S/tests/python/line_share.py" "$T/r.json" gpt.py 10 >"$T/share"
 share=$(head -1 "$T/share")
 echo "    top 10 sites at the script's lines: $share% of the bytes at the tensor peak (target 90%)"
 sed -n '2,$s/^/      without: /p' "$T/share"
