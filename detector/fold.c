@@ -19,7 +19,7 @@
  *
  * A tensor autograd's own thread made in a backward pass has, in place of
  * Python frames, a "<backward>" frame and those of the line that started
- * the pass (collector/torch/backward.c): its op reads "backward: aten::mm".
+ * the pass (collector/core/pypath.c): its op reads "backward: aten::mm".
  *
  * Frames are framework by module (libcuda, libcudart, libsanitizer, libnvrtc,
  * libtorch_python, libc10*, the interpreter, libgomp ...) or by name
@@ -224,7 +224,7 @@ uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, st
 		}
 	}
 	/* made by autograd's own thread in a backward pass started at the
-	 * user's line (collector/torch/backward.c): said beside the op */
+	 * user's line (collector/core/pypath.c): said beside the op */
 	for (uint32_t i = 0; i < inner; i++)
 		if (STP_IS_PYFRAME(in[i].ip) && in[i].file && !strcmp(in[i].file, "<backward>")) {
 			char b[300];

@@ -1,6 +1,6 @@
 #!/bin/bash
 # CUDA tensors carry their Python line in both --torch-cuda modes, whatever
-# the threading (collector/torch/pylayout.c): tests/python/fake_cuda_lines.py
+# the threading (collector/core/pylayout.c): tests/python/fake_cuda_lines.py
 # hands tensors to the collector as PyTorch does (the caching allocator's
 # report under its lock, the pluggable allocator's alloc), from Python
 # threads that do not hold the GIL while another Python thread keeps

@@ -25,7 +25,7 @@ GPT_AMP=1 GPT_CKPT=1 GPT_MICRO=2 "$B/stprof" record -q -o "$T/g.stp" -- "$PY" "$
 echo "    $(tail -1 "$T/g.out"); $(cat "$T/g.json")"
 how=$("$B/stprof" dump -t marker "$T/g.stp" | sed -n 's/.*name="stprof.python_frames" value=\([0-9]*\).*/\1/p' | head -1)
 echo "    Python frames read: $([ "$how" = 2 ] && echo "in place (no GIL)" || echo "through the GIL only (value '$how')")"
-[ "$how" = 2 ] || { echo "FAIL: this Python's frames are not read in place (collector/torch/pylayout.c's probe)"; fail=1; }
+[ "$how" = 2 ] || { echo "FAIL: this Python's frames are not read in place (collector/core/pylayout.c's probe)"; fail=1; }
 "$B/stprof" report -f json -n 10 "$T/g.stp" >"$T/r.json" 2>/dev/null || { echo "FAIL: report -f json"; exit 1; }
 "$PY" "$S/tests/python/line_share.py" "$T/r.json" gpt.py 10 >"$T/share"
 share=$(head -1 "$T/share")

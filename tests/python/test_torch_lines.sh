@@ -1,6 +1,6 @@
 #!/bin/bash
 # Every tensor points at the user's line, in the shapes training runs
-# (docs/python.md, "Python lines"; collector/torch/pylayout.c, detector/fold.c),
+# (docs/python.md, "Python lines"; collector/core/pylayout.c, detector/fold.c),
 # on the real PyTorch here (CPU):
 #  - threads_train.py: a ViT fed by DataLoader(num_workers=2) (feeder
 #    threads in the main process), a second Python thread making tensors,

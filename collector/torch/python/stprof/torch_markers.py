@@ -163,7 +163,7 @@ _installed = False
 def _backward_fn():
     """The collector's stprof_py_backward_v1 (called with the GIL: PyDLL),
     or None: where a backward pass began, for the tensors autograd's own
-    threads make (collector/torch/backward.c)."""
+    threads make (collector/core/pypath.c)."""
     try:
         import ctypes
         f = ctypes.PyDLL(None).stprof_py_backward_v1
