@@ -5,15 +5,10 @@
  * like the real runtime, allocates host memory of its own (a malloc of
  * 123457 bytes per call, which the collector must not record: it calls
  * cudaMalloc with the thread busy); cudaFree frees that host block again.
- * Only what the pluggable allocator calls; and, standing in for the thread
- * PyTorch's autograd runs a GPU backward on (a thread with no Python),
- * fake_device_thread_alloc: calls an allocator's alloc from a new pthread
- * and waits for it (test_torch_cuda_lines.sh).
+ * Only what the pluggable allocator calls.
  */
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -21,33 +16,6 @@
 
 int cudaMalloc(void **p, size_t size);
 int cudaFree(void *p);
-
-typedef void *(*alloc_fn)(ssize_t, int, void *);
-void *fake_device_thread_alloc(alloc_fn alloc, ssize_t size, int device, void *stream);
-
-struct call {
-	alloc_fn alloc;
-	ssize_t size;
-	int device;
-	void *stream, *result;
-};
-
-static void *device_thread(void *arg)
-{
-	struct call *c = arg;
-	c->result = c->alloc(c->size, c->device, c->stream);
-	return NULL;
-}
-
-void *fake_device_thread_alloc(alloc_fn alloc, ssize_t size, int device, void *stream)
-{
-	struct call c = {alloc, size, device, stream, NULL};
-	pthread_t t;
-	if (pthread_create(&t, NULL, device_thread, &c))
-		return NULL;
-	pthread_join(t, NULL);
-	return c.result;
-}
 
 static uintptr_t base, next;
 static void *noise[4096];

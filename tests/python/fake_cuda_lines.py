@@ -10,8 +10,9 @@ taking it:
 Each tensor must carry its Python line (test_torch_cuda_lines.sh).  In
 pluggable mode a "backward pass" follows: the collector is told it begins
 (as the shim's wrapper of torch.autograd.backward tells it) and a thread
-with no Python (fakecuda's stand-in for autograd's device thread) makes a
-tensor: it must point at the line that started the backward."""
+with no Python (fakecuda/libfakedevthread.so, a stand-in for autograd's
+device thread) makes a tensor: it must point at the line that started the
+backward."""
 import ctypes
 import sys
 import threading
@@ -91,8 +92,8 @@ s.join()
 stop.set()
 b.join()
 if mode == "pluggable":
-    cudart = ctypes.CDLL("libcudart.so.12")
-    on_device_thread = cudart.fake_device_thread_alloc
+    devthread = ctypes.CDLL("libfakedevthread.so")
+    on_device_thread = devthread.fake_device_thread_alloc
     on_device_thread.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
     on_device_thread.restype = ctypes.c_void_p
     backward = ctypes.PyDLL(None).stprof_py_backward_v1
