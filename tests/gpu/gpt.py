@@ -1,5 +1,5 @@
 """gpt.py STATS.json [ITERS] - the small GPT the GPU checks train on CUDA
-(tests/gpu/check_40_torch_cuda.sh, check_60_viewer.sh, check_70_lines.sh):
+(tests/gpu/check_40_torch_cuda.sh, check_60_viewer.sh, check_65_lines.sh):
 4 blocks of 256, sequences of 128, batches of 16, AdamW; prints each
 iteration's loss and writes the loop's time and torch.cuda's peaks to
 STATS.json.  The environment adds what training runs often use:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# check_70_lines.sh - every tensor byte points at the user's code on a GPU
+# check_65_lines.sh - every tensor byte points at the user's code on a GPU
 # (docs/python.md, "Python lines"; docs/report.md, "Call paths"):
 #   1. the GPT of tests/gpu/gpt.py trained in the default mode
 #      (--torch-cuda=caching: PyTorch's caching allocator kept) with bf16
