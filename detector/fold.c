@@ -17,9 +17,13 @@
  *   - then the frames further out that are not framework (the user's
  *     callers).
  *
- * A tensor autograd's own thread made in a backward pass has, in place of
- * Python frames, a "<backward>" frame and those of the line that started
- * the pass (collector/core/pypath.c): its op reads "backward: aten::mm".
+ * A tensor made in a backward pass has, in place of its thread's Python
+ * frames, a "<backward>:0 in MODULE" frame and the frames of the forward
+ * line that called the module whose backward made it: its op reads
+ * "backward of blocks.3.mlp: aten::mm", beside that forward line; or, made
+ * by autograd's own thread where no module's backward was known, a
+ * "<backward>:0 in backward" frame and those of the line that started the
+ * pass: "backward: aten::mm" (collector/core/pybackward.c).
  *
  * Frames are framework by module (libcuda, libcudart, libsanitizer, libnvrtc,
  * libtorch_python, libc10*, the interpreter, libgomp ...) or by name
@@ -223,12 +227,15 @@ uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, st
 				break;
 		}
 	}
-	/* made by autograd's own thread in a backward pass started at the
-	 * user's line (collector/core/pypath.c): said beside the op */
+	/* made in a backward pass: of a module called at the user's line, or
+	 * on autograd's own thread, of the pass started at the user's line
+	 * (collector/core/pybackward.c): said beside the op */
 	for (uint32_t i = 0; i < inner; i++)
 		if (STP_IS_PYFRAME(in[i].ip) && in[i].file && !strcmp(in[i].file, "<backward>")) {
 			char b[300];
-			snprintf(b, sizeof b, "backward%s%s", op ? ": " : "", op ? op : "");
+			const char *mod = in[i].function && strcmp(in[i].function, "backward") ? in[i].function : NULL;
+			snprintf(b, sizeof b, "backward%s%s%s%s", mod ? " of " : "", mod ? mod : "", op ? ": " : "",
+			         op ? op : "");
 			op = det_frames_intern(fs, b);
 			break;
 		}

@@ -137,7 +137,8 @@ STC_HIDDEN void stc_flusher_lazy(uint64_t now);
  * allocations): pyframes.c (which way they are read; the GIL path),
  * pylayout.c (read in place, without the GIL, once a probe found the
  * layout), pylines.c (the cache of their names), pypath.c (a path's Python
- * part; where a running backward pass was started, for threads with no
+ * part), pybackward.c (inside a backward pass: the forward line and module
+ * whose backward runs, or where the pass was started, for threads with no
  * Python frames).
  */
 /* The process runs CPython (its C API could be found). */

@@ -50,11 +50,15 @@ STC_HIDDEN uint32_t stc_py_lines_put(const void *code, long pos, uintptr_t k1, u
 STC_HIDDEN int stc_py_layout_probe(void);
 STC_HIDDEN int stc_py_layout_state(void);
 STC_HIDDEN uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max);
-/* pypath.c: while a backward pass runs, the Python frames it was started
- * from after a "<backward>" frame; 0 otherwise. */
+/* pybackward.c: while a backward pass runs, the Python frames it was
+ * started from after a "<backward>" frame; 0 otherwise.  The site of the
+ * module whose backward the calling thread runs (its forward line after a
+ * "<backward>:0 in MODULE" frame); 0 when none. */
 STC_HIDDEN uint32_t stc_py_backward_origin(uint64_t *ips, uint32_t max);
+STC_HIDDEN uint32_t stc_py_backward_site(uint64_t *ips, uint32_t max);
+STC_HIDDEN void stc_py_backward_atfork_child(void);
 /* In a forked child: the locks a thread that is gone may have held
- * (pypath.c's, and pylines.c's through stc_py_lines_atfork_child). */
+ * (pybackward.c's and pylines.c's, through stc_py_atfork_child). */
 STC_HIDDEN void stc_py_atfork_child(void);
 STC_HIDDEN void stc_py_lines_atfork_child(void);
 

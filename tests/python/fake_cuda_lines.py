@@ -12,7 +12,9 @@ pluggable mode a "backward pass" follows: the collector is told it begins
 (as the shim's wrapper of torch.autograd.backward tells it) and a thread
 with no Python (fakecuda/libfakedevthread.so, a stand-in for autograd's
 device thread) makes a tensor: it must point at the line that started the
-backward."""
+backward; then, after a module's forward told the collector its site and a
+node's pre-hook ran on that thread (as the shim's hooks do), another: it
+must point at the line that called the module, as its backward."""
 import ctypes
 import sys
 import threading
@@ -96,20 +98,40 @@ if mode == "pluggable":
     on_device_thread = devthread.fake_device_thread_alloc
     on_device_thread.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
     on_device_thread.restype = ctypes.c_void_p
-    backward = ctypes.PyDLL(None).stprof_py_backward_v1
+    on_device_thread_hook = devthread.fake_device_thread_hook_alloc
+    on_device_thread_hook.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int,
+                                      ctypes.c_void_p]
+    on_device_thread_hook.restype = ctypes.c_void_p
+    py = ctypes.PyDLL(None)
+    backward = py.stprof_py_backward_v1
     backward.argtypes = [ctypes.c_int]
+    module_site = py.stprof_py_module_site_v1
+    module_site.argtypes, module_site.restype = [ctypes.c_char_p], ctypes.c_uint32
+    use_site = py.stprof_py_backward_site_v1
+    use_site.argtypes = [ctypes.c_uint32]
+
+    def forward_hook():  # as the shim's forward hook of module blocks.0.mlp
+        return module_site(b"blocks.0.mlp")  # module line
+
+    site = forward_hook()
+    assert site, "no site"
+    # as autograd calls the node's pre-hook on its device thread
+    pre_hook = ctypes.CFUNCTYPE(None)(lambda: use_site(site))
 
     def loss_backward():
         backward(1)  # as the shim's wrapper of torch.autograd.backward
         g = on_device_thread(ctypes.cast(alloc, ctypes.c_void_p), 3 * MiB, 0, 0x77)
+        h = on_device_thread_hook(ctypes.cast(pre_hook, ctypes.c_void_p), ctypes.cast(alloc, ctypes.c_void_p),
+                                  5 * MiB, 0, 0x77)
         backward(0)
-        return g
+        return g, h
 
-    grad = loss_backward()  # backward line
+    grad, grad_mlp = loss_backward()  # backward line
 for p in kept:
     drop(p, MiB)
 if mode == "pluggable":
     free(grad, 3 * MiB, 0, 0x77)
+    free(grad_mlp, 5 * MiB, 0, 0x77)
 for p in side:
     drop(p, MiB // 2)
 print("done", mode)

@@ -3,7 +3,7 @@ analyzed space's peak, the share held by the report's first TOP (10) call
 sites whose user_frame is a line of SCRIPT (a file name), as a percentage
 with one decimal; then, one per line, the sites without such a line
 (their first frame's text).  For the tests and the GPU check of Python
-lines (test_torch_lines.sh, tests/gpu/check_60_lines.sh)."""
+lines (test_torch_lines.sh, tests/gpu/check_65_lines.sh)."""
 import json
 import os
 import sys

@@ -12,7 +12,9 @@
 #  - the folded view: the user's line first with the operator that
 #    allocated, no PyTorch frame; --all-frames shows them; rows that read the
 #    same show the frame that tells them apart (AdamW's two state tensors);
-#    JSON's user_frame; --group line; Perfetto's call paths folded alike.
+#    JSON's user_frame, HTML; --group line; Perfetto's call paths folded
+#    alike; a backward's tensors at the forward line and module whose
+#    backward made them; host sites (no Python lines) say why in one line.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 export OMP_NUM_THREADS=1
@@ -37,6 +39,21 @@ grep -v "(through " "$T/r.txt" | grep -q "at::detail::\|c10::\|libtorch" &&
 # the two AdamW states of one parameter: the same line and operator, told apart
 grep -A1 "at threads_train.py:83 in <module> (aten::zeros_like)" "$T/r.txt" | grep -q "(through adamw.py:[0-9]* in AdamW.step)" ||
 	fail "rows that read the same do not say how they differ: $(grep -m2 -A1 'threads_train.py:83' "$T/r.txt")"
+# a backward's tensors: at the forward line that called the module whose
+# backward made them (the shim's node pre-hooks, collector/core/pybackward.c)
+grep -q "at threads_train.py:41 in Block.forward (backward of blocks.[0-2].fc2: aten::mm)" "$T/r.txt" ||
+	fail "no backward tensor at its module's forward line: $(grep -m3 'backward' "$T/r.txt")"
+grep -q "at threads_train.py:37 in Block.forward (backward of blocks.[0-2].qkv: aten::mm)" "$T/r.txt" ||
+	fail "no backward tensor of qkv at its forward line: $(grep -m3 'backward of' "$T/r.txt")"
+# the HTML report folds alike
+"$STPROF" report -f html -n 100 "$T/t.stp" >"$T/t.html" 2>/dev/null || fail "report -f html"
+grep -q "threads_train.py:41 in Block.forward (aten::addmm)" "$T/t.html" || fail "HTML: no folded forward line"
+grep -q "threads_train.py:41 in Block.forward (backward of blocks" "$T/t.html" || fail "HTML: no backward line"
+grep -q "at::detail::\|c10::" "$T/t.html" && fail "HTML: framework frames shown"
+# where a line cannot be had, the report says so and why, in one line
+"$STPROF" report --space host -n 10 "$T/t.stp" >"$T/h.txt" 2>&1 || fail "report --space host"
+grep -q "^  (no line of the program for [0-9]* of these sites, .*: host-heap paths are native frames" "$T/h.txt" ||
+	fail "host sites without a line, not said: $(sed -n '/^Top call sites/,/^$/p' "$T/h.txt" | tail -3)"
 # everything on request
 "$STPROF" report --all-frames --frames 64 -n 3 "$T/t.stp" >"$T/a.txt" 2>&1
 grep -q "<- at::detail::empty" "$T/a.txt" || fail "--all-frames hides the framework"
