@@ -8,7 +8,9 @@
 #      at the tensor peak are in the report's top 10 call sites at lines of
 #      the script (tests/python/line_share.py over the JSON report's
 #      user_frame); the Python frames were read in place (annotation
-#      stprof.python_frames = 2);
+#      stprof.python_frames = 2); tensors made in the backward (on
+#      autograd's device thread) show as "(backward of MODULE: aten::...)"
+#      beside the forward line that called the module;
 #   2. a CUDA C program whose six cudaMalloc calls go through cuda_runtime.h's
 #      inline template: each shows its own line of main, recorded plainly and
 #      with --accesses=exact (call paths begin at the program's frames, not
@@ -33,6 +35,13 @@ echo "    top 10 sites at the script's lines: $share% of the bytes at the tensor
 sed -n '2,$s/^/      without: /p' "$T/share"
 "$B/stprof" report -n 6 "$T/g.stp" 2>/dev/null | sed -n '/^Top call sites/,/^$/p' | sed 's/^/    /'
 awk -v s="$share" 'BEGIN { exit !(s >= 90) }' || { echo "FAIL: $share% < 90%"; fail=1; }
+# the backward's tensors (made on autograd's device thread): at the forward
+# line and module whose backward made them
+"$B/stprof" report -n 40 "$T/g.stp" 2>/dev/null | sed -n '/^Top call sites/,/^$/p' >"$T/g40.txt"
+nb=$(grep -c "(backward of [^)]*)" "$T/g40.txt" || true)
+echo "    top 40 sites made in a module's backward (at its forward line): $nb"
+grep -m2 "(backward of " "$T/g40.txt" | sed 's/^ */      e.g. /'
+[ "$nb" -gt 0 ] || { echo "FAIL: no backward tensor at its module's forward line"; fail=1; }
 
 # 2. a CUDA C program: each allocation at its own line
 cat >"$T/lines.cu" <<'CUEOF'

@@ -59,6 +59,11 @@ grep -q "^  (no line of the program for [0-9]* of these sites, .*: host-heap pat
 grep -q "<- at::detail::empty" "$T/a.txt" || fail "--all-frames hides the framework"
 grep -q "c10::ArrayRef<long>" "$T/a.txt" || fail "--all-frames shortens names"
 "$STPROF" report --group line -n 3 "$T/t.stp" | grep -qE "^ +1 .* threads_train\.py:[0-9]+ in " || fail "--group line"
+# grouped by the user's frame's function and file, not PyTorch's
+"$STPROF" report --group function -n 3 "$T/t.stp" | grep -qE "^ +1 .* [A-Za-z_.<>]+ in threads_train\.py$" ||
+	fail "--group function: $("$STPROF" report --group function -n 3 "$T/t.stp" | sed -n '/^Top/,/^$/p')"
+"$STPROF" report --group module -n 3 "$T/t.stp" | grep -qE "^ +1 .* threads_train\.py$" ||
+	fail "--group module: $("$STPROF" report --group module -n 3 "$T/t.stp" | sed -n '/^Top/,/^$/p')"
 # the timeline: an allocation's call path folded as in the report
 "$STPROF" export -q -o "$T/t.pftrace" "$T/t.stp" || fail "export"
 grep -aq "threads_train.py:41 in Block.forward (aten::addmm) <- threads_train.py:54 in ViT.forward" "$T/t.pftrace" ||
