@@ -94,7 +94,8 @@ static void write_stats(stalloc *a)
 		fprintf(f, "slot_hits=%llu pool=%llu hits=%llu dynamic_hits=%llu skipped=%llu reordered=%llu resyncs=%llu "
 		           "occupied=%llu unmatched=%llu small=%llu fallbacks=%llu requests=%llu "
 		           "peak_reserved=%llu peak_allocated=%llu pool_peak=%llu fb_peak=%llu "
-		           "fb_reserved_peak=%llu iterations=%llu rehomed=%llu spare_hits=%llu\n",
+		           "fb_reserved_peak=%llu iterations=%llu rehomed=%llu spare_hits=%llu startup_hits=%llu "
+		           "free_hits=%llu\n",
 		        (unsigned long long)s.slot_hits, (unsigned long long)s.pool, (unsigned long long)s.hits, (unsigned long long)s.dynamic_hits,
 		        (unsigned long long)s.skipped, (unsigned long long)s.reordered, (unsigned long long)s.resyncs,
 		        (unsigned long long)s.occupied, (unsigned long long)s.unmatched, (unsigned long long)s.small,
@@ -102,7 +103,8 @@ static void write_stats(stalloc *a)
 		        (unsigned long long)s.peak_reserved, (unsigned long long)s.peak_allocated,
 		        (unsigned long long)s.pool_peak, (unsigned long long)s.fb_peak,
 		        (unsigned long long)s.fb_reserved_peak, (unsigned long long)s.iterations,
-		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits);
+		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits,
+		        (unsigned long long)s.startup_hits, (unsigned long long)s.free_hits);
 		fclose(f);
 	}
 }
@@ -276,7 +278,7 @@ EXPORT void *malloc(size_t n)
 {
 	stalloc *a = planned(n);
 	if (a) {
-		void *p = stalloc_alloc(a, n, 16);
+		void *p = stalloc_alloc(a, n, ST_ALIGN_HOST);
 		if (p)
 			return p;
 	}
@@ -298,7 +300,7 @@ EXPORT void *calloc(size_t n, size_t m)
 	}
 	stalloc *a = planned(t);
 	if (a) {
-		void *p = stalloc_alloc(a, t, 16);
+		void *p = stalloc_alloc(a, t, ST_ALIGN_HOST);
 		if (p) {
 			memset(p, 0, t);
 			return p;

@@ -80,6 +80,11 @@ typedef struct stalloc_stats {
 	uint64_t requests;             /* stalloc_alloc calls */
 	uint64_t hits;                 /* served at their planned offset (the iteration) */
 	uint64_t slot_hits;            /* served by a persistent entry's slot of their size */
+	uint64_t startup_hits;         /* start-up temporaries served in the pool before the first
+	                                * iteration (where its entries lie, all free then) */
+	uint64_t free_hits;            /* shapes vary: requests the plan did not serve, given free
+	                                * pool space (counted in unmatched, occupied or
+	                                * dynamic_nofit too) */
 	uint64_t dynamic_hits;         /* served from their group's reusable space */
 	uint64_t dynamic_nofit;        /* dynamic, but no free range of the group fits: fallback */
 	uint64_t skipped;              /* plan entries the program did not request in turn */
@@ -134,6 +139,35 @@ void stalloc_pool(stalloc *a, void **base, uint64_t *size);
 void stalloc_stats_get(stalloc *a, stalloc_stats *s);
 /* A few lines: pool, hit rate, fallbacks by reason, peaks, efficiency. */
 void stalloc_stats_print(FILE *f, const stalloc_stats *s);
+
+/* ---- replay: the allocator driven by a recorded trace (allocator/replay.c) */
+struct stp_stream;
+
+typedef struct stalloc_replay_result {
+	stalloc_stats st;              /* the allocator's statistics at the end of the trace */
+	uint64_t small_requests;       /* requests below the min size (left to the program's own
+	                                * allocator) */
+	uint64_t small_peak;           /* their peak live bytes */
+	uint64_t total_peak;           /* max over time of pool + fallback reserved + those */
+	uint64_t iterations;           /* iterations seen (markers and wraps) */
+	uint64_t steady_iterations;    /* the complete iterations after the first */
+	uint64_t steady_fallbacks;     /* requests of the plan's sizes served by the fallback in them */
+	uint64_t worst_fallbacks;      /* the most in one of them */
+	uint64_t steady_occupied, steady_unmatched, steady_nofit; /* in them: requests not served at
+	                                * their planned range, by reason (stalloc_stats') */
+} stalloc_replay_result;
+
+/* Replays stream s (stp_window.stream of the trace plan (r, p) was made
+ * from, or of another run of the program) through the allocator of plan
+ * (r, p) with options o (NULL: stalloc_replay_opts), on a simulated
+ * backend.  0, or -1 with a message. */
+int stalloc_replay(const struct stp_reqs *r, const struct stp_plan *p, const struct stp_stream *s,
+                   const stalloc_opts *o, stalloc_replay_result *res, char *err, size_t errlen);
+/* The options libstalloc.so runs plan r with (fallback caching as the
+ * preload for its kind sets it). */
+void stalloc_replay_opts(const struct stp_reqs *r, stalloc_opts *o);
+/* The alignment the preloads ask of the allocator for plan r's requests. */
+uint64_t stalloc_request_align(const struct stp_reqs *r);
 
 /* The host backend: the pool is an anonymous mapping, fallback blocks come
  * from the C library's allocator (glibc's own entry points, so it works
