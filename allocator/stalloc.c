@@ -645,6 +645,22 @@ static void *take_free(stalloc *a, uint64_t size, uint64_t align)
 	return p;
 }
 
+/* A start-up temporary that outlives start-up: an entry of its size among
+ * the iteration's first ones, free now (the matcher steps over it when the
+ * iteration's own request is the one made early). */
+static void *take_early(stalloc *a, uint64_t size, uint64_t align)
+{
+	for (uint32_t j = 0; j < a->iter.n && j <= a->o.lookahead; j++) {
+		const st_entry *e = &a->iter.e[j];
+		if (!e->dynamic && e->size == size) {
+			void *p = take(a, e->off, size, align, 0);
+			if (p)
+				return p;
+		}
+	}
+	return NULL;
+}
+
 static void *match(stalloc *a, uint64_t size, uint64_t align)
 {
 	void *p = NULL;
@@ -666,9 +682,18 @@ static void *match(stalloc *a, uint64_t size, uint64_t align)
 	if (a->iter_armed)
 		return match_iter(a, size, align);
 	/* a temporary that will still be live when the iteration begins stays
-	 * off its entries' ranges */
+	 * off its entries' ranges, but for its own: one made just before the
+	 * first iteration is the "previous iteration's" instance of a request
+	 * that outlives its iteration, whose spare range is free until the
+	 * instances alternate, or that iteration's first request come early (a
+	 * batch made before the loop's first step) */
 	if (a->boot.n && !late && (p = take_startup(a, size, align)) != NULL)
 		return p;
+	if (late && ((p = take_same_size(a, &a->spare, size, size, align)) != NULL ||
+	             (p = take_early(a, size, align)) != NULL)) {
+		a->st.startup_hits++;
+		return p;
+	}
 	a->st.unmatched++;
 	if (a->o.log)
 		fprintf(a->o.log, "start-up %" PRIu64 " -> no slot\n", size);
