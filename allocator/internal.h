@@ -140,12 +140,13 @@ typedef struct st_fallback {
 	uint32_t nnodes, cap_nodes, free_node;
 	uint64_t cached, cache_limit;
 	int no_cache;
+	int tiny_slots;          /* 512-byte slots of 2 MiB chunks (a device's small requests) */
 	uint64_t reserved;       /* raw bytes held: live, cached and tiny chunks */
 	uint64_t tiny_chunks;
 	uint64_t *chunks;        /* the tiny slots' chunks, given back at destroy */
 	uint64_t cap_chunks;
 } st_fallback;
-void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_limit, int no_cache);
+void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_limit, int no_cache, int tiny_slots);
 void st_fallback_destroy(st_fallback *f);
 void *st_fallback_alloc(st_fallback *f, uint64_t size, uint64_t align);
 /* 1 when p was a live fallback block (freed); *size gets its requested size. */

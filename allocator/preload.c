@@ -18,7 +18,8 @@
  * Environment: STALLOC_PLAN (the plan), STALLOC_PID (only that process
  * enforces it: programs it executes run as usual), STALLOC_STATS (1: the
  * statistics on stderr at exit; a path: written there), STALLOC_MIN_SIZE
- * (overrides the plan's), STALLOC_LOOKAHEAD.  A plan that cannot be read
+ * (overrides the plan's), STALLOC_LOOKAHEAD, STALLOC_LOG, STALLOC_HUGEPAGES
+ * (backend_host.c).  A plan that cannot be read
  * is said once on stderr and the program runs on glibc alone.
  */
 #include <dlfcn.h>
@@ -160,7 +161,6 @@ __attribute__((constructor)) static void stalloc_init(void)
 	}
 	static stalloc_backend b;
 	stalloc_backend_host(&b);
-	opts.no_fallback_cache = 1; /* glibc keeps its own cache */
 	stalloc *a = stalloc_new(&r, &p, &b, &opts, err, sizeof err);
 	host_min = opts.min_size == UINT64_MAX ? r.min_size : opts.min_size;
 	int tensor_plan = r.tensors;

@@ -72,10 +72,8 @@ uint64_t stalloc_request_align(const stp_reqs *r)
 
 void stalloc_replay_opts(const stp_reqs *r, stalloc_opts *o)
 {
+	(void)r; /* the preloads' options are the defaults, resolved per plan by stalloc_new */
 	stalloc_opts_init(o);
-	/* the host preloads leave caching to glibc; a device plan's fallback
-	 * caches (preload.c, preload_cuda.c) */
-	o->no_fallback_cache = !r->device;
 }
 
 /* An iteration ended (a marker or the sequence's wrap): what went to the

@@ -3,8 +3,9 @@
  * running program along it.
  *
  * The sequence is the plan's requests in allocation order: the start-up
- * one (persistent requests, allocated once, before the planned iteration)
- * is walked once; the iteration's repeats (cyclic).  A request is matched
+ * one (every request before the planned iteration, up to the last
+ * persistent one: plan 1.3) is walked once; the iteration's repeats
+ * (cyclic).  A request is matched
  * by its size, which is what a program repeats exactly from one iteration
  * to the next; where the program drifts from the recorded order, the
  * matcher recovers instead of giving up:
@@ -16,13 +17,18 @@
  *     otherwise jump to a later entry of the same size (layers repeat
  *     their sizes);
  *   - varying: an entry sized for the largest request seen at its place
- *     (STP_REQ_VARYING), near the cursor, takes a request up to its size;
+ *     (STP_REQ_VARYING) takes a request up to its size: at the cursor, or
+ *     within the lookahead after entries that fit the two requests just
+ *     made; a request that nothing nearby takes looks for one up to
+ *     VARYING_REACH varying entries ahead (an iteration shorter than the
+ *     planned one skips the rest of its recurrence);
  *   - dynamic: a size-varying entry near the cursor takes any size;
  *   - resync: after `resync_after` misses in a row, the cursor jumps to the
  *     entry of this size whose two predecessors have the sizes of the two
  *     requests just before it (the nearest such entry, either way).
  * Each is O(1) for a request that follows the plan; lookahead and ring are
- * bounded; resync looks at no more than RESYNC_CANDIDATES entries.
+ * bounded; resync looks at no more than RESYNC_CANDIDATES entries, the
+ * varying search at VARYING_REACH (found by bisection in `var`).
  *
  * Invariants: cursor < n (or 0 when n == 0); ring slots hold positions of
  * static entries or UINT32_MAX.

@@ -1,15 +1,22 @@
 /*
  * stalloc.c - the allocator of stprof/stalloc.h: one lock around the
- * pool (occupancy bitmap, live blocks), the two signature sequences
- * (start-up, iteration) and the fallback.
+ * pool (occupancy bitmap, live blocks), the signature sequences (the
+ * start-up's, walked once; the iteration's, cyclic; the spare ranges'),
+ * the persistent slots and the fallback.
  *
- * A request of at least min_size is matched against the iteration's
- * sequence and the persistent slots (match()); a hit hands out the entry's
- * planned range when all of it is free, else a free spare range of its
- * size (a request whose previous instance outlives the iteration) or
- * another entry's of its size (rehome()); a dynamic hit the best-fitting
- * free range of its group's reusable intervals.  Everything else is the
- * fallback's.
+ * A request of at least min_size (match()): while the start-up sequence
+ * lasts, it is matched there first (match_boot()): a persistent request's
+ * position gives that request's own slot; a temporary's gives none.
+ * Then, once iterations run, the iteration's sequence (match_iter()): a
+ * hit hands out the entry's planned range when all of it is free, else a
+ * free spare range of its size (a request whose previous instance
+ * outlives the iteration) or another entry's of its size (rehome()); a
+ * dynamic hit the best-fitting free range of its group's reusable
+ * intervals.  Before the first iteration, a start-up temporary takes the
+ * iteration's free space (take_startup()), or, when it outlives start-up,
+ * a spare or one of the first entries of its size (take_early()).  Where
+ * the plan's shapes vary, what none of these served takes free pool space
+ * (take_free()).  Everything else is the fallback's.
  *
  * Invariants: every live pool block is in `live` (offset unit -> requested
  * size) and its units are set in `bits`; pool_live is the sum of their
@@ -59,6 +66,7 @@ void stalloc_opts_init(stalloc_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->min_size = UINT64_MAX; /* the plan's */
+	o->cache_limit = UINT64_MAX; /* per plan, in stalloc_new */
 	o->lookahead = 32;
 	o->resync_after = 2;
 }
@@ -297,7 +305,14 @@ stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend
 		if (a->nivals)
 			memcpy(a->ivals, p->intervals, a->nivals * sizeof *a->ivals);
 	}
-	st_fallback_init(&a->fb, &a->b, o->cache_limit, o->no_fallback_cache);
+	/* the fallback caches what it frees, as the caching allocators do (a
+	 * request outside the plan, as a batch of another size, would
+	 * otherwise map and fault its pages in each time: glibc gives large
+	 * blocks back at their free); on the host, up to the pool's size */
+	uint64_t limit = o->cache_limit;
+	if (limit == UINT64_MAX)
+		limit = r->device ? 0 : a->pool > ((uint64_t)64 << 20) ? a->pool : (uint64_t)64 << 20;
+	st_fallback_init(&a->fb, &a->b, limit, o->no_fallback_cache, r->device);
 	/* A plan cut from iteration markers is followed from the first marker
 	 * on: before it, the program's start-up would match iteration entries
 	 * of the same sizes and take their ranges.  Without markers, from the
@@ -489,7 +504,18 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 	return p;
 }
 
-/* A free persistent slot of exactly this size.  Once iterations run, only a
+/* The range of slot i, which the caller took from the slab (given back to
+ * it when the range cannot be used). */
+static void *slot_range(stalloc *a, uint32_t i, uint64_t size, uint64_t align)
+{
+	void *p = take(a, a->pers.e[i].off, size, align, 1);
+	if (!p)
+		st_slab_untake(&a->pers, i);
+	return p;
+}
+
+/* Plans without a start-up sequence (1.2 and older): a free persistent
+ * slot of exactly this size.  Once iterations run, only a
  * slot that is due: its request came at about this point of the profiled
  * run (the slot's ordinal, shifted by the drift measured at the last slot
  * taken, at most SLOT_REACH requests ahead).  Lazily made state (an
@@ -502,6 +528,7 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
  * ordinals are (without markers, or armed from the start, any free slot of
  * the size is taken, as in start-up). */
 #define SLOT_REACH 4
+
 /* A slot not due yet (ahead of the count, within the reach) is left alone
  * when the iteration's sequence expects this very request: the last
  * gradient of a backward pass comes just before the optimizer's first
@@ -518,13 +545,9 @@ static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 			return NULL;
 	}
 	uint32_t i = st_slab_take(&a->pers, size);
-	if (i == UINT32_MAX)
+	void *p = i == UINT32_MAX ? NULL : slot_range(a, i, size, align);
+	if (!p)
 		return NULL;
-	void *p = take(a, a->pers.e[i].off, size, align, 1);
-	if (!p) {
-		st_slab_untake(&a->pers, i);
-		return NULL;
-	}
 	a->slot_drift = (int64_t)a->pers.e[i].ordinal - (int64_t)a->seen;
 	a->st.slot_hits++;
 	if (a->o.log)
@@ -532,14 +555,6 @@ static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 	return p;
 }
 
-/* A free persistent slot of the size first, then the iteration's matcher.
- * Free slots exist in start-up and while lazily made state (an optimizer's)
- * is being created: these objects then live for good, and had they taken
- * an iteration entry's range, that entry would find it in use in every
- * later iteration.  Once the persistent objects are live, no slot of their
- * sizes is free and everything goes to the iteration's matcher; a slot
- * lent to a temporary meanwhile is idle otherwise, so it takes nothing
- * from anyone. */
 /* A slot for a request the start-up sequence says is persistent: its own
  * (position -> slot), else a free one of its size whose own request has
  * gone by (its owner was served elsewhere). */
@@ -553,10 +568,7 @@ static void *take_slot(stalloc *a, uint32_t i, uint64_t size, uint64_t align)
 		if (i == UINT32_MAX || !st_slab_take_at(&a->pers, i))
 			return NULL;
 	}
-	void *p = take(a, a->pers.e[i].off, size, align, 1);
-	if (!p)
-		st_slab_untake(&a->pers, i);
-	return p;
+	return slot_range(a, i, size, align);
 }
 
 /* After the start-up sequence: any free slot of the size (its owner was
@@ -564,13 +576,9 @@ static void *take_slot(stalloc *a, uint32_t i, uint64_t size, uint64_t align)
 static void *lend_slot(stalloc *a, uint64_t size, uint64_t align)
 {
 	uint32_t i = st_slab_take(&a->pers, size);
-	if (i == UINT32_MAX)
+	void *p = i == UINT32_MAX ? NULL : slot_range(a, i, size, align);
+	if (!p)
 		return NULL;
-	void *p = take(a, a->pers.e[i].off, size, align, 1);
-	if (!p) {
-		st_slab_untake(&a->pers, i);
-		return NULL;
-	}
 	a->st.slot_hits++;
 	if (a->o.log)
 		fprintf(a->o.log, "slot %" PRIu64 " -> persistent entry %u, lent\n", size, i);

@@ -16,7 +16,7 @@ case "$what" in
   build) pkgs="$pkgs python3-pip" ;;
   demo) pkgs="$pkgs python3" ;;
   check) pkgs="$pkgs python3 python3-pip python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time" ;;
-  bench) pkgs="$pkgs python3 python3-torch python3-venv heaptrack time libjemalloc2 libmimalloc2.0" ;;
+  bench) pkgs="$pkgs python3 python3-torch python3-venv heaptrack time libjemalloc2 libmimalloc2.0 libgoogle-perftools4" ;;
   *) echo "usage: $0 [build|check|demo|bench]" >&2; exit 2 ;;
 esac
 missing=""

@@ -19,6 +19,13 @@
  *     PyTorch's size rules (stprof/allocpolicy.h) and a pool of 512-byte
  *     slots for tiny requests, over the backend's raw allocations; or, when
  *     the caller keeps its own allocator (the host preload), NULL.
+ * Persistent requests take slots: a plan's start-up sequence (the
+ * requests before the planned iteration) is followed with the same
+ * matcher, so each takes its own slot and a temporary of its size none.
+ * An entry sized for the largest request seen at its place (a size that
+ * varies from step to step) serves any request up to it; where a plan's
+ * shapes vary, requests it does not place take free pool space before
+ * the fallback.
  * Iteration boundaries come from stalloc_step() (the marker API's
  * ITER_BEGIN, the PyTorch shim's optimizer steps) or from the sequence
  * wrapping around by itself.
@@ -61,7 +68,10 @@ typedef struct stalloc_opts {
 	uint64_t min_size;       /* requests below it are not matched (default: the plan's) */
 	uint32_t lookahead;      /* entries looked at ahead of the cursor (default 32) */
 	uint32_t resync_after;   /* misses in a row before a resync is tried (default 2) */
-	uint64_t cache_limit;    /* fallback: bytes kept cached at most (default unlimited) */
+	uint64_t cache_limit;    /* fallback: bytes kept cached at most; 0 unlimited; default
+	                          * (UINT64_MAX): unlimited for a device plan (as PyTorch's
+	                          * caching allocator), the pool's size and at least 64 MiB
+	                          * for a host plan */
 	int no_fallback_cache;   /* fallback: every free goes back to the backend */
 	int match_by_index;      /* STAlloc's published rule instead: the request's index
 	                          * in the iteration, no lookahead, no resync (to compare) */

@@ -453,8 +453,10 @@ int main(int argc, char **argv)
 		if (!dyn) {
 			CHECK_EQ_U(s.hits, stat_reqs * (uint64_t)iters);
 			/* start-up temporaries that were still live when the first
-			 * iteration began stay off its ranges: the fallback's */
-			CHECK_EQ_U(s.unmatched, c.nlate);
+			 * iteration began stay off its ranges but for a spare or an
+			 * entry of their size among its first: the rest go to the
+			 * fallback */
+			CHECK(s.unmatched <= c.nlate);
 			CHECK_EQ_U(s.occupied, 0);
 		} else {
 			/* size-varying requests between static ones of other sizes
@@ -463,7 +465,7 @@ int main(int argc, char **argv)
 		}
 		CHECK(s.pool_peak <= c.p.pool);
 		if (!dyn)
-			CHECK_EQ_U(s.fallbacks, c.nlate);
+			CHECK(s.fallbacks <= c.nlate);
 		printf("%-20s %6zu requests/iteration, pool %8.2f MiB: clean %d iterations: hits %llu, dynamic %llu, "
 		       "fallbacks %llu\n",
 		       c.name, c.nev / 2, (double)c.p.pool / 1048576.0, iters, (unsigned long long)s.hits,

@@ -3,9 +3,10 @@
 # device plan enforced (check_25 is a transformer): a residual conv net
 # with batch norm, trained under bf16 autocast with SGD (momentum,
 # Nesterov, weight decay) and 2 micro-batches of gradient accumulation,
-# channels-last activations.  As check_25: native run (PyTorch's caching
-# allocator), recorded with --torch-cuda=pluggable, `stprof plan` with no
-# options, `stprof run --plan`.  Checks: a device plan; identical losses;
+# channels-last activations.  As check_25 (enforce_plan,
+# tests/gpu/plan_lib.sh): native run (PyTorch's caching allocator),
+# recorded with --torch-cuda=pluggable, `stprof plan` with no options,
+# `stprof run --plan`.  Checks: a device plan; identical losses;
 # peak reserved within 2% of the pool; the run meets the plan's own
 # prediction (`stprof plan` replays the trace through libstalloc's
 # allocator: its "at run time" ratio, within 1%).  Prints peak reserved
@@ -56,24 +57,11 @@ if dev == "cuda":
         st["max_reserved"] = None
 json.dump(st, open(sys.argv[1], "w"))
 PYEOF
-jget() { "$PY" -c "import json,sys; v=json.load(open(sys.argv[1])).get(sys.argv[2]); print('' if v is None else v)" "$1" "$2"; }
-stat_of() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; }
-mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+. "$S/tests/gpu/plan_lib.sh"
 fail=0
-
-"$PY" "$T/conv.py" "$T/native.json" >"$T/native.out"
-"$B/stprof" record -q --torch-cuda=pluggable -o "$T/c.stp" -- "$PY" "$T/conv.py" "$T/rec.json" >"$T/rec.out"
-cmp -s "$T/native.out" "$T/rec.out" || { echo "FAIL: recorded run's losses differ"; fail=1; }
-"$B/stprof" plan -o "$T/c.plan" "$T/c.stp" >"$T/summary"
-sed -n '/^requests:/p;/^pool:/p;/^min size:/,/^at run time:/p' "$T/summary" | sed 's/^/    /'
-"$B/stprof" plan --show "$T/c.plan" | grep -q '^memory:.*device' || { echo "FAIL: not a device plan"; fail=1; }
-"$B/stprof" run --plan "$T/c.plan" --stalloc-stats "$T/stats" -- "$PY" "$T/conv.py" "$T/plan.json" >"$T/plan.out" 2>"$T/plan.err"
-grep -q "stprof run --plan" "$T/plan.err" && { echo "FAIL: libstalloc not installed: $(cat "$T/plan.err")"; fail=1; }
-sed -n '1,5p' "$T/stats" | sed 's/^/    /'
-cmp -s "$T/native.out" "$T/plan.out" && echo "  losses identical to the native run ($(tail -1 "$T/plan.out"))" ||
-	{ echo "FAIL: losses differ with the plan enforced"; diff "$T/native.out" "$T/plan.out" | head -5; fail=1; }
+enforce_plan "$T/conv.py"
 pool=$(stat_of "$T/stats" pool) pr=$(stat_of "$T/stats" peak_reserved)
-want=$(sed -n 's/.*peak reserved [^=]*= \([0-9.]*\) x pool.*/\1/p' "$T/summary")
+want=$(plan_said)
 nres=$(jget "$T/native.json" max_reserved)
 echo "  peak reserved: libstalloc $(mib "$pr") (pool $(mib "$pool"), $(awk -v p="$pool" -v r="$pr" 'BEGIN { printf "%.4f", r / p }') x; the plan said $want x), PyTorch's caching allocator $(mib "$nres")"
 awk -v p="$pool" -v r="$pr" 'BEGIN { exit !(r <= 1.02 * p) }' || { echo "FAIL: peak reserved above 1.02 x pool"; fail=1; }
