@@ -143,10 +143,17 @@ void plan_check_print(FILE *f, const stp_reqs *r, const stp_plan *p, const stall
 
 static const uint64_t min_candidates[] = {512, 1024, 2048, 4096, 8192, 16384, 65536};
 
+/* Above these, each candidate's plan and replay take seconds: the floor is
+ * kept (--min-size sets another) */
+#define MIN_SEARCH_REQUESTS 200000
+#define MIN_SEARCH_EVENTS 8000000
+
 int plan_check_choose_min(const stp_reqs *r, const stp_stream *s, const stp_plan_opts *po, plan_min_choice *c)
 {
 	memset(c, 0, sizeof *c);
 	c->chosen = r->min_size;
+	if (r->n > MIN_SEARCH_REQUESTS || s->n > MIN_SEARCH_EVENTS)
+		return 0;
 	stp_plan_opts o = *po;
 	o.budget = 0; /* the layout's size is what the search would shave: not what decides here */
 	o.verbose = 0;

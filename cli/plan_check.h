@@ -23,8 +23,9 @@ typedef struct plan_min_choice {
 } plan_min_choice;
 /* Tries the candidates from r->min_size up on r (converted with it) and
  * stream s, planning with po (no search), and sets c->chosen to the one
- * whose replay holds the least memory (the smallest within 0.5% of it).
- * 0, or -1 after printing an error. */
+ * whose replay holds the least memory (the smallest within 0.5% of it);
+ * keeps r->min_size on sets of more than 200,000 requests or streams of
+ * more than 8 million events.  0, or -1 after printing an error. */
 int plan_check_choose_min(const stp_reqs *r, const stp_stream *s, const stp_plan_opts *po, plan_min_choice *c);
 void plan_check_print_min(FILE *f, const plan_min_choice *c);
 
