@@ -810,17 +810,22 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 				absent++;
 			}
 		}
-		for (size_t i = 0; i < r->n; i++) {
-			stp_req *sp = &r->req[i];
-			if (!(sp->flags & STP_REQ_SPARE))
-				continue;
-			for (size_t j = 0; j < r->n; j++)
-				if ((r->req[j].flags & STP_REQ_VARYING) && !(r->req[j].flags & STP_REQ_SPARE) &&
-				    r->req[j].ordinal == sp->ordinal) {
-					sp->flags |= STP_REQ_VARYING;
-					sp->size = r->req[j].size;
-				}
+		/* a spare is its request's twin (same ordinal): same size */
+		map vsize = {0};
+		for (size_t i = 0; i < r->n; i++)
+			if ((r->req[i].flags & STP_REQ_VARYING) && !(r->req[i].flags & STP_REQ_SPARE) &&
+			    map_put(&vsize, (uint64_t)r->req[i].ordinal + 1, r->req[i].size) < 0) {
+				map_free(&vsize);
+				goto oom;
+			}
+		for (size_t i = 0; i < r->n && vsize.n; i++) {
+			const uint64_t *v = (r->req[i].flags & STP_REQ_SPARE) ? map_get(&vsize, (uint64_t)r->req[i].ordinal + 1) : NULL;
+			if (v) {
+				r->req[i].flags |= STP_REQ_VARYING;
+				r->req[i].size = *v;
+			}
 		}
+		map_free(&vsize);
 	}
 	/* open phases and layers end with the window */
 	for (uint32_t j = 1; j < r->nphases; j++)

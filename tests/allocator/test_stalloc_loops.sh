@@ -10,6 +10,8 @@
 #     length every step: within 10% (2.58x in the issue);
 #   - torch_resnet_infer.py: a residual CNN in eval mode, no markers (the
 #     detector finds the period): within 2%, no request to the fallback;
+#   - torch_loader_amp.py: a DataLoader with 2 worker processes, bf16
+#     autocast, AdamW, 300 steps: within 2%;
 # and for each: the same output as without the plan, and the figures the
 # plan's summary predicted (its replay through libstalloc's allocator)
 # met by the run: peak reserved / pool and the fallbacks.  A plan the
@@ -54,6 +56,7 @@ loop() { # NAME LIMIT ARGS...
 loop torch_gpt_ckpt 1.02 8
 loop torch_lstm_varlen 1.10 12
 loop torch_resnet_infer 1.02 10
+loop torch_loader_amp 1.02 300
 [ "$(stat_of torch_resnet_infer.stats fallbacks)" = 0 ] || fail "torch_resnet_infer: requests to the fallback"
 grep -q "detected from the allocation sequence" torch_resnet_infer.summary || fail "inference: no period detected"
 
