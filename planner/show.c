@@ -117,6 +117,13 @@ void stp_plan_show(FILE *f, const stp_reqs *r, const stp_plan *p, size_t max_ent
 	                                               : "host allocations");
 	if (r->min_size)
 		fprintf(f, "min size:       %" PRIu64 " bytes (smaller allocations are not planned)\n", r->min_size);
+	if (r->nstartup)
+		fprintf(f, "start-up:       %u requests before the iteration, up to its last persistent one (followed at\n"
+		           "                run time to give each persistent request its own slot)\n",
+		        r->nstartup);
+	if (r->shapes_vary)
+		fprintf(f, "shapes vary:    from one recorded iteration to the next (requests the plan does not place\n"
+		           "                take free pool space at run time)\n");
 	stp_plan_summary(f, r, p, 0, 0);
 	if (r->nphases > 1) {
 		fprintf(f, "\nphases (%u):\n", r->nphases - 1);
