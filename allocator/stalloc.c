@@ -319,6 +319,7 @@ stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend
 	 * start. */
 	a->iter_armed = r->iteration < 0 || o->no_wait_for_step;
 	a->st.pool = a->pool;
+	a->st.layout = a->layout_top;
 	a->st.align = a->unit;
 	a->st.entries = a->pers.n + a->iter.n + a->spare.n;
 	for (uint32_t i = 0; i < a->iter.n; i++)

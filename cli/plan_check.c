@@ -23,23 +23,12 @@ int plan_check_replay(const stp_reqs *r, const stp_plan *p, const stp_stream *s,
 	return 0;
 }
 
-/* the end of the plan's ranges: above it, the dynamic space */
-static uint64_t layout_top(const stp_reqs *r, const stp_plan *p)
-{
-	uint64_t top = 0;
-	for (size_t i = 0; i < r->n; i++) {
-		uint64_t a = p->align ? (r->req[i].size + p->align - 1) / p->align * p->align : r->req[i].size;
-		if (p->offset[i] != STP_NO_OFFSET && p->offset[i] + a > top)
-			top = p->offset[i] + a;
-	}
-	return top < p->pool ? top : p->pool;
-}
-
 /* Where shapes vary, the pool the layout needs is not what every iteration
  * needs: the dynamic space above it takes what the plan does not place.
  * Its size: the most the fallback held when replayed without it, then
- * halved while the runtime still follows the plan (peak reserved within 2%
- * of the pool), keeping the smallest peak reserved. */
+ * narrowed by bisection (a few rounds) to the least with which the runtime
+ * still follows the plan (peak reserved within 2% of the pool), keeping
+ * the smallest peak reserved. */
 #define DYNAMIC_HALVINGS 4
 
 uint64_t plan_check_size_dynamic(const stp_reqs *r, stp_plan *p, const stp_stream *s, stalloc_replay_result *res)
@@ -114,7 +103,7 @@ static void print_advice(FILE *f, const stp_reqs *r, const stalloc_replay_result
 void plan_check_print(FILE *f, const stp_reqs *r, const stp_plan *p, const stalloc_replay_result *res)
 {
 	char b1[32], b2[32];
-	uint64_t top = layout_top(r, p);
+	uint64_t top = res->st.layout;
 	if (r->shapes_vary && p->pool > top)
 		fprintf(f, "dynamic space:  %s above the layout's %s, sized by replaying the trace's iterations, whose\n"
 		           "                shapes vary; requests the plan does not place take free space there first\n",

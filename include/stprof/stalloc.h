@@ -85,6 +85,7 @@ void stalloc_opts_init(stalloc_opts *o);
 
 typedef struct stalloc_stats {
 	uint64_t pool;                 /* bytes reserved for the plan */
+	uint64_t layout;               /* the part of it the plan's ranges span (above: dynamic space) */
 	uint64_t align;
 	uint64_t entries, dynamic_entries; /* the plan's signature sequence */
 	uint64_t requests;             /* stalloc_alloc calls */
