@@ -18,6 +18,7 @@
  *                tensor storages from a tensor plan
  *   replay.c     the allocator driven by a recorded trace (stprof plan's
  *                check of a plan; not in libstalloc.so)
+ *   lifetime_*.c the lifetime heap, for a lifetime model (lifetime.h)
  *
  * Calls run one way: preload*.c, replay.c -> stalloc.c -> sequence.c, slab.c, fallback.c ->
  * bits.c, ptrmap.c -> mem.c.

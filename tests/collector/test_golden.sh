@@ -6,11 +6,13 @@
 # what `stprof info` says of the trace's end and definitions.  The programs
 # cover the host heap (every interposed function, markers, fork + exec,
 # threads, _exit, a fatal signal), PyTorch's CUDA tensors both ways (the
-# stand-in libcudart) and, where it is built, the Compute Sanitizer backend
-# on its fake device.
+# stand-in libcudart) and, where they are built, the Compute Sanitizer
+# backend on its fake device and the CUPTI backend on tests/cuda's stand-in
+# driver.
 #
 # STPROF_GOLDEN_UPDATE=1 writes the goldens instead (after a change that is
-# meant to change traces: say so in the commit).
+# meant to change traces: say so in the commit); STPROF_LIB may name the
+# collector to make them with.
 . "$(dirname "$0")/lib.sh"
 # the sanitizers' runtimes add modules and allocations of their own: the
 # goldens are of the plain build
@@ -63,5 +65,18 @@ check torch_caching "$DRV" caching
 if [ -x "$SZ" ]; then
 	STPROF_SANITIZER_LIB="$STPROF_BUILD/libsz_fake_device.so" RECORD_OPTS=--accesses=exact \
 		check sanitizer_known "$SZ" known
+fi
+# the CUPTI backend on tests/cuda's stand-in driver (where nvcc built
+# cuda_prog): device objects, copies, sets, kernels held for their device
+# time; then with --accesses=exact, where the Compute Sanitizer backend
+# claims the launches, copies and sets and CUPTI keeps the allocations
+CUDA_PROG="$STPROF_BUILD/tests/cuda/cuda_prog"
+if [ -x "$CUDA_PROG" ]; then
+	export CUDA_PROG_VERIFY=1
+	LD_LIBRARY_PATH="$STPROF_BUILD/tests/cuda/fake" check cupti "$CUDA_PROG"
+	if [ -x "$SZ" ]; then
+		LD_LIBRARY_PATH="$STPROF_BUILD/tests/cuda/fake" STPROF_SANITIZER_LIB="$STPROF_BUILD/libsz_fake_device.so" \
+			RECORD_OPTS=--accesses=exact check cupti_exact "$CUDA_PROG"
+	fi
 fi
 echo ok
