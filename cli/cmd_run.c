@@ -248,13 +248,18 @@ int cmd_run(int argc, char **argv)
 	size_t n = 0;
 	for (; record_longopts[n].name; n++)
 		longopts[n] = record_longopts[n];
-	longopts[n++] = (struct option){"no-report", no_argument, 0, 'N'};
-	longopts[n++] = (struct option){"no-export", no_argument, 0, 'X'};
-	longopts[n++] = (struct option){"no-plan", no_argument, 0, 'P'};
-	longopts[n++] = (struct option){"full-timeline", no_argument, 0, 'T'};
-	longopts[n++] = (struct option){"no-html", no_argument, 0, 'H'};
-	longopts[n++] = (struct option){"plan", required_argument, 0, 'E'};
-	longopts[n++] = (struct option){"stalloc-stats", required_argument, 0, 'S'};
+	/* run's own options take codes above any character, so none can
+	 * shadow one of record's ('S' once made --sample-launches N the name of
+	 * a statistics file) */
+	enum { RUN_NO_REPORT = 0x100, RUN_NO_EXPORT, RUN_NO_PLAN, RUN_FULL_TIMELINE, RUN_NO_HTML, RUN_PLAN,
+	       RUN_STALLOC_STATS };
+	longopts[n++] = (struct option){"no-report", no_argument, 0, RUN_NO_REPORT};
+	longopts[n++] = (struct option){"no-export", no_argument, 0, RUN_NO_EXPORT};
+	longopts[n++] = (struct option){"no-plan", no_argument, 0, RUN_NO_PLAN};
+	longopts[n++] = (struct option){"full-timeline", no_argument, 0, RUN_FULL_TIMELINE};
+	longopts[n++] = (struct option){"no-html", no_argument, 0, RUN_NO_HTML};
+	longopts[n++] = (struct option){"plan", required_argument, 0, RUN_PLAN};
+	longopts[n++] = (struct option){"stalloc-stats", required_argument, 0, RUN_STALLOC_STATS};
 	longopts[n] = (struct option){0, 0, 0, 0};
 
 	record_opts o = {.depth = -1, .host_depth = -1, .flush_ms = -1, .sidecars = 1};
@@ -265,27 +270,27 @@ int cmd_run(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		if (c == 'N') {
+		if (c == RUN_NO_REPORT) {
 			report = 0;
 			continue;
 		}
-		if (c == 'X') {
+		if (c == RUN_NO_EXPORT) {
 			timeline = 0;
 			continue;
 		}
-		if (c == 'P') {
+		if (c == RUN_NO_PLAN) {
 			plan = 0;
 			continue;
 		}
-		if (c == 'E' || c == 'S') {
-			*(c == 'E' ? &enforce : &enforce_stats) = optarg;
+		if (c == RUN_PLAN || c == RUN_STALLOC_STATS) {
+			*(c == RUN_PLAN ? &enforce : &enforce_stats) = optarg;
 			continue;
 		}
-		if (c == 'T') {
+		if (c == RUN_FULL_TIMELINE) {
 			full = 1;
 			continue;
 		}
-		if (c == 'H') {
+		if (c == RUN_NO_HTML) {
 			html = 0;
 			continue;
 		}
