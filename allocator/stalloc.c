@@ -308,11 +308,17 @@ stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend
 	/* the fallback caches what it frees, as the caching allocators do (a
 	 * request outside the plan, as a batch of another size, would
 	 * otherwise map and fault its pages in each time: glibc gives large
-	 * blocks back at their free); on the host, up to the pool's size */
+	 * blocks back at their free); on the host, up to the pool's size.
+	 * Not a host plan whose shapes vary: there the fallback takes the few
+	 * requests longer than any recorded at their place, each of a size
+	 * not seen before, so a cached block seldom fits the next one and the
+	 * cache only adds to the memory reserved (an LSTM of varying lengths:
+	 * 1.20x the pool with it, 1.08x without); free pool space is its
+	 * cache. */
 	uint64_t limit = o->cache_limit;
 	if (limit == UINT64_MAX)
 		limit = r->device ? 0 : a->pool > ((uint64_t)64 << 20) ? a->pool : (uint64_t)64 << 20;
-	st_fallback_init(&a->fb, &a->b, limit, o->no_fallback_cache, r->device);
+	st_fallback_init(&a->fb, &a->b, limit, o->no_fallback_cache || (r->shapes_vary && !r->device), r->device);
 	/* A plan cut from iteration markers is followed from the first marker
 	 * on: before it, the program's start-up would match iteration entries
 	 * of the same sizes and take their ranges.  Without markers, from the

@@ -128,6 +128,10 @@ void plan_check_print(FILE *f, const stp_reqs *r, const stp_plan *p, const stall
 		        stprof_fmt_bytes(res->total_peak, b2, sizeof b2));
 	if (!plan_check_followed(res))
 		print_advice(f, r, res);
+	else if (r->shapes_vary)
+		fprintf(f, "note:           shapes vary: each varying request is planned at the largest size recorded at its\n"
+		           "                place; a run with longer sequences or larger batches than the recording's sends\n"
+		           "                those to the fallback: record a run that reaches the largest you will run\n");
 }
 
 static const uint64_t min_candidates[] = {512, 1024, 2048, 4096, 8192, 16384, 65536};

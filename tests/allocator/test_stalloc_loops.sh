@@ -12,6 +12,12 @@
 #     detector finds the period): within 2%, no request to the fallback;
 #   - torch_loader_amp.py: a DataLoader with 2 worker processes, bf16
 #     autocast, AdamW, 300 steps: within 2%;
+#   - torch_lstm_varlen.py again, planned from a recording of another
+#     draw of lengths (--seed 9: 12 steps, one of 48 tokens, the longest)
+#     and run for 24 steps of the default draw (16 to 45 tokens in another
+#     order): within 10% (1.20x while the fallback cached its blocks), and
+#     the plan's summary says that longer runs than the recording's go to
+#     the fallback;
 # and for each: the same output as without the plan, and the figures the
 # plan's summary predicted (its replay through libstalloc's allocator)
 # met by the run: peak reserved / pool and the fallbacks.  A plan the
@@ -57,6 +63,18 @@ loop torch_gpt_ckpt 1.02 8
 loop torch_lstm_varlen 1.10 12
 loop torch_resnet_infer 1.02 10
 loop torch_loader_amp 1.02 300
+# a deployed plan meets other data: lengths in another order than recorded
+L=$S/tests/allocator/torch_lstm_varlen.py
+"$B/stprof" record -q -o lstm9.stp -- "$PY" "$L" 12 --seed 9 >/dev/null
+"$B/stprof" plan -o lstm9.plan lstm9.stp >lstm9.summary
+"$PY" "$L" 24 >lstm24.native
+"$B/stprof" run --plan lstm9.plan --stalloc-stats lstm24.stats -- "$PY" "$L" 24 >lstm24.out
+cmp -s lstm24.native lstm24.out || fail "lstm, other lengths: output differs with the plan enforced"
+head -6 lstm24.stats
+awk -v p="$(stat_of lstm24.stats pool)" -v r="$(stat_of lstm24.stats peak_reserved)" 'BEGIN {
+	printf "torch_lstm_varlen, other lengths: peak reserved %.4f x pool (at most 1.10)\n", r / p
+	exit !(r <= 1.10 * p) }' || fail "lstm, other lengths: peak reserved above 1.10 x the pool"
+grep -q "^note: *shapes vary" lstm9.summary || fail "lstm: no note that longer runs go to the fallback: $(cat lstm9.summary)"
 [ "$(stat_of torch_resnet_infer.stats fallbacks)" = 0 ] || fail "torch_resnet_infer: requests to the fallback"
 grep -q "detected from the allocation sequence" torch_resnet_infer.summary || fail "inference: no period detected"
 

@@ -3,11 +3,17 @@ decoder) trained with RMSprop on batches of a different sequence length
 every step (16 to 48 tokens, drawn at random), gradients clipped: the
 tensors of the recurrence change size with the length.  Not shaped for
 stprof: the default plan must hold it within 10% of the pool
-(test_stalloc_loops.sh).  Usage: torch_lstm_varlen.py [STEPS]"""
-import sys
+(test_stalloc_loops.sh), also on a run whose lengths come in another
+order than the recorded one's (--seed: the lengths' draw).
+Usage: torch_lstm_varlen.py [STEPS] [--seed N]"""
+import argparse
 import torch, torch.nn as nn
 
-steps = int(sys.argv[1]) if len(sys.argv) > 1 else 16
+ap = argparse.ArgumentParser()
+ap.add_argument("steps", type=int, nargs="?", default=16)
+ap.add_argument("--seed", type=int, default=7)
+args = ap.parse_args()
+steps = args.steps
 torch.manual_seed(1)
 V, E, HID, B = 400, 64, 128, 16
 
@@ -26,7 +32,7 @@ class LM(nn.Module):
 
 model = LM()
 opt = torch.optim.RMSprop(model.parameters(), lr=2e-3, alpha=0.95)
-gen = torch.Generator().manual_seed(7)
+gen = torch.Generator().manual_seed(args.seed)
 for step in range(steps):
     t = int(torch.randint(16, 49, (1,), generator=gen))
     seq = torch.randint(0, V, (B, t + 1), generator=gen)
