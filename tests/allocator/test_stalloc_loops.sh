@@ -76,6 +76,17 @@ awk -v p="$(stat_of lstm24.stats pool)" -v r="$(stat_of lstm24.stats peak_reserv
 	exit !(r <= 1.10 * p) }' || fail "lstm, other lengths: peak reserved above 1.10 x the pool"
 grep -q "^note: *shapes vary" lstm9.summary || fail "lstm: no note that longer runs go to the fallback: $(cat lstm9.summary)"
 [ "$(stat_of torch_resnet_infer.stats fallbacks)" = 0 ] || fail "torch_resnet_infer: requests to the fallback"
+# the small-request threshold chosen from the trace (what --min-size 4096
+# did by hand): the LSTM's many small per-step tensors left out, at the
+# threshold whose replay held the least memory (or one within 0.5% of it)
+grep -q "^min size: .* chosen by planning and replaying" torch_lstm_varlen.summary ||
+	fail "lstm: no min size chosen: $(cat torch_lstm_varlen.summary)"
+chosen=$(grep -A1 "^min size: " torch_lstm_varlen.summary | tail -1 | sed -n 's/.*\[[^:]*: \([0-9.]*\) \([KMG]*i*B\)\].*/\1 \2/p')
+best=$(grep -A1 "^min size: " torch_lstm_varlen.summary | tail -1 | tr -d '[]' | tr ' ' '\n' | grep -v '^$' |
+	awk 'NR % 4 == 3 { v = $1 } NR % 4 == 0 { v *= $1 ~ /^GiB/ ? 2^30 : $1 ~ /^MiB/ ? 2^20 : $1 ~ /^KiB/ ? 2^10 : 1; if (!m || v < m) m = v } END { print m }')
+echo "$chosen" | awk -v m="$best" '{ v = $1 * ($2 ~ /^GiB/ ? 2^30 : $2 ~ /^MiB/ ? 2^20 : $2 ~ /^KiB/ ? 2^10 : 1)
+	printf "torch_lstm_varlen: min size chosen holds %d B at most, the best candidate %d B\n", v, m; exit !(v > 0 && v <= 1.005 * m) }' ||
+	fail "lstm: the min size chosen is not the one that held the least: $(grep -A1 '^min size' torch_lstm_varlen.summary)"
 grep -q "detected from the allocation sequence" torch_resnet_infer.summary || fail "inference: no period detected"
 
 # a plan the runtime would not follow: sizes as recorded in one step of
