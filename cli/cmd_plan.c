@@ -18,6 +18,7 @@
 #include "stprof/detector.h"
 #include "stprof/plan.h"
 #include "guard.h"
+#include "input.h"
 #include "plan_check.h"
 #include "snapshot_cli.h"
 #include "util.h"
@@ -247,6 +248,9 @@ static char *default_output(const char *in, const char *ext)
 	return o;
 }
 
+static int plan_input(const char *in, const char *csv, const char *out, stp_plan_opts *po, stp_window *winp,
+                      uint64_t align, int min_given, int chose_iteration, int detect, int greedy, int quiet);
+
 int cmd_plan(int argc, char **argv)
 {
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -377,10 +381,44 @@ int cmd_plan(int argc, char **argv)
 		                          modes, argc - optind);
 	}
 	if (show)
-		return show_file(show, (size_t)max_entries);
+		return stprof_input("plan", &show, 0) ? 1 : show_file(show, (size_t)max_entries);
 	if (verify)
-		return verify_file(verify, quiet);
+		return stprof_input("plan", &verify, 0) ? 1 : verify_file(verify, quiet);
 
+	char err[1024];
+	const char *in = csv ? csv : argv[optind];
+	if (stprof_refuse_same("plan", out, &in, 1))
+		return 2;
+	/* TRACE's name with .plan (a snapshot's too, not its temporary
+	 * import's); refused before the work when it may not be written */
+	char *defout = NULL;
+	if (!out && !csv && !(out = defout = default_output(in, ".plan")))
+		return 1;
+	if (defout && stprof_refuse_same("plan", out, &in, 1)) {
+		free(defout);
+		return 2;
+	}
+	if (out && strcmp(out, "-") &&
+	    stp_outfile_check(out, csv ? &stp_outkind_csv : &stp_outkind_plan, err, sizeof err) < 0) {
+		stprof_err("plan: %s", err);
+		free(defout);
+		return 1;
+	}
+	if (stprof_input("plan", &in, csv ? 0 : STPROF_IN_TRACE)) { /* streams read once */
+		free(defout);
+		return 1;
+	}
+	if (csv)
+		csv = in;
+	int rc = plan_input(in, csv, out, &po, &win, align, min_given, chose_iteration, detect, greedy, quiet);
+	free(defout);
+	return rc;
+}
+
+/* Plans IN (a trace, a snapshot, or the CSV csv) and writes OUT. */
+static int plan_input(const char *in, const char *csv, const char *out, stp_plan_opts *po, stp_window *winp,
+                      uint64_t align, int min_given, int chose_iteration, int detect, int greedy, int quiet)
+{
 	char err[1024];
 	stp_reqs r;
 	stp_stream stream = {0};
@@ -388,9 +426,7 @@ int cmd_plan(int argc, char **argv)
 	plan_min_choice minc = {0};
 	int replayed = 0;
 	uint64_t *given = NULL;
-	const char *in = csv ? csv : argv[optind];
-	if (stprof_refuse_same("plan", out, &in, 1))
-		return 2;
+	stp_window win = *winp;
 	if (!csv && stprof_pickle_input(&in, quiet)) /* a PyTorch snapshot: imported first */
 		return 1;
 	if (csv) {
@@ -399,9 +435,9 @@ int cmd_plan(int argc, char **argv)
 			return 1;
 		}
 		free(given);
-		po.align = align ? align : 1;
+		po->align = align ? align : 1;
 	} else {
-		if (po.verbose)
+		if (po->verbose)
 			fprintf(stderr, "stprof: plan: reading %s\n", in);
 		stp_phase_cut *cuts = NULL;
 		char why[512] = "";
@@ -432,6 +468,7 @@ int cmd_plan(int argc, char **argv)
 		free(cuts);
 		if (crc < 0) {
 			stprof_err("%s", err);
+			stp_stream_free(&stream);
 			return 1;
 		}
 		if (detected) {
@@ -439,18 +476,18 @@ int cmd_plan(int argc, char **argv)
 			snprintf(note, sizeof note, "%s; %s", why, stp_reqs_str(&r, r.notes));
 			r.notes = stp_reqs_string(&r, note);
 		}
-		po.align = align ? align : (r.device ? 512 : r.tensors ? 64 : 16);
-		if (po.align < stalloc_request_align(&r)) {
+		po->align = align ? align : (r.device ? 512 : r.tensors ? 64 : 16);
+		if (po->align < stalloc_request_align(&r)) {
 			/* the runtime asks for this alignment (c10's, cudaMalloc's): a
 			 * plan below it would serve nothing */
 			if (!quiet)
 				fprintf(stderr, "stprof: plan: alignment raised from %" PRIu64 " to %" PRIu64 " (what %s asks)\n",
-				        po.align, stalloc_request_align(&r), r.device ? "CUDA" : "c10::alloc_cpu");
-			po.align = stalloc_request_align(&r);
+				        po->align, stalloc_request_align(&r), r.device ? "CUDA" : "c10::alloc_cpu");
+			po->align = stalloc_request_align(&r);
 		}
 		if (!min_given && stream.n) {
 			/* the small-request threshold, chosen from the trace */
-			if (plan_check_choose_min(&r, &stream, &po, &minc) < 0) {
+			if (plan_check_choose_min(&r, &stream, po, &minc) < 0) {
 				stp_reqs_free(&r);
 				stp_stream_free(&stream);
 				return 1;
@@ -473,13 +510,15 @@ int cmd_plan(int argc, char **argv)
 		if (r.notes)
 			fputs(")\n", stderr);
 		stp_reqs_free(&r);
+		stp_stream_free(&stream);
 		return 1;
 	}
 	stp_plan p;
 	double cpu0 = cpu_seconds();
-	if (stp_plan_build(&r, &po, &p, err, sizeof err) < 0) {
+	if (stp_plan_build(&r, po, &p, err, sizeof err) < 0) {
 		stprof_err("%s: %s", in, err);
 		stp_reqs_free(&r);
+		stp_stream_free(&stream);
 		return 1;
 	}
 	int rc = 0;
@@ -491,8 +530,8 @@ int cmd_plan(int argc, char **argv)
 	}
 	uint64_t gpool = 0, stalloc_pool = 0;
 	double gsec = 0, glimit = 0;
-	if (po.algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
-		stp_plan_opts go = po;
+	if (po->algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
+		stp_plan_opts go = *po;
 		go.algo = STP_ALGO_GREEDY;
 		go.verbose = 0;
 		/* a comparison must not cost more than what it is compared with:
@@ -535,14 +574,6 @@ int cmd_plan(int argc, char **argv)
 		p.stats.runtime_checked = 1;
 		p.stats.runtime_followed = plan_check_followed(&rep);
 	}
-	char *defout = NULL;
-	if (!out && !csv)
-		out = defout = default_output(in, ".plan");
-	if (defout && stprof_refuse_same("plan", out, &in, 1)) {
-		rc = 1;
-		free(defout);
-		goto done;
-	}
 	if (out) {
 		int wr = csv ? stp_reqs_write_csv(out, &r, p.offset, err, sizeof err)
 		             : stp_plan_write(out, &r, &p, err, sizeof err);
@@ -564,7 +595,7 @@ int cmd_plan(int argc, char **argv)
 			           "                always the smallest layout found)\n",
 			        stprof_fmt_bytes(stalloc_pool, b, sizeof b));
 		}
-		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po.algo != STP_ALGO_GREEDY)
+		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po->algo != STP_ALGO_GREEDY)
 			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
 		if (gsec < 0)
 			fprintf(f, "greedy by size: stopped at its limit, %.2f CPU s (half the planning's, at least %g;\n"
@@ -578,7 +609,6 @@ int cmd_plan(int argc, char **argv)
 		if (out && !rc)
 			fprintf(f, "written:        %s\n", out);
 	}
-	free(defout);
 done:
 	stp_plan_free(&p);
 	stp_reqs_free(&r);
