@@ -23,6 +23,7 @@
  *               the first iteration by a site that frees its other objects;
  *               live-at-end instead of the latter when the trace was cut.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -159,7 +160,7 @@ static det_site *site_for(stp_det *d, uint32_t stack, uint8_t kind, uint32_t *in
 		}
 		det_site *st = &d->sites[d->nsites];
 		memset(st, 0, sizeof *st);
-		st->leak_last_iter = INT64_MIN;
+		st->leak_last_iter = st->leak_first_iter = INT64_MIN;
 		det_site_rec *sp = &d->spub[d->nsites];
 		memset(sp, 0, sizeof *sp);
 		sp->stack = stack;
@@ -247,6 +248,60 @@ static void site_add_obj(stp_det *d, det_site_rec *sp, unsigned c, uint64_t size
 	k->life_logical[lb]++;
 }
 
+/* The complete iterations of the loop (the last one when the trace was cut
+ * or the iteration left open does not count). */
+static int64_t complete_iters(const stp_det *d)
+{
+	return (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
+}
+
+/* A site leaks (finish_live counted its loop survivors: objects allocated
+ * in a complete iteration and never freed, or freed only after the loop)
+ * when its survivors keep coming: from two or more complete iterations and
+ * from at least half of them; or, a slow leak or a growth that starts late,
+ * from three iterations or more, still coming in the second half of the
+ * loop, at a site that does not free such objects in a later iteration
+ * (a window of the last N, a cache that evicts: it frees as many as it
+ * keeps). */
+static int site_leaks(const stp_det *d, const det_site *s)
+{
+	int64_t complete = complete_iters(d);
+	if (s->leak_iters >= 2 && 2 * (int64_t)s->leak_iters >= complete)
+		return 1;
+	return s->leak_iters >= 3 && 2 * s->leak_last_iter >= complete && s->freed_crossed < s->leak_objects;
+}
+
+/* The leak finding of one survivor of the loop (never freed: free_seq
+ * UINT64_MAX). */
+static void leak_finding(stp_det *d, const det_site *s, uint32_t site, uint64_t addr, uint64_t size,
+                         uint64_t alloc_seq, uint64_t alloc_ns, uint64_t free_seq, uint64_t free_ns, uint64_t logical)
+{
+	uint64_t until = free_seq == UINT64_MAX ? d->end_ns : free_ns;
+	uint64_t life = until > alloc_ns ? until - alloc_ns : 0;
+	stp_det_instance in = {.alloc_seq = alloc_seq, .free_seq = free_seq, .alloc_ns = alloc_ns, .free_ns = free_ns,
+	                       .addr = addr, .size = size, .distance = logical, .at_ns = alloc_ns, .until_ns = until,
+	                       .other_site = UINT32_MAX};
+	det_finding_add(d, STP_PAT_LEAK, site, 1, size, (double)size * (double)life, logical, &in);
+	det_finding_leak_span(d, site, s->leak_iters, s->leak_first_iter, s->leak_last_iter,
+	                      free_seq != UINT64_MAX);
+}
+
+static int survivor_push(stp_det *d, const det_obj *o, const pass2 *p, uint64_t logical)
+{
+	if (d->nsurv == d->surv_cap) {
+		uint64_t nc = d->surv_cap ? d->surv_cap * 2 : 256;
+		det_survivor *n = realloc(d->surv, nc * sizeof *n);
+		if (!n)
+			return -1;
+		d->surv = n;
+		d->surv_cap = nc;
+	}
+	d->surv[d->nsurv++] = (det_survivor){.addr = o->addr, .size = o->size, .alloc_seq = o->alloc_seq,
+	                                     .alloc_ns = o->alloc_ns, .free_seq = p->seq, .free_ns = p->ns,
+	                                     .logical = logical, .iter = iter_of_ib(d, o->ib), .site = o->site};
+	return 0;
+}
+
 /* Ends an object's life: at a free (freed = 1) or at the end of the trace. */
 static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t free_seq)
 {
@@ -266,9 +321,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		 * freed (a cache filled once, libc's stdio buffers, the
 		 * interpreter's objects that exit does not free, teardown's
 		 * allocations) is set aside, counted, not a finding. */
-		int64_t complete = (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
-		if (s->leak_iters >= 2 && 2 * (int64_t)s->leak_iters >= complete)
-			leak = 1; /* a site that keeps leaking, cut trace or not */
+		leak = site_leaks(d, s);
 		if (leak) {
 			c = STP_CLASS_LEAKED;
 		} else {
@@ -304,17 +357,23 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		sp->byte_ns += (double)o->size * (double)life;
 		if (o->ib & 1)
 			s->freed_in_loop++;
+		int64_t ia = iter_of_ib(d, o->ib), iff = iter_of_ib(d, p->ib);
+		if (ia >= 0 && iff > ia && iff < (int64_t)d->niters) /* in a later iteration of the loop */
+			s->freed_crossed++;
 	} else {
 		sp->end_bytes += o->size;
 		sp->end_objects++;
 	}
 	s->live_bytes -= o->size;
 	s->live_objects--;
-	if (leak && in_view) {
-		stp_det_instance in = {.alloc_seq = o->alloc_seq, .free_seq = UINT64_MAX, .alloc_ns = o->alloc_ns,
-		                       .free_ns = UINT64_MAX, .addr = o->addr, .size = o->size, .distance = logical,
-		                       .at_ns = o->alloc_ns, .until_ns = d->end_ns, .other_site = UINT32_MAX};
-		det_finding_add(d, STP_PAT_LEAK, o->site, 1, o->size, (double)o->size * (double)life, logical, &in);
+	if (leak && in_view)
+		leak_finding(d, s, o->site, o->addr, o->size, o->alloc_seq, o->alloc_ns, UINT64_MAX, UINT64_MAX, logical);
+	/* allocated in a complete iteration, freed only after the loop: a
+	 * survivor finish_live judges with the never-freed ones */
+	if (freed && in_view && d->niters && p->ib >= 2 * d->niters) {
+		int64_t ia = iter_of_ib(d, o->ib);
+		if (ia >= 0 && ia < complete_iters(d) && survivor_push(d, o, p, logical) < 0)
+			d->survivors_oom = 1;
 	}
 	uint32_t lfe = UINT32_MAX;
 	if (freed && d->niters)
@@ -430,8 +489,21 @@ static int cmp_slot(const void *a, const void *b)
 	return x->alloc_seq < y->alloc_seq ? -1 : x->alloc_seq > y->alloc_seq;
 }
 
-/* Objects never freed: first the per-site count of distinct iterations
- * they come from (in allocation order), then each one's class. */
+/* Objects never freed, and the loop's survivors freed after it: first the
+ * per-site count of distinct iterations they come from (in allocation
+ * order), then the survivors' leak findings, then each never-freed
+ * object's class. */
+typedef struct surv_key {
+	uint64_t seq;
+	int64_t iter;
+	uint32_t site;
+} surv_key;
+static int cmp_surv(const void *a, const void *b)
+{
+	const surv_key *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static int finish_live(stp_det *d, pass2 *p)
 {
 	uint64_t m = 0;
@@ -443,15 +515,41 @@ static int finish_live(stp_det *d, pass2 *p)
 			slots[m++] = v;
 	sort_ctx = d;
 	qsort(slots, m, sizeof *slots, cmp_slot);
-	int64_t last_complete = (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
+	int64_t last_complete = complete_iters(d);
+	surv_key *keys = malloc((m + d->nsurv + 1) * sizeof *keys);
+	if (!keys) {
+		free(slots);
+		return -1;
+	}
+	uint64_t nk = 0;
 	for (uint64_t j = 0; j < m; j++) {
 		det_obj *o = &d->objs[slots[j]];
-		det_site *s = &d->sites[o->site];
-		int64_t it = iter_of_ib(d, o->ib);
-		if (it >= 0 && it < last_complete && it != s->leak_last_iter) {
-			s->leak_iters++;
-			s->leak_last_iter = it;
+		keys[nk++] = (surv_key){.seq = o->alloc_seq, .iter = iter_of_ib(d, o->ib), .site = o->site};
+	}
+	for (uint64_t j = 0; j < d->nsurv; j++)
+		keys[nk++] = (surv_key){.seq = d->surv[j].alloc_seq, .iter = d->surv[j].iter, .site = d->surv[j].site};
+	if (d->nsurv)
+		qsort(keys, nk, sizeof *keys, cmp_surv);
+	for (uint64_t j = 0; j < nk; j++) {
+		det_site *s = &d->sites[keys[j].site];
+		int64_t it = keys[j].iter;
+		if (it >= 0 && it < last_complete) {
+			s->leak_objects++;
+			if (it != s->leak_last_iter) {
+				s->leak_iters++;
+				s->leak_last_iter = it;
+				if (s->leak_first_iter == INT64_MIN)
+					s->leak_first_iter = it;
+			}
 		}
+	}
+	free(keys);
+	for (uint64_t j = 0; j < d->nsurv; j++) {
+			const det_survivor *v = &d->surv[j];
+		const det_site *s = &d->sites[v->site];
+		if (site_leaks(d, s))
+			leak_finding(d, s, v->site, v->addr, v->size, v->alloc_seq, v->alloc_ns, v->free_seq, v->free_ns,
+			             v->logical);
 	}
 	p->ib = d->nibounds;
 	p->seg = d->ncuts;

@@ -61,6 +61,9 @@ typedef struct det_site {
 	uint64_t live_bytes, live_objects;
 	uint64_t freed_in_loop;     /* freed objects allocated inside an iteration */
 	int64_t leak_last_iter;     /* distinct-iteration count of never-freed objects */
+	int64_t leak_first_iter;    /* the first of those iterations */
+	uint64_t leak_objects;      /* never-freed objects allocated in complete iterations */
+	uint64_t freed_crossed;     /* objects allocated in the loop, freed in a later iteration */
 	uint32_t leak_iters;
 	uint32_t out_index;         /* index in the result's sites */
 } det_site;
@@ -97,6 +100,14 @@ typedef struct det_finding_acc {
 	stp_det_finding f;
 	double worst_waste;
 } det_finding_acc;
+
+/* An object allocated in a complete iteration and freed only after the
+ * loop (teardown): judged a leak with the never-freed ones (analyze.c). */
+typedef struct det_survivor {
+	uint64_t addr, size, alloc_seq, alloc_ns, free_seq, free_ns, logical;
+	int64_t iter;
+	uint32_t site;
+} det_survivor;
 
 /* An allocation at a live address (a lost free): pass 2 ends the object in
  * `slot` there. */
@@ -201,6 +212,9 @@ struct stp_det {
 	uint32_t *site_of_stack;            /* stack id -> site index + 1 */
 	uint32_t site_of_stack_cap;
 	det_map site_paths;                 /* cut call path -> site index */
+	det_survivor *surv;                 /* loop survivors freed after the loop */
+	uint64_t nsurv, surv_cap;
+	int survivors_oom;
 	det_finding_acc *facc;
 	uint32_t nfacc, facc_cap;
 	det_map fidx;                       /* (pattern, site) -> facc index */
@@ -270,6 +284,8 @@ int det_crosses_iterations(const stp_det *d, uint32_t ib_alloc, uint32_t ib_free
 /* findings (findings.c) */
 void det_finding_add(stp_det *d, stp_det_pattern p, uint32_t site, uint64_t objects, uint64_t bytes,
                      double waste, uint64_t distance, const stp_det_instance *inst);
+/* A leak finding's iterations (after det_finding_add of the site's leak). */
+void det_finding_leak_span(stp_det *d, uint32_t site, uint32_t iters, int64_t first, int64_t last, int after_loop);
 
 /* access.c: only used when d->have_ranges */
 int det_access_init(stp_det *d);

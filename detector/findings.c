@@ -42,3 +42,16 @@ void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t ob
 	d->res.pattern_objects[pat] += objects;
 	d->res.pattern_waste[pat] += waste;
 }
+
+void det_finding_leak_span(stp_det *d, uint32_t site, uint32_t iters, int64_t first, int64_t last, int after_loop)
+{
+	uint64_t idx;
+	if (!det_map_get(&d->fidx, ((uint64_t)site << 8 | (uint64_t)STP_PAT_LEAK) + 1, &idx))
+		return;
+	stp_det_finding *f = &d->facc[idx].f;
+	f->leak_iters = iters;
+	f->leak_first_iter = first;
+	f->leak_last_iter = last;
+	if (after_loop)
+		f->leak_freed_after++;
+}

@@ -281,6 +281,12 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		        : x->pattern == STP_PAT_DEAD_WRITE ? "writes"
 		                                           : r->logical_unit);
 		rf_json_str(f, stp_det_suggestion(d, x, sug, sizeof sug));
+		if (x->pattern == STP_PAT_LEAK && x->leak_iters)
+			fprintf(f, ",\"leak_iterations\":{\"count\":%u,\"first\":%" PRId64 ",\"last\":%" PRId64
+			        ",\"freed_after_loop\":%" PRIu64 "}", x->leak_iters, x->leak_first_iter, x->leak_last_iter,
+			        x->leak_freed_after);
+		else
+			fputs(",\"leak_iterations\":null", f);
 		fputs(",\"worst\":{", f);
 		u64(f, "alloc_seq", w->alloc_seq, 1);
 		u64(f, "alloc_ns", w->alloc_ns, 1);

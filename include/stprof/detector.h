@@ -225,6 +225,12 @@ typedef struct stp_det_finding {
 	double waste_byte_ns;     /* bytes x time wasted, summed */
 	uint64_t max_distance;
 	stp_det_instance worst;   /* the instance with the most waste */
+	/* memory-leak: the iterations its objects come from (how many, the
+	 * first and the last; 0 iters: no iterations), and how many of its
+	 * objects were freed after the loop (at exit) rather than never */
+	uint32_t leak_iters;
+	int64_t leak_first_iter, leak_last_iter;
+	uint64_t leak_freed_after;
 } stp_det_finding;
 
 typedef struct stp_det_sample {
