@@ -36,6 +36,7 @@
 
 typedef struct det_space_state {
 	uint64_t live_bytes, live_objects, reserved;
+	uint64_t iter_begin_live; /* live bytes at the last ITER_BEGIN (a FOLD's peak is above it) */
 	uint64_t pool_live, other_live; /* device: pool 1 and the rest (stp_det_space) */
 } det_space_state;
 
@@ -50,7 +51,13 @@ typedef struct det_obj {
 	uint8_t flags;     /* DET_OBJ_* */
 	uint8_t pad;
 	uint32_t ko;       /* objinfo.c record (keep_objects) */
+	float w;           /* what it stands for: 1, or 1/p for a sampled heap object */
 } det_obj;
+/* The bytes an object counts for in sums (its size, weighted when sampled). */
+static inline uint64_t det_obj_bytes(const det_obj *o)
+{
+	return o->w == 1.0f ? o->size : (uint64_t)((double)o->size * (double)o->w + 0.5);
+}
 #define DET_OBJ_AT_PEAK 1u
 #define DET_OBJ_ACCESSED 2u
 #define DET_OBJ_SIM 4u      /* fed to the allocator models */
@@ -104,7 +111,7 @@ typedef struct det_finding_acc {
 /* An object allocated in a complete iteration and freed only after the
  * loop (teardown): judged a leak with the never-freed ones (analyze.c). */
 typedef struct det_survivor {
-	uint64_t addr, size, alloc_seq, alloc_ns, free_seq, free_ns, logical;
+	uint64_t addr, size, bytes, alloc_seq, alloc_ns, free_seq, free_ns, logical;
 	int64_t iter;
 	uint32_t site;
 } det_survivor;

@@ -28,6 +28,8 @@
  * at its allocation and at its free.  With detect_varying, a request whose
  * size differs between complete iterations at the same position (call site
  * and occurrence of that call site within the iteration) is dynamic.
+ * Iterations the collector folded (FOLD events: their temporaries are
+ * counters) are never the one planned and take no part in detect_varying.
  *
  * The call-site hash covers the frames of the allocation's stack, each as
  * (module path, offset in the module) when the module is known, so it stays
@@ -264,6 +266,7 @@ static void drop_obj(conv *c, long i)
 typedef struct iterwin {
 	uint64_t begin, end;
 	int64_t index;
+	int64_t like;   /* folded by the collector (a FOLD event): the iteration it repeats; else -1 */
 } iterwin;
 
 static int cmp_incoming(const void *a, const void *b)
@@ -315,7 +318,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	if (!rd)
 		return -1;
 	uint64_t open_begin = UINT64_MAX;
-	int64_t open_index = 0;
+	int64_t open_index = 0, open_like = -1;
 	int k;
 	while ((k = stp_reader_next(rd, &ev)) > 0) {
 		last_seq = ev.seq;
@@ -326,11 +329,14 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		}
 		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_HOST && ev.u.alloc.pool == STP_POOL_TENSORS)
 			any_tensors = 1;
+		if (ev.type == STP_EV_FOLD && open_begin != UINT64_MAX)
+			open_like = ev.u.fold.like;
 		if (ev.type != STP_EV_MARKER)
 			continue;
 		if (ev.u.marker.kind == STP_MARK_ITER_BEGIN) {
 			open_begin = ev.seq;
 			open_index = ev.u.marker.value;
+			open_like = -1;
 		} else if (ev.u.marker.kind == STP_MARK_ITER_END && open_begin != UINT64_MAX) {
 			if (nits == capits) {
 				capits = capits ? 2 * capits : 64;
@@ -339,7 +345,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 					goto oom;
 				its = ni;
 			}
-			its[nits++] = (iterwin){open_begin, ev.seq + 1, open_index};
+			its[nits++] = (iterwin){open_begin, ev.seq + 1, open_index, open_like};
 			open_begin = UINT64_MAX;
 		}
 	}
@@ -375,7 +381,17 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 				         path, w->iteration, nits, its[nits - 1].index);
 				goto out;
 			}
+			if (its[j].like >= 0) {
+				snprintf(err, errlen,
+				         "%s: iteration %" PRId64 " was folded by the collector (it repeats iteration %" PRId64
+				         "): plan from that one, or record with --full",
+				         path, w->iteration, its[j].like);
+				goto out;
+			}
 			pick = j;
+		} else {
+			while (pick > 0 && its[pick].like >= 0) /* one written in full */
+				pick--;
 		}
 		begin = its[pick].begin;
 		end = its[pick].end;
@@ -434,7 +450,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		/* iteration bookkeeping for the position map */
 		while (cur_it < nits && seq >= its[cur_it].end)
 			cur_it++;
-		in_iter = cur_it < nits && seq >= its[cur_it].begin;
+		/* a folded iteration's allocations are only those that outlive it:
+		 * their positions say nothing */
+		in_iter = cur_it < nits && seq >= its[cur_it].begin && its[cur_it].like < 0;
 		gen = (uint32_t)cur_it + 1;
 		int inwin = seq >= begin && seq < end;
 		uint64_t tick = seq - begin;

@@ -126,7 +126,12 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "peak_objects", s->peak_objects, 1);
 		u64(f, "peak_seq", s->peak_seq, 1);
 		u64(f, "peak_ns", s->peak_ns, 1);
-		u64(f, "reserved_peak", s->reserved_peak, s->pool_allocs > 0);
+		u64(f, "reserved_peak", s->reserved_peak, s->pool_allocs > 0 || s->sample_interval);
+		if (s->sample_interval) {
+			u64(f, "sample_interval", s->sample_interval, 1);
+			u64(f, "sampled_allocs", s->sampled_allocs, 1);
+			fprintf(f, "\"est_allocs\":%.0f%s", s->est_allocs, s->pool_allocs ? "," : "");
+		}
 		if (s->pool_allocs) {
 			u64(f, "pool_allocs", s->pool_allocs, 1);
 			u64(f, "pool_peak_bytes", s->pool_peak_bytes, 1);
