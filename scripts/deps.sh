@@ -11,7 +11,7 @@
 set -eu
 what=${1:-check}
 pkgs="build-essential cmake pkg-config libunwind-dev libelf-dev libdwarf-dev
-      libprotobuf-c-dev protobuf-c-compiler protobuf-compiler"
+      libprotobuf-c-dev protobuf-c-compiler protobuf-compiler zlib1g-dev"
 case "$what" in
   build) pkgs="$pkgs python3-pip" ;;
   demo) pkgs="$pkgs python3" ;;
