@@ -158,6 +158,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	idx_or_null(f, "steady", t->steady);
 	fputs("\"steady_why\":", f);
 	rf_json_str(f, t->steady_why);
+	if (r->folded_iterations)
+		fprintf(f, ",\"folded\":{\"iterations\":%" PRIu64 ",\"events\":%" PRIu64 ",\"allocs\":%" PRIu64 "}",
+		        r->folded_iterations, r->folded_events, r->folded_allocs);
 	fputs(",\n\"iterations\":[", f);
 	for (uint32_t k = 0; k < t->niterations; k++) {
 		const stp_det_iteration *it = &t->iterations[k];
@@ -170,6 +173,8 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "peak_bytes", it->peak_bytes, 1);
 		u64(f, "first_phase", it->first_phase, 1);
 		u64(f, "phases", it->nphases, 0);
+		if (it->folded) /* kept as counters by the collector: like that iteration */
+			fprintf(f, ",\"folded_like\":%" PRId64, it->like);
 		fputc('}', f);
 	}
 	fputs("],\n\"phases\":[", f);

@@ -40,6 +40,10 @@ expect_eq "train: report totals, folded vs --full" "$(json_spaces c.stp)" "$(jso
 grep -q "folded    46 steady iterations kept as counters by the collector, each like iteration 0" c.txt ||
 	fail "train: report: $(grep -A2 folded c.txt)"
 grep -q "every event of iterations 0-1, 48-49" c.txt || fail "train: report: $(grep -A2 folded c.txt)"
+expect_eq "train: JSON timeline.folded, iterations 10 and 48" "$("$STPROF" report --format json c.stp | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["timeline"]
+print(t["folded"]["iterations"], t["iterations"][10].get("folded_like"), t["iterations"][48].get("folded_like"))')" "46 0 None"
 grep -q "^Findings.*" c.txt && ! grep -q "Late free" c.txt || fail "train: findings: $(grep -A3 Findings c.txt)"
 "$STPROF" plan -q -o c.plan c.stp
 "$STPROF" plan -q -o cf.plan cf.stp
