@@ -324,7 +324,10 @@ static void out_hev(hev *h)
 
 void stc_fold_activate(void)
 {
-	if (g_cfg.full || !g_cfg.fold_keep || __atomic_load_n(&g_fold_on, __ATOMIC_ACQUIRE))
+	/* accesses (--accesses): the patterns judge every access of objects
+	 * that live across iterations, which a folded iteration leaves out */
+	if (g_cfg.full || !g_cfg.fold_keep || g_cfg.accesses != STC_ACCESSES_NONE ||
+	    __atomic_load_n(&g_fold_on, __ATOMIC_ACQUIRE))
 		return;
 	stc_out_lock(); /* the folder's state is the output lock's */
 	if (!g_fold_on) {

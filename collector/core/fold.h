@@ -12,7 +12,7 @@
 /* Folding is under way: EVENTS chunks go to stc_fold_chunk_locked. */
 STC_HIDDEN extern int g_fold_on;
 /* The first iteration marker was recorded (marker.c): folding starts,
- * unless --full or STPROF_FOLD_KEEP=0. */
+ * unless --full, STPROF_FOLD_KEEP=0 or accesses are recorded. */
 STC_HIDDEN void stc_fold_activate(void);
 /* An EVENTS chunk's payload (its thread tid), held instead of written. */
 STC_HIDDEN void stc_fold_chunk_locked(uint32_t tid, const uint8_t *payload, size_t len);
