@@ -804,7 +804,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	 * of the sizes seen fits its range (the reusable space sized from the
 	 * observed variation); a spare of the request too */
 	uint64_t varying = 0, absent = 0;
-	uint32_t compared = nits >= 3 ? (uint32_t)nits - 1 : (uint32_t)nits;
+	uint32_t compared = 0; /* the iterations compared: written in full (folded ones are not), the first left out of 3+ */
+	for (size_t j = nits >= 3 ? 1 : 0; j < nits; j++)
+		compared += its[j].like < 0;
 	if (w->detect_varying && pos.cap) {
 		for (size_t s = 0; s < pos.cap; s++) {
 			if (!pos.k[s])
