@@ -388,6 +388,11 @@ struct allocsim_events {
 	uint64_t allocs, frees, unmatched_frees, duplicate_allocs;
 };
 
+/* The report of a device holding JAX's buffers (allocsim_xla.c): models,
+ * the as-run one probed at XLA's samples, XLA_PYTHON_CLIENT_* advice. */
+int sim_xla_report(const allocsim_events *e, allocsim_xla_probe *probes, size_t nprobes,
+                   const allocsim_replay_opts *o, allocsim_device_report *dr, char *err, size_t errlen);
+
 /* Internal: appends and returns the slot used (or -1); for the trace
  * collector's actual-size tracking. */
 int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream,

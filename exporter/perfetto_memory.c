@@ -286,7 +286,7 @@ int pf_on_alloc(pf_proc *p, const stp_event *ev, uint64_t t)
 	if (old != PF_NONE && do_free(p, old, t, NULL, "free (address reused)") < 0)
 		return -1;
 	/* a PyTorch CPU run's tensors: counters of their own, apart from the heap */
-	int32_t dev = a->kind == STP_MEM_HOST && a->pool == STP_POOL_TENSORS ? PF_DEV_TENSORS : a->device;
+	int32_t dev = a->kind == STP_MEM_HOST && stp_pool_framework(a->pool) ? PF_DEV_TENSORS : a->device;
 	uint32_t sp = pf_space_get(p, a->kind, dev, pf_at(p, t));
 	uint32_t si = pf_stream_get(p, a->kind, a->device, a->stream, pf_at(p, t));
 	uint32_t oi = pf_obj_new(&p->objs);

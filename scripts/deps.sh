@@ -10,7 +10,7 @@
 # Usage: scripts/deps.sh [build|check|demo|bench]
 set -eu
 what=${1:-check}
-pkgs="build-essential cmake pkg-config libunwind-dev libelf-dev libdwarf-dev
+pkgs="build-essential cmake pkg-config libunwind-dev libelf-dev libdwarf-dev zlib1g-dev
       libprotobuf-c-dev protobuf-c-compiler protobuf-compiler"
 case "$what" in
   build) pkgs="$pkgs python3-pip" ;;

@@ -73,15 +73,9 @@ static int64_t frame_of(importer *im, const pk_val *f)
 		const char *name = pk_str(pk_get(f, "name"), "??");
 		const char *file = pk_str(pk_get(f, "filename"), "??");
 		int64_t line = pk_int(pk_get(f, "line"), 0);
-		size_t len = strlen(name) + strlen(file) + 48, pre = sizeof STP_SRCFRAME_PREFIX - 1;
-		char *t = malloc(len);
+		char *t = snap_frame_text(name, strlen(name), file, strlen(file), line);
 		if (!t)
 			return -2;
-		snprintf(t, len, STP_SRCFRAME_PREFIX "%s\x1f%s\x1f%" PRId64, name, file, line < 0 ? 0 : line);
-		/* a \x1f inside the name or file would break the split */
-		for (size_t c = pre; t[c]; c++)
-			if (t[c] == '\x1f' && c != pre + strlen(name) && c != pre + strlen(name) + 1 + strlen(file))
-				t[c] = ' ';
 		uint64_t h = fnv(t), k;
 		while (u64map_get(&im->frame_hash, h, &k)) {
 			if (!strcmp(im->ftext[k], t))

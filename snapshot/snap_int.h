@@ -50,9 +50,21 @@ static inline uint64_t imp_round(uint64_t req)
  */
 int imp_replay_initial(const imp_vec *end_segs, const imp_vec *end_allocs, const imp_vec *tr, imp_vec *out);
 
+/* The MODULE path of a source frame (stprof/srcframe.h) for a function,
+ * file and line given as (pointer, length) pairs, malloc'd; a \x1f inside
+ * the name or file (which would break the split) becomes a space.  NULL
+ * when out of memory.  A negative line is written as 0. */
+char *snap_frame_text(const char *name, size_t nlen, const char *file, size_t flen, int64_t line);
+
 struct stp_snapshot_import_stats;
 /* stp_snapshot_import on a parsed pickle (name: for messages); the fuzz
  * target's way in without a pickle file. */
 int snap_import_doc(pk_doc *doc, const char *name, const char *out_stp, struct stp_snapshot_import_stats *st,
                     char *err, size_t errlen);
+
+struct pp_profile;
+struct stp_pprof_import_stats;
+/* stp_pprof_import on a parsed profile (pprof.h); the fuzz target's way in. */
+int snap_pprof_import_profile(const struct pp_profile *p, const char *name, const char *out_stp,
+                              struct stp_pprof_import_stats *st, char *err, size_t errlen);
 #endif
