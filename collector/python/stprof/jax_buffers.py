@@ -43,7 +43,7 @@ class Buffers:
         self.real_addresses = os.environ.get("STPROF_JAX_ADDRESSES") == "real"
         self.next_id = 1
         self.records = {}        # id(array) -> (weakref, [(addr, size, kind, device)])
-        self.refs = {}           # weakref -> id(array)
+        self.refs = {}           # id(weakref) -> id(array) (arrays are unhashable)
         self.stacks = {}         # tuple of frame strings -> stack id
         self.code_names = {}     # (code, line) -> "FILE:LINE in FUNCTION"
         self.tb_lines = {}       # (code, lasti) -> line
@@ -189,19 +189,19 @@ class Buffers:
         for addr, size, kind, dev in bufs:
             self.buffer_fn(ALLOC, kind, dev, addr, size, stack)
         self.records[k] = (ref, bufs)
-        self.refs[ref] = k
+        self.refs[id(ref)] = k
 
     def release(self, k):
         rec = self.records.pop(k, None)
         if rec is None:
             return
-        self.refs.pop(rec[0], None)
+        self.refs.pop(id(rec[0]), None)
         for addr, size, kind, dev in rec[1]:
             self.buffer_fn(FREE, kind, dev, addr, size, 0)
 
     def _dead(self, ref):
         try:
-            k = self.refs.get(ref)
+            k = self.refs.get(id(ref))
             if k is not None:
                 self.release(k)
         except Exception:
@@ -254,12 +254,11 @@ class Buffers:
                 continue  # an argument handed back
             st = base
             if n_out:
-                v = prog.outputs[i]
-                if v is not None:
-                    op, f, line, func = v
-                    top = "%s:%d in %s [%s, output %d]" % (f or dfile, line or dline, func or fn._stprof_name,
-                                                           op or fn._stprof_phase, i)
-                    st = self.stack([top] + here)
+                v = prog.outputs[i] or ("", "", 0, "")
+                op, f, line, func = v
+                top = "%s:%d in %s [%s, output %d]" % (f or dfile, line or dline, func or fn._stprof_name,
+                                                       op or fn._stprof_phase, i)
+                st = self.stack([top] + here)
             self.track(x, st)
             rec = self.records.get(id(x))
             if rec is not None:

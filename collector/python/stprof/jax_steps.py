@@ -16,7 +16,12 @@ install(jax) runs right after `import jax` has run jax/__init__.py:
   - The step function, whose calls make the iterations: the first jitted
     function called with one of the arrays its previous call returned (a
     training step threads its state: state, loss = step(state, batch));
-    failing that, the first one called FALLBACK_CALLS times.  Each call of
+    failing that, once a function has been called FALLBACK_CALLS times, the
+    least called of those called twice or more (an outer loop's function is
+    called less often than the micro-batch loop's inside it); a function
+    that threads its state later still takes over from such a choice (once;
+    the iterations marked before stay).  Annotation "jax.step" (the value:
+    the iteration it starts from) names the choice.  Each call of
     it ends an iteration (ITER_END k, then ITER_BEGIN k+1 at once, as
     PyTorch's optimizer step does in stprof.torch_markers), so the batch
     made before a call belongs to the iteration that call ends; the first
@@ -35,9 +40,9 @@ import threading
 import types
 import weakref
 
-from . import ITER_BEGIN, ITER_END, PHASE_BEGIN, PHASE_END, mark
+from . import ANNOTATION, ITER_BEGIN, ITER_END, PHASE_BEGIN, PHASE_END, mark
 
-FALLBACK_CALLS = 3
+FALLBACK_CALLS = 8
 _OUT_REFS = 16  # output leaves remembered per function to spot state threading
 
 
@@ -52,6 +57,8 @@ class _State:
         self.enabled = True
         self.observers = []       # objects with before(fn, args) and after(fn, args, out, token)
         self.step = None          # the step function's wrapper, once known
+        self.seen = {}            # id -> wrapper called before the step was known
+        self.sure = False         # the step threads its state: no more looking
         self.annotated = False    # the program marks its steps (StepTraceAnnotation)
         self.iteration = 0
         self.in_iter = False
@@ -97,6 +104,21 @@ class _State:
                 return True
         return False
 
+    def choose_step(self, fn, args, kwargs):
+        """Called before each dispatch while the step is not known for sure."""
+        self.seen[id(fn)] = fn
+        if self.threads_state(fn, (args, kwargs)):
+            if self.step is not fn:
+                if self.in_iter and self.step is not None:
+                    self.end_iteration(next_begins=False)
+                self.step = fn
+                mark(ANNOTATION, "jax.step " + fn._stprof_phase, self.iteration)
+            self.sure = True
+        elif self.step is None and fn._stprof_calls >= FALLBACK_CALLS:
+            repeated = [f for f in self.seen.values() if f._stprof_calls >= 2]
+            self.step = min(repeated, key=lambda f: f._stprof_calls)
+            mark(ANNOTATION, "jax.step " + self.step._stprof_phase, self.iteration)
+
     def remember_out(self, fn, out):
         refs = []
         for x in self.leaves(out):
@@ -120,9 +142,8 @@ class _State:
             try:
                 with self.lock:
                     fn._stprof_calls += 1
-                    if self.step is None and not self.annotated and (
-                            self.threads_state(fn, (args, kwargs)) or fn._stprof_calls >= FALLBACK_CALLS):
-                        self.step = fn
+                    if not self.sure and not self.annotated:
+                        self.choose_step(fn, args, kwargs)
                     if self.step is fn:
                         self.begin_iteration()
                     k = self.calls.get(fn._stprof_name, 0)
@@ -137,7 +158,7 @@ class _State:
                 if token is not None:
                     for o, t in zip(self.observers, token):
                         o.after(fn, args, kwargs, out, t)
-                if self.step is None and not self.annotated:
+                if not self.sure and not self.annotated:
                     self.remember_out(fn, out)
             except Exception as e:
                 self.fail("after a call of %s" % fn._stprof_name, e)

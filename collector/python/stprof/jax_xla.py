@@ -33,6 +33,7 @@ _table_re = re.compile(r"^(\d+) (.*)$")
 _kv_re = re.compile(r"(\w+)=(\d+)")
 _instr_re = re.compile(r"^\s*(ROOT )?%?([\w.\-]+) = (.*)$")
 _meta_re = re.compile(r'metadata=\{([^}]*)\}')
+_comment_re = re.compile(r"/\*.*?\*/")  # /*index=5*/ in long tuples
 _opname_re = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 
 
@@ -126,7 +127,7 @@ def _result_shapes(head):
     res = head[j:k]
     if res.startswith("(") and res.endswith(")"):
         res = res[1:-1]
-    return [x.split("{")[0].strip() for x in _split_top(res)]
+    return [x.split("{")[0].strip() for x in _split_top(_comment_re.sub("", res))]
 
 
 def parse_hlo(text):
@@ -155,7 +156,7 @@ def parse_hlo(text):
     name, rest = root
     t = re.search(r"\btuple\((.*)\)", rest)
     if t:
-        names = [x.strip().lstrip("%") for x in t.group(1).split(",") if x.strip()]
+        names = [x.strip().lstrip("%") for x in _comment_re.sub("", t.group(1)).split(",") if x.strip()]
         return [_value_of(meta.get(n, ""), frames) for n in names], shapes
     return [_value_of(meta.get(name, ""), frames)], shapes
 
