@@ -166,8 +166,11 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 			snprintf(lab, sizeof lab, "actual (XLA's statistics, %" PRIu64 " samples)", ac->xla_samples);
 			fprintf(f, "  %-44s %10s %10s %6.1f%% %6.1f%%\n", lab, sim_fmt_bytes(ac->peak_allocated, a, sizeof a),
 			        sim_fmt_bytes(ac->peak_reserved, b, sizeof b), 100 * ac->efficiency, 100 * (1 - ac->efficiency));
-			if (dr->nresults)
+			if (dr->nresults && ac->peak_allocated)
 				fprintf(f, "  model error vs actual: M_a %+.1f%%, M_r %+.1f%% (%s)\n", 100 * ac->allocated_error,
+				        100 * ac->reserved_error, dr->results[0].label);
+			else if (dr->nresults)
+				fprintf(f, "  model error vs actual: M_a not measured (no peak_bytes_in_use), M_r %+.1f%% (%s)\n",
 				        100 * ac->reserved_error, dr->results[0].label);
 			if (ac->in_use_samples)
 				fprintf(f, "  bytes in use at XLA's %" PRIu64 " samples: the model within %.1f%% of XLA's\n",

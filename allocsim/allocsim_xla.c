@@ -283,12 +283,15 @@ int sim_xla_report(const allocsim_events *e, allocsim_xla_probe *probes, size_t 
 		ac->xla = 1;
 		ac->xla_samples = nprobes;
 		ac->bytes_limit = limit;
+		/* the peaks: XLA's own peak counters (samples of the current
+		 * figures can miss a peak inside a program's run), the pool's
+		 * samples when no peak is given (it grows only, but for
+		 * garbage collection) */
 		uint64_t pa = 0, pr = 0;
 		for (size_t i = 0; i < nprobes; i++) {
 			const allocsim_xla_probe *p = &dr->probes[i];
-			for (int k = ALLOCSIM_XLA_BYTES_IN_USE; k <= ALLOCSIM_XLA_PEAK_BYTES_IN_USE; k++)
-				if ((p->have >> k & 1) && p->value[k] > pa)
-					pa = p->value[k];
+			if ((p->have >> ALLOCSIM_XLA_PEAK_BYTES_IN_USE & 1) && p->value[ALLOCSIM_XLA_PEAK_BYTES_IN_USE] > pa)
+				pa = p->value[ALLOCSIM_XLA_PEAK_BYTES_IN_USE];
 			for (int k = ALLOCSIM_XLA_POOL_BYTES; k <= ALLOCSIM_XLA_PEAK_POOL_BYTES; k++)
 				if ((p->have >> k & 1) && p->value[k] > pr)
 					pr = p->value[k];
@@ -305,7 +308,7 @@ int sim_xla_report(const allocsim_events *e, allocsim_xla_probe *probes, size_t 
 				ac->model_largest_free = p->model_largest_free;
 			}
 		}
-		if (pa || pr) {
+		if (pr) {
 			ac->present = 1;
 			ac->peak_allocated = pa;
 			ac->peak_reserved = pr;

@@ -91,7 +91,8 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 		if (d->res.primary >= 0 && d->spaces[d->res.primary].kind == STP_MEM_HOST &&
 		    (d->spaces[d->res.primary].device == DET_DEV_TENSORS) != (DET_ALLOC_DEVICE(a) == DET_DEV_TENSORS))
 			return;
-		if (a->size < d->opt.sim_host_min_size) {
+		/* (JAX's buffers are all device buffers on a GPU, the small ones too) */
+		if (a->size < d->opt.sim_host_min_size && a->pool != STP_POOL_JAX) {
 			d->res.sim_skipped++;
 			return;
 		}

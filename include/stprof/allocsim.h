@@ -397,7 +397,9 @@ typedef struct allocsim_actual {
 	double efficiency;
 	double allocated_error;    /* (model - actual) / actual, the as-run model */
 	double reserved_error;
-	/* a JAX device: the actual figures are XLA's statistics, sampled */
+	/* a JAX device: the actual figures are XLA's statistics, sampled
+	 * (peak_allocated: peak_bytes_in_use, 0 when no sample gave it;
+	 * peak_reserved: peak_pool_bytes, else the largest pool_bytes) */
 	int xla;
 	uint64_t xla_samples;
 	uint64_t bytes_limit;      /* XLA's memory limit for its BFC (0: not given) */

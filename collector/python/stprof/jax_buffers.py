@@ -163,7 +163,8 @@ class Buffers:
             except Exception:
                 continue
             host = d.platform == "cpu"
-            dev = -1 if host else int(getattr(d, "local_hardware_id", None) or d.id)
+            hw = getattr(d, "local_hardware_id", None)
+            dev = -1 if host else int(hw if hw is not None else d.id)
             if self.real_addresses:
                 try:
                     addr = int(a.unsafe_buffer_pointer())
