@@ -47,6 +47,7 @@ class Buffers:
         self.stacks = {}         # tuple of frame strings -> stack id
         self.code_names = {}     # (code, line) -> "FILE:LINE in FUNCTION"
         self.tb_lines = {}       # (code, lasti) -> line
+        self.tb_stacks = {}      # raw frames of a traceback -> stack id
         self.internal = ()       # path prefixes of JAX itself and of this shim
         self.xla = None
         self.jax = None
@@ -116,17 +117,22 @@ class Buffers:
             f = f.f_back
         return self._keep(pairs)
 
-    def frames_of(self, arr):
+    def stack_of(self, arr):
+        """The stack id of the traceback JAX keeps for an array (arrays made
+        at one place share it: cached by the raw frames)."""
         try:
             tb = arr.traceback
-        except Exception:
-            return []
-        if tb is None:
-            return []
-        try:
             codes, lastis = tb.raw_frames()
         except Exception:
-            return []
+            return 0
+        key = (tuple(codes), tuple(lastis))
+        s = self.tb_stacks.get(key)
+        if s is None:
+            s = self.stack(self.frames_of(tb, codes, lastis))
+            self.tb_stacks[key] = s
+        return s
+
+    def frames_of(self, tb, codes, lastis):
         pairs = []
         for code, lasti in zip(codes, lastis):
             k = (code, lasti)
@@ -228,7 +234,7 @@ class Buffers:
         for arr in self.jax.live_arrays():
             if id(arr) in self.records:
                 break  # the rest were made before the last dispatch
-            self.track(arr, self.stack(self.frames_of(arr)))
+            self.track(arr, self.stack_of(arr))
         return None
 
     def after(self, fn, args, kwargs, out, token):
