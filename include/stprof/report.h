@@ -2,7 +2,7 @@
  * stprof/report.h - reports of a detector result: text (for a terminal,
  * worst findings first), JSON (schema in docs/report-json.md) and one
  * self-contained HTML page with SVG plots (no network access needed).
- * Implemented in exporter/ (report_*.c): data flows trace -> detector ->
+ * Implemented in exporter/report/ (report_*.c): data flows trace -> detector ->
  * exporter, and the writers use the detector's public API only.
  */
 #ifndef STPROF_REPORT_H

@@ -18,7 +18,8 @@ import sys
 
 # (directory, CMake target) pairs: every static library, and the CLI
 LIBS = [("trace", "stp_trace"), ("symbolize", "stp_symbolize"), ("allocsim", "stp_allocsim"),
-        ("detector", "stp_detector"), ("planner", "stp_planner"), ("exporter", "stp_exporter"),
+        ("detector", "stp_detector"), ("planner", "stp_planner"),
+        ("exporter/report", "stp_report"), ("exporter/perfetto", "stp_perfetto"),
         ("snapshot", "stp_snapshot"), ("allocator", "stp_allocator"), ("cli", "stprof")]
 
 

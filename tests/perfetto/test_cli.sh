@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Every export: protoc decodes it (exit 0) and the lint finds nothing.
 check() {
-  protoc --decode=perfetto.protos.Trace -I "$S/exporter/proto" "$S/exporter/proto/perfetto_trace.proto" \
+  protoc --decode=perfetto.protos.Trace -I "$S/exporter/perfetto/proto" "$S/exporter/perfetto/proto/perfetto_trace.proto" \
     <"$1" >"$1.txt" || fail "protoc cannot decode $1"
   "$stprof" lint-perfetto "$1" >"$1.lint" || { cat "$1.lint"; fail "lint: $1"; }
   grep -q "no violations" "$1.lint" || fail "lint summary of $1"

@@ -1,7 +1,7 @@
 /*
  * perfetto_util.h - containers the Perfetto exporter and lint share: a
  * u64 -> u64 hash map, a string table that never moves its strings, and a
- * growable byte vector.  Internal to exporter/.
+ * growable byte vector.  Internal to exporter/perfetto/.
  *
  * Invariants: a pf_map holds any u64 key (UINT64_MAX included); pointers
  * returned by pf_strtab stay valid until pf_strtab_free(); every function

@@ -3,7 +3,7 @@
  * one TracePacket at a time with protobuf-c and appends it to the file as a
  * Trace.packet record (0x0A, varint length, bytes).  Nothing but the output
  * buffer and the interning tables is kept, so a trace of any length is
- * written in bounded memory.  Internal to exporter/.
+ * written in bounded memory.  Internal to exporter/perfetto/.
  *
  * A pf_seq is one trusted packet sequence.  It owns the sequence's interning
  * tables and enforces the trace processor's rules by construction:

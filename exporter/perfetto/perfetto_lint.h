@@ -2,7 +2,7 @@
  * perfetto_lint.h - the state of one run of stp_lint_perfetto(), shared by
  * perfetto_lint.c (reading, and the checks made packet by packet) and
  * perfetto_lint_end.c (the checks made at the end: parents, nesting, flows).
- * Internal to exporter/.
+ * Internal to exporter/perfetto/.
  */
 #ifndef STPROF_EXPORTER_PERFETTO_LINT_H
 #define STPROF_EXPORTER_PERFETTO_LINT_H

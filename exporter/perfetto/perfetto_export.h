@@ -1,6 +1,6 @@
 /*
  * perfetto_export.h - the state of one Perfetto export, shared by the
- * exporter's files (internal to exporter/):
+ * exporter's files (internal to exporter/perfetto/):
  *   perfetto_export.c   the driver: reads each trace, dispatches events,
  *                       opens and closes the window
  *   perfetto_emit.c     what the writers share: errors, event times,
