@@ -216,20 +216,29 @@ void report_html_models(stp_det *d, FILE *f)
 		}
 		if (dr->actual.present) {
 			const allocsim_actual *ac = &dr->actual;
-			fprintf(f, "<tr><td><b>actual</b> (segment events)</td><td class=n>%s</td><td class=n>%s</td>"
+			fprintf(f, "<tr><td><b>actual</b> (%s)</td><td class=n>%s</td><td class=n>%s</td>"
 			           "<td class=n>%.1f%%</td><td class=n>%.1f%%</td><td class=n>%s</td><td></td></tr>\n",
-			        rf_bytes(ac->peak_allocated, b[0], 64), rf_bytes(ac->peak_reserved, b[1], 64), 100 * ac->efficiency,
-			        100 * (1 - ac->efficiency), rf_count(ac->segment_reserves, b[2], 64));
+			        ac->xla ? "XLA's statistics" : "segment events", rf_bytes(ac->peak_allocated, b[0], 64),
+			        rf_bytes(ac->peak_reserved, b[1], 64), 100 * ac->efficiency, 100 * (1 - ac->efficiency),
+			        rf_count(ac->segment_reserves, b[2], 64));
 		}
 		fputs("</table>\n", f);
-		if (dr->actual.present && dr->nresults)
+		if (dr->actual.present && dr->nresults && (!dr->actual.xla || dr->actual.peak_allocated))
 			fprintf(f, "<p>Model error against the actual allocator: M_a %+.1f%%, M_r %+.1f%% (%s).</p>\n",
 			        100 * dr->actual.allocated_error, 100 * dr->actual.reserved_error, dr->results[0].label);
+		else if (dr->actual.present && dr->nresults)
+			fprintf(f, "<p>Model error against the actual allocator: M_r %+.1f%% (%s); M_a not measured (XLA gave no "
+			           "peak_bytes_in_use).</p>\n",
+			        100 * dr->actual.reserved_error, dr->results[0].label);
+		if (dr->actual.xla && dr->actual.in_use_samples)
+			fprintf(f, "<p>Bytes in use at XLA's %" PRIu64 " samples: the model within %.1f%% of XLA's.</p>\n",
+			        dr->actual.in_use_samples, 100 * dr->actual.in_use_error);
 		plot(r, dr, sr->start_time, f);
 		if (dr->has_worst)
 			worst(d, dr, sr->start_time, f);
 		if (dr->nrecs) {
-			fputs("<h3>Recommended settings (simulated)</h3>\n<table><tr><th>PYTORCH_ALLOC_CONF</th><th>peak "
+			fputs(dr->xla ? "<h3>XLA_PYTHON_CLIENT_* settings (simulated)</h3>\n<table><tr><th>setting</th><th>peak "
+			              : "<h3>Recommended settings (simulated)</h3>\n<table><tr><th>PYTORCH_ALLOC_CONF</th><th>peak "
 			      "reserved</th><th>change</th><th>E</th><th>OOMs</th></tr>\n",
 			      f);
 			for (size_t k = 0; k < dr->nrecs; k++) {

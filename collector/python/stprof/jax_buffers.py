@@ -27,6 +27,7 @@ when the program's work runs; STPROF_JAX_ADDRESSES=real takes the real ones
 dispatches are not seen.
 """
 import ctypes
+import itertools
 import os
 import sys
 import weakref
@@ -41,7 +42,7 @@ class Buffers:
     def __init__(self):
         self.on = False
         self.real_addresses = os.environ.get("STPROF_JAX_ADDRESSES") == "real"
-        self.next_id = 1
+        self.ids = itertools.count(1)  # stand-in ids (next() is atomic: threads)
         self.records = {}        # id(array) -> (weakref, [(addr, size, kind, device)])
         self.refs = {}           # id(weakref) -> id(array) (arrays are unhashable)
         self.stacks = {}         # tuple of frame strings -> stack id
@@ -177,8 +178,7 @@ class Buffers:
                 except Exception:
                     addr = 0
             else:
-                addr = ADDR_BASE | (self.next_id << 8)
-                self.next_id += 1
+                addr = ADDR_BASE | (next(self.ids) << 8)
             out.append((addr, size, KIND_HOST if host else KIND_DEVICE, dev))
         return out
 
@@ -215,8 +215,7 @@ class Buffers:
             pass
 
     def temp(self, size, kind, dev, stack):
-        addr = ADDR_BASE | (self.next_id << 8)
-        self.next_id += 1
+        addr = ADDR_BASE | (next(self.ids) << 8)
         self.buffer_fn(ALLOC, kind, dev, addr, size, stack)
         return addr
 
