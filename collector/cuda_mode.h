@@ -24,7 +24,9 @@
  *                             through libc10_cuda (PyTorch's segments).
  *
  * In every mode the CUPTI backend ignores calls made while t_busy is set
- * (the collector's own, and the pluggable allocator's).
+ * (the collector's own, and the pluggable allocator's), and records a
+ * device allocation made by XLA's own code (JAX's CUDA plugin) as a segment
+ * of pool STP_POOL_JAX: JAX's buffers inside it come from the JAX shim.
  */
 #ifndef STPROF_COLLECTOR_CUDA_MODE_H
 #define STPROF_COLLECTOR_CUDA_MODE_H
