@@ -251,22 +251,8 @@ int sim_xla_report(const allocsim_events *e, allocsim_xla_probe *probes, size_t 
 		nc++;
 	}
 
-	dr->results = calloc(nc, sizeof *dr->results);
-	if (!dr->results) {
-		snprintf(err, errlen, "out of memory");
+	if (sim_run_configs(e, cfgs, nc, o, dr, err, errlen))
 		return -1;
-	}
-	allocsim_run_opts ro = {.max_samples = o->max_samples};
-	for (size_t i = 0; i < nc; i++) {
-		int rc = i == 0 && !o->no_explain
-		             ? allocsim_run_explained(e, &cfgs[i], &ro, &dr->results[i], &dr->worst, err, errlen)
-		             : allocsim_run(e, &cfgs[i], &ro, &dr->results[i], err, errlen);
-		if (rc)
-			return -1;
-		dr->nresults++;
-		if (i == 0 && !o->no_explain)
-			dr->has_worst = 1;
-	}
 
 	/* the as-run model at XLA's samples */
 	if (nprobes) {

@@ -47,8 +47,7 @@ typedef struct pimp {
 	stp_pprof_import_stats *st;
 	u64map loc_idx, fn_idx, map_idx; /* id -> index + 1 */
 	u64map frame_idx;                /* function index << 32 | line -> frame + 1 */
-	char **ftext;
-	size_t nf, fcap;
+	snap_frames frames;
 	int64_t exec_frame;              /* frame of "(compiled executable)", -1 until made */
 	uint64_t *cursor;                /* next stand-in address by device slot (0: host, d + 1) */
 	int32_t *cursor_dev;
@@ -102,24 +101,6 @@ static int index_ids(pimp *im)
 	return 0;
 }
 
-static int64_t add_frame(pimp *im, char *t)
-{
-	if (!t)
-		return -2;
-	if (im->nf == im->fcap) {
-		size_t nc = im->fcap ? im->fcap * 2 : 256;
-		char **n = realloc(im->ftext, nc * sizeof *n);
-		if (!n) {
-			free(t);
-			return -2;
-		}
-		im->ftext = n;
-		im->fcap = nc;
-	}
-	im->ftext[im->nf] = t;
-	return (int64_t)im->nf++;
-}
-
 /* The source frame of one line of a location; -1 after an error. */
 static int64_t line_frame(pimp *im, const pp_location *loc, const pp_line *ln)
 {
@@ -138,7 +119,7 @@ static int64_t line_frame(pimp *im, const pp_location *loc, const pp_line *ln)
 		name = pp_string(im->p, f->system_name);
 	if (!name)
 		return bad(im, f->offset, "function names a string past the string table");
-	int64_t k = add_frame(im, snap_frame_text(name->n ? name->p : "??", name->n ? name->n : 2,
+	int64_t k = snap_frames_add(&im->frames, snap_frame_text(name->n ? name->p : "??", name->n ? name->n : 2,
 	                                          file->n ? file->p : "??", file->n ? file->n : 2, ln->line));
 	if (k == -2 || u64map_put(&im->frame_idx, key, (uint64_t)k + 1) < 0)
 		return oom(im);
@@ -151,7 +132,7 @@ static int64_t sample_path(pimp *im, const pp_sample *s, int exec, uint64_t *ips
 	uint32_t n = 0;
 	if (exec) {
 		if (im->exec_frame < 0) {
-			im->exec_frame = add_frame(im, snap_frame_text("(compiled executable)", 21, "jax", 3, 0));
+			im->exec_frame = snap_frames_add(&im->frames, snap_frame_text("(compiled executable)", 21, "jax", 3, 0));
 			if (im->exec_frame < 0)
 				return oom(im);
 		}
@@ -222,29 +203,89 @@ static int next_addr(pimp *im, int32_t dev, uint64_t size, uint64_t *addr)
 	return 0;
 }
 
+/* A sample's bytes, count, kind and device labels: 1, 0 when it has no
+ * bytes value, -1 after an error. */
+static int sample_info(pimp *im, const pp_sample *s, int bi, int ci, int64_t *bytes, int64_t *count,
+                       const pp_span **kind, const pp_span **dev)
+{
+	const pp_profile *p = im->p;
+	if ((size_t)bi >= s->nval)
+		return 0;
+	*bytes = (int64_t)p->values[s->val0 + bi];
+	*count = ci >= 0 && (size_t)ci < s->nval ? (int64_t)p->values[s->val0 + ci] : 1;
+	if (*count <= 0)
+		*count = 1;
+	*kind = *dev = NULL;
+	for (uint32_t k = 0; k < s->nlab; k++) {
+		const pp_label *l = &p->labels[s->lab0 + k];
+		const pp_span *key = pp_string(p, l->key), *val = pp_string(p, l->str);
+		if (!key || !val)
+			return bad(im, s->offset, "label names a string past the string table");
+		if (pp_span_is(key, "kind"))
+			*kind = val;
+		else if (pp_span_is(key, "device"))
+			*dev = val;
+	}
+	return 1;
+}
+
+/* The samples counted and their frames made, before anything is written
+ * (every source frame's MODULE comes first in the trace). */
+static int collect(pimp *im, int bi, int ci, uint64_t *ips)
+{
+	const pp_profile *p = im->p;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const pp_sample *s = &p->samples[i];
+		int64_t bytes, count;
+		const pp_span *kind, *dev;
+		int rc = sample_info(im, s, bi, ci, &bytes, &count, &kind, &dev);
+		if (rc < 0)
+			return -1;
+		if (!rc) {
+			im->st->skipped++;
+			continue;
+		}
+		int exec = pp_span_is(kind, "executable");
+		im->st->samples++;
+		if (exec)
+			im->st->executables += (uint64_t)count;
+		else if (!kind || pp_span_is(kind, "buffer"))
+			im->st->buffers += (uint64_t)count;
+		else
+			im->st->other += (uint64_t)count;
+		if (bytes <= 0) { /* an executable on the CPU: no device memory */
+			im->st->skipped++;
+			continue;
+		}
+		if (sample_path(im, s, exec, ips) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int write_trace(pimp *im, const char *out, int bi, int ci)
 {
 	const pp_profile *p = im->p;
-	stp_writer *w = stp_writer_open(out, im->err, im->errlen);
-	if (!w)
+	uint64_t ips[PP_MAX_DEPTH + 1];
+	if (collect(im, bi, ci, ips) < 0)
 		return -1;
 	uint64_t t0 = p->time_nanos > 0 ? (uint64_t)p->time_nanos : 0;
-	stp_event ev = {.type = STP_EV_PROCESS, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "JAX device memory profile %s", im->name);
-	ev.u.process = (stp_process_info){.rank = -1, .local_rank = -1, .world_size = -1,
-	                                  .cmdline = stp_writer_string(w, cmd), .exe = stp_writer_string(w, im->name),
-	                                  .start_realtime_ns = t0};
-	int werr = stp_writer_event(w, &ev) < 0;
-	ev = (stp_event){.type = STP_EV_THREAD, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
-	ev.u.thread = (stp_thread_info){.tid = 1, .name = stp_writer_string(w, "jax")};
-	werr |= stp_writer_event(w, &ev) < 0;
+	stp_writer *w = snap_trace_begin(out, cmd, im->name, "jax", t0, im->frames.text, im->frames.n, im->err,
+	                                 im->errlen);
+	if (!w)
+		return -1;
+	stp_event ev;
+	int werr = 0;
 	/* mappings that name a file, for frames that are addresses */
 	for (size_t i = 0; i < p->nmappings && !werr; i++) {
 		const pp_mapping *m = &p->mappings[i];
 		const pp_span *fn = pp_string(p, m->filename);
-		if (!fn)
-			goto badref;
+		if (!fn) {
+			stp_writer_abandon(w);
+			return bad(im, m->offset, "mapping names a string past the string table");
+		}
 		if (!fn->n || m->memory_limit <= m->memory_start)
 			continue;
 		char path[4096];
@@ -255,88 +296,40 @@ static int write_trace(pimp *im, const char *out, int bi, int ci)
 		                                .bias = m->memory_start - m->file_offset};
 		werr |= stp_writer_event(w, &ev) < 0;
 	}
-	/* pass 1 makes the frames, pass 2 writes them and the allocations, so
-	 * that every source frame's MODULE comes before its first use */
-	uint64_t ips[PP_MAX_DEPTH + 1];
-	for (int pass = 0; pass < 2 && !werr; pass++) {
-		if (pass == 1) {
-			for (size_t i = 0; i < im->nf && !werr; i++) {
-				ev = (stp_event){.type = STP_EV_MODULE, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
-				uint64_t base = STP_SRCFRAME_BASE + i * STP_SRCFRAME_STRIDE;
-				ev.u.module = (stp_module_info){.path = stp_writer_string(w, im->ftext[i]), .base = base,
-				                                .size = STP_SRCFRAME_STRIDE, .bias = base};
-				werr |= stp_writer_event(w, &ev) < 0;
-			}
+	for (size_t i = 0; i < p->nsamples && !werr; i++) {
+		const pp_sample *s = &p->samples[i];
+		int64_t bytes, count;
+		const pp_span *kind, *dev;
+		if (sample_info(im, s, bi, ci, &bytes, &count, &kind, &dev) <= 0 || bytes <= 0)
+			continue; /* (an error would have stopped collect) */
+		if ((uint64_t)count > (uint64_t)bytes)
+			count = bytes; /* at least a byte each */
+		int64_t depth = sample_path(im, s, pp_span_is(kind, "executable"), ips);
+		if (depth < 0) {
+			stp_writer_abandon(w);
+			return -1;
 		}
-		for (size_t i = 0; i < p->nsamples && !werr; i++) {
-			const pp_sample *s = &p->samples[i];
-			if ((size_t)bi >= s->nval) {
-				if (!pass)
-					im->st->skipped++;
-				continue;
-			}
-			int64_t bytes = (int64_t)p->values[s->val0 + bi];
-			int64_t count = ci >= 0 && (size_t)ci < s->nval ? (int64_t)p->values[s->val0 + ci] : 1;
-			if (count <= 0)
-				count = 1;
-			const pp_span *kind = NULL, *dev = NULL;
-			for (uint32_t k = 0; k < s->nlab; k++) {
-				const pp_label *l = &p->labels[s->lab0 + k];
-				const pp_span *key = pp_string(p, l->key), *val = pp_string(p, l->str);
-				if (!key || !val) {
-					stp_writer_abandon(w);
-					return bad(im, s->offset, "label names a string past the string table");
-				}
-				if (pp_span_is(key, "kind"))
-					kind = val;
-				else if (pp_span_is(key, "device"))
-					dev = val;
-			}
-			int exec = pp_span_is(kind, "executable");
-			if (!pass) {
-				im->st->samples++;
-				if (exec)
-					im->st->executables += (uint64_t)count;
-				else if (!kind || pp_span_is(kind, "buffer"))
-					im->st->buffers += (uint64_t)count;
-				else
-					im->st->other += (uint64_t)count;
-			}
-			if (bytes <= 0) { /* an executable on the CPU: no device memory */
-				im->st->skipped += !pass;
-				continue;
-			}
-			if ((uint64_t)count > (uint64_t)bytes)
-				count = bytes; /* at least a byte each */
-			int64_t depth = sample_path(im, s, exec, ips);
-			if (depth < 0) {
+		int host;
+		int32_t device;
+		parse_device(dev, &host, &device);
+		uint32_t stack = stp_writer_stack(w, ips, (uint32_t)depth);
+		uint64_t each = (uint64_t)bytes / (uint64_t)count, rest = (uint64_t)bytes % (uint64_t)count;
+		for (int64_t k = 0; k < count && !werr; k++) {
+			uint64_t size = each + (k == count - 1 ? rest : 0), addr;
+			if (next_addr(im, host ? -1 : device, size, &addr) < 0) {
 				stp_writer_abandon(w);
 				return -1;
 			}
-			if (!pass)
-				continue;
-			int host;
-			int32_t device;
-			parse_device(dev, &host, &device);
-			uint32_t stack = stp_writer_stack(w, ips, (uint32_t)depth);
-			uint64_t each = (uint64_t)bytes / (uint64_t)count, rest = (uint64_t)bytes % (uint64_t)count;
-			for (int64_t k = 0; k < count && !werr; k++) {
-				uint64_t size = each + (k == count - 1 ? rest : 0), addr;
-				if (next_addr(im, host ? -1 : device, size, &addr) < 0) {
-					stp_writer_abandon(w);
-					return -1;
-				}
-				ev = (stp_event){.type = STP_EV_ALLOC, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
-				ev.u.alloc = (stp_alloc_info){.addr = addr, .size = size, .requested = size, .stack = stack,
-				                              .kind = host ? STP_MEM_HOST : STP_MEM_DEVICE,
-				                              .device = host ? -1 : device, .pool = STP_POOL_JAX};
-				werr |= stp_writer_event(w, &ev) < 0;
-				im->st->allocations++;
-				im->st->bytes += size;
-			}
+			ev = (stp_event){.type = STP_EV_ALLOC, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
+			ev.u.alloc = (stp_alloc_info){.addr = addr, .size = size, .requested = size, .stack = stack,
+			                              .kind = host ? STP_MEM_HOST : STP_MEM_DEVICE,
+			                              .device = host ? -1 : device, .pool = STP_POOL_JAX};
+			werr |= stp_writer_event(w, &ev) < 0;
+			im->st->allocations++;
+			im->st->bytes += size;
 		}
 	}
-	im->st->frames = im->nf;
+	im->st->frames = im->frames.n;
 	im->st->devices = im->ncursor;
 	if (werr) {
 		snprintf(im->err, im->errlen, "%s: cannot write the trace", out);
@@ -349,9 +342,6 @@ static int write_trace(pimp *im, const char *out, int bi, int ci)
 	}
 	im->st->events = 2 + im->st->allocations;
 	return 0;
-badref:
-	stp_writer_abandon(w);
-	return bad(im, 0, "mapping names a string past the string table");
 }
 
 static int import_profile(pimp *im, const char *out)
@@ -385,9 +375,7 @@ int snap_pprof_import_profile(const pp_profile *p, const char *name, const char 
 	st->gzipped = p->gzipped;
 	pimp im = {.p = p, .name = name, .err = err, .errlen = errlen, .st = st, .exec_frame = -1};
 	int rc = import_profile(&im, out_stp);
-	for (size_t i = 0; i < im.nf; i++)
-		free(im.ftext[i]);
-	free(im.ftext);
+	snap_frames_free(&im.frames);
 	free(im.cursor);
 	free(im.cursor_dev);
 	u64map_free(&im.loc_idx);

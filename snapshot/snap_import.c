@@ -35,8 +35,7 @@ typedef struct importer {
 	stp_snapshot_import_stats *st;
 	imp_vec end_segs, end_allocs, trace, out;
 	/* frames */
-	char **ftext;     /* "srcframe:" name \x1f file \x1f line */
-	size_t nf, fcap;
+	snap_frames frames; /* "srcframe:" name \x1f file \x1f line */
 	u64map frame_node;  /* pk_val* of a frame dict -> frame index + 1 (0: none) */
 	u64map frame_hash;  /* hash of text -> frame index (collisions probe hash+1) */
 	u64map list_node;   /* pk_val* of a frames list -> stack index */
@@ -78,7 +77,7 @@ static int64_t frame_of(importer *im, const pk_val *f)
 			return -2;
 		uint64_t h = fnv(t), k;
 		while (u64map_get(&im->frame_hash, h, &k)) {
-			if (!strcmp(im->ftext[k], t))
+			if (!strcmp(im->frames.text[k], t))
 				break;
 			h++;
 		}
@@ -86,18 +85,8 @@ static int64_t frame_of(importer *im, const pk_val *f)
 			free(t);
 			idx = (int64_t)k;
 		} else {
-			if (im->nf == im->fcap) {
-				size_t nc = im->fcap ? im->fcap * 2 : 256;
-				char **nt = realloc(im->ftext, nc * sizeof *nt);
-				if (!nt) {
-					free(t);
-					return -2;
-				}
-				im->ftext = nt;
-				im->fcap = nc;
-			}
-			im->ftext[im->nf] = t;
-			idx = (int64_t)im->nf++;
+			if ((idx = snap_frames_add(&im->frames, t)) < 0)
+				return -2;
 			if (u64map_put(&im->frame_hash, h, (uint64_t)idx) < 0)
 				return -2;
 		}
@@ -307,28 +296,16 @@ static uint32_t stack_id(importer *im, stp_writer *w, const pk_val *frames)
 
 static int write_trace(importer *im, const char *out)
 {
-	stp_writer *w = stp_writer_open(out, im->err, im->errlen);
-	if (!w)
-		return -1;
 	/* the first events at the first entry's time: a trace's times count from it */
 	uint64_t t0 = im->out.n ? im->out.v[0].time_ns : 0;
-	stp_event ev = {.type = STP_EV_PROCESS, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "PyTorch memory snapshot %s", im->path);
-	ev.u.process = (stp_process_info){.rank = -1, .local_rank = -1, .world_size = -1,
-	                                  .cmdline = stp_writer_string(w, cmd), .exe = stp_writer_string(w, im->path)};
-	int bad = stp_writer_event(w, &ev) < 0;
-	ev = (stp_event){.type = STP_EV_THREAD, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
-	ev.u.thread.tid = 1;
-	ev.u.thread.name = stp_writer_string(w, "pytorch");
-	bad |= stp_writer_event(w, &ev) < 0;
-	for (size_t i = 0; i < im->nf && !bad; i++) {
-		ev = (stp_event){.type = STP_EV_MODULE, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
-		uint64_t base = STP_SRCFRAME_BASE + i * STP_SRCFRAME_STRIDE;
-		ev.u.module = (stp_module_info){.path = stp_writer_string(w, im->ftext[i]), .base = base,
-		                                .size = STP_SRCFRAME_STRIDE, .bias = base};
-		bad |= stp_writer_event(w, &ev) < 0;
-	}
+	stp_writer *w = snap_trace_begin(out, cmd, im->path, "pytorch", t0, im->frames.text, im->frames.n, im->err,
+	                                 im->errlen);
+	if (!w)
+		return -1;
+	stp_event ev;
+	int bad = 0;
 	for (size_t i = 0; i < im->out.n && !bad; i++) {
 		const imp_ev *e = &im->out.v[i];
 		ev = (stp_event){.type = e->type, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = e->time_ns};
@@ -412,7 +389,7 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 		if ((im->out.v[i].type == STP_EV_ALLOC || im->out.v[i].type == STP_EV_SEGMENT_RESERVE) &&
 		    stack_of(im, im->out.v[i].frames) < 0)
 			return oom(im);
-	im->st->frames = im->nf;
+	im->st->frames = im->frames.n;
 	return write_trace(im, out);
 }
 
@@ -426,9 +403,7 @@ int snap_import_doc(pk_doc *doc, const char *name, const char *out_stp, stp_snap
 	st->protocol = pk_protocol(doc);
 	importer im = {.path = name, .err = err, .errlen = errlen, .st = st};
 	int rc = import_doc(&im, pk_root(doc), out_stp);
-	for (size_t i = 0; i < im.nf; i++)
-		free(im.ftext[i]);
-	free(im.ftext);
+	snap_frames_free(&im.frames);
 	u64map_free(&im.frame_node);
 	u64map_free(&im.frame_hash);
 	u64map_free(&im.list_node);

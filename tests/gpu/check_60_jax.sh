@@ -42,7 +42,7 @@ n=$(grep ' alloc ' "$T/d.txt" | grep -c 'pool=2' || true)
 ndev=$(grep ' alloc ' "$T/d.txt" | grep 'pool=2' | grep -c 'kind=device device=0 ' || true)
 echo "  JAX buffers: $n allocations, $ndev of them device memory of device 0"
 [ "$n" -gt 0 ] && [ "$n" = "$ndev" ] || { echo "  FAIL: JAX's buffers are not device 0's"; exit 1; }
-if ! python3 "$S/tests/jax/check_jax_bytes.py" "$T/d.txt" >"$T/cb.txt"; then
+if ! python3 "$S/tests/python/check_bytes.py" "$T/d.txt" 2 jax_bytes >"$T/cb.txt"; then
 	grep MISMATCH "$T/cb.txt" | head -5
 	echo "  FAIL: the JAX space's bytes differ from JAX's live arrays"
 	exit 1

@@ -18,7 +18,7 @@ cd "$T"
 rec() { out=$1; shift; "$STPROF" record -q -m 64k --host-depth 0 -o "$T/$out.stp" -- "$JAXPY" "$TRAIN" "$@"; }
 bytes_ok() { # the JAX space's live bytes = JAX's count at each of N points
 	"$STPROF" dump "$T/$1.stp" >"$T/$1.txt"
-	python3 "$STPROF_SRC/tests/jax/check_jax_bytes.py" "$T/$1.txt" >"$T/$1.cb" || { cat "$T/$1.cb"; fail "JAX bytes differ ($1)"; }
+	python3 "$STPROF_SRC/tests/python/check_bytes.py" "$T/$1.txt" 2 jax_bytes >"$T/$1.cb" || { cat "$T/$1.cb"; fail "JAX bytes differ ($1)"; }
 	expect_eq "points compared ($1)" "$(wc -l <"$T/$1.cb")" "$2"
 }
 

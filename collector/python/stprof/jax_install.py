@@ -9,6 +9,8 @@ itself.
 """
 import sys
 
+from .importhook import ImportHook
+
 
 def install(jax):
     from . import jax_buffers, jax_steps, jax_xla
@@ -28,31 +30,12 @@ def install(jax):
     jax_steps.install(jax, observers)
 
 
-class JaxImportHook:
-    """A meta path finder that installs the JAX parts right after `import
-    jax` has run jax/__init__.py."""
+class JaxImportHook(ImportHook):
+    """Installs the JAX parts right after `import jax` has run
+    jax/__init__.py."""
 
-    def find_spec(self, name, path=None, target=None):
-        if name != "jax":
-            return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        import importlib.util
-        spec = importlib.util.find_spec("jax")
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        real = spec.loader.exec_module
-
-        def exec_module(module):
-            real(module)
-            try:
-                install(module)
-            except Exception as e:  # never break the program
-                sys.stderr.write("stprof: JAX hooks disabled: %s\n" % (e,))
-        spec.loader.exec_module = exec_module
-        return spec
+    def __init__(self):
+        super().__init__("jax", install, "JAX hooks")
 
 
 def arm():
