@@ -389,7 +389,7 @@ struct allocsim_events {
 };
 
 /* Runs the nc configs on a device's log into dr->results, the first one
- * explained at its peak (unless o->no_explain) (allocsim_replay.c). */
+ * explained at its peak (unless o->no_explain) (allocsim_core.c). */
 int sim_run_configs(const allocsim_events *e, const allocsim_config *cfgs, size_t nc, const allocsim_replay_opts *o,
                     allocsim_device_report *dr, char *err, size_t errlen);
 /* The report of a device holding JAX's buffers (allocsim_xla.c): models,

@@ -281,28 +281,6 @@ static int parse_cfg(allocsim_config *c, const char *what, const char *text, uin
 	return 0;
 }
 
-int sim_run_configs(const allocsim_events *e, const allocsim_config *cfgs, size_t nc, const allocsim_replay_opts *o,
-                    allocsim_device_report *dr, char *err, size_t errlen)
-{
-	dr->results = calloc(nc, sizeof *dr->results);
-	if (!dr->results) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	allocsim_run_opts ro = {.max_samples = o->max_samples};
-	for (size_t i = 0; i < nc; i++) {
-		int rc = i == 0 && !o->no_explain
-		             ? allocsim_run_explained(e, &cfgs[i], &ro, &dr->results[i], &dr->worst, err, errlen)
-		             : allocsim_run(e, &cfgs[i], &ro, &dr->results[i], err, errlen);
-		if (rc)
-			return -1;
-		dr->nresults++;
-		if (i == 0 && !o->no_explain)
-			dr->has_worst = 1;
-	}
-	return 0;
-}
-
 static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_device_report *dr, char *err,
                          size_t errlen)
 {
