@@ -36,6 +36,7 @@
 
 #define PP_MAX_BYTES (1ull << 30) /* 1 GiB uncompressed: profiles are KiB to MiB */
 #define PP_MAX_DEPTH 256
+#define PP_MAX_ALLOCS (1u << 24) /* allocations an import writes at most (a sample's count is the file's word) */
 #define PP_ADDR_BASE 0x100000000000ull /* stand-in addresses: device d at base + d * 2^40 */
 #define PP_ADDR_SPAN (1ull << 40)
 
@@ -49,6 +50,7 @@ typedef struct pimp {
 	u64map frame_idx;                /* function index << 32 | line -> frame + 1 */
 	snap_frames frames;
 	int64_t exec_frame;              /* frame of "(compiled executable)", -1 until made */
+	uint64_t total;                  /* allocations the samples make (at most PP_MAX_ALLOCS) */
 	uint64_t *cursor;                /* next stand-in address by device slot (0: host, d + 1) */
 	int32_t *cursor_dev;
 	size_t ncursor;
@@ -257,6 +259,14 @@ static int collect(pimp *im, int bi, int ci, uint64_t *ips)
 			im->st->skipped++;
 			continue;
 		}
+		uint64_t n = (uint64_t)count < (uint64_t)bytes ? (uint64_t)count : (uint64_t)bytes;
+		if (n > PP_MAX_ALLOCS - im->total) {
+			char what[128];
+			snprintf(what, sizeof what, "more than %u allocations in the profile (this sample has %" PRId64 ")",
+			         PP_MAX_ALLOCS, count);
+			return bad(im, s->offset, what);
+		}
+		im->total += n;
 		if (sample_path(im, s, exec, ips) < 0)
 			return -1;
 	}

@@ -4,7 +4,8 @@
  * gzip'd: the tables, the trace written (allocations split by count, the
  * host for "cpu" devices, the label's ordinal otherwise, frames innermost
  * first with inlined lines, executables marked, 0-byte samples skipped),
- * and a one-line error at the right offset for each kind of bad input.
+ * and a one-line error at the right offset for each kind of bad input
+ * (a sample's count past what an import writes included).
  */
 #include <zlib.h>
 
@@ -56,6 +57,8 @@ static void build(pbb *b, int bad)
 	sample(b, l3, 1, 1, 1 << 20, S_BUFFER, S_CUDA1);
 	sample(b, bad == 2 ? l9 : l2, 1, 1, 4096, S_EXEC, S_CUDA1); /* 2: an undefined location */
 	sample(b, l2, 1, 1, 0, S_EXEC, S_CPU);
+	if (bad == 6) /* 6: a count no profile has (it would take days to write) */
+		sample(b, l2, 1, 1ull << 40, 1ull << 41, S_BUFFER, S_CPU);
 	/* locations: 1 = g:7; 2 = f:42; 3 = g:8 inlined into f:43 */
 	const struct {
 		uint64_t id, fn1, line1, fn2, line2;
@@ -246,6 +249,9 @@ static void test_errors(void)
 	b.n = 0;
 	build(&b, 5);
 	expect_error(&b, "bad.prof: not a memory profile (no sample type in bytes)");
+	b.n = 0;
+	build(&b, 6);
+	expect_error(&b, "more than 16777216 allocations in the profile (this sample has 1099511627776)");
 	/* cut anywhere: an error at an offset, or a shorter profile; never a crash */
 	b.n = 0;
 	build(&b, 0);
