@@ -16,6 +16,7 @@
  *                CUDAPluggableAllocator entry points
  *   preload_torch.c  libstalloc.so's c10::alloc_cpu/free_cpu: PyTorch CPU
  *                tensor storages from a tensor plan
+ *   lifetime_*.c the lifetime heap, for a lifetime model (lifetime.h)
  *
  * Calls run one way: preload*.c -> stalloc.c -> sequence.c, slab.c, fallback.c ->
  * bits.c, ptrmap.c -> mem.c.

@@ -12,6 +12,9 @@
  *     cudaMalloc/cudaFree and PyTorch's pluggable-allocator calls.
  *   - A tensor plan (a PyTorch CPU run's tensor storages): the malloc
  *     family passes through; preload_torch.c takes c10::alloc_cpu/free_cpu.
+ *   - A lifetime model (`stprof plan --lifetimes`): the whole malloc
+ *     family goes to the lifetime heap (lifetime_preload.c), placed by the
+ *     class each allocation's calling context predicts.
  *   - stprof_mark_v1 (the marker API of stprof/stprof.h): ITER_BEGIN starts
  *     an iteration of the plan.
  *
@@ -32,7 +35,12 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "lifetime.h"
 #include "stprof/plan.h"
+
+/* the caller of the malloc family: its return address and stack height
+ * key the lifetime prediction */
+#define LT_CALLER ((uintptr_t)__builtin_return_address(0)), ((uintptr_t)__builtin_frame_address(0))
 
 extern void *__libc_malloc(size_t n);
 extern void *__libc_calloc(size_t n, size_t m);
@@ -109,6 +117,11 @@ static void write_stats(stalloc *a)
 
 __attribute__((constructor)) static void stalloc_init(void)
 {
+	/* the C library's malloc_usable_size, for the blocks it hands out: the
+	 * next definition may be another allocator's (Redis links jemalloc) */
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	if (libc)
+		*(void **)&real_usable_size = dlsym(libc, "malloc_usable_size");
 	const char *plan = getenv("STALLOC_PLAN");
 	if (!plan || !*plan)
 		return;
@@ -118,6 +131,10 @@ __attribute__((constructor)) static void stalloc_init(void)
 	const char *st = getenv("STALLOC_STATS");
 	if (st && *st && strlen(st) < sizeof stats_to)
 		strcpy(stats_to, st);
+	if (stp_lt_is_model(plan)) {
+		lt_start(plan);
+		return;
+	}
 	stalloc_opts_init(&opts);
 	const char *v = getenv("STALLOC_MIN_SIZE");
 	if (v && *v)
@@ -149,7 +166,6 @@ __attribute__((constructor)) static void stalloc_init(void)
 		return;
 	}
 	pthread_atfork(fork_prepare, fork_release, fork_release);
-	*(void **)&real_usable_size = dlsym(RTLD_NEXT, "malloc_usable_size");
 	if (r.device) {
 		dev_r = r;
 		dev_p = p;
@@ -187,6 +203,8 @@ __attribute__((destructor)) static void stalloc_fini(void)
 	/* the allocators stay: blocks may still be freed by later destructors */
 	if (!stats_to[0])
 		return;
+	if (lt_on)
+		lt_write_stats(stats_to);
 	if (host)
 		write_stats(host);
 	if (device)
@@ -274,6 +292,8 @@ static inline uint64_t our_size(void *p)
 
 EXPORT void *malloc(size_t n)
 {
+	if (lt_on)
+		return lt_malloc(n, LT_CALLER);
 	stalloc *a = planned(n);
 	if (a) {
 		void *p = stalloc_alloc(a, n, 16);
@@ -285,12 +305,16 @@ EXPORT void *malloc(size_t n)
 
 EXPORT void free(void *p)
 {
+	if (lt_on && lt_free(p))
+		return;
 	if (!our_free(p))
 		__libc_free(p);
 }
 
 EXPORT void *calloc(size_t n, size_t m)
 {
+	if (lt_on)
+		return lt_calloc(n, m, LT_CALLER);
 	size_t t;
 	if (__builtin_mul_overflow(n, m, &t)) {
 		errno = ENOMEM;
@@ -309,6 +333,8 @@ EXPORT void *calloc(size_t n, size_t m)
 
 EXPORT void *realloc(void *p, size_t n)
 {
+	if (lt_on)
+		return lt_realloc(p, n, LT_CALLER);
 	if (!p)
 		return malloc(n);
 	uint64_t old = our_size(p);
@@ -326,8 +352,10 @@ EXPORT void *realloc(void *p, size_t n)
 	return q;
 }
 
-static void *aligned(size_t align, size_t n)
+static void *aligned(size_t align, size_t n, uintptr_t ret, uintptr_t sp)
 {
+	if (lt_on)
+		return lt_aligned(align, n, ret, sp);
 	stalloc *a = planned(n);
 	if (a) {
 		void *p = stalloc_alloc(a, n, align);
@@ -341,7 +369,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
 	if (!align || (align & (align - 1)) || align % sizeof(void *))
 		return EINVAL;
-	void *p = aligned(align, n);
+	void *p = aligned(align, n, LT_CALLER);
 	if (!p)
 		return ENOMEM;
 	*out = p;
@@ -354,7 +382,7 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 		errno = EINVAL;
 		return NULL;
 	}
-	return aligned(align, n);
+	return aligned(align, n, LT_CALLER);
 }
 
 EXPORT void *memalign(size_t align, size_t n)
@@ -363,19 +391,21 @@ EXPORT void *memalign(size_t align, size_t n)
 		errno = EINVAL;
 		return NULL;
 	}
-	return aligned(align, n);
+	return aligned(align, n, LT_CALLER);
 }
 
-EXPORT void *valloc(size_t n) { return aligned((size_t)sysconf(_SC_PAGESIZE), n); }
+EXPORT void *valloc(size_t n) { return aligned((size_t)sysconf(_SC_PAGESIZE), n, LT_CALLER); }
 
 EXPORT void *pvalloc(size_t n)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	return aligned(pg, (n + pg - 1) / pg * pg);
+	return aligned(pg, (n + pg - 1) / pg * pg, LT_CALLER);
 }
 
 EXPORT size_t malloc_usable_size(void *p)
 {
+	if (lt_on)
+		return lt_usable(p);
 	uint64_t n = our_size(p);
 	if (n)
 		return (size_t)n;

@@ -424,6 +424,27 @@ int allocsim_model_snapshot(allocsim_model *am, allocsim_snapshot *s)
 	return rc;
 }
 
+void allocsim_model_watch(allocsim_model *am, void (*fn)(void *ctx, int mapped, uint64_t addr, uint64_t size,
+                                                          uint32_t segment),
+                          void *ctx)
+{
+	am->m->watch = fn;
+	am->m->watch_ctx = ctx;
+}
+
+uint64_t allocsim_model_block(allocsim_model *am, uint64_t id, uint64_t *addr)
+{
+	int64_t s = sim_idmap_find(&am->ids, id);
+	if (s < 0 || (uint64_t)s >= am->m->nslot || !am->m->B)
+		return 0;
+	uint32_t b = am->m->slot_block[s];
+	if (!b || b >= am->m->nB || !(am->m->B[b].flags & SB_ALLOCATED))
+		return 0;
+	if (addr)
+		*addr = am->m->B[b].addr;
+	return am->m->B[b].size;
+}
+
 void allocsim_model_usage(allocsim_model *am, uint64_t *allocated, uint64_t *reserved)
 {
 	*allocated = am->m->allocated;

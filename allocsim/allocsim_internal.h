@@ -288,7 +288,18 @@ struct sim_base {
 	} *site_tab;
 	uint32_t site_mask, nsites;
 	int oom_failed; /* set by a model when it could not even serve beyond capacity */
+	/* allocsim_model_watch: told of every range mapped or unmapped */
+	void (*watch)(void *ctx, int mapped, uint64_t addr, uint64_t size, uint32_t segment);
+	void *watch_ctx;
 };
+
+/* A model got (mapped = 1) or gave back (0) [addr, addr + size) of
+ * segment seg (cudaMalloc/cudaFree, a region, or expandable pages). */
+static inline void sim_note_range(sim_base *m, int mapped, uint64_t addr, uint64_t size, uint32_t seg)
+{
+	if (m->watch)
+		m->watch(m->watch_ctx, mapped, addr, size, seg);
+}
 
 /* Arena helpers (allocsim_arena.c).  sim_block_new may move B: re-read pointers. */
 uint32_t sim_block_new(sim_base *m);

@@ -94,6 +94,7 @@ static int extend(bfc_model *m, uint64_t rounded, uint32_t stack, int force)
 	free_insert(m, i);
 	m->b.reserved += bytes;
 	m->b.segment_allocs++;
+	sim_note_range(&m->b, 1, sg->addr, bytes, s);
 	if (bytes > m->b.largest_segment)
 		m->b.largest_segment = bytes;
 	return 1;
@@ -130,6 +131,7 @@ static int deallocate_free_regions(bfc_model *m, uint64_t rounded)
 		st_erase(m->b.B, &m->free, i);
 		m->b.reserved -= m->b.B[i].size;
 		m->b.segment_frees++;
+		sim_note_range(&m->b, 0, m->b.B[i].addr, m->b.B[i].size, m->b.B[i].seg);
 		sim_seg_delete(&m->b, m->b.B[i].seg);
 		sim_block_delete(&m->b, i);
 	}

@@ -242,6 +242,7 @@ static void release_block(pt_model *m, uint32_t i)
 	st_erase(B, &pool_of(m, i)->blocks, i);
 	m->b.reserved -= B[i].size;
 	m->b.segment_frees++;
+	sim_note_range(&m->b, 0, B[i].addr, B[i].size, B[i].seg);
 	sim_seg_delete(&m->b, B[i].seg);
 	sim_block_delete(&m->b, i);
 }
@@ -302,6 +303,7 @@ static void unmap_block(pt_model *m, uint32_t i)
 	unmapped_insert(m, i);
 	m->b.reserved -= ulen;
 	m->b.segment_frees++;
+	sim_note_range(&m->b, 0, ubeg, ulen, B[i].seg);
 }
 
 static void scratch_push(pt_model *m, uint32_t i)
@@ -496,11 +498,13 @@ static int map_block(pt_model *m, uint32_t i, uint64_t size, int force)
 		B[i].size = bytes;
 		unmapped_insert(m, r);
 	}
+	uint64_t at = B[i].addr; /* before merging with free neighbours */
 	try_merge(m, i, B[i].prev);
 	try_merge(m, i, B[i].next);
 	pool_insert(m, i);
 	m->b.reserved += bytes;
 	m->b.segment_allocs++;
+	sim_note_range(&m->b, 1, at, bytes, m->b.B[i].seg);
 	if (bytes > m->b.largest_segment)
 		m->b.largest_segment = bytes;
 	return 1;
@@ -559,6 +563,7 @@ static uint32_t alloc_block(pt_model *m, pt_pool *p, uint16_t stream, uint64_t s
 	B[i].flags = (uint8_t)(SB_LIVE | SB_MAPPED | (p->small ? SB_SMALL : 0));
 	m->b.reserved += alloc_size;
 	m->b.segment_allocs++;
+	sim_note_range(&m->b, 1, sg->addr, alloc_size, s);
 	if (alloc_size > m->b.largest_segment)
 		m->b.largest_segment = alloc_size;
 	return i;

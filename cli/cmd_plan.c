@@ -49,6 +49,9 @@ static void usage(FILE *f)
 	        "                      lifetimes); -o writes it back with an offset column\n"
 	        "  --show PLAN         print a plan file: pool, bounds, phases, every entry's\n"
 	        "                      offset and signature, the dynamic reusable space\n"
+	        "  --lifetimes TRACE... -o MODEL  learn the lifetime classes of the host\n"
+	        "                      allocations by calling context (docs/lifetimes.md;\n"
+	        "                      `stprof plan --lifetimes --help`)\n"
 	        "  --verify FILE       prove a plan file, or a CSV with an offset column, free of\n"
 	        "                      overlaps in time and address (exit 1 when not)\n"
 	        "\n"
@@ -225,6 +228,9 @@ static char *default_output(const char *in, const char *ext)
 
 int cmd_plan(int argc, char **argv)
 {
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--lifetimes"))
+			return cmd_plan_lifetimes(argc, argv); /* plan_lifetimes.c */
 	enum { O_WINDOW = 256, O_ALGO, O_NOFUSION, O_ALLKINDS, O_NOVARY, O_GREEDY, O_NOGREEDY, O_CSV, O_SHOW, O_VERIFY,
 	       O_DETECT, O_NODETECT, O_MINSIZE, O_BUDGET };
 	static const struct option opts[] = {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "lifetimes_report.h"
 #include "stprof/detector.h"
 #include "stprof/report.h"
 #include "guard.h"
@@ -43,7 +44,12 @@ static void usage(FILE *f)
 	        "not compared.  See docs/report.md, \"Several ranks\".\n\n"
 	        "Output:\n"
 	        "  -f, --format FMT        text (default), json (docs/report-json.md) or html (one\n"
-	        "                          self-contained page with SVG plots)\n"
+	        "                          self-contained page: an interactive memory timeline of\n"
+	        "                          every object, the allocator state at any moment, plots)\n"
+	        "      --viewer-objects N  html: objects the timeline draws one by one (1000000); the\n"
+	        "                          rest (the smallest by bytes x lifetime, findings kept) as\n"
+	        "                          one band; 0 leaves the timeline out\n"
+	        "      --no-viewer         html: the static report only (same as --viewer-objects 0)\n"
 	        "  -o, --output FILE       write to FILE instead of standard output\n"
 	        "  -n, --top N             call sites and findings to list (10), in every format;\n"
 	        "                          JSON adds the sites its findings and models name\n"
@@ -56,7 +62,10 @@ static void usage(FILE *f)
 	        "                          without device allocations (a short summary by default)\n"
 	        "      --progress          progress on standard error (default when it is a terminal)\n"
 	        "      --no-progress       no progress\n"
-	        "      --no-ranks          report on TRACE alone even when rank traces are beside it\n\n"
+	        "      --no-ranks          report on TRACE alone even when rank traces are beside it\n"
+	        "      --no-lifetimes      leave out the lifetime section a trace without iterations\n"
+	        "                          gets in text (classes by site over time, huge-page\n"
+	        "                          footprint per allocator model; docs/lifetimes.md)\n\n"
 	        "Analysis:\n"
 	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
 	        "      --window T0:T1      report the peak of this stretch of the trace and the call\n"
@@ -260,7 +269,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
 	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION,
-	       O_SPACE, O_NORANKS };
+	       O_SPACE, O_NORANKS, O_NOLIFETIMES, O_VOBJ, O_NOVIEW };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -277,14 +286,15 @@ int cmd_report(int argc, char **argv)
 		{"group", required_argument, 0, O_GROUP}, {"models-detail", no_argument, 0, O_MDETAIL},
 		{"window", required_argument, 0, O_WINDOW}, {"iteration", required_argument, 0, O_ITERATION},
 		{"sim-min-size", required_argument, 0, O_SIMMIN}, {"space", required_argument, 0, O_SPACE},
-		{"no-ranks", no_argument, 0, O_NORANKS},
+		{"no-ranks", no_argument, 0, O_NORANKS}, {"no-lifetimes", no_argument, 0, O_NOLIFETIMES},
+		{"viewer-objects", required_argument, 0, O_VOBJ}, {"no-viewer", no_argument, 0, O_NOVIEW},
 		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
 	stp_report_options_default(&ro);
 	const char *format = "text", *out = NULL;
-	int partial = 0, want_progress = isatty(2), no_ranks = 0, c;
+	int partial = 0, want_progress = isatty(2), no_ranks = 0, lifetimes = 1, c;
 	int64_t iteration = -1;
 	uint64_t v;
 	double x;
@@ -341,8 +351,15 @@ int cmd_report(int argc, char **argv)
 				return bad("--detect-window", "a number from 8 to 4294967295");
 			o.detect_max_allocs = (uint32_t)v;
 			break;
+		case O_VOBJ:
+			if (stprof_parse_uint(optarg, 100000000, &v) < 0)
+				return bad("--viewer-objects", "a number from 0 to 100000000");
+			ro.viewer_objects = v;
+			break;
+		case O_NOVIEW: ro.viewer_objects = 0; break;
 		case O_PARTIAL: partial = 1; break;
 		case O_NORANKS: no_ranks = 1; break;
+		case O_NOLIFETIMES: lifetimes = 0; break;
 		case O_SPACE:
 			if (stp_det_space_parse(optarg, &o.space) < 0)
 				return bad("--space", "auto, host, tensors or device (see --help)");
@@ -416,8 +433,13 @@ int cmd_report(int argc, char **argv)
 		writer = stp_report_text, rwriter = stp_report_ranks_text;
 	else if (!strcmp(format, "json"))
 		writer = stp_report_json, rwriter = stp_report_ranks_json;
-	else if (!strcmp(format, "html"))
+	else if (!strcmp(format, "html")) {
 		writer = stp_report_html, rwriter = stp_report_ranks_html;
+		if (ro.viewer_objects) { /* the viewer's objects: lifetimes, modules, accesses */
+			o.keep_objects = 2;
+			o.keep_accesses = ro.viewer_accesses;
+		}
+	}
 	else {
 		stprof_err("report: unknown format '%s' (text, json or html)", format);
 		return 2;
@@ -477,7 +499,14 @@ int cmd_report(int argc, char **argv)
 		stp_det_free(d);
 		return 1;
 	}
-	int rc = finish_out(f, out, writer(d, &ro, f));
+	int rc = writer(d, &ro, f);
+	/* a program without iterations (a server, a pipeline): its lifetimes */
+	if (rc >= 0 && !r->error && lifetimes && writer == stp_report_text && !r->timeline.niterations) {
+		char lerr[512] = "";
+		if (lifetimes_section(f, trace, NULL, NULL, lerr, sizeof lerr) < 0)
+			stprof_err("%s", lerr);
+	}
+	rc = finish_out(f, out, rc);
 	if (r->error)
 		stprof_err("%s", r->error);
 	int status = rc < 0 || r->error ? 1 : 0;

@@ -5,6 +5,7 @@
  * stays as it was), and writes the plan (NAME.plan) and the Perfetto
  * timeline beside the trace.  The exit status is the program's.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -31,10 +32,11 @@ static void usage(FILE *f)
 	           "       stprof run --plan FILE [--] PROGRAM [ARGS...]\n\n"
 	           "Records PROGRAM (as `stprof record` does), then prints the report of\n"
 	           "`stprof report` and the plan summary of `stprof plan` on stderr, and\n"
-	           "writes the allocation plan (TRACE.plan) and the Perfetto timeline of\n"
-	           "`stprof export` beside the trace (TRACE.pftrace: open it at\n"
-	           "https://ui.perfetto.dev).  PROGRAM's stdout, exit status and signals are\n"
-	           "unchanged.\n\n"
+	           "writes the allocation plan (TRACE.plan), the HTML report with its\n"
+	           "interactive memory viewer (TRACE.html: open it in a browser, nothing is\n"
+	           "fetched) and the Perfetto timeline of `stprof export` beside the trace\n"
+	           "(TRACE.pftrace: open it at https://ui.perfetto.dev).  PROGRAM's stdout,\n"
+	           "exit status and signals are unchanged.\n\n"
 	           "Options:\n%s"
 	           "      --no-report      no report\n"
 	           "      --no-plan        no allocation plan\n"
@@ -43,6 +45,7 @@ static void usage(FILE *f)
 	           "                       its statistics print on stderr at exit\n"
 	           "      --stalloc-stats FILE  with --plan: write the statistics to FILE\n"
 	           "      --no-export      no timeline\n"
+	           "      --no-html        no HTML report\n"
 	           "      --full-timeline  draw every object and every counter point; by default\n"
 	           "                       the timeline of a large run is kept to about 100 MB\n"
 	           "                       (what the Perfetto UI loads comfortably): the largest\n"
@@ -98,6 +101,24 @@ static void timeline_bound(const stp_det_result *r, const char *trace, stp_expor
 		snprintf(note + n, len - (size_t)n, ";\n  all of it: stprof export %s (or stprof --full-timeline)", trace);
 }
 
+/* The HTML report (stp_report_html, or the ranks' when n > 1) in out. */
+static int write_html(stp_det *const *det, size_t n, const char *out, int quiet)
+{
+	FILE *f = fopen(out, "w");
+	if (!f) {
+		stprof_err("%s: %s", out, strerror(errno));
+		return -1;
+	}
+	int rc = n > 1 ? stp_report_ranks_html(det, n, NULL, f) : stp_report_html(det[0], NULL, f);
+	if (fclose(f) != 0)
+		rc = -1;
+	if (rc < 0)
+		stprof_err("%s: write failed: %s", out, strerror(errno));
+	else if (!quiet)
+		stprof_err("report with its memory viewer written to %s (open it in a browser; docs/report.md)", out);
+	return rc;
+}
+
 /* The allocation plan of trace's last iteration in out, its summary on
  * stderr (after the heading when asked). */
 static void write_plan(const char *trace, const char *out, int quiet, int heading)
@@ -146,16 +167,17 @@ static void write_plan(const char *trace, const char *out, int quiet, int headin
  * the report on every rank (the launcher listed, not compared), a plan per
  * rank (NAME.rank<R>.plan), one timeline of the ranks (NAME.pftrace). */
 static void outputs_of_ranks(const traceset *ts, const char *trace, const record_opts *o, int report, int timeline,
-                             int plan, int full)
+                             int plan, int full, int html)
 {
 	stp_det **det = calloc(ts->n, sizeof *det);
 	if (!det)
 		return;
 	size_t ok = 0;
-	for (size_t i = 0; i < ts->n && (report || timeline); i++) {
+	for (size_t i = 0; i < ts->n && (report || timeline || html); i++) {
 		stp_det_options dopt;
 		stp_det_options_default(&dopt);
-		dopt.keep_objects = timeline && i < ts->nranks;
+		dopt.keep_objects = i >= ts->nranks ? 0 : html ? 2 : timeline;
+		dopt.keep_accesses = html && i < ts->nranks ? 32 : 0;
 		char err[512];
 		if (!o->quiet && isatty(2))
 			fprintf(stderr, "\rstprof: analysing %zu of %zu traces", i + 1, ts->n);
@@ -190,6 +212,9 @@ static void outputs_of_ranks(const traceset *ts, const char *trace, const record
 		if (sidecar_ok(out, OUTNAME_PLAN, "plan"))
 			write_plan(ts->path[i], out, o->quiet, 0);
 	}
+	snprintf(out, sizeof out, "%.*s.html", stem, trace);
+	if (html && ok == ts->n && sidecar_ok(out, OUTNAME_HTML, "HTML report"))
+		write_html(det, ts->nranks, out, o->quiet);
 	snprintf(out, sizeof out, "%.*s.pftrace", stem, trace);
 	if (timeline && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
 		stp_export_opts eo = {0};
@@ -221,40 +246,50 @@ int cmd_run(int argc, char **argv)
 	size_t n = 0;
 	for (; record_longopts[n].name; n++)
 		longopts[n] = record_longopts[n];
-	longopts[n++] = (struct option){"no-report", no_argument, 0, 'N'};
-	longopts[n++] = (struct option){"no-export", no_argument, 0, 'X'};
-	longopts[n++] = (struct option){"no-plan", no_argument, 0, 'P'};
-	longopts[n++] = (struct option){"full-timeline", no_argument, 0, 'T'};
-	longopts[n++] = (struct option){"plan", required_argument, 0, 'E'};
-	longopts[n++] = (struct option){"stalloc-stats", required_argument, 0, 'S'};
+	/* run's own options take codes above any character, so none can
+	 * shadow one of record's ('S' once made --sample-launches N the name of
+	 * a statistics file) */
+	enum { RUN_NO_REPORT = 0x100, RUN_NO_EXPORT, RUN_NO_PLAN, RUN_FULL_TIMELINE, RUN_NO_HTML, RUN_PLAN,
+	       RUN_STALLOC_STATS };
+	longopts[n++] = (struct option){"no-report", no_argument, 0, RUN_NO_REPORT};
+	longopts[n++] = (struct option){"no-export", no_argument, 0, RUN_NO_EXPORT};
+	longopts[n++] = (struct option){"no-plan", no_argument, 0, RUN_NO_PLAN};
+	longopts[n++] = (struct option){"full-timeline", no_argument, 0, RUN_FULL_TIMELINE};
+	longopts[n++] = (struct option){"no-html", no_argument, 0, RUN_NO_HTML};
+	longopts[n++] = (struct option){"plan", required_argument, 0, RUN_PLAN};
+	longopts[n++] = (struct option){"stalloc-stats", required_argument, 0, RUN_STALLOC_STATS};
 	longopts[n] = (struct option){0, 0, 0, 0};
 
 	record_opts o = {.depth = -1, .host_depth = -1, .flush_ms = -1, .sidecars = 1};
 	const char *enforce = NULL, *enforce_stats = NULL;
-	int report = 1, timeline = 1, plan = 1, full = 0, c;
+	int report = 1, timeline = 1, plan = 1, full = 0, html = 1, c;
 	while ((c = getopt_long(argc, argv, record_optstring, longopts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);
 			return 0;
 		}
-		if (c == 'N') {
+		if (c == RUN_NO_REPORT) {
 			report = 0;
 			continue;
 		}
-		if (c == 'X') {
+		if (c == RUN_NO_EXPORT) {
 			timeline = 0;
 			continue;
 		}
-		if (c == 'P') {
+		if (c == RUN_NO_PLAN) {
 			plan = 0;
 			continue;
 		}
-		if (c == 'E' || c == 'S') {
-			*(c == 'E' ? &enforce : &enforce_stats) = optarg;
+		if (c == RUN_PLAN || c == RUN_STALLOC_STATS) {
+			*(c == RUN_PLAN ? &enforce : &enforce_stats) = optarg;
 			continue;
 		}
-		if (c == 'T') {
+		if (c == RUN_FULL_TIMELINE) {
 			full = 1;
+			continue;
+		}
+		if (c == RUN_NO_HTML) {
+			html = 0;
 			continue;
 		}
 		int rc = record_apply_option(&o, c, optarg);
@@ -277,16 +312,17 @@ int cmd_run(int argc, char **argv)
 	int traces = record_summary(trace, argv[optind], o.quiet);
 	traceset ts = {0};
 	if (traces > 1 && traceset_find(trace, &ts) > 0) { /* a job's ranks */
-		outputs_of_ranks(&ts, trace, &o, report, timeline, plan, full);
+		outputs_of_ranks(&ts, trace, &o, report, timeline, plan, full, html);
 		traceset_free(&ts);
 		exit_like(status);
 	}
 	/* one detector run for the report and the timeline */
 	stp_det *det = NULL;
-	if (traces > 0 && (report || timeline) && access(trace, R_OK) == 0) {
+	if (traces > 0 && (report || timeline || html) && access(trace, R_OK) == 0) {
 		stp_det_options dopt;
 		stp_det_options_default(&dopt);
-		dopt.keep_objects = timeline;
+		dopt.keep_objects = html ? 2 : timeline; /* the viewer's and the timeline's per-object records */
+		dopt.keep_accesses = html ? 32 : 0;
 		char err[512];
 		int printed = 0;
 		if (!o.quiet && isatty(2)) {
@@ -312,6 +348,9 @@ int cmd_run(int argc, char **argv)
 	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (traces > 0 && plan && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan"))
 		write_plan(trace, out, o.quiet, 1);
+	snprintf(out, sizeof out, "%.*s.html", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
+	if (det && html && !stp_det_result_of(det)->error && sidecar_ok(out, OUTNAME_HTML, "HTML report"))
+		write_html(&det, 1, out, o.quiet);
 	snprintf(out, sizeof out, "%.*s.pftrace", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (traces > 0 && timeline && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
 		stp_export_opts eo = {0};

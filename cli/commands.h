@@ -21,6 +21,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_lint_perfetto(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
+int cmd_plan_lifetimes(int argc, char **argv); /* plan --lifetimes (plan_lifetimes.c) */
 int cmd_import(int argc, char **argv);
 int cmd_run(int argc, char **argv); /* `stprof CMD ARGS...` */
 

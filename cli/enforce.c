@@ -17,6 +17,7 @@
 
 #include "enforce.h"
 #include "record.h"
+#include "stprof/lifetimes.h"
 #include "stprof/plan.h"
 #include "util.h"
 
@@ -39,16 +40,27 @@ static const char *stalloc_path(void)
 int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 {
 	char err[1024];
-	stp_reqs r;
-	stp_plan p;
-	stp_reqs_init(&r);
-	memset(&p, 0, sizeof p);
-	if (stp_plan_read(plan, &r, &p, err, sizeof err) < 0) {
-		stprof_err("%s", err);
-		return 2;
+	/* a lifetime model (`stprof plan --lifetimes`, docs/lifetimes.md) or a plan */
+	int lifetimes = stp_lt_is_model(plan);
+	if (lifetimes) {
+		stp_lt_model m;
+		if (stp_lt_read(plan, &m, err, sizeof err) < 0) {
+			stprof_err("%s", err);
+			return 2;
+		}
+		stp_lt_model_free(&m);
+	} else {
+		stp_reqs r;
+		stp_plan p;
+		stp_reqs_init(&r);
+		memset(&p, 0, sizeof p);
+		if (stp_plan_read(plan, &r, &p, err, sizeof err) < 0) {
+			stprof_err("%s", err);
+			return 2;
+		}
+		stp_reqs_free(&r);
+		stp_plan_free(&p);
 	}
-	stp_reqs_free(&r);
-	stp_plan_free(&p);
 	const char *lib = stalloc_path();
 	if (!lib) {
 		stprof_err("cannot find libstalloc.so beside %s (set STALLOC_LIB to its path)", stprof_self_dir());
@@ -66,7 +78,7 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	setenv("STALLOC_PLAN", abs, 1);
 	/* a Python program gets the shim's markers (optimizer steps start the
 	 * plan's iterations), as when it was recorded */
-	const char *shim_lib = stprof_collector_path();
+	const char *shim_lib = lifetimes ? NULL : stprof_collector_path();
 	if (shim_lib)
 		record_python_shim(shim_lib);
 	snprintf(buf, sizeof buf, "%ld", (long)getpid());

@@ -132,6 +132,16 @@ int outname_ours(const char *path, outname_kind kind)
 		close(fd);
 		return n > 8 && buf[0] == 0x0a && memmem(buf, (size_t)n, "stprof", 6) != NULL;
 	}
+	case OUTNAME_HTML: { /* the report's head, up to its title */
+		static const char head[] = "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>\n<title>stprof report";
+		char buf[sizeof head];
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		ssize_t n = read(fd, buf, sizeof head - 1);
+		close(fd);
+		return n == (ssize_t)sizeof head - 1 && !memcmp(buf, head, sizeof head - 1);
+	}
 	}
 	return 0;
 }
@@ -165,8 +175,11 @@ void outname_one_shot(char *const *argv, int with_sidecars, char *base, size_t l
 	static const struct {
 		const char *ext;
 		outname_kind kind;
-	} outs[] = {{".stp", OUTNAME_TRACE}, {".plan", OUTNAME_PLAN}, {".pftrace", OUTNAME_TIMELINE}};
-	for (size_t i = 0; i < (with_sidecars ? 3u : 1u); i++) {
+	} outs[] = {{".stp", OUTNAME_TRACE},
+	            {".plan", OUTNAME_PLAN},
+	            {".pftrace", OUTNAME_TIMELINE},
+	            {".html", OUTNAME_HTML}};
+	for (size_t i = 0; i < (with_sidecars ? sizeof outs / sizeof *outs : 1u); i++) {
 		snprintf(p, sizeof p, "%s%s", b, outs[i].ext);
 		if (outname_foreign(p, outs[i].kind)) {
 			char alt[PATH_MAX];

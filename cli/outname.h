@@ -6,7 +6,7 @@
 #define STPROF_CLI_OUTNAME_H
 #include <stddef.h>
 
-typedef enum { OUTNAME_TRACE, OUTNAME_PLAN, OUTNAME_TIMELINE } outname_kind;
+typedef enum { OUTNAME_TRACE, OUTNAME_PLAN, OUTNAME_TIMELINE, OUTNAME_HTML } outname_kind;
 
 /* The name outputs are called after, without directory or extension: the
  * program's, or for an interpreter (python3 x.py, bash run.sh) its script's;
@@ -20,7 +20,7 @@ int outname_foreign(const char *path, outname_kind kind);
  * when absent or not stprof's.  0, or -1 after printing the error. */
 int outname_keep_old(const char *path, outname_kind kind);
 /* The base name of a recording's outputs: outname_base(), or BASE.<pid>
- * when BASE.stp (and with_sidecars, BASE.plan or BASE.pftrace) exists and
- * was not written by stprof. */
+ * when BASE.stp (and with_sidecars, BASE.plan, BASE.pftrace or BASE.html)
+ * exists and was not written by stprof. */
 void outname_one_shot(char *const *argv, int with_sidecars, char *base, size_t len);
 #endif

@@ -1,7 +1,7 @@
 /*
  * traceset.c - finds the rank traces of one recording (traceset.h) by name:
  * <main>.rank<R> and <main>.rank<R>.<n>, as the collector names them
- * (collector/output.c).  Only names are read here; that a file is a trace
+ * (collector/core/output.c).  Only names are read here; that a file is a trace
  * is checked by its magic bytes.
  */
 #include <dirent.h>

@@ -345,6 +345,8 @@ int det_access_api(stp_det *d, const stp_event *ev)
 		x->last_end_ns = end_ns;
 		x->naccess++;
 		d->objs[s].flags |= DET_OBJ_ACCESSED;
+		if (ob->ko != UINT32_MAX && det_ko_access(d, ob->ko, ns, api->name, api->kind, x->mode) < 0)
+			return -1;
 	}
 	return 0;
 }

@@ -322,6 +322,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	if (d->ko_seq && o->ko < d->nko) {
 		d->ko_info[o->ko] = (uint16_t)((d->ko_info[o->ko] & ~15u) | (unsigned)c);
 		d->ko_lf[o->ko] = lfe;
+		det_ko_end(d, o->ko, freed ? free_seq : UINT64_MAX);
 	}
 	o->flags &= (uint8_t)~DET_OBJ_LIVE;
 	o->site = d->obj_free;

@@ -176,9 +176,7 @@ void stp_det_free(stp_det *d)
 	free(d->p1_next);
 	free(d->fslot);
 	free(d->reuse);
-	free(d->ko_seq);
-	free(d->ko_info);
-	free(d->ko_lf);
+	det_ko_free(d);
 	free(d->sites);
 	free(d->site_of_stack);
 	det_map_destroy(&d->site_paths);

@@ -118,6 +118,12 @@ void det_sim_free_all(stp_det *d);
 int det_ko_push(stp_det *d, uint64_t seq);
 uint64_t det_ko_find(const stp_det *d, uint64_t seq); /* UINT64_MAX: none */
 void det_ko_mark(stp_det *d, uint64_t seq, stp_det_pattern p);
+/* keep_objects >= 2: object record k ended at seq (UINT64_MAX: never);
+ * keep_accesses: an API touched it (ns since the start, name string id,
+ * kind, access mode).  -1 on OOM. */
+void det_ko_end(stp_det *d, uint64_t k, uint64_t end_seq);
+int det_ko_access(stp_det *d, uint64_t k, uint64_t ns, uint32_t name, uint8_t kind, uint8_t mode);
+void det_ko_free(stp_det *d);
 
 /* latefree.c */
 
@@ -228,6 +234,14 @@ struct stp_det {
 	uint32_t *ko_lf;                    /* late-free entry, UINT32_MAX none */
 	uint64_t nko, ko_cap, ko_cursor;
 	uint64_t ko_hint;                   /* record of the object being ended */
+	/* keep_objects >= 2 (objinfo.c): when each ended and the module it was
+	 * made in; keep_accesses: its first accesses */
+	uint64_t *ko_end;                   /* seq that ended it, UINT64_MAX never */
+	uint32_t *ko_mod;                   /* det_modbytes_name() index + 1, 0 none */
+	uint32_t *ko_acc;                   /* its first record in acc + 1, 0 none */
+	uint32_t *ko_nacc;                  /* APIs that touched it (saturating) */
+	struct det_ko_acc *acc_rec;
+	uint64_t nacc_rec, acc_rec_cap;
 
 	/* outputs owned here */
 	stp_det_finding *out_findings;

@@ -18,10 +18,13 @@
 typedef struct det_modbytes det_modbytes;
 struct det_modbytes {
 	const char *stack[MOD_DEPTH];
+	uint32_t stack_ix[MOD_DEPTH]; /* the names' indexes in `names` */
 	uint32_t depth;
 	stp_det_module *rows;
 	uint32_t nrows, cap;
 	int sorted;
+	const char **names;        /* every name entered, in first-seen order */
+	uint32_t nnames, names_cap;
 };
 
 static stp_det_module *row_of(det_modbytes *m, const char *name)
@@ -55,9 +58,40 @@ void det_modbytes_marker(stp_det *d, const stp_event *ev)
 		return;
 	}
 	const char *name = det_intern(d, d->rd, mk->name);
-	if (m->depth < MOD_DEPTH)
+	if (m->depth < MOD_DEPTH) {
+		uint32_t k = m->nnames;
+		while (k > 0 && m->names[k - 1] != name) /* few modules; interned names */
+			k--;
+		if (!k) {
+			if (m->nnames == m->names_cap) {
+				uint32_t nc = m->names_cap ? m->names_cap * 2 : 64;
+				const char **n = realloc(m->names, nc * sizeof *n);
+				if (!n)
+					return;
+				m->names = n;
+				m->names_cap = nc;
+			}
+			m->names[m->nnames++] = name;
+			k = m->nnames;
+		}
 		m->stack[m->depth] = name;
+		m->stack_ix[m->depth] = k - 1;
+	}
 	m->depth++;
+}
+
+uint32_t det_modbytes_current(stp_det *d)
+{
+	det_modbytes *m = d->modbytes;
+	if (!m || !m->depth)
+		return 0;
+	return m->stack_ix[(m->depth < MOD_DEPTH ? m->depth : MOD_DEPTH) - 1] + 1;
+}
+
+const char *det_modbytes_name(const stp_det *d, uint32_t k)
+{
+	const det_modbytes *m = d->modbytes;
+	return m && k < m->nnames ? m->names[k] : NULL;
 }
 
 void det_modbytes_alloc(stp_det *d, uint64_t size)
@@ -94,8 +128,10 @@ uint32_t stp_det_modules(stp_det *d, const stp_det_module **out)
 
 void det_modbytes_free(stp_det *d)
 {
-	if (d->modbytes)
+	if (d->modbytes) {
 		free(d->modbytes->rows);
+		free(d->modbytes->names);
+	}
 	free(d->modbytes);
 	d->modbytes = NULL;
 }

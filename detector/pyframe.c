@@ -44,7 +44,7 @@ int det_frame_is_user_python(const stp_det_frame *fr)
 		return 0;
 	const char *f = fr->file;
 	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python", "/lib64/python",
-	                                  "/collector/python/", "/stprof-python/", 0};
+	                                  "/collector/torch/python/", "/stprof-python/", 0};
 	if (f[0] == '<') /* <frozen importlib._bootstrap>, <string> */
 		return 0;
 	for (int i = 0; lib[i]; i++)

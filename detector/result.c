@@ -318,12 +318,19 @@ uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max)
 
 uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max)
 {
-	if (site >= d->res.nsites || !d->rd || !max)
+	if (site >= d->res.nsites)
+		return 0;
+	return stp_det_stack_frames(d, d->spub[d->site_order[site]].stack, out, max);
+}
+
+uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max)
+{
+	if (!d->rd || !max)
 		return 0;
 	if (!d->wrap_done)
 		find_wrappers(d);
 	stp_det_frame tmp[96];
-	uint32_t n = raw_frames(d, d->spub[d->site_order[site]].stack, tmp, 96);
+	uint32_t n = raw_frames(d, stack, tmp, 96);
 	uint32_t skip = 0;
 	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
 		skip++;

@@ -34,6 +34,10 @@ static inline int det_space_in_view(const stp_det *d, uint32_t si)
 void det_modbytes_marker(stp_det *d, const stp_event *ev);
 void det_modbytes_alloc(stp_det *d, uint64_t size);
 void det_modbytes_free(stp_det *d);
+/* The innermost module open now, as an index of det_modbytes_name() + 1;
+ * 0 when none. */
+uint32_t det_modbytes_current(stp_det *d);
+const char *det_modbytes_name(const stp_det *d, uint32_t k);
 
 /* The space analyzed in depth, after pass 1 (opt.space; spaces.c); -1 none. */
 int32_t det_primary_space(const stp_det *d);

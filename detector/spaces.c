@@ -58,3 +58,12 @@ int32_t det_primary_space(const stp_det *d)
 		p = 0;
 	return p;
 }
+
+int32_t stp_det_alloc_space(const stp_det *d, const stp_alloc_info *a)
+{
+	int32_t dev = DET_ALLOC_DEVICE(a);
+	for (uint32_t i = 0; i < d->nspaces; i++)
+		if (d->spaces[i].kind == a->kind && d->spaces[i].device == dev)
+			return (int32_t)i;
+	return -1;
+}

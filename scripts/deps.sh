@@ -13,13 +13,15 @@
 # Usage: scripts/deps.sh [build|check|demo|bench]
 set -eu
 what=${1:-check}
-pkgs="build-essential cmake pkg-config libunwind-dev libelf-dev libdwarf-dev zlib1g-dev
-      libprotobuf-c-dev protobuf-c-compiler protobuf-compiler"
+pkgs="build-essential cmake pkg-config libunwind-dev libelf-dev libdwarf-dev
+      libprotobuf-c-dev protobuf-c-compiler protobuf-compiler zlib1g-dev"
 case "$what" in
   build) pkgs="$pkgs python3-pip" ;;
   demo) pkgs="$pkgs python3" ;;
-  check) pkgs="$pkgs python3 python3-pip python3-venv python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time" ;;
-  bench) pkgs="$pkgs python3 python3-torch python3-venv heaptrack time libjemalloc2 libmimalloc2.0" ;;
+  check) pkgs="$pkgs python3 python3-pip python3-venv python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time
+               redis-server redis-tools" ;;
+  bench) pkgs="$pkgs python3 python3-torch python3-venv heaptrack time valgrind libjemalloc2 libmimalloc2.0
+               redis-server redis-tools libtcmalloc-minimal4 bc memcached libmemcached-tools" ;;
   *) echo "usage: $0 [build|check|demo|bench]" >&2; exit 2 ;;
 esac
 missing=""

@@ -2,7 +2,8 @@
 # Collector figures (make bench):
 #  1. ns per recorded event: malloc/free pairs at a 32-frame call depth,
 #     natively and under the collector (the pair costs two events); median of
-#     5 runs each; also with libunwind walking instead of our unwinder.
+#     5 runs each; also with libunwind walking instead of our unwinder; and
+#     the instructions per event (valgrind), which load does not change.
 #  2. trace bytes per event (event chunks only, and the whole file).
 #  3. overhead on the bundled example (as in the demo, compute-bound, and an
 #     allocation-bound configuration) and on a real PyTorch run: native vs
@@ -33,6 +34,25 @@ awk -v n="$nat" -v f="$fast" -v l="$lu" -v z="$nost" 'BEGIN {
   printf "  stprof                 %7.1f ns per event  (pair %.1f ns)\n", (f - n) / 2, f
   printf "  stprof, libunwind walk %7.1f ns per event\n", (l - n) / 2
   printf "  stprof, no call paths  %7.1f ns per event\n", (z - n) / 2 }'
+
+# Instructions are what a shared machine cannot blur: valgrind's count of
+# the instructions one more malloc/free pair costs (the difference between
+# two run lengths, so start and end cancel), natively and recorded.
+if command -v valgrind >/dev/null; then
+  irs() { # PAIRS ENV...: instructions of one run
+    n=$1; shift
+    env "$@" valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null "$B/malloc_storm" "$n" 32 2>&1 |
+      awk '/I +refs:/ {gsub(",", "", $4); print $4}'
+    rm -f "$T"/s.stp*
+  }
+  ir_pair() { # ENV...: instructions per pair
+    a=$(irs 20000 "$@"); b=$(irs 60000 "$@")
+    echo $(( (b - a) / 40000 ))
+  }
+  inat=$(ir_pair X=1)
+  ist=$(ir_pair LD_PRELOAD="$LIB" STPROF_OUTPUT="$T/s.stp")
+  echo "  instructions per event  $(( (ist - inat) / 2 ))  (valgrind cachegrind: native pair $inat, recorded pair $ist)"
+fi
 
 echo "2. trace size"
 LD_PRELOAD="$LIB" STPROF_OUTPUT="$T/s.stp" "$B/malloc_storm" $pairs 32 >/dev/null

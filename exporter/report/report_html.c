@@ -16,6 +16,7 @@
 #include "report_fmt.h"
 #include "report_internal.h"
 #include "stprof/report.h"
+#include "viewer.h"
 
 static const char *const class_color[STP_CLASS_COUNT] = {"#4e79a7", "#f28e2b", "#59a14f", "#bab0ac",
                                                          "#e15759", "#b07aa1", "#9c755f"};
@@ -260,8 +261,9 @@ static void sites_plot(stp_det *d, const stp_det_result *r, const stp_report_opt
 	for (unsigned i = 0; i < n; i++) {
 		stp_det_site_get(d, i, &site);
 		const stp_det_site *s = &site;
-		fprintf(f, "<tr><td class=n>%u</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td><td>%s</td><td>",
-		        i + 1, rf_bytes(s->peak_bytes, b, 32), rf_count(s->peak_objects, b + 32, 32),
+		fprintf(f, "<tr data-stp-site=%u><td class=n>%u</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td>"
+		           "<td>%s</td><td>",
+		        i, i + 1, rf_bytes(s->peak_bytes, b, 32), rf_count(s->peak_objects, b + 32, 32),
 		        rf_count(s->allocs, t, 64), stp_det_class_name(s->dominant));
 		path_html(d, f, i, o->frames);
 		fputs("</td></tr>\n", f);
@@ -281,8 +283,9 @@ static void findings(stp_det *d, const stp_det_result *r, const stp_report_optio
 		      f);
 	for (uint32_t i = 0; i < r->nfindings && i < o->top; i++) {
 		const stp_det_finding *x = &r->findings[i];
-		fprintf(f, "<tr class=finding><td>%s</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td><td>",
-		        stp_det_pattern_title(x->pattern), rf_count(x->objects, b[0], 64), rf_bytes(x->bytes, b[1], 64),
+		fprintf(f, "<tr class=finding data-stp-finding=%u><td>%s</td><td class=n>%s</td><td class=n>%s</td>"
+		           "<td class=n>%s</td><td>",
+		        i, stp_det_pattern_title(x->pattern), rf_count(x->objects, b[0], 64), rf_bytes(x->bytes, b[1], 64),
 		        rf_byte_time(x->waste_byte_ns, b[2], 64));
 		path_html(d, f, x->site, o->frames);
 		fputs("<div class=sug>", f);
@@ -315,6 +318,7 @@ int stp_report_html(stp_det *d, const stp_report_options *o, FILE *f)
 	css(f);
 	fputs("</head><body>\n", f);
 	summary(d, r, f);
+	report_html_viewer(&d, 1, o, f);
 	memory_plot(r, f);
 	class_plot(r, f);
 	sites_plot(d, r, o, f);

@@ -14,6 +14,7 @@
 #include "report_fmt.h"
 #include "report_ranks.h"
 #include "stprof/report.h"
+#include "viewer.h"
 
 static const char *const color[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1",
                                     "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac"};
@@ -101,6 +102,22 @@ static void plot(const rk_merge *m, FILE *f)
 	fputs("</p>\n", f);
 }
 
+/* The interactive viewer of the compared ranks side by side (at most
+ * RK_PLOT_MAX, the peaking one among them). */
+static void viewer(const rk_merge *m, const stp_report_options *o, FILE *f)
+{
+	stp_det *d[RK_PLOT_MAX];
+	size_t n = 0;
+	for (size_t k = 0; k < m->ncmp && n < RK_PLOT_MAX - 1; k++)
+		d[n++] = m->t[m->cmp[k]].d;
+	if (m->ncmp > RK_PLOT_MAX - 1) /* the last place: the rank that peaks, when it is not in yet */
+		d[n++] = m->t[m->cmp[m->peak != SIZE_MAX && m->peak >= RK_PLOT_MAX - 1 ? m->peak : RK_PLOT_MAX - 1]].d;
+	report_html_viewer(d, n, o, f);
+	if (n < m->ncmp)
+		fprintf(f, "<p>The viewer shows %zu of the %zu ranks (the first ones and the one that peaks).</p>\n", n,
+		        m->ncmp);
+}
+
 static void rows(const rk_merge *m, const rk_row *v, size_t n, unsigned top, const char *what, FILE *f)
 {
 	char l[64], b[64];
@@ -147,6 +164,7 @@ int stp_report_ranks_html(stp_det *const *d, size_t n, const stp_report_options 
 	fprintf(f, "<h1>stprof report: %zu %s</h1>\n", m.ncmp,
 	        m.have_ranks ? (m.ncmp == 1 ? "rank" : "ranks") : (m.ncmp == 1 ? "process" : "processes"));
 	table(&m, f);
+	viewer(&m, o, f);
 	if (m.ncmp >= 2) {
 		const rk_trace *p = &m.t[m.cmp[m.peak]];
 		uint64_t pk = p->sp ? p->sp->peak_bytes : 0;

@@ -19,6 +19,8 @@ void stp_report_options_default(stp_report_options *o)
 	o->top = 10;
 	o->frames = 4;
 	o->width = 100;
+	o->viewer_objects = 1000000;
+	o->viewer_accesses = 32;
 }
 
 static void print_path(stp_det *d, FILE *f, uint32_t site, unsigned nframes, const char *indent)

@@ -184,6 +184,18 @@ void allocsim_model_empty_cache(allocsim_model *m, uint64_t time);
 void allocsim_model_result(allocsim_model *m, allocsim_result *r);
 /* Bytes allocated (after the model's rounding) and reserved now. */
 void allocsim_model_usage(allocsim_model *m, uint64_t *allocated, uint64_t *reserved);
+/* Calls fn for every range the model maps (mapped = 1: a cudaMalloc'd
+ * segment, a BFC region, expandable segment pages) or unmaps (0), with
+ * the model's segment number (a segment's pages share it; numbers are
+ * reused once a segment is gone), as it happens.  The raw model tells
+ * nothing.  fn NULL stops. */
+void allocsim_model_watch(allocsim_model *m,
+                          void (*fn)(void *ctx, int mapped, uint64_t addr, uint64_t size, uint32_t segment),
+                          void *ctx);
+/* The block holding live object id: its size (the request after the
+ * model's rounding, or more when the rest was not worth splitting off) and
+ * in *addr its address; 0 when id is not live (or the raw model). */
+uint64_t allocsim_model_block(allocsim_model *m, uint64_t id, uint64_t *addr);
 /* Checks the model's internal invariants (links, segments tiled by blocks,
  * no two free neighbours, free sets holding exactly the free blocks, the
  * byte counts adding up): 0, or -1 with the first broken one in why.  Costs

@@ -69,8 +69,14 @@ typedef struct stp_det_options {
 	int sim_no_recommend;       /* do not try settings */
 	uint64_t sim_host_min_size; /* host fallback: smaller allocations are not fed (512) */
 	/* Keep each object's class and patterns for stp_det_object_info() (the
-	 * timeline exporter): 14 bytes per allocation (0). */
+	 * timeline exporter): 14 bytes per allocation (1); with 2, also when
+	 * it ended and its module, for stp_det_object() (the HTML viewer): 26
+	 * bytes (0). */
 	int keep_objects;
+	/* With keep_objects: keep each object's first N accesses (API events
+	 * whose ranges touch it) for stp_det_object_accesses(), 24 bytes each
+	 * (0: none). */
+	uint32_t keep_accesses;
 	/* A window of the trace (ns since its first event, [begin, end)): the
 	 * peak, and the call sites live at it, are the window's; findings are
 	 * those whose worst instance overlaps it.  Classes, totals and the
@@ -317,6 +323,67 @@ stp_det *stp_det_timeline_run(const char *path, const stp_det_options *o, char *
  * O(1) when called in allocation order. */
 int stp_det_object_info(stp_det *d, uint64_t alloc_seq, unsigned *patterns);
 
+/* With opt.keep_objects >= 2: what the detector knows of one object (the
+ * one whose ALLOC event has seq alloc_seq). */
+typedef struct stp_det_object_rec {
+	int cls;                  /* stp_det_class */
+	unsigned patterns;        /* 1 << stp_det_pattern bits */
+	uint64_t end_seq;         /* the event that ended it: its FREE, or an ALLOC
+	                           * at its address (a lost free); UINT64_MAX when
+	                           * it lived to the end.  The detector's matching:
+	                           * a reader of the trace needs no address map */
+	const char *module;       /* the innermost module open when it was made
+	                           * (stp_det_modules' rule), NULL when none */
+	uint32_t accesses;        /* APIs that touched it (opt.keep_accesses) */
+} stp_det_object_rec;
+/* 0 and *out, or -1 when the object is unknown (smaller than min_size)
+ * or the detector ran with keep_objects < 2.  O(1) when called in
+ * allocation order. */
+int stp_det_object(stp_det *d, uint64_t alloc_seq, stp_det_object_rec *out);
+
+/* One access kept by opt.keep_accesses. */
+typedef struct stp_det_access {
+	uint64_t ns;              /* the API's start, since the trace's first event */
+	const char *name;         /* kernel or op name ("" when unnamed) */
+	uint8_t kind;             /* stp_api_kind */
+	uint8_t mode;             /* STP_ACCESS_* bits of its ranges on the object */
+} stp_det_access;
+/* The first accesses (at most max) of an object, in time order; strings
+ * valid until stp_det_free(). */
+uint32_t stp_det_object_accesses(stp_det *d, uint64_t alloc_seq, stp_det_access *out, uint32_t max);
+
+/* The index in result->spaces of the space an allocation counts in, -1
+ * when none (the detector's rule: kind, device, and host pool 1 apart). */
+int32_t stp_det_alloc_space(const stp_det *d, const stp_alloc_info *a);
+
+/* ------------------------------------------------------------ level of detail */
+
+/* Which objects a timeline draws one by one when it cannot draw them all:
+ * the level of detail the Perfetto exporter (--top) and the HTML viewer
+ * share.  Score: bytes x lifetime (or bytes); objects with a finding come
+ * first, by their own score.  With a window only objects live inside it
+ * count, with the part of their lifetime inside it; an object never freed
+ * lives to the trace's last event.  Ties go to the earlier allocation. */
+typedef struct stp_det_select_opts {
+	uint64_t n;               /* objects to choose */
+	int by_size;              /* score bytes instead of bytes x lifetime */
+	int64_t offset;           /* added to the trace's times (the caller's clock) */
+	int has_window;           /* only [lo, hi] of the caller's clock */
+	uint64_t lo, hi;
+	/* which allocations may be chosen (the ones the caller draws); NULL: all */
+	int (*eligible)(void *ctx, const stp_event *alloc);
+	/* 1 when the object has a finding; NULL: none */
+	int (*has_finding)(void *ctx, uint64_t alloc_seq);
+	void *ctx;
+} stp_det_select_opts;
+
+/* Reads the trace once; *bits (calloc'd, *nbits bits, free() it) marks the
+ * chosen objects by ALLOC seq.  0, or -1 with a one-line message in err
+ * ("FILE: offset N: what", or out of memory).  Memory: the live eligible
+ * objects and a heap of n. */
+int stp_det_select(const char *path, const stp_det_select_opts *o, uint64_t **bits, uint64_t *nbits, char *err,
+                   size_t errlen);
+
 /* ------------------------------------------------------------ frames */
 
 
@@ -358,9 +425,12 @@ typedef struct stp_det_frame {
  * frame but the innermost); strings valid until stp_det_free(). */
 void stp_det_resolve(stp_det *d, uint64_t ip, int caller, stp_det_frame *out);
 /* Frames of a site's call path, innermost first, after dropping the
- * profiler's and the allocator's own frames and the wrappers below.  Returns the depth (<= max).
- * Strings stay valid until stp_det_free(). */
+ * profiler's and the allocator's own frames and the wrappers below; the
+ * user's own Python line, when there is one, comes first.  Returns the
+ * depth (<= max).  Strings stay valid until stp_det_free(). */
 uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max);
+/* The same for any stack id of the trace (an object's own, whole path). */
+uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max);
 /* The allocation wrappers that site paths are shown below (innermost
  * first): the innermost frames nearly every call site shares (at least 80%
  * of 5 or more sites), e.g. a program's own tensor_alloc <- xmalloc.

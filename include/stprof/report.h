@@ -25,6 +25,13 @@ typedef struct stp_report_options {
 	                        * replayed host allocations (a short summary then) */
 	unsigned group;        /* text: top sites grouped: 0 by call site, 1 by
 	                        * function, 2 by module (enum stp_report_group) */
+	/* HTML: the interactive viewer draws at most this many objects one by
+	 * one (the rest as one band; 1,000,000; 0: no viewer) and lists at
+	 * most viewer_accesses accesses per object (32).  It reads the trace
+	 * again and needs the detector run with keep_objects >= 2 (and
+	 * keep_accesses for the accesses). */
+	uint64_t viewer_objects;
+	uint32_t viewer_accesses;
 } stp_report_options;
 
 enum stp_report_group { STP_GROUP_SITE = 0, STP_GROUP_FUNCTION, STP_GROUP_MODULE };

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Ranks (collector/output.c): an image started with RANK=R writes
+# Ranks (collector/core/output.c): an image started with RANK=R writes
 # FILE.rank<R> and claims the rank; its fork child and that child's exec'd
 # image keep the <pid> naming (they are not the rank); an image that the
 # rank's process execs writes FILE.rank<R>.1; stprof report FILE names the

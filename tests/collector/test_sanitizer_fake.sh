@@ -1,6 +1,6 @@
 #!/bin/sh
 # The Compute Sanitizer backend end to end on a fake device
-# (collector/tests/sz_fake_device.c stands in for libsanitizer-public.so and
+# (collector/sanitizer/tests/sz_fake_device.c stands in for libsanitizer-public.so and
 # the GPU; the launches' accesses run the patch's own code on the blocks the
 # backend uploaded): exact ranges and modes per kernel, copy and set, in
 # call order, no access written after its object's free; `stprof report`

@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	stp_det_options_default(&o);
 	o.series_points = 50;
 	o.detect_max_allocs = 4096;
-	o.keep_objects = 1; /* the exporter's per-object records too */
+	o.keep_objects = 2; /* the exporters' per-object records too (the HTML viewer's) */
+	o.keep_accesses = 8;
 	stp_det *d = stp_det_run(path, &o, err, sizeof err);
 	if (d) {
 		FILE *null = fopen("/dev/null", "w");

@@ -1,47 +1,77 @@
 #!/usr/bin/env python3
 """check_calls.py - calls between the files of a library run one way.
 
-For each library directory named below, reads the symbols its object files
+For each library folder named below, reads the symbols its object files
 define and need (nm) from the build tree, makes the graph "file A calls a
-function defined in file B", and fails when the graph has a cycle (a file
-that is called back by what it calls).  A cycle is printed with its files.
+function (or uses a variable) defined in file B", and fails when the graph
+has a cycle (a file that is called back by what it calls).  A cycle is
+printed with its files.
+
+Every code folder of the tree (check_layout.py's folders) must be named
+below, so a new library is checked from its first file.
+
+The collector (libstprof.so) is one library in rooms: its core and its
+backends are checked each on its own, and between them calls run from a
+backend to the core only: the core never calls a backend, and no backend
+calls another (they meet through the core's face, collector/core/face.h,
+and the hooks they register).
 
 Usage: check_calls.py BUILD_DIR
-The collector (libstprof.so) is not checked yet: its lifecycle, flusher,
-signal and output files still call each other (noted on issue 9).
 """
 import collections
+import functools
 import glob
 import os
 import subprocess
 import sys
 
-# (directory, CMake target) pairs: every static library, and the CLI
-LIBS = [("trace", "stp_trace"), ("symbolize", "stp_symbolize"), ("allocsim", "stp_allocsim"),
-        ("detector", "stp_detector"), ("planner", "stp_planner"),
-        ("exporter/report", "stp_report"), ("exporter/perfetto", "stp_perfetto"),
-        ("snapshot", "stp_snapshot"), ("allocator", "stp_allocator"), ("cli", "stprof")]
+import check_layout
+
+# (folder, CMake target, built everywhere): every library, the collector's
+# rooms, and the CLI.  The CUPTI backend is built only where CUDA's headers
+# were found.
+LIBS = [("trace", "stp_trace", True), ("symbolize", "stp_symbolize", True), ("allocsim", "stp_allocsim", True),
+        ("detector", "stp_detector", True), ("planner", "stp_planner", True),
+        ("exporter/report", "stp_report", True), ("exporter/perfetto", "stp_perfetto", True),
+        ("snapshot", "stp_snapshot", True), ("allocator", "stp_allocator", True), ("cli", "stprof", True),
+        ("collector/core", "stprof_core", True), ("collector/cuda", "stprof_cuda", False),
+        ("collector/sanitizer", "stprof_sanitizer", True), ("collector/torch", "stprof_torch", True)]
+# A library in rooms: (its core, the rooms that may call only it).
+ROOMS = [("collector/core", ["collector/cuda", "collector/sanitizer", "collector/torch"])]
+
+
+@functools.lru_cache(maxsize=None)
+def nm(o):
+    """(symbols o defines, symbols it needs)."""
+    out = subprocess.run(["nm", "-g", o], capture_output=True, text=True).stdout
+    defined, needed = [], []
+    for line in out.splitlines():
+        p = line.split()
+        if len(p) == 3:
+            defined.append(p[2])
+        elif len(p) == 2 and p[0] in ("U", "w", "v"):
+            needed.append(p[1])
+    return defined, needed
+
+
+def symbols(objs):
+    """defs: symbol -> object; uses: object -> symbols it needs."""
+    defs, uses = {}, collections.defaultdict(set)
+    for o in objs:
+        defined, needed = nm(o)
+        for s in defined:
+            defs[s] = o
+        uses[o].update(needed)
+    return defs, uses
 
 
 def graph(objs):
-    defs, uses = {}, collections.defaultdict(set)
-    for o in objs:
-        name = os.path.basename(o)
-        out = subprocess.run(["nm", "--defined-only", "-g", o], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            p = line.split()
-            if len(p) == 3:
-                defs[p[2]] = name
-        out = subprocess.run(["nm", "-u", o], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            p = line.split()
-            if p:
-                uses[name].add(p[-1])
+    defs, uses = symbols(objs)
     g = collections.defaultdict(set)
     for o, syms in uses.items():
         for s in syms:
             if s in defs and defs[s] != o:
-                g[o].add(defs[s])
+                g[os.path.basename(o)].add(os.path.basename(defs[s]))
     return g
 
 
@@ -78,24 +108,52 @@ def cycles(g):
     return out
 
 
+def objects(build, src, d, target):
+    """Objects of the sources still in the tree (a build tree keeps the
+    objects of moved files)."""
+    return sorted(o for o in glob.glob(os.path.join(build, d, "CMakeFiles", target + ".dir", "*.o"))
+                  if os.path.exists(os.path.join(src, d, os.path.basename(o)[:-2])))
+
+
 def main():
     build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("STPROF_BUILD", "build")
     src = os.environ.get("STPROF_SRC") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     bad = 0
     checked = 0
-    for d, target in LIBS:
-        # objects of sources that are still in the tree (a build tree keeps
-        # the objects of moved files)
-        objs = sorted(o for o in glob.glob(os.path.join(build, d, "CMakeFiles", target + ".dir", "*.o"))
-                      if os.path.exists(os.path.join(src, d, os.path.basename(o)[:-2])))
+    named = {d for d, _, _ in LIBS}
+    folders = set()
+    for path in check_layout.walk():
+        if path.endswith(check_layout.CODE_EXT) and check_layout.folder_of(path):
+            folders.add(check_layout.folder_of(path))
+    for d in sorted(folders - named):
+        print(f"{d}/: a code folder that check_calls.py does not name (add it to LIBS)")
+        bad += 1
+    objs_of = {}
+    for d, target, everywhere in LIBS:
+        objs = objects(build, src, d, target)
         if not objs:
+            if not everywhere and not os.path.isdir(os.path.join(build, d, "CMakeFiles", target + ".dir")):
+                print(f"{d}/: not part of this build (skipped)")
+                continue
             print(f"{d}/: no object files under {build} (not built?)")
             bad += 1
             continue
+        objs_of[d] = objs
         checked += 1
         for c in cycles(graph(objs)):
             print(f"{d}/: files that call each other: {' -> '.join(x[:-4] for x in c)}")
             bad += 1
+    for core, rooms in ROOMS:
+        room_of = {o: d for d in [core] + rooms for o in objs_of.get(d, [])}
+        defs, uses = symbols(list(room_of))
+        for o, syms in sorted(uses.items()):
+            for s in sorted(syms):
+                t = defs.get(s)
+                if t is None or room_of[t] == room_of[o] or room_of[t] == core:
+                    continue
+                print(f"{room_of[o]}/{os.path.basename(o)[:-4]}: calls {s} of {room_of[t]}/ "
+                      f"(a backend calls the core only; the core calls backends through their hooks)")
+                bad += 1
     print(f"calls: {checked} libraries checked, {bad} problems")
     return 1 if bad else 0
 

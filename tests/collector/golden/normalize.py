@@ -24,7 +24,8 @@ import re
 import subprocess
 import sys
 
-build = os.path.realpath(sys.argv[1])
+link = sys.argv[1].rstrip("/")          # the build folder as the run named it
+build = os.path.realpath(link)
 names = {}     # (kind, raw) -> normalized name, by first appearance
 symtabs = {}   # module path -> (sorted starts, [(start, end, name)])
 
@@ -68,7 +69,7 @@ def handle(raw):
 def symbols(path):
     if path not in symtabs:
         rows = []
-        if path.startswith(build + "/") and os.path.exists(path):
+        if (path.startswith(build + "/") or path.startswith(link + "/")) and os.path.exists(path):
             out = subprocess.run(["nm", "-S", "--defined-only", path], capture_output=True, text=True).stdout
             for line in out.splitlines():
                 p = line.split()
@@ -110,7 +111,7 @@ def main():
                 if k == "thread":
                     v = rename("T", v)
                 elif k in ("path", "cmdline"):
-                    v = v.replace(build, "$B")
+                    v = v.replace(link, "$B").replace(build, "$B")
                     if k == "path":
                         v = '"' + os.path.basename(v.strip('"')) + '"'
                     v = re.sub(r"\.stp\.\d+", ".stp.PID", v)

@@ -1,0 +1,202 @@
+/*
+ * lifetime_predict.c - the lifetime class of an allocation at run time
+ * (Llama §7): a direct-mapped cache keyed by the return address into the
+ * caller of malloc, the stack height at the call and the size class; on a
+ * miss the call path is unwound (libunwind), each frame named by module
+ * file name and ELF address as the learner names it (planner/
+ * lifetime_learn.c), and the model predicts from the longest prefix it
+ * knows (stp_lt_predict).  Stack height tells apart the paths that reach
+ * one return address (a wrapper like zmalloc); aliasing is possible and is
+ * what the heap's deadlines correct.
+ *
+ * Invariants: a cache entry is one 64-bit word (tag, class, valid bit)
+ * written and read atomically, so lookups take no lock; misses are
+ * serialized by one lock (the module table and libunwind); a thread inside
+ * a miss that allocates again (libunwind, the C library's /proc reader)
+ * gets the model's fallback class without recursing.
+ */
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "lifetime.h"
+
+#define CACHE_BITS 14
+#define MODS_MAX 1024
+
+typedef struct lt_mod {
+	uintptr_t lo, hi, bias;
+	uint64_t hash;
+	int skip; /* libstalloc or libunwind: frames of the allocator itself */
+} lt_mod;
+
+static stp_lt_model model;
+static uint64_t *cache;
+static pthread_mutex_t miss_lock = PTHREAD_MUTEX_INITIALIZER;
+static lt_mod *mods;
+static size_t nmods;
+static char exe_name[256];
+static lt_predict_stats ps;
+static __thread uintptr_t t_stack_hi __attribute__((tls_model("initial-exec")));
+static __thread int t_busy __attribute__((tls_model("initial-exec")));
+
+
+static int add_mod(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	(void)data;
+	if (nmods >= MODS_MAX)
+		return 1;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+	}
+	if (lo >= hi)
+		return 0;
+	const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : exe_name;
+	const char *bn = strrchr(name, '/');
+	bn = bn ? bn + 1 : name;
+	lt_mod *m = &mods[nmods++];
+	m->lo = lo;
+	m->hi = hi;
+	m->bias = info->dlpi_addr;
+	m->hash = stp_lt_module_hash(bn);
+	uintptr_t self = (uintptr_t)(void *)&add_mod;
+	m->skip = (self >= lo && self < hi) || !strncmp(bn, "libunwind", 9);
+	return 0;
+}
+
+static void load_modules(void)
+{
+	nmods = 0;
+	dl_iterate_phdr(add_mod, NULL);
+}
+
+static const lt_mod *mod_of(uintptr_t ip)
+{
+	for (size_t i = 0; i < nmods; i++)
+		if (ip >= mods[i].lo && ip < mods[i].hi)
+			return &mods[i];
+	return NULL;
+}
+
+int lt_predict_init(const stp_lt_model *m)
+{
+	model = *m;
+	cache = st_map(sizeof(uint64_t) << CACHE_BITS);
+	mods = st_map(sizeof *mods * MODS_MAX);
+	if (!cache || !mods)
+		return -1;
+	char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+	if (n > 0) {
+		path[n] = 0;
+		const char *bn = strrchr(path, '/');
+		bn = bn ? bn + 1 : path;
+		snprintf(exe_name, sizeof exe_name, "%.255s", bn);
+	}
+	load_modules();
+	return 0;
+}
+
+static void learn_stack(void)
+{
+	pthread_attr_t a;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		void *lo;
+		size_t sz;
+		if (pthread_attr_getstack(&a, &lo, &sz) == 0)
+			t_stack_hi = (uintptr_t)lo + sz;
+		pthread_attr_destroy(&a);
+	}
+	if (!t_stack_hi)
+		t_stack_hi = 1; /* unknown: heights are then addresses, still per path */
+}
+
+/* The class from the call path: a cache miss. */
+static unsigned from_model(void)
+{
+	void *ips[STP_LT_DEPTH_MAX + 16];
+	int got = unw_backtrace(ips, (int)(model.depth + 16));
+	uint64_t pre[STP_LT_DEPTH_MAX];
+	uint32_t n = 0;
+	uint64_t h = 0;
+	int started = 0, reloaded = 0;
+	for (int i = 0; i < got && n < model.depth; i++) {
+		uintptr_t ip = (uintptr_t)ips[i];
+		const lt_mod *m = mod_of(ip);
+		if (!m && !reloaded) {
+			load_modules(); /* dlopen'd since */
+			reloaded = 1;
+			m = mod_of(ip);
+		}
+		if (!started && (!m || m->skip))
+			continue; /* the allocator's own frames */
+		started = 1;
+		uint64_t mh = m ? m->hash : stp_lt_module_hash("?");
+		h = stp_lt_extend(h, stp_lt_frame_hash(mh, m ? ip - m->bias : 0));
+		pre[n++] = h;
+	}
+	ps.unwound_frames += n;
+	unsigned level;
+	unsigned c = stp_lt_predict(&model, pre, n, &level);
+	if (!level)
+		ps.fallback++;
+	else if (level == (n < model.depth ? n : model.depth))
+		ps.known++;
+	else
+		ps.backoff++;
+	return c;
+}
+
+unsigned lt_predict(uintptr_t ret, uintptr_t sp, size_t n)
+{
+	if (t_busy)
+		return model.fallback;
+	if (!t_stack_hi) {
+		t_busy = 1;
+		learn_stack();
+		t_busy = 0;
+	}
+	uint64_t height = t_stack_hi - sp;
+	uint64_t key = stp_lt_mix(ret ^ (height << 40) ^ ((uint64_t)lt_heap_class_size(n) * 0x9e3779b97f4a7c15ull));
+	uint64_t *slot = &cache[key & ((1u << CACHE_BITS) - 1)];
+	uint64_t e = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if ((e | 0xff) == (key | 0xff) && (e & 1)) {
+		__atomic_fetch_add(&ps.hits, 1, __ATOMIC_RELAXED);
+		return (unsigned)(e >> 1) & 7;
+	}
+	t_busy = 1;
+	pthread_mutex_lock(&miss_lock);
+	ps.misses++;
+	unsigned c = from_model();
+	pthread_mutex_unlock(&miss_lock);
+	t_busy = 0;
+	__atomic_store_n(slot, (key & ~(uint64_t)0xff) | ((uint64_t)c << 1) | 1, __ATOMIC_RELAXED);
+	return c;
+}
+
+void lt_predict_stats_get(lt_predict_stats *s)
+{
+	pthread_mutex_lock(&miss_lock);
+	*s = ps;
+	s->hits = __atomic_load_n(&ps.hits, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&miss_lock);
+}
+
+void lt_predict_lock(void) { pthread_mutex_lock(&miss_lock); }
+void lt_predict_unlock(void) { pthread_mutex_unlock(&miss_lock); }

@@ -1,0 +1,118 @@
+/*
+ * sanitizer_map.c - the Compute Sanitizer backend's host logic that needs
+ * no GPU (see sanitizer_map.h): maps from devobj snapshots, launch block
+ * headers, decoding of hit bits, copy and set ranges, sampling.  Memory
+ * comes from mmap (stc_mem_alloc), never the recorded heap.
+ */
+#include <string.h>
+
+#include "../core/face.h"
+#include "sanitizer_map.h"
+
+static stc_szmap *alloc_map(size_t cap)
+{
+	size_t bytes = sizeof(stc_szmap) + (cap ? cap : 1) * 3 * sizeof(uint64_t);
+	stc_szmap *m = stc_mem_alloc(bytes);
+	if (!m)
+		return NULL;
+	m->bytes = bytes;
+	m->starts = (uint64_t *)(m + 1);
+	m->ends = m->starts + cap;
+	m->ids = m->ends + cap;
+	return m;
+}
+
+stc_szmap *stc_szmap_build(int32_t dev)
+{
+	/* the table may grow between counting and copying: retry with room */
+	size_t cap = stc_devobj_count() + 64;
+	for (int tries = 0; tries < 8; tries++) {
+		stc_szmap *m = alloc_map(cap);
+		if (!m)
+			return NULL;
+		size_t n = stc_devobj_snapshot(dev, m->starts, m->ends, m->ids, cap, &m->gen);
+		if (n <= cap) {
+			m->n = n;
+			m->device = dev;
+			return m;
+		}
+		stc_mem_free(m, m->bytes);
+		cap = n + n / 4 + 64;
+	}
+	return NULL;
+}
+
+void stc_szmap_free(stc_szmap *m)
+{
+	if (m)
+		stc_mem_free(m, m->bytes);
+}
+
+void stc_szmap_block_header(const stc_szmap *m, uint64_t launch, stc_sz_block *b)
+{
+	memset(b, 0, sizeof *b);
+	b->starts = m->dev_starts;
+	b->ends = m->dev_ends;
+	b->n = m->n;
+	b->launch = launch;
+}
+
+size_t stc_sz_decode(const uint64_t *starts, const uint64_t *ends, const uint64_t *ids, uint64_t n,
+                     const uint32_t *words, stp_range *out, uint64_t *ids_out, size_t max)
+{
+	size_t k = 0;
+	uint64_t nw = stc_sz_words(n);
+	for (uint64_t w = 0; w < nw; w++) {
+		uint32_t x = words[w];
+		while (x) {
+			unsigned bit = (unsigned)__builtin_ctz(x);
+			uint64_t i = w * STC_SZ_OBJS_PER_WORD + bit / 2;
+			uint32_t mode = (x >> (bit & ~1u)) & 3u;
+			x &= ~(3u << (bit & ~1u));
+			if (i >= n) /* bits past the map: not written by the patch */
+				break;
+			if (k < max) {
+				out[k] = (stp_range){.addr = starts[i], .size = ends[i] - starts[i], .mode = mode};
+				if (ids_out)
+					ids_out[k] = ids ? ids[i] : 0;
+			}
+			k++;
+		}
+	}
+	return k;
+}
+
+int stc_sz_sampled(uint64_t k, uint32_t every) { return every <= 1 || k % every == 0; }
+
+/* Bytes from the first byte of a (possibly pitched) operation to its end. */
+static uint64_t span(uint64_t size, uint64_t width, uint64_t height, uint64_t depth, uint64_t pitch)
+{
+	uint64_t rows = (height ? height : 1) * (depth ? depth : 1);
+	if (rows <= 1 || !pitch)
+		return size ? size : width * rows;
+	uint64_t s = pitch * (rows - 1) + width;
+	return s < width ? UINT64_MAX : s;
+}
+
+uint32_t stc_sz_copy_ranges(uint64_t src, uint64_t dst, uint64_t size, uint64_t width, uint64_t height, uint64_t depth,
+                            uint64_t src_pitch, uint64_t dst_pitch, stp_range out[2])
+{
+	uint32_t k = 0;
+	uint64_t s = span(size, width, height, depth, src_pitch), d = span(size, width, height, depth, dst_pitch);
+	if (src && s)
+		out[k++] = (stp_range){.addr = src, .size = s, .mode = STP_ACCESS_READ};
+	if (dst && d)
+		out[k++] = (stp_range){.addr = dst, .size = d, .mode = STP_ACCESS_WRITE};
+	return k;
+}
+
+uint32_t stc_sz_set_ranges(uint64_t addr, uint64_t width, uint64_t height, uint64_t pitch, uint32_t elem,
+                           stp_range out[1])
+{
+	uint64_t w = width * (elem ? elem : 1);
+	uint64_t s = span(0, w, height, 1, pitch);
+	if (!addr || !s)
+		return 0;
+	out[0] = (stp_range){.addr = addr, .size = s, .mode = STP_ACCESS_WRITE};
+	return 1;
+}

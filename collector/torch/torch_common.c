@@ -1,0 +1,63 @@
+/*
+ * torch_common.c - what the PyTorch interposers (torch_cpu.c, the CUDA
+ * ones) share: the call path of a tensor allocated now, and libc10.so's
+ * own definition of a function we interpose.
+ *
+ * A tensor's call path is the native frames up to the interpreter, then the
+ * Python frames (pyframes.c), innermost first.  take_gil (STC_GIL_*) says
+ * when a thread without the GIL may take it for them: a caller that may run
+ * under one of PyTorch's locks must not wait for the GIL (a thread holding
+ * the GIL may be waiting for that lock); the CPU allocator's callers may
+ * (STC_GIL_IF_ALONE), the caching allocator's reports do (STC_GIL_NEVER).
+ *
+ * libc10's definition is found in the loaded libc10.so itself (dlopen
+ * RTLD_NOLOAD + dlsym on its handle, which does not see ours); NULL when
+ * the process has no libc10 or it lacks the name.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include "torch.h"
+
+uint32_t stc_tensor_stack(int take_gil)
+{
+	uint64_t ips[STC_DEPTH_MAX];
+	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
+	if (d && stc_py_active()) {
+		uint32_t keep = 0;
+		while (keep < d && !stc_py_in_interpreter(ips[keep]))
+			keep++;
+		uint32_t room = STC_DEPTH_MAX - keep;
+		uint32_t np = stc_py_frames(ips + keep, room < g_cfg.depth ? room : g_cfg.depth, take_gil);
+		if (np)
+			d = keep + np;
+	}
+	return d ? stc_intern_stack(ips, d) : 0;
+}
+
+static int find_c10(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	const char *n = info->dlpi_name, *slash = n ? strrchr(n, '/') : NULL;
+	const char *base = slash ? slash + 1 : n;
+	if (base && !strncmp(base, "libc10.so", 9)) {
+		char *out = data;
+		strncpy(out, n, 4095);
+		out[4095] = 0;
+		return 1;
+	}
+	return 0;
+}
+
+void *stc_c10_sym(const char *name)
+{
+	char path[4096] = "";
+	int was = t_busy;
+	t_busy = 1;
+	dl_iterate_phdr(find_c10, path);
+	void *h = path[0] ? dlopen(path, RTLD_NOLOAD | RTLD_LAZY) : NULL;
+	void *s = h ? dlsym(h, name) : NULL;
+	t_busy = was;
+	return s;
+}
