@@ -1,7 +1,7 @@
 /*
  * face.h - what the collector's core (collector/core/) shows its backends
- * (collector/cuda/, collector/sanitizer/, collector/torch/): the one header
- * a backend includes from the core.  Everything else of the core is its own
+ * (collector/cuda/, collector/sanitizer/, collector/torch/, collector/jax/):
+ * the one header a backend includes from the core.  Everything else of the core is its own
  * (core/internal.h).
  *
  *   - recording an event: stc_emit (now), stc_emit_span (an API call that
