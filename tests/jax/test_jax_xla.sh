@@ -7,7 +7,7 @@
 # simulates XLA_PYTHON_CLIENT_* settings at the device memory they imply
 # (64 MiB / .75).  XLA_PYTHON_CLIENT_PREALLOCATE=false as run changes the
 # reference model.  The real figures are checked on a GPU
-# (tests/gpu/check_70_jax.sh).
+# (tests/gpu/check_75_jax.sh).
 . "$(dirname "$0")/lib.sh"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
 cd "$T"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# check_70_jax.sh - a JAX program on a GPU under stprof (docs/jax.md): the
+# check_75_jax.sh - a JAX program on a GPU under stprof (docs/jax.md): the
 # MLP of tests/jax/jax_train.py (width 4096, 30 steps, an eval every 10),
 # natively and under `stprof record`, with XLA's default allocator (BFC,
 # preallocating 75%).
