@@ -164,8 +164,13 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 			const allocsim_actual *ac = &dr->actual;
 			char lab[64];
 			snprintf(lab, sizeof lab, "actual (XLA's statistics, %" PRIu64 " samples)", ac->xla_samples);
-			fprintf(f, "  %-44s %10s %10s %6.1f%% %6.1f%%\n", lab, sim_fmt_bytes(ac->peak_allocated, a, sizeof a),
-			        sim_fmt_bytes(ac->peak_reserved, b, sizeof b), 100 * ac->efficiency, 100 * (1 - ac->efficiency));
+			if (ac->peak_allocated)
+				fprintf(f, "  %-44s %10s %10s %6.1f%% %6.1f%%\n", lab, sim_fmt_bytes(ac->peak_allocated, a, sizeof a),
+				        sim_fmt_bytes(ac->peak_reserved, b, sizeof b), 100 * ac->efficiency,
+				        100 * (1 - ac->efficiency));
+			else /* no peak_bytes_in_use: M_a and E unknown, not 0 */
+				fprintf(f, "  %-44s %10s %10s %7s %7s\n", lab, "-", sim_fmt_bytes(ac->peak_reserved, b, sizeof b),
+				        "-", "-");
 			if (dr->nresults && ac->peak_allocated)
 				fprintf(f, "  model error vs actual: M_a %+.1f%%, M_r %+.1f%% (%s)\n", 100 * ac->allocated_error,
 				        100 * ac->reserved_error, dr->results[0].label);

@@ -19,6 +19,10 @@ static const char *const model_color[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15
 
 static uint64_t rel(uint64_t t, uint64_t t0) { return t > t0 ? t - t0 : 0; }
 
+/* whether the actual allocator's M_a is known: segment events always tell
+ * it; XLA's statistics only with peak_bytes_in_use */
+static int ac_measured(const allocsim_actual *ac) { return !ac->xla || ac->peak_allocated; }
+
 static void site_cell(stp_det *d, FILE *f, uint32_t stack)
 {
 	char b[512];
@@ -214,16 +218,20 @@ void report_html_models(stp_det *d, FILE *f)
 			        100 * res->efficiency, 100 * res->fragmentation, rf_count(res->segment_allocs, b[2], 64),
 			        rf_count(res->ooms, b[3], 64));
 		}
-		if (dr->actual.present) {
+		if (dr->actual.present && ac_measured(&dr->actual)) {
 			const allocsim_actual *ac = &dr->actual;
 			fprintf(f, "<tr><td><b>actual</b> (%s)</td><td class=n>%s</td><td class=n>%s</td>"
 			           "<td class=n>%.1f%%</td><td class=n>%.1f%%</td><td class=n>%s</td><td></td></tr>\n",
 			        ac->xla ? "XLA's statistics" : "segment events", rf_bytes(ac->peak_allocated, b[0], 64),
 			        rf_bytes(ac->peak_reserved, b[1], 64), 100 * ac->efficiency, 100 * (1 - ac->efficiency),
 			        rf_count(ac->segment_reserves, b[2], 64));
+		} else if (dr->actual.present) { /* XLA without peak_bytes_in_use: M_a and E unknown, not 0 */
+			fprintf(f, "<tr><td><b>actual</b> (XLA's statistics)</td><td class=n>&ndash;</td><td class=n>%s</td>"
+			           "<td class=n>&ndash;</td><td class=n>&ndash;</td><td class=n>%s</td><td></td></tr>\n",
+			        rf_bytes(dr->actual.peak_reserved, b[1], 64), rf_count(dr->actual.segment_reserves, b[2], 64));
 		}
 		fputs("</table>\n", f);
-		if (dr->actual.present && dr->nresults && (!dr->actual.xla || dr->actual.peak_allocated))
+		if (dr->actual.present && dr->nresults && ac_measured(&dr->actual))
 			fprintf(f, "<p>Model error against the actual allocator: M_a %+.1f%%, M_r %+.1f%% (%s).</p>\n",
 			        100 * dr->actual.allocated_error, 100 * dr->actual.reserved_error, dr->results[0].label);
 		else if (dr->actual.present && dr->nresults)

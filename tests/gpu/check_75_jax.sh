@@ -3,7 +3,9 @@
 # MLP of tests/jax/jax_train.py (width 4096, 30 steps, an eval every 10),
 # natively and under `stprof record`, with XLA's default allocator (BFC,
 # preallocating 75%).
-#   - the same loss;
+#   - the same loss, the same live arrays (count, bytes) after every step
+#     and the same XLA num_allocs and peak_bytes_in_use at the end (the
+#     shim leaves the program's allocations alone);
 #   - JAX's buffers are device memory of device 0 in pool 2, and the
 #     trace's JAX space holds exactly the bytes of JAX's live arrays after
 #     every step (30 points);
@@ -26,15 +28,21 @@ if ! "$JP" -c 'import jax, sys; sys.exit(jax.devices()[0].platform != "gpu")' 2>
 	exit 1
 fi
 "$JP" -c 'import jax, jaxlib; print("  jax", jax.__version__, "jaxlib", jaxlib.__version__, jax.devices()[0].device_kind)'
-ARGS="--steps 30 --width 4096 --eval 10"
+ARGS="--steps 30 --width 4096 --eval 10 --live"
 now() { date +%s.%N; }
 t0=$(now)
 "$JP" "$TRAIN" $ARGS --check >"$T/native.txt"
 t1=$(now)
 "$B/stprof" record -q -o "$T/j.stp" -- "$JP" "$TRAIN" $ARGS --check >"$T/rec.txt"
 t2=$(now)
-echo "  native $(cat "$T/native.txt"); recorded $(cat "$T/rec.txt")"
-[ "$(cat "$T/native.txt")" = "$(cat "$T/rec.txt")" ] || { echo "  FAIL: the loss differs under stprof"; exit 1; }
+echo "  native: $(tail -1 "$T/native.txt"); $(tail -2 "$T/native.txt" | head -1)"
+echo "  stprof: $(tail -1 "$T/rec.txt"); $(tail -2 "$T/rec.txt" | head -1)"
+grep -q '^xla num_allocs ' "$T/native.txt" || { echo "  FAIL: no memory_stats() on the device"; exit 1; }
+if ! cmp -s "$T/native.txt" "$T/rec.txt"; then
+	diff "$T/native.txt" "$T/rec.txt" | head -6 | sed 's/^/  /'
+	echo "  FAIL: the loss, live arrays or XLA's allocations differ under stprof"
+	exit 1
+fi
 awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "  wall: native %.2f s, stprof record %.2f s (%.2fx)\n", b - a, c - b, (c - b) / (b - a) }'
 
 "$B/stprof" dump "$T/j.stp" >"$T/d.txt"

@@ -23,6 +23,11 @@ trained on random batches, with no reference to stprof unless asked.
                    host (xla.bytes_in_use:cpu = the live bytes rounded
                    up to 256 B each, as BFC would; pool and limit 64 MiB):
                    the allocator report's plumbing without a GPU
+  --live           after each step, print the count and bytes of JAX's live
+                   arrays, and at the end XLA's num_allocs and
+                   peak_bytes_in_use where the device has memory_stats()
+                   (a GPU): the same with and without stprof when the shim
+                   leaves the program's allocations alone
   --time           print the training loop's wall time (stderr)
   --profile FILE   at the end, jax.profiler.save_device_memory_profile(FILE),
                    and print the live buffers' count and bytes
@@ -50,6 +55,7 @@ p.add_argument("--thread", action="store_true")
 p.add_argument("--width", type=int, default=256)
 p.add_argument("--check", action="store_true")
 p.add_argument("--fake-stats", action="store_true")
+p.add_argument("--live", action="store_true")
 p.add_argument("--time", action="store_true")
 p.add_argument("--profile")
 a = p.parse_args()
@@ -66,6 +72,9 @@ def live_bytes():
 
 
 def report_points(step):
+    if a.live:
+        arrs = live_arrays()
+        print("step %d: live %d arrays, %d bytes" % (step, len(arrs), sum(x.on_device_size_in_bytes() for x in arrs)))
     if not (a.check or a.fake_stats):
         return
     try:
@@ -199,6 +208,10 @@ else:
             eval_step(params, x, y)
         report_points(i)
 print("loss %.6f" % float(loss))
+if a.live:
+    st = jax.devices()[0].memory_stats()
+    if st:
+        print("xla num_allocs %d peak_bytes_in_use %d" % (st.get("num_allocs", -1), st.get("peak_bytes_in_use", -1)))
 if a.time:
     sys.stderr.write("loop %.6f\n" % (time.perf_counter() - t_loop))
 if a.profile:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # A JAX program under stprof with no change to it (docs/jax.md): the same
-# output; iterations from the jitted step function's calls in each loop
+# output and the same live arrays (count, bytes) after every step; iterations from the jitted step function's calls in each loop
 # shape (state threaded through one step, flax's apply_model/update_model
 # pair, gradient accumulation with micro-batches, StepTraceAnnotation);
 # the JAX buffer space's live bytes equal JAX's own count after every step
@@ -22,10 +22,13 @@ bytes_ok() { # the JAX space's live bytes = JAX's count at each of N points
 	expect_eq "points compared ($1)" "$(wc -l <"$T/$1.cb")" "$2"
 }
 
-# 1. the program's output is the same (default recording options)
-want=$("$JAXPY" "$TRAIN" --steps 6 --eval 3 --donate --check 2>&1)
-got=$("$STPROF" record -q -o "$T/m.stp" -- "$JAXPY" "$TRAIN" --steps 6 --eval 3 --donate --check 2>&1)
+# 1. the program's output is the same (default recording options), and so
+#    are JAX's live arrays after every step (--live: their count and bytes;
+#    the shim holds no array): the program's allocations are its own
+want=$("$JAXPY" "$TRAIN" --steps 6 --eval 3 --donate --check --live 2>&1)
+got=$("$STPROF" record -q -o "$T/m.stp" -- "$JAXPY" "$TRAIN" --steps 6 --eval 3 --donate --check --live 2>&1)
 expect_eq "output under stprof" "$got" "$want"
+expect_eq "live-array lines" "$(echo "$got" | grep -c '^step [0-9]*: live [0-9]* arrays, [0-9]* bytes$')" 6
 
 # 2. iterations: the first call compiles and reveals nothing; from the
 #    second (it gets back the params its first call returned) each call of
@@ -41,7 +44,8 @@ bytes_ok m 6
 
 # 3. gradient accumulation: the apply step makes the iterations, the
 #    micro-batches are the grad_step calls' values
-rec a --shape accum --micro 3 --steps 4 --check >/dev/null
+want=$("$JAXPY" "$TRAIN" --shape accum --micro 3 --steps 4 --check --live 2>&1)
+expect_eq "accumulation: output and live arrays under stprof" "$(rec a --shape accum --micro 3 --steps 4 --check --live 2>&1)" "$want"
 mb="phase_begin:jit(grad_step):0 phase_end:jit(grad_step):0 phase_begin:jit(grad_step):1 phase_end:jit(grad_step):1 phase_begin:jit(grad_step):2 phase_end:jit(grad_step):2"
 ap="phase_begin:jit(apply_step):0 phase_end:jit(apply_step):0"
 g35="phase_begin:jit(grad_step):3 phase_end:jit(grad_step):3 phase_begin:jit(grad_step):4 phase_end:jit(grad_step):4 phase_begin:jit(grad_step):5 phase_end:jit(grad_step):5"
@@ -51,7 +55,8 @@ bytes_ok a 4
 
 # 4. flax + optax (the flax MNIST example's shape): update_model threads
 #    the TrainState; apply_model's calls are phases
-rec f --shape flax --steps 4 --check --donate >/dev/null
+want=$("$JAXPY" "$TRAIN" --shape flax --steps 4 --check --donate --live 2>&1)
+expect_eq "flax: output and live arrays under stprof" "$(rec f --shape flax --steps 4 --check --donate --live 2>&1)" "$want"
 expect_eq "flax markers" "$(markers "$T/f.stp" | cut -d' ' -f7-)" \
 	"iteration_begin::0 phase_begin:jit(update_model):0 phase_end:jit(update_model):0 iteration_end::0 iteration_begin::1 phase_begin:jit(apply_model):0 phase_end:jit(apply_model):0 phase_begin:jit(update_model):0 phase_end:jit(update_model):0 iteration_end::1 iteration_begin::2 phase_begin:jit(apply_model):0 phase_end:jit(apply_model):0 phase_begin:jit(update_model):0 phase_end:jit(update_model):0 iteration_end::2 iteration_begin::3 "
 bytes_ok f 4
