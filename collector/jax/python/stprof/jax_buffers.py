@@ -90,7 +90,10 @@ class Buffers:
     def _keep(self, frames):
         """(code, line) pairs, innermost first, to frame strings: this shim's
         frames dropped, each run of JAX's own frames cut to its outermost
-        (the API the program called)."""
+        (the API the program called), or dropped when that is JAX's
+        api_boundary wrapper (a jitted API such as jnp.sin has no Python
+        frame of its own: the wrapper would name nothing, and only the
+        first call, which compiles, passes through it)."""
         out = []
         pending = None
         for code, line in frames:
@@ -100,13 +103,13 @@ class Buffers:
                     continue
                 pending = (code, line)
                 continue
-            if pending is not None:
+            if pending is not None and pending[0].co_name != "reraise_with_filtered_traceback":
                 out.append(self._name(*pending))
-                pending = None
+            pending = None
             out.append(self._name(code, line))
             if len(out) >= MAX_FRAMES:
                 break
-        if pending is not None and len(out) < MAX_FRAMES:
+        if pending is not None and len(out) < MAX_FRAMES and pending[0].co_name != "reraise_with_filtered_traceback":
             out.append(self._name(*pending))
         return out
 
