@@ -79,6 +79,11 @@ grep -qE "at jax_train.py:[0-9]+ in train_step.<locals>.<lambda> \[jit\(train_st
 	fail "no output at its HLO value"
 grep -qE "at jax_train.py:[0-9]+ in train_step \[temporaries of jit\(train_step\)\]" "$T/r.txt" || fail "no temporaries"
 grep -qE "at jax_train.py:[0-9]+ in batch$" "$T/r.txt" || fail "no batch line"
+# jnp.sin's first (compiling) call is not a site of JAX's api_boundary
+# wrapper (the allocator section's worst moment named it)
+"$STPROF" report --no-progress --models-detail --top 30 "$T/m.stp" >"$T/rd.txt" 2>&1 || fail "report --models-detail"
+grep -q "^Worst moment" "$T/rd.txt" || fail "no worst moment"
+grep -q "reraise_with_filtered_traceback" "$T/rd.txt" && fail "a site named by JAX's api_boundary wrapper"
 grep -q "^Allocator models (what-if: these JAX CPU buffers on a GPU" "$T/r.txt" || fail "models not of JAX's buffers"
 grep -q "bfc allow_growth (as run; no limit known)" "$T/r.txt" || fail "BFC is not the reference model"
 
