@@ -5,7 +5,8 @@
 # preallocating 75%).
 #   - the same loss, the same live arrays (count, bytes) after every step
 #     and the same XLA num_allocs and peak_bytes_in_use at the end (the
-#     shim leaves the program's allocations alone);
+#     shim leaves the program's allocations alone; when only XLA's figures
+#     differ, a second native run tells whether they vary without stprof);
 #   - JAX's buffers are device memory of device 0 in pool 2, and the
 #     trace's JAX space holds exactly the bytes of JAX's live arrays after
 #     every step (30 points);
@@ -38,10 +39,23 @@ t2=$(now)
 echo "  native: $(tail -1 "$T/native.txt"); $(tail -2 "$T/native.txt" | head -1)"
 echo "  stprof: $(tail -1 "$T/rec.txt"); $(tail -2 "$T/rec.txt" | head -1)"
 grep -q '^xla num_allocs ' "$T/native.txt" || { echo "  FAIL: no memory_stats() on the device"; exit 1; }
+# the loss and the live arrays after every step must be the same
 if ! cmp -s "$T/native.txt" "$T/rec.txt"; then
-	diff "$T/native.txt" "$T/rec.txt" | head -6 | sed 's/^/  /'
-	echo "  FAIL: the loss, live arrays or XLA's allocations differ under stprof"
-	exit 1
+	if ! diff "$T/native.txt" "$T/rec.txt" | grep -q '^[<>] [^x]'; then
+		# only XLA's line differs: XLA's autotuner may pick other kernels
+		# (other scratch) from run to run; a second native run tells
+		"$JP" "$TRAIN" $ARGS --check >"$T/native2.txt"
+		echo "  native again: $(tail -1 "$T/native2.txt")"
+		if cmp -s "$T/native.txt" "$T/native2.txt"; then
+			echo "  FAIL: XLA's allocations differ under stprof (and not between native runs)"
+			exit 1
+		fi
+		echo "  (XLA's figures vary between native runs too: not compared)"
+	else
+		diff "$T/native.txt" "$T/rec.txt" | head -6 | sed 's/^/  /'
+		echo "  FAIL: the loss or the live arrays differ under stprof"
+		exit 1
+	fi
 fi
 awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "  wall: native %.2f s, stprof record %.2f s (%.2fx)\n", b - a, c - b, (c - b) / (b - a) }'
 
