@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "commands.h"
 #include "stprof/detector.h"
@@ -21,6 +22,15 @@
 #include "util.h"
 
 #define GREEDY_AUTO_MAX 200000
+#define GREEDY_MIN_SECONDS 0.02 /* the greedy baseline's CPU limit is never below this */
+
+/* CPU seconds of this process */
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static void usage(FILE *f)
 {
@@ -70,7 +80,10 @@ static void usage(FILE *f)
 	        "                      STAlloc and greedy steps (default 2; 0 = none); it\n"
 	        "                      stops early at the lower bound, keeps only verified\n"
 	        "                      layouts better than the best so far, and proves\n"
-	        "                      optimality exactly on sets of up to 5000 requests\n"
+	        "                      optimality exactly on sets of up to 5000 requests;\n"
+	        "                      larger sets are searched by parts (the peak exactly,\n"
+	        "                      the rest first fit; windows in time; re-placement\n"
+	        "                      around the peak)\n"
 	        "      --no-fusion     do not fuse HomoPhase groups\n"
 	        "      --all-kinds     plan host and device allocations together (by default a\n"
 	        "                      trace with device allocations plans those, a PyTorch CPU\n"
@@ -84,8 +97,10 @@ static void usage(FILE *f)
 	        "                      smaller requests to the program's own allocator\n"
 	        "      --no-varying    do not treat size-varying requests as dynamic\n"
 
-	        "      --greedy        always run the greedy baseline for the summary (it is\n"
-	        "                      skipped above %d requests: it is quadratic at worst)\n"
+	        "      --greedy        always run the greedy baseline for the summary, to the\n"
+	        "                      end (it is quadratic at worst: by default it is skipped\n"
+	        "                      above %d requests and stopped after half the planning's\n"
+	        "                      CPU time)\n"
 	        "      --no-greedy     never run it\n"
 	        "  -n, --entries N     --show: print at most N entries (default 50, 0 = all)\n"
 	        "  -q, --quiet         print nothing but errors\n"
@@ -410,6 +425,7 @@ int cmd_plan(int argc, char **argv)
 		return 1;
 	}
 	stp_plan p;
+	double cpu0 = cpu_seconds();
 	if (stp_plan_build(&r, &po, &p, err, sizeof err) < 0) {
 		stprof_err("%s: %s", in, err);
 		stp_reqs_free(&r);
@@ -423,13 +439,23 @@ int cmd_plan(int argc, char **argv)
 		goto done;
 	}
 	uint64_t gpool = 0, stalloc_pool = 0;
-	double gsec = 0;
+	double gsec = 0, glimit = 0;
 	if (po.algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
 		stp_plan_opts go = po;
 		go.algo = STP_ALGO_GREEDY;
 		go.verbose = 0;
+		/* a comparison must not cost more than what it is compared with:
+		 * half the planning's CPU time (at least 20 ms, so that a set
+		 * planned in a blink still gets its comparison), unless asked; CPU
+		 * time, so a busy machine does not stretch it */
+		double plan_cpu = cpu_seconds() - cpu0;
+		glimit = greedy == 1 ? 0 : plan_cpu / 2 > GREEDY_MIN_SECONDS ? plan_cpu / 2 : GREEDY_MIN_SECONDS;
+		go.greedy_seconds = glimit;
 		stp_plan g;
-		if (stp_plan_build(&r, &go, &g, err, sizeof err) == 0) {
+		int grc = stp_plan_build(&r, &go, &g, err, sizeof err);
+		if (grc == 1)
+			gsec = -1; /* stopped: said in the summary */
+		if (grc == 0) {
 			gpool = g.pool;
 			gsec = g.stats.seconds;
 			/* the plan written is the best layout found: greedy's when
@@ -478,6 +504,10 @@ int cmd_plan(int argc, char **argv)
 		}
 		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po.algo != STP_ALGO_GREEDY)
 			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
+		if (gsec < 0)
+			fprintf(f, "greedy by size: stopped at its limit, %.2f CPU s (half the planning's, at least %g;\n"
+			           "                --greedy runs it to the end)\n",
+			        glimit, GREEDY_MIN_SECONDS);
 		fprintf(f, "verified:       no two requests overlap in time and address\n");
 		if (out && !rc)
 			fprintf(f, "written:        %s\n", out);

@@ -1,22 +1,29 @@
 /*
  * best.c - the budgeted improvement after the STAlloc and greedy steps:
  * looks for a layout with a smaller pool until the deadline or until the
- * bound is met, and keeps only verified layouts better than the best so far.
+ * bound is met, and keeps only verified layouts better than the best so far
+ * (pl_keep, keep.c).
  *
  *   up to PL_EXACT_MAX static requests: the exact search (search.c) as a
  *     decision procedure over capacities: first the working view's bound
- *     (most bytes live at once, an eighth of the time), then downwards from the best pool found
- *     by a step that halves when a try runs out of time; after every new
- *     layout, a short try at the least capacity not proven impossible,
- *     guided by that layout's order.  A capacity the search
+ *     (most bytes live at once, an eighth of the time), then downwards from
+ *     the best pool found by a step that halves when a try runs out of time;
+ *     after every new layout, a short try at the least capacity not proven
+ *     impossible, guided by that layout's order.  A try ends at the first of
+ *     its share of a horizon of PL_HORIZON CPU seconds that doubles when
+ *     reached (a long budget starts as the default one does) and its share
+ *     of the wall time left (a busy machine still gets through the tries).  A capacity the search
  *     exhausts is proven impossible; with the pool one above it (or at the
  *     bound) the layout is optimal.  A capacity it runs out of time on is
  *     skipped without proof.
- *   larger sets are not searched (the budget is not spent on them).
+ *   larger sets: the peak's requests searched and the rest first fit
+ *     (large.c), first fit by time windows (window.c), then re-placement
+ *     around the peak (repair.c), each with a share of the time, in rounds
+ *     over the same doubling horizon.
  *
  * Invariants: `best` only ever takes a layout that pl_check accepted and
  * whose pool is smaller; st->proven_bound only rises on a bound or an
- * exhausted search.
+ * exhausted search (of the whole set, or of a part of it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +32,11 @@
 #include "internal.h"
 
 #define PL_EXACT_MAX 5000
+#define PL_HORIZON 2.0 /* seconds: the default budget */
+/* first fit by windows above this many static requests: its index costs
+ * about 400 bytes a request and one pass over 300,000 takes longer than its
+ * share of the default budget */
+#define PL_WINDOWS_MAX 200000
 
 const char *stp_plan_step_name(int step)
 {
@@ -33,6 +45,9 @@ const char *stp_plan_step_name(int step)
 	case STP_STEP_IMPROVE: return "STAlloc + re-placement";
 	case STP_STEP_GREEDY: return "greedy by size + re-placement";
 	case STP_STEP_SEARCH: return "exact search";
+	case STP_STEP_PEAK: return "exact search at the peak + first fit";
+	case STP_STEP_WINDOWS: return "first fit by windows";
+	case STP_STEP_REPAIR: return "re-placement around the peak";
 	default: return "?";
 	}
 }
@@ -66,75 +81,6 @@ uint64_t pl_work_bound(const pl_work *w)
 	return w->pinned_bytes + best;
 }
 
-typedef struct chk {
-	const pl_work *w;
-	const uint64_t *off;
-	uint32_t cur;
-	int bad;
-} chk;
-
-static void chk_one(uint32_t id, void *ctx)
-{
-	chk *c = ctx;
-	/* id was placed earlier in offset order: it must end at or below cur's start */
-	if (c->off[id] + c->w->size[id] > c->off[c->cur])
-		c->bad = 1;
-}
-
-int pl_check(const pl_work *w, const uint64_t *off)
-{
-	size_t n = w->n;
-	uint32_t m = 0;
-	pl_kv *kv = malloc((n + 1) * sizeof *kv), *tmp = malloc((n + 1) * sizeof *tmp);
-	uint32_t *ids = malloc((n + 1) * sizeof *ids);
-	pl_itree t = {0};
-	int rc = -1;
-	if (!kv || !tmp || !ids)
-		goto out;
-	uint64_t pinned_top = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (w->kind[i] == PL_DYNAMIC)
-			continue;
-		if (off[i] == STP_NO_OFFSET || off[i] > UINT64_MAX - w->size[i])
-			goto out;
-		if (w->kind[i] == PL_PINNED) {
-			if (off[i] + w->size[i] > pinned_top)
-				pinned_top = off[i] + w->size[i];
-		}
-		ids[m] = (uint32_t)i;
-		kv[m++] = (pl_kv){off[i], (uint32_t)i};
-	}
-	pl_sort_kv(kv, tmp, m);
-	/* pinned requests are live over [0, T): the interval index sees them too */
-	if (pl_itree_init(&t, w->s, w->e, n, ids, m) < 0)
-		goto out;
-	chk c = {w, off, 0, 0};
-	for (uint32_t j = 0; j < m && !c.bad; j++) {
-		c.cur = kv[j].v;
-		pl_itree_query(&t, w->s[c.cur], w->e[c.cur], chk_one, &c);
-		pl_itree_set(&t, c.cur, 1);
-	}
-	rc = c.bad ? -1 : 0;
-out:
-	pl_itree_free(&t);
-	free(kv);
-	free(tmp);
-	free(ids);
-	return rc;
-}
-
-/* keeps cand in best when it is valid and smaller */
-static int keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step, stp_plan_stats *st)
-{
-	uint64_t np = pl_pool(w, cand);
-	if (np >= pl_pool(w, best) || pl_check(w, cand) < 0)
-		return 0;
-	memcpy(best, cand, w->n * sizeof *best);
-	st->step = step;
-	st->found_seconds = pl_now(); /* made relative by stp_plan_build */
-	return 1;
-}
-
 static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline, int verbose,
                  stp_plan_stats *st)
 {
@@ -142,13 +88,21 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 	if (!cand)
 		return -1;
 	uint64_t hi = pl_pool(w, best); /* best found; lo: smallest not proven impossible */
-	double t0 = pl_now();
+	double t0 = pl_now(), c0 = pl_cpu_now(), horizon = c0 + PL_HORIZON;
 	int first = 1, rc = 0, retry = 0;
 	uint64_t step = 0;
 	for (;;) {
-		double now = pl_now();
-		if (now >= deadline || lo >= hi)
+		if (pl_now() >= deadline || lo >= hi)
 			break;
+		/* each try ends at the first of two shares: of the CPU seconds of
+		 * a horizon that doubles when it is reached (so a long budget
+		 * spends its first seconds as the default one does, then goes on)
+		 * and of the wall time left in the budget (so a busy machine, where
+		 * the CPU seconds come slowly, still gets through the schedule) */
+		double now = pl_cpu_now(), wnow = pl_now();
+		while (now >= horizon)
+			horizon = c0 + 2 * (horizon - c0);
+		double end = horizon;
 		/* the bound first (with an eighth of the time: on the MiniMalloc
 		 * instances and their perturbed family the bound is met sooner
 		 * through the retries below than by a longer first try), then
@@ -163,23 +117,26 @@ static int exact(const pl_work *w, uint64_t *best, uint64_t lo, double deadline,
 		if (!first && !step)
 			step = (hi - lo) / 8 ? (hi - lo) / 8 : 1;
 		uint64_t cap = first || retry ? lo : (hi - lo > step ? hi - step : lo);
-		double until = now + (deadline - now) / (first ? 8 : retry ? 6 : 3);
-		if (deadline - now < 0.05)
-			until = deadline;
+		double div = first ? 8 : retry ? 30 : 3;
+		double until = now + (end - now) / div, wuntil = wnow + (deadline - wnow) / div;
+		if (end - now < 0.05)
+			until = end;
+		if (deadline - wnow < 0.05)
+			wuntil = deadline;
 		memcpy(cand, best, w->n * sizeof *cand);
-		int r = pl_search(w, cap, until, 0, retry, cand, &st->search_nodes);
+		int r = pl_search(w, NULL, cap, wuntil, until, 0, retry, cand, &st->search_nodes);
 		int was_retry = retry;
 		retry = 0;
 		if (verbose)
 			fprintf(stderr, "plan: search at %llu: %s (%.3f s, %llu nodes so far)\n", (unsigned long long)cap,
 			        r == 1 ? "found" : r == 0 ? "impossible" : r == -1 ? "out of time" : "out of memory",
-			        pl_now() - now, (unsigned long long)st->search_nodes);
+			        pl_now() - wnow, (unsigned long long)st->search_nodes);
 		if (r == -2) {
 			rc = -1;
 			break;
 		}
 		if (r == 1) {
-			if (!keep(w, best, cand, STP_STEP_SEARCH, st)) {
+			if (!pl_keep(w, best, cand, STP_STEP_SEARCH, st)) {
 				if (verbose)
 					fprintf(stderr, "plan: search layout at %llu rejected\n", (unsigned long long)cap);
 				break; /* cannot happen; never keep an unchecked layout */
@@ -222,5 +179,27 @@ int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_
 		nq += w->kind[i] == PL_STATIC;
 	if (nq <= PL_EXACT_MAX)
 		return exact(w, best, st->proven_bound, deadline, verbose, st);
-	return 0;
+	/* large sets: the peak's requests searched, the rest first fit (two
+	 * thirds of the time at most); first fit by windows (a quarter of the
+	 * rest); then re-placement around the peak.  In rounds over a horizon
+	 * that doubles (2 s, 4 s, ...) up to the budget: a long budget first
+	 * does what the default one does, then goes on from the best so far */
+	int rc = 0;
+	double t0 = pl_now();
+	for (double h = PL_HORIZON; !rc && pl_pool(w, best) > st->proven_bound && pl_now() < deadline; h *= 2) {
+		double end = t0 + h < deadline ? t0 + h : deadline, now = pl_now();
+		if (now >= end)
+			continue;
+		rc = pl_large(w, best, now + (end - now) * 2 / 3, verbose, st);
+		double t1 = pl_now();
+		if (!rc && pl_pool(w, best) > st->proven_bound && t1 < end && nq <= PL_WINDOWS_MAX)
+			rc = pl_windows(w, best, t1 + (end - t1) / 4, verbose, st);
+		if (!rc && pl_pool(w, best) > st->proven_bound && pl_now() < end)
+			rc = pl_repair(w, best, end, verbose, st);
+	}
+	if (!rc && pl_pool(w, best) <= st->proven_bound)
+		st->optimal = 1;
+	else if (!rc)
+		st->search_stopped = 1;
+	return rc;
 }

@@ -41,7 +41,7 @@ static int try_greedy(const pl_work *w, stp_plan_stats *st, uint64_t *off, uint6
 	uint64_t *alt = malloc((w->n + 1) * sizeof *alt), moved = 0;
 	if (!alt)
 		return -1;
-	int rc = pl_greedy(w, alt, budget), complete = rc == 0;
+	int rc = pl_greedy(w, alt, budget, 0), complete = rc == 0;
 	if (rc == 0)
 		rc = pl_improve(w, st->lower_bound, alt, &moved, budget);
 	else if (rc == 1)
@@ -85,7 +85,14 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 	st->pinned_requests = w.pinned_extra;
 	int rc;
 	if (o->algo == STP_ALGO_GREEDY) {
-		rc = pl_greedy(&w, p->offset, NULL);
+		double c0 = pl_cpu_now();
+		rc = pl_greedy(&w, p->offset, NULL, o->greedy_seconds > 0 ? c0 + o->greedy_seconds : 0);
+		if (rc == 1) { /* stopped at greedy_seconds */
+			pl_work_free(&w);
+			stp_plan_free(p);
+			snprintf(err, errlen, "greedy by size stopped after %.3f s", pl_cpu_now() - c0);
+			return 1;
+		}
 		st->pool_stalloc = 0;
 		st->step = STP_STEP_GREEDY;
 	} else {

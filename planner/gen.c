@@ -114,11 +114,12 @@ static void gfree(gen *g, long i, uint32_t phase, uint32_t layer)
 
 /* saved activations of one (micro-batch, chunk): handles per layer */
 typedef struct saved {
-	long *h;       /* layers x SAVED_MAX */
+	long *h;       /* layers x SAVED_MAX(o) */
 	uint32_t *n;   /* per layer */
 	uint32_t *lf;  /* forward layer segment of each layer (for MoE groups) */
 } saved;
-#define SAVED_MAX 64
+/* saved tensors per layer: at most 10 + 2 per expert are kept */
+#define SAVED_MAX(o) (16 + 2 * (size_t)(o)->experts)
 
 /* jitter: up to 4 pending temporaries, each freed after a random number of
  * later allocations */
@@ -160,10 +161,10 @@ static void layer_forward(gen *g, const stp_gen_opts *o, saved *sv, uint32_t l, 
 	pending pd = {{-1, -1, -1, -1}, {0, 0, 0, 0}};
 	uint64_t sbh = o->seq * o->batch * o->hidden * 2; /* bf16 activation */
 	uint32_t lseg = stp_reqs_add_layer(g->r, tag, l, g->tick, g->tick);
-	long *hs = sv->h + (size_t)l * SAVED_MAX;
+	long *hs = sv->h + (size_t)l * SAVED_MAX(o);
 	uint32_t *ns = &sv->n[l];
 	sv->lf[l] = lseg;
-#define SAVE(x) do { long h_ = (x); if (*ns < SAVED_MAX) hs[(*ns)++] = h_; jitter_tick(g, o, &pd, phase, lseg); } while (0)
+#define SAVE(x) do { long h_ = (x); if (*ns < SAVED_MAX(o)) hs[(*ns)++] = h_; jitter_tick(g, o, &pd, phase, lseg); } while (0)
 	/* layer input (the checkpoint under recompute) */
 	SAVE(galloc(g, sbh, phase, lseg, 1, 0, 0));
 	if (keep_all) {
@@ -214,19 +215,19 @@ static void layer_backward(gen *g, const stp_gen_opts *o, saved *sv, uint32_t l,
 	if (o->recompute) {
 		/* re-run the forward: the checkpoint stays, the rest is rebuilt */
 		uint32_t keep = sv->n[l];
-		long saved_in = keep ? sv->h[(size_t)l * SAVED_MAX] : -1;
+		long saved_in = keep ? sv->h[(size_t)l * SAVED_MAX(o)] : -1;
 		sv->n[l] = 0;
 		layer_forward(g, o, sv, l, phase, 1, tag);
 		/* the recomputed input duplicate is freed at once: keep the original */
-		long dup = sv->h[(size_t)l * SAVED_MAX];
+		long dup = sv->h[(size_t)l * SAVED_MAX(o)];
 		gfree(g, dup, phase, sv->lf[l]);
-		sv->h[(size_t)l * SAVED_MAX] = saved_in;
+		sv->h[(size_t)l * SAVED_MAX(o)] = saved_in;
 	}
 	uint32_t lseg = stp_reqs_add_layer(g->r, tag, l, g->tick, g->tick);
 	pending pd = {{-1, -1, -1, -1}, {0, 0, 0, 0}};
 	long dout = galloc(g, sbh, phase, lseg, 4, 0, 0);
 	long dfc = galloc(g, 4 * sbh, phase, lseg, 4, 1, 0);
-	long *hs = sv->h + (size_t)l * SAVED_MAX;
+	long *hs = sv->h + (size_t)l * SAVED_MAX(o);
 	for (uint32_t k = sv->n[l]; k-- > 0;) {
 		if (k == sv->n[l] / 2) {
 			gfree(g, dfc, phase, lseg);
@@ -348,7 +349,7 @@ int stp_gen_megatron(const stp_gen_opts *o, stp_reqs *r, char *err, size_t errle
 		step s = st[k];
 		saved *x = &sv[(size_t)s.mb * v + s.chunk];
 		if (!x->h) {
-			x->h = malloc((size_t)lpc * SAVED_MAX * sizeof *x->h);
+			x->h = malloc((size_t)lpc * SAVED_MAX(o) * sizeof *x->h);
 			x->n = calloc(lpc, sizeof *x->n);
 			x->lf = calloc(lpc, sizeof *x->lf);
 			if (!x->h || !x->n || !x->lf) {

@@ -75,7 +75,7 @@ static uint64_t find_gap(const pl_work *w, gbuf *b, uint64_t size, uint64_t floo
 	return best != STP_NO_OFFSET ? best : cur;
 }
 
-int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget)
+int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget, double deadline)
 {
 	size_t n = w->n, m = 0;
 	int rc = -1;
@@ -117,6 +117,10 @@ int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget)
 		if (budget && b.visits > *budget) {
 			*budget = 0;
 			rc = 1; /* gave up */
+			goto out;
+		}
+		if (deadline > 0 && (j & 255) == 255 && pl_cpu_now() > deadline) {
+			rc = 1;
 			goto out;
 		}
 	}

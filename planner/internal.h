@@ -63,6 +63,17 @@ void pl_itree_set(pl_itree *t, uint32_t id, int active);
 /* Calls fn(id, ctx) for every active id with s_id < e and e_id > s. */
 void pl_itree_query(const pl_itree *t, uint32_t s, uint32_t e, void (*fn)(uint32_t, void *), void *ctx);
 
+/* ---- first fit against placed requests, for large sets (firstfit.c).
+ * Indexes the STATIC requests' lifetimes; pl_ff_add records a placement (no
+ * removal); pl_ff_fit is the lowest offset >= floor where the request fits
+ * against everything added so far, or, once it cannot end at or below limit
+ * (UINT64_MAX: none), some offset where it does not. */
+typedef struct pl_ff pl_ff;
+pl_ff *pl_ff_new(const pl_work *w);
+void pl_ff_free(pl_ff *f);
+uint64_t pl_ff_fit(const pl_ff *f, uint32_t id, uint64_t size, uint64_t floor, uint64_t limit);
+int pl_ff_add(pl_ff *f, uint32_t id, uint64_t off, uint64_t size);
+
 /* ---- free rectangles of (address x time), bucketed by height */
 typedef struct pl_rects pl_rects;
 pl_rects *pl_rects_new(size_t hint, uint64_t top_offset, uint32_t T);
@@ -78,9 +89,9 @@ size_t pl_rects_buckets(const pl_rects *r);
 /* STAlloc static plan: offsets for PINNED and STATIC requests. */
 int pl_stalloc(const stp_reqs *r, const pl_work *w, int fusion, uint64_t *off, stp_plan_stats *st);
 /* Greedy by size with best fit (the baseline).  budget: visits of
- * overlapping requests allowed (decremented); over it, give up and return 1.
- * NULL = no limit. */
-int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget);
+ * overlapping requests allowed (decremented), NULL = no limit; deadline
+ * (pl_cpu_now() seconds, 0 = none); over either, give up and return 1. */
+int pl_greedy(const pl_work *w, uint64_t *off, uint64_t *budget, double deadline);
 /* Compacts, then re-places the requests above lb, lowest fit; keeps it when
  * the pool shrinks.  Stops when *budget (visits, decremented) runs out. */
 int pl_improve(const pl_work *w, uint64_t lb, uint64_t *off, uint64_t *moved, uint64_t *budget);
@@ -92,14 +103,25 @@ int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p);
  * (best fit, as the runtime's dynamic allocator would) and fills
  * stats.dynamic_fit and stats.dynamic_fallback_peak. */
 int pl_dynamic_replay(const stp_reqs *r, stp_plan *p);
+/* Requests placed already that a search must avoid: obstacle o occupies
+ * [lo[o], hi[o]) over ticks [s[o], e[o]) of the working timeline. */
+typedef struct pl_obst {
+	size_t n;
+	const uint32_t *s, *e;
+	const uint64_t *lo, *hi;
+} pl_obst;
 /* The exact step (search.c): places the STATIC requests at or above
- * pinned_bytes so that none reaches above cap (pinned ones stacked below, in
- * index order).  off holds a layout on entry (the best so far: it guides the
- * search's first order; guided: its first restart follows it).  Returns 1 found (off filled), 0 proven impossible, -1 out of
- * time (deadline, pl_now() seconds) or nodes, -2 out of memory.  *nodes
- * (may be NULL) is increased by the nodes visited. */
-int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, int guided, uint64_t *off,
-              uint64_t *nodes);
+ * pinned_bytes so that none reaches above cap nor meets an obstacle (ob,
+ * may be NULL); pinned ones are stacked below, in index order.  off holds a
+ * layout on entry (the best so far: it guides the search's first order;
+ * guided: its first restart follows it).  Returns 1 found (off filled), 0
+ * proven impossible, -1 out of time (deadline, pl_now() seconds; or
+ * cpu_deadline, pl_cpu_now() seconds, HUGE_VAL: none) or nodes,
+ * -2 out of memory.  Found: the offsets of the static and pinned requests
+ * are written, the others' left as they were.  *nodes (may be NULL) is
+ * increased by the nodes visited. */
+int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline, double cpu_deadline,
+              uint64_t node_limit, int guided, uint64_t *off, uint64_t *nodes);
 /* The most bytes live at once in the working view (pinned + static): no
  * placement of it has a smaller pool. */
 uint64_t pl_work_bound(const pl_work *w);
@@ -110,10 +132,33 @@ int pl_check(const pl_work *w, const uint64_t *off);
  * verified layout with a smaller pool.  Fills the search fields of st. */
 int pl_best(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
 
+/* Keeps cand in best when pl_check accepts it and its pool is smaller: 1
+ * kept (st->step = step, st->found_seconds stamped), else 0. */
+int pl_keep(const pl_work *w, uint64_t *best, const uint64_t *cand, int step, stp_plan_stats *st);
+/* The budgeted improvement for sets above PL_EXACT_MAX static requests
+ * (large.c): the requests near the peak by the exact search, the rest first
+ * fit.  Same contract as pl_best. */
+int pl_large(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
+/* First fit window by window in time, several window sizes and orders
+ * (window.c).  Same contract. */
+int pl_windows(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
+/* Re-placement around the peak by the exact search with obstacles
+ * (repair.c).  Same contract. */
+int pl_repair(const pl_work *w, uint64_t *best, double deadline, int verbose, stp_plan_stats *st);
+
+/* Sections of the timeline between the distinct lifetime ends of the
+ * STATIC requests (and the PINNED ones with pinned_too): request i covers
+ * sections [sa[i], sb[i]); the others' entries are left alone.  Returns the
+ * number of sections, or -1 out of memory. */
+long pl_rank_ends(const pl_work *w, int pinned_too, uint32_t *sa, uint32_t *sb);
+
 /* Pool of a placement: max offset + size over placed requests. */
 uint64_t pl_pool(const pl_work *w, const uint64_t *off);
 
 /* ---- misc */
 double pl_now(void);
+/* CPU seconds of the calling thread (a limit that a busy machine does not
+ * shorten) */
+double pl_cpu_now(void);
 static inline uint64_t pl_align_up(uint64_t x, uint64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
 #endif

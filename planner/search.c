@@ -53,11 +53,30 @@
  * layout's offsets (guided), size, most loaded section, area, snug fit,
  * then sizes shaken per round.
  *
+ * Obstacles (pl_obst: requests placed already, for the large-set steps):
+ * each section keeps the address intervals of those that meet it in time,
+ * merged.  A floor never rests inside one: reaching its bottom it moves to
+ * its top, which supports (something may rest on an obstacle); a candidate
+ * must also fit below the next obstacle in every section; the bytes free in
+ * a section are C minus its floor minus the obstacles between them (room);
+ * and the waste level and the inference take, for an unplaced request,
+ * where it first fits between the obstacles above its floors (ob_fit), and
+ * count an obstacle's top as a level it may rest on.  Each of these is a
+ * lower bound on where a request can lie, so an exhausted search still
+ * proves C impossible (with these obstacles).
+ *
+ * A node tests its candidates through per-block aggregates (BLK sections)
+ * of the floors (max), the unplaced bytes (max) and the support bits
+ * (count), not section by section.
+ *
  * Pinned requests sit below everything (pl_work); the search places the
  * STATIC ones above w->pinned_bytes.  Invariants: f[k] <= C for every
  * section with unplaced requests; rem[k] is the unplaced bytes covering k;
  * cross[k] counts unplaced requests covering sections k-1 and k; sup[k] is
- * set iff f[k] is the base or the top of a placed request covering k.
+ * set iff f[k] is the base, the top of a placed request covering k or the
+ * top of an obstacle; f[k] is never inside an obstacle; the block
+ * aggregates are recomputed (fix_blocks) after every change of f, rem or
+ * sup.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +115,8 @@ typedef struct raised {
 
 /* failed states: (placed set, floors of the sections still to fill) as two
  * 64-bit hashes; open addressing, never grown (full: no more entries) */
-#define TT_BITS 20
+#define TT_BITS 20    /* 16 MB per direction */
+#define TT_BITS_OB 16 /* with obstacles (neighbourhoods of at most a few hundred): 1 MB */
 #define TT_PROBE 8
 
 #define BLK 16
@@ -107,6 +127,9 @@ typedef struct srch {
 	uint32_t *first, *list;  /* requests starting in section k: list[first[k] .. first[k+1]) */
 	uint64_t *f, *rem, *eff;
 	uint64_t *bmax, *bmin;   /* per block of BLK sections: max floor; min e (feasible) */
+	uint64_t *brem;          /* per block: most unplaced bytes of a section */
+	uint64_t *blow;          /* per block: lowest floor of a section with unplaced bytes */
+	uint32_t *bsup;          /* per block: sections whose floor supports */
 	uint32_t *cross;
 	uint8_t *done;
 	uint8_t *sup;            /* per section: its floor is the top of a placed request (or the base) */
@@ -122,11 +145,19 @@ typedef struct srch {
 	size_t ccap;
 	uint64_t h1, h2;         /* hash of the current state (sums of terms) */
 	uint64_t *tt;            /* 2 words per slot; 0 = empty */
+	unsigned tt_bits;        /* 1 << tt_bits slots */
 	uint64_t cap, nodes, node_limit;
-	double deadline;
+	double deadline;         /* pl_now() */
+	double cpu_deadline;     /* pl_cpu_now(): the caller's share of work */
 	int timed_out;
 	int sel;                 /* section rule of this restart: 0 leftmost, 1 least slack */
 	int rev;                 /* time runs backwards (section k is K-1-k of the input) */
+	/* obstacles (pl_obst: requests placed already, which the layout must
+	 * avoid): per section k, disjoint intervals ob_lo/ob_hi[ob_first[k] ..
+	 * ob_first[k+1]) sorted and merged where they touch; ob_pre[i] = the
+	 * bytes of intervals 0 .. i-1.  NULL: none */
+	uint32_t *ob_first;
+	uint64_t *ob_lo, *ob_hi, *ob_pre;
 } srch;
 
 static void srch_free(srch *s)
@@ -139,6 +170,9 @@ static void srch_free(srch *s)
 	free(s->eff);
 	free(s->bmax);
 	free(s->bmin);
+	free(s->brem);
+	free(s->blow);
+	free(s->bsup);
 	free(s->cross);
 	free(s->done);
 	free(s->sup);
@@ -148,6 +182,106 @@ static void srch_free(srch *s)
 	free(s->tt);
 	free(s->cand);
 	free(s->trail);
+	free(s->ob_first);
+	free(s->ob_lo);
+	free(s->ob_hi);
+	free(s->ob_pre);
+}
+
+/* the first obstacle interval of section k whose top is above x */
+static uint32_t ob_at(const srch *s, uint32_t k, uint64_t x)
+{
+	uint32_t lo = s->ob_first[k], hi = s->ob_first[k + 1];
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->ob_hi[mid] <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A floor x of section k moved past the obstacle it is inside, if any;
+ * *sup is set when it ends on an obstacle's top (something rests there). */
+static uint64_t ob_lift(const srch *s, uint32_t k, uint64_t x, uint8_t *sup)
+{
+	if (!s->ob_first)
+		return x;
+	uint32_t i = ob_at(s, k, x);
+	if (i < s->ob_first[k + 1] && s->ob_lo[i] <= x) {
+		*sup = 1;
+		return s->ob_hi[i];
+	}
+	if (i > s->ob_first[k] && s->ob_hi[i - 1] == x)
+		*sup = 1;
+	return x;
+}
+
+/* the bottom of the lowest obstacle at or above x (not inside one) in
+ * section k; UINT64_MAX when none */
+static uint64_t ob_ceil(const srch *s, uint32_t k, uint64_t x)
+{
+	if (!s->ob_first)
+		return UINT64_MAX;
+	uint32_t i = ob_at(s, k, x);
+	return i < s->ob_first[k + 1] ? s->ob_lo[i] : UINT64_MAX;
+}
+
+/* the lowest obstacle top above both m and e in section k, UINT64_MAX none */
+static uint64_t ob_top_above(const srch *s, uint32_t k, uint64_t m, uint64_t e)
+{
+	uint64_t x = m > e ? m : e;
+	if (!s->ob_first)
+		return UINT64_MAX;
+	uint32_t i = ob_at(s, k, x);
+	/* ob_hi[i] > x; one below with top == x == e > m counts too */
+	if (i > s->ob_first[k] && s->ob_hi[i - 1] == e && e > m)
+		return e;
+	return i < s->ob_first[k + 1] ? s->ob_hi[i] : UINT64_MAX;
+}
+
+/* the lowest offset >= x where a request of `size` over sections [a, b)
+ * meets no obstacle (each pass over the sections only raises it) */
+static uint64_t ob_fit(const srch *s, uint32_t a, uint32_t b, uint64_t size, uint64_t x)
+{
+	if (!s->ob_first)
+		return x;
+	for (int moved = 1; moved;) {
+		moved = 0;
+		for (uint32_t j = a; j < b; j++)
+			for (uint32_t i = ob_at(s, j, x); i < s->ob_first[j + 1] && s->ob_lo[i] < x + size; i++) {
+				x = s->ob_hi[i];
+				moved = 1;
+			}
+	}
+	return x;
+}
+
+/* free bytes in [x, cap) of section k */
+static uint64_t room(const srch *s, uint32_t k, uint64_t x)
+{
+	if (x >= s->cap)
+		return 0;
+	uint64_t r = s->cap - x;
+	if (!s->ob_first)
+		return r;
+	uint32_t i = ob_at(s, k, x), lo = i, hi = s->ob_first[k + 1];
+	while (lo < hi) { /* the first interval from i at or above cap */
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->ob_lo[mid] < s->cap)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == i)
+		return r;
+	uint64_t used = s->ob_pre[lo] - s->ob_pre[i];
+	if (s->ob_lo[i] < x)
+		used -= x - s->ob_lo[i];
+	if (s->ob_hi[lo - 1] > s->cap)
+		used -= s->ob_hi[lo - 1] - s->cap;
+	return r - used;
 }
 
 static uint64_t mix(uint64_t x)
@@ -199,17 +333,57 @@ static int trail_reserve(srch *s, size_t n)
 	return 0;
 }
 
-/* recomputes the block maxima of the floors over sections [lo, hi) */
+/* recomputes the block aggregates over sections [lo, hi): the most floor,
+ * the most unplaced bytes, the lowest floor with unplaced bytes, the
+ * supported floors (every change of f, rem or sup is followed by this) */
 static void fix_blocks(srch *s, uint32_t lo, uint32_t hi)
 {
 	for (uint32_t bl = lo / BLK; bl * BLK < hi; bl++) {
-		uint64_t mx = 0;
+		uint64_t mx = 0, rm = 0, low = UINT64_MAX;
+		uint32_t sup = 0;
 		uint32_t end = (bl + 1) * BLK < s->K ? (bl + 1) * BLK : s->K;
-		for (uint32_t j = bl * BLK; j < end; j++)
+		for (uint32_t j = bl * BLK; j < end; j++) {
 			if (s->f[j] > mx)
 				mx = s->f[j];
+			if (s->rem[j] > rm)
+				rm = s->rem[j];
+			if (s->rem[j] && s->f[j] < low)
+				low = s->f[j];
+			sup += s->sup[j];
+		}
 		s->bmax[bl] = mx;
+		s->brem[bl] = rm;
+		s->blow[bl] = low;
+		s->bsup[bl] = sup;
 	}
+}
+
+/* most unplaced bytes of a section in [lo, hi) */
+static uint64_t range_rem(const srch *s, uint32_t lo, uint32_t hi)
+{
+	uint64_t mx = 0;
+	for (; lo < hi && lo % BLK; lo++)
+		mx = s->rem[lo] > mx ? s->rem[lo] : mx;
+	for (; lo + BLK <= hi; lo += BLK)
+		mx = s->brem[lo / BLK] > mx ? s->brem[lo / BLK] : mx;
+	for (; lo < hi; lo++)
+		mx = s->rem[lo] > mx ? s->rem[lo] : mx;
+	return mx;
+}
+
+/* is a floor in [lo, hi) the top of something (it supports)? */
+static int range_sup(const srch *s, uint32_t lo, uint32_t hi)
+{
+	for (; lo < hi && lo % BLK; lo++)
+		if (s->sup[lo])
+			return 1;
+	for (; lo + BLK <= hi; lo += BLK)
+		if (s->bsup[lo / BLK])
+			return 1;
+	for (; lo < hi; lo++)
+		if (s->sup[lo])
+			return 1;
+	return 0;
 }
 
 /* max floor over sections [lo, hi) */
@@ -235,7 +409,7 @@ static uint64_t range_max(const srch *s, uint32_t lo, uint32_t hi)
 static uint64_t *tt_slot(srch *s, uint64_t h1, uint64_t h2, int *found)
 {
 	uint64_t key = h1 ? h1 : 1;
-	size_t mask = ((size_t)1 << TT_BITS) - 1;
+	size_t mask = ((size_t)1 << s->tt_bits) - 1;
 	for (size_t p = 0; p < TT_PROBE; p++) {
 		uint64_t *e = &s->tt[2 * ((h2 + p) & mask)];
 		if (!e[0] || (e[0] == key && e[1] == h2)) {
@@ -272,7 +446,109 @@ static void sort_list(uint32_t *a, uint32_t n, const sreq *q)
 	}
 }
 
-static int build(srch *s, const pl_work *w)
+/* Maps the obstacles onto the sections (points P[0..K], the distinct ends
+ * of the requests searched): an obstacle live over [s, e) meets section k
+ * (P[k] <= t < P[k+1]) when P[k] < e and P[k+1] > s; every request covering
+ * k is live over all of it, so the two meet in time exactly when the request
+ * covers a section the obstacle meets. */
+static int build_obstacles(srch *s, const uint64_t *P, const pl_obst *ob)
+{
+	uint32_t K = s->K;
+	size_t m = 0;
+	uint32_t *ka = malloc((ob->n + 1) * sizeof *ka), *kb = malloc((ob->n + 1) * sizeof *kb);
+	s->ob_first = calloc((size_t)K + 2, sizeof *s->ob_first);
+	if (!ka || !kb || !s->ob_first) {
+		free(ka);
+		free(kb);
+		return -1;
+	}
+	for (size_t o = 0; o < ob->n; o++) {
+		uint32_t lo = 0, hi = K + 1; /* first point > s */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (P[mid] <= ob->s[o])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		uint32_t a = lo ? lo - 1 : 0;
+		lo = 0, hi = K + 1; /* first point >= e */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (P[mid] < ob->e[o])
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		uint32_t b = lo < K ? lo : K;
+		if (ob->hi[o] <= ob->lo[o] || a >= b) {
+			ka[o] = kb[o] = 0;
+			continue;
+		}
+		if (s->rev) {
+			uint32_t t = a;
+			a = K - b;
+			b = K - t;
+		}
+		ka[o] = a;
+		kb[o] = b;
+		m += b - a;
+	}
+	/* pieces by offset, then bucketed by section (stable: sorted within) */
+	pl_kv *kv = malloc((ob->n + 1) * sizeof *kv), *tmp = malloc((ob->n + 1) * sizeof *tmp);
+	s->ob_lo = malloc((m + 1) * sizeof *s->ob_lo);
+	s->ob_hi = malloc((m + 1) * sizeof *s->ob_hi);
+	s->ob_pre = malloc((m + 2) * sizeof *s->ob_pre);
+	uint32_t *fill = calloc((size_t)K + 1, sizeof *fill);
+	int rc = -1;
+	if (!kv || !tmp || !s->ob_lo || !s->ob_hi || !s->ob_pre || !fill)
+		goto out;
+	for (size_t o = 0; o < ob->n; o++)
+		for (uint32_t k = ka[o]; k < kb[o]; k++)
+			s->ob_first[k + 1]++;
+	for (uint32_t k = 0; k < K; k++)
+		s->ob_first[k + 1] += s->ob_first[k];
+	for (size_t o = 0; o < ob->n; o++)
+		kv[o] = (pl_kv){ob->lo[o], (uint32_t)o};
+	pl_sort_kv(kv, tmp, ob->n);
+	for (size_t j = 0; j < ob->n; j++) {
+		uint32_t o = kv[j].v;
+		for (uint32_t k = ka[o]; k < kb[o]; k++) {
+			uint32_t at = s->ob_first[k] + fill[k]++;
+			s->ob_lo[at] = ob->lo[o];
+			s->ob_hi[at] = ob->hi[o];
+		}
+	}
+	/* merge overlapping and touching intervals, section by section */
+	uint32_t out = 0;
+	for (uint32_t k = 0; k < K; k++) {
+		uint32_t b0 = s->ob_first[k], b1 = s->ob_first[k + 1], start = out;
+		for (uint32_t i = b0; i < b1; i++) {
+			if (out > start && s->ob_lo[i] <= s->ob_hi[out - 1]) {
+				if (s->ob_hi[i] > s->ob_hi[out - 1])
+					s->ob_hi[out - 1] = s->ob_hi[i];
+				continue;
+			}
+			s->ob_lo[out] = s->ob_lo[i];
+			s->ob_hi[out++] = s->ob_hi[i];
+		}
+		s->ob_first[k] = start;
+	}
+	s->ob_first[K] = out;
+	s->ob_pre[0] = 0;
+	for (uint32_t i = 0; i < out; i++)
+		s->ob_pre[i + 1] = s->ob_pre[i] + (s->ob_hi[i] - s->ob_lo[i]);
+	rc = 0;
+out:
+	free(ka);
+	free(kb);
+	free(kv);
+	free(tmp);
+	free(fill);
+	return rc;
+}
+
+static int build(srch *s, const pl_work *w, const pl_obst *ob)
 {
 	size_t n = w->n;
 	uint32_t nq = 0;
@@ -298,15 +574,13 @@ static int build(srch *s, const pl_work *w)
 	uint32_t K = 0;
 	for (size_t a = 0; a < 2 * (size_t)nq; a++) {
 		if (a && t[a].k != t[a - 1].k)
-			K++;
+			t[++K].k = t[a].k; /* t[0 .. K]: the distinct points, for obstacles */
 		uint32_t v = t[a].v;
 		if (v & 1)
 			s->q[v >> 1].sb = K;
 		else
 			s->q[v >> 1].sa = K;
 	}
-	free(t);
-	free(tmp);
 	s->K = K; /* sections 0 .. K-1 (the last point closes the last section) */
 	if (s->rev) /* time backwards: section k becomes K-1-k */
 		for (uint32_t i = 0; i < nq; i++) {
@@ -314,6 +588,20 @@ static int build(srch *s, const pl_work *w)
 			s->q[i].sa = K - s->q[i].sb;
 			s->q[i].sb = K - sa;
 		}
+	if (ob && ob->n && nq) {
+		uint64_t *P = malloc(((size_t)K + 1) * sizeof *P);
+		for (uint32_t k = 0; P && k <= K; k++)
+			P[k] = t[k].k;
+		int r = P ? build_obstacles(s, P, ob) : -1;
+		free(P);
+		if (r < 0) {
+			free(t);
+			free(tmp);
+			return -1;
+		}
+	}
+	free(t);
+	free(tmp);
 	s->first = calloc((size_t)K + 2, sizeof *s->first);
 	s->list = malloc((nq + 1) * sizeof *s->list);
 	s->f = calloc((size_t)K + 2, sizeof *s->f);
@@ -321,13 +609,16 @@ static int build(srch *s, const pl_work *w)
 	s->eff = calloc((size_t)K + 2, sizeof *s->eff);
 	s->bmax = calloc((size_t)K / BLK + 2, sizeof *s->bmax);
 	s->bmin = calloc((size_t)K / BLK + 2, sizeof *s->bmin);
+	s->brem = calloc((size_t)K / BLK + 2, sizeof *s->brem);
+	s->blow = calloc((size_t)K / BLK + 2, sizeof *s->blow);
+	s->bsup = calloc((size_t)K / BLK + 2, sizeof *s->bsup);
 	s->cross = calloc((size_t)K + 2, sizeof *s->cross);
 	s->done = calloc(nq + 1, 1);
 	s->sup = malloc((size_t)K + 2);
 	s->off = malloc((nq + 1) * sizeof *s->off);
 	s->stcap = (size_t)nq * 2 + K + 2;
 	s->st = malloc(s->stcap * sizeof *s->st);
-	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->cross || !s->done || !s->sup || !s->off || !s->st)
+	if (!s->first || !s->list || !s->f || !s->rem || !s->eff || !s->bmax || !s->bmin || !s->brem || !s->blow || !s->bsup || !s->cross || !s->done || !s->sup || !s->off || !s->st)
 		return -1;
 	for (uint32_t i = 0; i < nq; i++)
 		s->first[s->q[i].sa + 1]++;
@@ -375,7 +666,7 @@ static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_
 			const sreq *q = &s->q[i];
 			if (s->done[i] || (q->sa <= k && q->sb > k))
 				continue;
-			uint64_t e = range_max(s, q->sa, q->sb) + q->size;
+			uint64_t e = ob_fit(s, q->sa, q->sb, q->size, range_max(s, q->sa, q->sb)) + q->size;
 			for (uint32_t t = q->sa; t < q->sb; t++)
 				if (e < s->eff[t])
 					s->eff[t] = e;
@@ -383,14 +674,21 @@ static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_
 	uint64_t L = UINT64_MAX;
 	for (uint32_t i = 0; i < s->nq; i++) {
 		const sreq *q = &s->q[i];
-		if (s->done[i] || q->sa > k || q->sb <= k || q->sb == q->sa + 1)
+		if (s->done[i] || q->sa > k || q->sb <= k || (q->sb == q->sa + 1 && !s->ob_first))
 			continue;
-		uint64_t e = range_max(s, q->sa, q->sb);
-		if (e >= L)
+		uint64_t e0 = range_max(s, q->sa, q->sb);
+		if (e0 >= L)
 			continue;
+		/* with obstacles, y lies no lower than where it first fits
+		 * between them above its floors */
+		uint64_t e = ob_fit(s, q->sa, q->sb, q->size, e0);
 		int held = 0;
-		uint64_t z = UINT64_MAX;
+		uint64_t z = UINT64_MAX, ot = UINT64_MAX;
 		for (uint32_t j = q->sa; j < q->sb; j++) {
+			/* or on an obstacle's top, in any of its sections */
+			uint64_t x = ob_top_above(s, j, m, e);
+			if (x < ot)
+				ot = x;
 			if (j == k)
 				continue;
 			if (s->f[j] == e && s->sup[j] && e > m)
@@ -399,6 +697,8 @@ static uint64_t waste_level(srch *s, uint32_t k, uint64_t m, uint32_t a, uint32_
 				z = s->eff[j];
 		}
 		uint64_t l = held ? e : z == UINT64_MAX ? UINT64_MAX : (z > e ? z : e);
+		if (ot < l)
+			l = ot;
 		if (l <= m)
 			l = m + 1; /* not at m: above it */
 		if (l < L)
@@ -423,7 +723,7 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 			if (s->done[i])
 				continue;
 			const sreq *q = &s->q[i];
-			uint64_t e = range_max(s, q->sa, q->sb);
+			uint64_t e = ob_fit(s, q->sa, q->sb, q->size, range_max(s, q->sa, q->sb));
 			if (e + q->size > s->cap)
 				return 0;
 			uint32_t lo = q->sa, hi = q->sb;
@@ -440,7 +740,7 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 	for (uint32_t j = a; j < b; j++) {
 		uint64_t e = s->eff[j] < s->bmin[j / BLK] ? s->eff[j] : s->bmin[j / BLK];
 		s->eff[j] = e;
-		if (s->rem[j] && e + s->rem[j] > s->cap)
+		if (s->rem[j] && s->rem[j] > room(s, j, e))
 			return 0;
 	}
 	/* unallocated floor: nothing can go below eff[j] in section j, so its
@@ -452,7 +752,9 @@ static int feasible(srch *s, uint32_t a, uint32_t b)
 			if (trail_reserve(s, 1) < 0)
 				break; /* no more raises: still correct */
 			s->trail[s->ntrail++] = (raised){j, s->sup[j], s->f[j]};
-			sec_set3(s, j, s->eff[j], s->rem[j], 0);
+			uint8_t sup = 0;
+			uint64_t f = ob_lift(s, j, s->eff[j], &sup);
+			sec_set3(s, j, f, s->rem[j], sup);
 			any = 1;
 		}
 	if (any)
@@ -557,6 +859,18 @@ static void undo(srch *s, frame *fr)
 
 static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top);
 
+/* Counts a node; 1 when a deadline has passed (looked at every 64 nodes:
+ * a node of a few thousand requests costs about a millisecond) or the node
+ * limit (every 1024, the granularity the restart slices were tuned with). */
+static int out_of_budget(srch *s)
+{
+	if (++s->nodes & 63)
+		return 0;
+	if (pl_now() > s->deadline || pl_cpu_now() > s->cpu_deadline)
+		return 1;
+	return (s->nodes & 1023) == 0 && s->nodes > s->node_limit;
+}
+
 static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
 	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
@@ -654,7 +968,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 		for (uint32_t p = s->first[k]; p < s->first[k + 1]; p++)
 			remaining += !s->done[s->list[p]];
 	for (uint32_t k = a; k < b; k++)
-		if (s->rem[k] && s->f[k] + s->rem[k] > s->cap)
+		if (s->rem[k] && s->rem[k] > room(s, k, s->f[k]))
 			return 0;
 	int open = 1;
 	for (;;) {
@@ -664,7 +978,7 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				*top = depth;
 				return 1;
 			}
-			if ((++s->nodes & 1023) == 0 && (pl_now() > s->deadline || s->nodes > s->node_limit)) {
+			if (out_of_budget(s)) {
 				s->timed_out = 1;
 				return -1;
 			}
@@ -688,11 +1002,19 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			}
 			uint32_t k = UINT32_MAX;
 			uint64_t m = UINT64_MAX;
-			for (uint32_t j = a; j < b; j++)
+			for (uint32_t j = a; j < b;) {
+				if (j % BLK == 0 && j + BLK <= b) {
+					if (s->blow[j / BLK] >= m) { /* nothing lower in this block */
+						j += BLK;
+						continue;
+					}
+				}
 				if (s->rem[j] && s->f[j] < m) {
 					m = s->f[j];
 					k = j;
 				}
+				j++;
+			}
 			if (s->sel == 1) /* the section at m with the least slack */
 				for (uint32_t j = k + 1; j < b; j++)
 					if (s->rem[j] && s->f[j] == m && s->rem[j] > s->rem[k])
@@ -725,20 +1047,17 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 				const sreq *q = &s->q[i];
 				if (s->done[i] || m + q->size > s->cap || q->sb <= k)
 					continue;
-				uint64_t tot = 0;
-				int ok = 1, held = 0;
-				for (uint32_t j = q->sa; j < q->sb && ok; j++) {
-					ok = s->f[j] == m;
-					held |= s->sup[j];
-					if (s->rem[j] > tot)
-						tot = s->rem[j];
-				}
-				if (ok && held) {
+				/* its sections hold its bytes unplaced, so their floors
+				 * are at least m: all at m when the most is */
+				int ok = range_max(s, q->sa, q->sb) == m && range_sup(s, q->sa, q->sb);
+				for (uint32_t j = q->sa; j < q->sb && ok && (s->ob_first || !q->size); j++)
+					ok = s->f[j] == m && m + q->size <= ob_ceil(s, j, m);
+				if (ok) {
+					uint64_t tot = range_rem(s, q->sa, q->sb);
 					/* hatless: nothing else is unplaced where it lives, so
-					 * if it fails at m, every alternative fails too */
-					int alone = 1;
-					for (uint32_t j = q->sa; j < q->sb && alone; j++)
-						alone = s->rem[j] == q->size;
+					 * if it fails at m, every alternative fails too (its
+					 * sections hold at least its bytes: at most, only them) */
+					int alone = tot == q->size;
 					if (alone) {
 						s->cand[cb] = (pl_kv){0, i};
 						ce = cb + 1;
@@ -781,14 +1100,15 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			s->h2 += tb2(i);
 			for (uint32_t j = q->sa; j < q->sb; j++) {
 				s->trail[s->ntrail++] = (raised){j, s->sup[j], m};
-				sec_set3(s, j, m + q->size, s->rem[j] - q->size, 1);
+				uint8_t sup = 1;
+				sec_set3(s, j, ob_lift(s, j, m + q->size, &sup), s->rem[j] - q->size, sup);
 				if (j > q->sa)
 					s->cross[j]--;
-				if (s->rem[j] && s->f[j] + s->rem[j] > s->cap)
+				if (s->rem[j] && s->rem[j] > room(s, j, s->f[j]))
 					ok = 0;
 			}
 			fix_blocks(s, q->sa, q->sb);
-			if (ok && (++s->nodes & 1023) == 0 && (pl_now() > s->deadline || s->nodes > s->node_limit)) {
+			if (ok && out_of_budget(s)) {
 				s->timed_out = 1;
 				return -1;
 			}
@@ -808,12 +1128,15 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 			/* the waste branch */
 			fr->next = UINT32_MAX;
 			uint64_t L = waste_level(s, k, m, a, b);
-			if (L != UINT64_MAX && L > m && L + s->rem[k] <= s->cap) {
+			uint8_t lsup = 0;
+			if (L != UINT64_MAX)
+				L = ob_lift(s, k, L, &lsup);
+			if (L != UINT64_MAX && L > m && s->rem[k] <= room(s, k, L)) {
 				if (trail_reserve(s, 1) < 0)
 					return -2;
 				fr->tr = (uint32_t)s->ntrail;
 				s->trail[s->ntrail++] = (raised){k, s->sup[k], m};
-				sec_set3(s, k, L, s->rem[k], 0);
+				sec_set3(s, k, L, s->rem[k], lsup);
 				fix_blocks(s, k, k + 1);
 				fr->next = UINT32_MAX - 1;
 				if (feasible(s, a, b)) {
@@ -843,11 +1166,11 @@ static int solve(srch *s, uint32_t a, uint32_t b, size_t base, size_t *top)
 
 /* Sets up one search of the static requests under cap (rev: time runs
  * backwards, a mirror image that the search meets in another order). */
-static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uint64_t *off)
+static int srch_init(srch *s, const pl_work *w, const pl_obst *ob, uint64_t cap, int rev, const uint64_t *off)
 {
 	memset(s, 0, sizeof *s);
 	s->rev = rev;
-	if (build(s, w) < 0)
+	if (build(s, w, ob) < 0)
 		return -1;
 	s->cap = cap;
 	/* off holds the incumbent on entry: it guides the first order */
@@ -858,10 +1181,11 @@ static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uin
 		take(s, i, +1);
 	if (static_ranks(s) < 0)
 		return -1;
-	s->tt = getenv("NOTT") ? NULL : calloc((size_t)2 << TT_BITS, sizeof *s->tt); /* without it: no memo, same answers */
+	s->tt_bits = ob && ob->n ? TT_BITS_OB : TT_BITS;
+	s->tt = calloc((size_t)2 << s->tt_bits, sizeof *s->tt); /* without it: no memo, same answers */
 	for (uint32_t k = 0; k < s->K; k++) {
-		s->f[k] = w->pinned_bytes;
 		s->sup[k] = 1; /* the base supports */
+		s->f[k] = ob_lift(s, k, w->pinned_bytes, &s->sup[k]);
 		if (s->rem[k]) {
 			s->h1 += tf1(k, s->f[k] << 1 | 1);
 			s->h2 += tf2(k, s->f[k] << 1 | 1);
@@ -871,14 +1195,15 @@ static int srch_init(srch *s, const pl_work *w, uint64_t cap, int rev, const uin
 	return 0;
 }
 
-int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_limit, int guided, uint64_t *off,
-              uint64_t *nodes)
+int pl_search(const pl_work *w, const pl_obst *ob, uint64_t cap, double deadline, double cpu_deadline,
+              uint64_t node_limit, int guided,
+              uint64_t *off, uint64_t *nodes)
 {
 	srch two[2];
 	int rc = -2, ndir = 2;
 	memset(two, 0, sizeof two);
 	for (int d = 0; d < ndir; d++)
-		if (srch_init(&two[d], w, cap, d, off) < 0)
+		if (srch_init(&two[d], w, ob, cap, d, off) < 0)
 			goto out;
 	/* Restarts: each with another candidate order and section rule, the
 	 * timeline forwards and backwards in turn, twice the nodes every 5
@@ -909,6 +1234,7 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 		uint64_t before = s->nodes;
 		s->node_limit = s->nodes + (limit - used > per ? per : limit - used);
 		s->deadline = deadline;
+		s->cpu_deadline = cpu_deadline;
 		s->timed_out = 0;
 		/* components (no request crosses between them) are solved one by one */
 		size_t top = 0;
@@ -916,7 +1242,7 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 		if (rc == 2)
 			rc = solve(s, 0, s->K, 0, &top);
 		used += s->nodes - before;
-		if (rc != -1 || pl_now() >= deadline || used >= limit)
+		if (rc != -1 || pl_now() >= deadline || pl_cpu_now() >= cpu_deadline || used >= limit)
 			break;
 		while (s->sp) /* back to the start */
 			undo(s, &s->st[--s->sp]);
@@ -927,8 +1253,7 @@ int pl_search(const pl_work *w, uint64_t cap, double deadline, uint64_t node_lim
 			if (w->kind[i] == PL_PINNED) {
 				off[i] = base;
 				base += w->size[i];
-			} else if (w->kind[i] == PL_DYNAMIC)
-				off[i] = STP_NO_OFFSET;
+			}
 		for (uint32_t i = 0; i < s->nq; i++)
 			off[s->q[i].id] = s->off[i];
 	}

@@ -1,8 +1,9 @@
 /*
  * util.c - the planner's small shared tools: a stable LSD radix sort of
- * (key, value) pairs and a monotonic clock.  (The plan file's CRC-32C is the
- * trace library's stp_crc32c.)
+ * (key, value) pairs and the clocks (the budget's, a thread's CPU time).
+ * (The plan file's CRC-32C is the trace library's stp_crc32c.)
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -70,9 +71,20 @@ void pl_sort_kv_small(pl_kv *a, pl_kv *tmp, size_t n)
 	radix_sort(a, tmp, n, 8);
 }
 
+/* The planner's clock for its budget: wall time, or with
+ * STPROF_PLAN_CLOCK=cpu the process's CPU time (bench/planner on a shared
+ * machine: the budget then buys the same work whatever else runs). */
 double pl_now(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	const char *c = getenv("STPROF_PLAN_CLOCK");
+	clock_gettime(c && !strcmp(c, "cpu") ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double pl_cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }

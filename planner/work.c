@@ -191,6 +191,35 @@ int pl_work_build(const stp_reqs *r, uint64_t align, pl_work *w)
 	return 0;
 }
 
+long pl_rank_ends(const pl_work *w, int pinned_too, uint32_t *sa, uint32_t *sb)
+{
+	size_t n = w->n, m = 0;
+	pl_kv *a = malloc((2 * n + 1) * sizeof *a), *tmp = malloc((2 * n + 1) * sizeof *tmp);
+	if (!a || !tmp) {
+		free(a);
+		free(tmp);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (w->kind[i] == PL_STATIC || (pinned_too && w->kind[i] == PL_PINNED)) {
+			a[m++] = (pl_kv){w->s[i], (uint32_t)(2 * i)};
+			a[m++] = (pl_kv){w->e[i], (uint32_t)(2 * i + 1)};
+		}
+	pl_sort_kv(a, tmp, m);
+	long K = 0;
+	for (size_t j = 0; j < m; j++) {
+		if (j && a[j].k != a[j - 1].k)
+			K++;
+		if (a[j].v & 1)
+			sb[a[j].v >> 1] = (uint32_t)K;
+		else
+			sa[a[j].v >> 1] = (uint32_t)K;
+	}
+	free(a);
+	free(tmp);
+	return K;
+}
+
 uint64_t pl_pool(const pl_work *w, const uint64_t *off)
 {
 	uint64_t top = 0;

@@ -14,6 +14,15 @@
  *   bench_planner perturb S FILE... the same instances with every size scaled
  *                                 by U[0.9, 1.1] for seeds 1..S: pool / lower
  *                                 bound, optimal or gap
+ *   bench_planner bound FILE...   instances against their lower bound (real
+ *                                 compiler traces: idealloc's S_1, Y_1,
+ *                                 pangu_2.6B ...): greedy by size, stprof
+ *                                 with the search, when found, how many
+ *                                 within 0.5% of the bound
+ *   bench_planner large S [N]     the same on the generated family of large
+ *                                 MoE / pipeline instances (six kinds, seeds
+ *                                 1..S, about N requests each; $BENCH_DUMP
+ *                                 writes each as MiniMalloc's CSV)
  *
  * Times are the planning's CPU time (one thread), which a shared machine
  * disturbs less than wall time.  Each plan runs in a child process so its
@@ -178,12 +187,33 @@ static int gen_main(int argc, char **argv)
 	return bad;
 }
 
-/* budget for the search, seconds ($BENCH_BUDGET, default 10) */
+/* the planner counts its budget in CPU seconds (STPROF_PLAN_CLOCK=cpu) */
+static int cpu_clock(void)
+{
+	const char *c = getenv("STPROF_PLAN_CLOCK");
+	return c && !strcmp(c, "cpu");
+}
+
+/* a MiniMalloc CSV; 0, or -1 with the reader's message on stderr */
+static int read_instance(const char *path, stp_reqs *r)
+{
+	uint64_t *off;
+	char err[512];
+	if (stp_reqs_read_csv(path, r, &off, err, sizeof err)) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	free(off);
+	return 0;
+}
+
+/* budget for the search, seconds ($BENCH_BUDGET, default 10; 0: no
+ * search, the steps before it alone) */
 static double bench_budget(void)
 {
 	const char *b = getenv("BENCH_BUDGET");
 	double v = b ? atof(b) : 10.0;
-	return v > 0 ? v : 10.0;
+	return v >= 0 ? v : 10.0;
 }
 
 /* plans r with the default steps and the budget, verifies; 0 or -1 */
@@ -217,26 +247,23 @@ static const char *verdict(const stp_plan *p, char *buf, size_t len)
 
 /* The MiniMalloc instances at their best known capacity (1,048,576 for all
  * 11): greedy by size, then stprof's default steps with the search budget;
- * when the kept layout was found (wall time, one thread), and whether the
+ * when the kept layout was found (the planner's clock: wall time, or CPU
+ * time with STPROF_PLAN_CLOCK=cpu; one thread), and whether the
  * search proved it optimal or how far it is from the best proven bound. */
 static int csv_main(int argc, char **argv)
 {
 	const double best = 1048576.0;
 	double budget = bench_budget();
-	printf("budget %.0f s per instance; %% = above the best known capacity 1,048,576\n", budget);
+	printf("budget %.0f %s s per instance; %% = above the best known capacity 1,048,576\n", budget,
+	       cpu_clock() ? "CPU" : "wall");
 	printf("%-16s %6s %10s %14s %14s %9s %9s  %s\n", "instance", "bufs", "bound", "greedy", "stprof", "found s",
 	       "total s", "result (step)");
 	double sum[2] = {0};
 	int cnt = 0, bad = 0, at_best = 0;
 	for (int a = 1; a < argc; a++) {
 		stp_reqs r;
-		uint64_t *off;
-		char err[512];
-		if (stp_reqs_read_csv(argv[a], &r, &off, err, sizeof err)) {
-			fprintf(stderr, "%s\n", err);
+		if (read_instance(argv[a], &r))
 			return 1;
-		}
-		free(off);
 		const char *base = strrchr(argv[a], '/');
 		printf("%-16s %6zu %10llu", base ? base + 1 : argv[a], r.n, (unsigned long long)stp_lower_bound(&r, 0));
 		stp_plan g, p;
@@ -279,7 +306,8 @@ static int perturb_main(int argc, char **argv)
 	}
 	int seeds = atoi(argv[1]);
 	double budget = bench_budget();
-	printf("sizes x U[0.9, 1.1] per seed; budget %.0f s; ratios are pool / lower bound\n", budget);
+	printf("sizes x U[0.9, 1.1] per seed; budget %.0f %s s; ratios are pool / lower bound\n", budget,
+	       cpu_clock() ? "CPU" : "wall");
 	printf("%-16s %4s %6s %10s %9s %9s %9s  %s\n", "instance", "seed", "bufs", "bound", "greedy", "stprof",
 	       "found s", "result (step)");
 	int bad = 0, cnt = 0, opt = 0, at_bound = 0;
@@ -287,13 +315,10 @@ static int perturb_main(int argc, char **argv)
 	for (int a = 2; a < argc; a++)
 		for (int seed = 1; seed <= seeds; seed++) {
 			stp_reqs r;
-			uint64_t *off, x = 0x9E3779B97F4A7C15ull * (uint64_t)(seed * 7919 + a);
+			uint64_t x = 0x9E3779B97F4A7C15ull * (uint64_t)(seed * 7919 + a);
 			char err[512];
-			if (stp_reqs_read_csv(argv[a], &r, &off, err, sizeof err)) {
-				fprintf(stderr, "%s\n", err);
+			if (read_instance(argv[a], &r))
 				return 1;
-			}
-			free(off);
 			for (size_t i = 0; i < r.n; i++) {
 				x ^= x << 13;
 				x ^= x >> 7;
@@ -337,6 +362,189 @@ static int perturb_main(int argc, char **argv)
 	return bad;
 }
 
+/* One instance of the large family: `kind` picks the schedule and model,
+ * `seed` the draws.  Expert tensors keep the sizes drawn for this iteration
+ * and are static (a compiler planning one step knows them), so every
+ * (layer, micro-batch, expert) has its own size; jitter adds op workspaces of
+ * random sizes whose lifetimes interleave. */
+static const char *const large_kinds[] = {
+	"1f1b+moe8+jitter", "interleaved+moe16+recompute", "gpipe+moe4+jitter",
+	"1f1b+moe32 stage 2", "interleaved+jitter", "1f1b+recompute+moe8+jitter",
+};
+#define NLARGE ((int)(sizeof large_kinds / sizeof *large_kinds))
+
+static int make_large(int kind, int seed, size_t n, stp_reqs *r)
+{
+	stp_gen_opts o;
+	stp_gen_opts_init(&o);
+	o.seed = (uint64_t)seed;
+	o.stages = 4;
+	o.stage = 0;
+	o.hidden = 2048 + 1024 * (uint64_t)(seed % 3);
+	o.seq = 4096;
+	switch (kind) {
+	case 0: o.experts = 8, o.jitter = 1; break;
+	case 1: o.schedule = STP_GEN_INTERLEAVED, o.experts = 16, o.recompute = 1; break;
+	case 2: o.schedule = STP_GEN_GPIPE, o.experts = 4, o.jitter = 1; break;
+	case 3: o.experts = 32, o.stage = 2; break;
+	case 4: o.schedule = STP_GEN_INTERLEAVED, o.jitter = 1; break;
+	default: o.recompute = 1, o.experts = 8, o.jitter = 1; break;
+	}
+	stp_gen_opts_for_size(&o, n);
+	char err[256];
+	if (stp_gen_megatron(&o, r, err, sizeof err)) {
+		fprintf(stderr, "%s\n", err);
+		return -1;
+	}
+	for (size_t i = 0; i < r->n; i++)
+		r->req[i].flags &= ~(uint32_t)STP_REQ_DYNAMIC;
+	return 0;
+}
+
+/* Writes r as MiniMalloc's CSV (for running MiniMalloc on the same
+ * instance): persistent requests and the one that wraps into the next
+ * iteration are live over the whole period there. */
+static int dump_minimalloc(const char *dir, int kind, int seed, const stp_reqs *r)
+{
+	char out[1024];
+	snprintf(out, sizeof out, "%s/large%d.seed%d.csv", dir, kind, seed);
+	FILE *f = fopen(out, "w");
+	if (!f) {
+		perror(out);
+		return -1;
+	}
+	fprintf(f, "id,lower,upper,size\n");
+	for (size_t i = 0; i < r->n; i++) {
+		const stp_req *q = &r->req[i];
+		int whole = (q->flags & STP_REQ_PERSISTENT) || q->t_end <= q->t_start;
+		fprintf(f, "%zu,%llu,%llu,%llu\n", i, whole ? 0ull : (unsigned long long)q->t_start,
+		        whole ? (unsigned long long)r->period : (unsigned long long)q->t_end, (unsigned long long)q->size);
+	}
+	return fclose(f) ? -1 : 0;
+}
+
+/* plans r with the default steps and `budget`, greedy by size beside it;
+ * prints one row: requests, static ones, bound, greedy, stprof, when found,
+ * total, result.  Returns 0, or 1 when a plan does not verify. */
+static int bound_row(const char *name, const stp_reqs *r, double budget, double *sum_g, int *ng, double *sum_p,
+                     int *within)
+{
+	stp_plan g, p;
+	struct timespec c0, c1;
+	char err[512];
+	stp_plan_opts go;
+	stp_plan_opts_init(&go);
+	go.algo = STP_ALGO_GREEDY;
+	go.greedy_seconds = 60; /* quadratic at worst */
+	clockid_t clk = cpu_clock() ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC; /* as the planner counts */
+	clock_gettime(clk, &c0);
+	int grc = stp_plan_build(r, &go, &g, err, sizeof err);
+	clock_gettime(clk, &c1);
+	double gs = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9;
+	if (grc < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (grc == 0 && stp_plan_verify(r, &g, err, sizeof err)) {
+		fprintf(stderr, "INVALID PLAN: %s\n", err);
+		stp_plan_free(&g);
+		return 1;
+	}
+	if (grc == 1)
+		memset(&g, 0, sizeof g); /* stopped: no figure */
+	if (plan_csv(r, STP_ALGO_STALLOC, budget, &p)) {
+		stp_plan_free(&g);
+		return 1;
+	}
+	size_t nstatic = 0;
+	for (size_t i = 0; i < r->n; i++)
+		nstatic += !(r->req[i].flags & (STP_REQ_PERSISTENT | STP_REQ_DYNAMIC));
+	double lb = (double)p.stats.lower_bound;
+	char v[64];
+	printf("%-30s %7zu %7zu ", name, r->n, nstatic);
+	if (g.pool)
+		printf("%9.4f %7.2f", g.pool / lb, gs);
+	else
+		printf("%9s %7.2f", "stopped", gs);
+	printf(" %9.4f %8.2f %8.2f  %s (%s)\n", p.pool / lb, p.stats.found_seconds, p.stats.seconds,
+	       verdict(&p, v, sizeof v), stp_plan_step_name(p.stats.step));
+	fflush(stdout);
+	if (g.pool) {
+		*sum_g += g.pool / lb;
+		(*ng)++;
+	}
+	*sum_p += p.pool / lb;
+	*within += p.pool / lb <= 1.005;
+	stp_plan_free(&g);
+	stp_plan_free(&p);
+	return 0;
+}
+
+static void bound_header(double budget)
+{
+	printf("budget %.0f s each; ratios are pool / lower bound; times are %s seconds of one thread\n", budget,
+	       cpu_clock() ? "CPU (STPROF_PLAN_CLOCK=cpu)" : "wall");
+	printf("%-30s %7s %7s %9s %7s %9s %8s %8s  %s\n", "instance", "reqs", "static", "greedy", "gr. s", "stprof",
+	       "found s", "total s", "result (step)");
+}
+
+static void bound_summary(int cnt, double sum_g, int ng, double sum_p, int within)
+{
+	if (cnt)
+		printf("%d instances: mean pool/bound greedy %.4f (%d run), stprof %.4f; %d within 0.5%% of the bound\n",
+		       cnt, ng ? sum_g / ng : 0, ng, sum_p / cnt, within);
+}
+
+/* Instances against their lower bound (real compiler traces: idealloc's
+ * benchmarks S_1, Y_1, pangu_2.6B ...). */
+static int bound_main(int argc, char **argv)
+{
+	double budget = bench_budget(), sg = 0, sp = 0;
+	int bad = 0, within = 0, cnt = 0, ng = 0;
+	bound_header(budget);
+	for (int a = 1; a < argc; a++) {
+		stp_reqs r;
+		if (read_instance(argv[a], &r))
+			return 1;
+		const char *base = strrchr(argv[a], '/');
+		bad |= bound_row(base ? base + 1 : argv[a], &r, budget, &sg, &ng, &sp, &within);
+		cnt++;
+		stp_reqs_free(&r);
+	}
+	bound_summary(cnt, sg, ng, sp, within);
+	return bad;
+}
+
+/* The generated family of large MoE / pipeline instances: every kind for
+ * seeds 1..S, about N requests each ($BENCH_DUMP: write each as a CSV). */
+static int large_main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: bench_planner large SEEDS [REQUESTS]\n");
+		return 2;
+	}
+	int seeds = atoi(argv[1]), bad = 0, within = 0, cnt = 0, ng = 0;
+	size_t n = argc > 2 ? strtoul(argv[2], NULL, 10) : 30000;
+	double budget = bench_budget(), sg = 0, sp = 0;
+	const char *dump = getenv("BENCH_DUMP");
+	bound_header(budget);
+	for (int k = 0; k < NLARGE; k++)
+		for (int seed = 1; seed <= seeds; seed++) {
+			stp_reqs r;
+			if (make_large(k, seed, n, &r))
+				return 1;
+			char name[96];
+			snprintf(name, sizeof name, "%s s%d", large_kinds[k], seed);
+			if (dump && dump_minimalloc(dump, k, seed, &r))
+				bad = 1;
+			bad |= bound_row(name, &r, budget, &sg, &ng, &sp, &within);
+			cnt++;
+			stp_reqs_free(&r);
+		}
+	bound_summary(cnt, sg, ng, sp, within);
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "gen"))
@@ -345,6 +553,11 @@ int main(int argc, char **argv)
 		return csv_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "perturb"))
 		return perturb_main(argc - 1, argv + 1);
-	fprintf(stderr, "usage: bench_planner gen N... | csv FILE... | perturb SEEDS FILE...\n");
+	if (argc >= 2 && !strcmp(argv[1], "bound"))
+		return bound_main(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "large"))
+		return large_main(argc - 1, argv + 1);
+	fprintf(stderr, "usage: bench_planner gen N... | csv FILE... | perturb SEEDS FILE... | bound FILE... |\n"
+	                "       large SEEDS [REQUESTS]\n");
 	return 2;
 }

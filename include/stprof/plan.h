@@ -127,6 +127,10 @@ typedef struct stp_plan_opts {
 	double budget;          /* seconds for the improvement search after the
 	                         * STAlloc and greedy steps (stopped early when the
 	                         * bound is met); 0 = no search (default 2) */
+	double greedy_seconds;  /* STP_ALGO_GREEDY: give up after this many CPU
+	                         * seconds and return 1 without a plan (a baseline
+	                         * that must not cost more than the plan it is
+	                         * compared with); 0 = no limit (default) */
 } stp_plan_opts;
 
 /* The step whose layout a plan keeps (the best verified one of all). */
@@ -134,7 +138,11 @@ typedef enum stp_plan_step {
 	STP_STEP_STALLOC = 0,   /* STAlloc steps */
 	STP_STEP_IMPROVE,       /* STAlloc + re-placement above the bound */
 	STP_STEP_GREEDY,        /* greedy by size (+ re-placement) */
-	STP_STEP_SEARCH         /* exact search (search.c; up to 5000 static requests) */
+	STP_STEP_SEARCH,        /* exact search (search.c; up to 5000 static requests) */
+	STP_STEP_PEAK,          /* exact search of the requests near the peak, the rest
+	                         * first fit (large.c; above 5000 static requests) */
+	STP_STEP_WINDOWS,       /* first fit window by window in time (window.c) */
+	STP_STEP_REPAIR         /* exact re-placement around the peak (repair.c) */
 } stp_plan_step;
 const char *stp_plan_step_name(int step);
 
@@ -176,7 +184,8 @@ typedef struct stp_plan {
 } stp_plan;
 
 void stp_plan_opts_init(stp_plan_opts *o);
-/* Builds a plan for r.  Returns 0, or -1 with a message (no memory, bad set). */
+/* Builds a plan for r.  Returns 0, -1 with a message (no memory, bad set),
+ * or 1 when greedy_seconds ran out (no plan, nothing to free). */
 int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char *err, size_t errlen);
 void stp_plan_free(stp_plan *p);
 
