@@ -330,8 +330,14 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	}
 	if (o->accesses == RECORD_ACCESSES_EXACT) {
 		setenv("STPROF_ACCESSES", "exact", 1);
-		/* every module loaded (and patched) when its context is made */
-		setenv("CUDA_MODULE_LOADING", "EAGER", 0);
+		/* modules load lazily (CUDA's default): the API patches each
+		 * function when it loads, so only the kernels that run are
+		 * patched (PyTorch's libraries hold tens of thousands);
+		 * STPROF_SANITIZER_EAGER=1 loads and patches every module with
+		 * its context, as the first versions did */
+		const char *eager = getenv("STPROF_SANITIZER_EAGER");
+		if (eager && *eager && strcmp(eager, "0"))
+			setenv("CUDA_MODULE_LOADING", "EAGER", 0);
 		if (o->sample_launches > 0) {
 			snprintf(buf, sizeof buf, "%d", o->sample_launches);
 			setenv("STPROF_SAMPLE_LAUNCHES", buf, 1);

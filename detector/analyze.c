@@ -359,7 +359,8 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		return -1;
 	det_obj *o = &d->objs[slot];
 	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
-	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si, .flags = DET_OBJ_LIVE,
+	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si,
+	               .flags = (uint8_t)(DET_OBJ_LIVE | (a->pool == STP_POOL_TENSORS ? DET_OBJ_POOL : 0)),
 	               .ko = UINT32_MAX};
 	sp->allocs++;
 	sp->bytes_allocated += a->size;
@@ -374,8 +375,11 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		if ((p->ib & 1) && p->ib / 2 < d->niters) {
 			stp_det_iteration *it = &d->iters[p->ib / 2];
 			it->allocs++;
-			if (ss->live_bytes > it->peak_bytes)
+			if (ss->live_bytes > it->peak_bytes) {
 				it->peak_bytes = ss->live_bytes;
+				if (d->ipeak_seq)
+					d->ipeak_seq[p->ib / 2] = ev->seq;
+			}
 		}
 		series_note(d, p, ss->live_bytes);
 		if (ev->seq == p->peak_seq) { /* the peak: mark what is live */
@@ -492,6 +496,12 @@ int det_analyze(stp_det *d)
 	}
 	if (d->have_ranges && det_access_init(d) < 0)
 		goto oom;
+	if (d->have_ranges && d->niters) {
+		d->ipeak_seq = malloc(d->niters * sizeof *d->ipeak_seq);
+		if (!d->ipeak_seq)
+			goto oom;
+		memset(d->ipeak_seq, 0xff, d->niters * sizeof *d->ipeak_seq);
+	}
 	if (d->niters && det_latefree_init(d) < 0)
 		goto oom;
 	if (det_sim_init(d) < 0)

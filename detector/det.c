@@ -170,6 +170,7 @@ void stp_det_free(stp_det *d)
 	det_tokens_free(d);
 	free(d->turn_seq);
 	free(d->turn_ns);
+	free(d->ipeak_seq);
 	free(d->objs);
 	free(d->p1_size);
 	free(d->p1_space);

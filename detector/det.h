@@ -6,7 +6,9 @@
  *   period.c    iterations and phases detected from the tokens
  *   analyze.c   pass 2: objects, classes, sites, the peak snapshot, series
  *   access.c    API events: object lookup by range, topological levels,
- *               DrGPUM's per-object patterns
+ *               DrGPUM's per-object patterns and overallocation
+ *   judge.c     what the program's structure explains (iterations, phases,
+ *               libraries), the words that place an interval
  *   radix.c     the radix sort of the large sorts
  *   latefree.c  the host-trace late-free heuristic
  *   findings.c  findings aggregated per (pattern, site)
@@ -55,6 +57,7 @@ typedef struct det_obj {
 #define DET_OBJ_ACCESSED 2u
 #define DET_OBJ_SIM 4u      /* fed to the allocator models */
 #define DET_OBJ_LIVE 8u     /* the slot holds a live object */
+#define DET_OBJ_POOL 16u    /* a framework allocator's tensor (pool STP_POOL_TENSORS) */
 
 /* What pass 2 keeps for a call site besides its public record (d->spub). */
 typedef struct det_site {
@@ -243,6 +246,10 @@ struct stp_det {
 	struct det_ko_acc *acc_rec;
 	uint64_t nacc_rec, acc_rec_cap;
 
+	/* pass 2: per iteration, the seq where the primary space first reached
+	 * the iteration's highest live bytes (UINT64_MAX: none) */
+	uint64_t *ipeak_seq;
+
 	/* outputs owned here */
 	stp_det_finding *out_findings;
 	stp_det_sample *series;
@@ -282,9 +289,29 @@ stp_det_class det_classify(const stp_det *d, uint32_t ib_alloc, uint32_t seg_all
  * or crosses from one iteration into the next. */
 int det_crosses_iterations(const stp_det *d, uint32_t ib_alloc, uint32_t ib_free);
 
-/* findings (findings.c) */
+/* findings (findings.c): det_finding_add_x with an stp_det_expect (0:
+ * actionable), det_finding_add without */
 void det_finding_add(stp_det *d, stp_det_pattern p, uint32_t site, uint64_t objects, uint64_t bytes,
                      double waste, uint64_t distance, const stp_det_instance *inst);
+void det_finding_add_x(stp_det *d, stp_det_pattern p, stp_det_expect why, uint32_t site, uint64_t objects,
+                       uint64_t bytes, double waste, uint64_t distance, const stp_det_instance *inst);
+
+/* judge.c */
+int det_judge_usable(const stp_det *d);            /* iterations to judge against */
+uint32_t det_ib_at(const stp_det *d, uint64_t seq); /* iteration boundaries <= seq */
+int32_t det_phase_at(const stp_det *d, uint64_t seq); /* innermost phase, -1 none */
+/* An idle gap of the object allocated at alloc_seq, from one access (seq)
+ * to the next: what explains it. */
+stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t from_seq, uint64_t to_seq);
+int det_before_loop(const stp_det *d, uint64_t seq); /* before the first iteration */
+int det_same_segment(const stp_det *d, uint64_t a_seq, uint64_t b_seq);
+int det_after_loop(const stp_det *d, uint64_t seq); /* past the last iteration's end */
+/* 1 when [a_seq, b_seq] holds an iteration's live-bytes peak (pass 2's
+ * ipeak_seq: judged at the end of the pass) */
+int det_spans_peak(const stp_det *d, uint64_t a_seq, uint64_t b_seq);
+/* 1 when a call path is a library's own (its frames: cuBLAS, cuDNN, ... or
+ * a function naming a workspace). */
+int det_site_is_library(stp_det *d, uint32_t stack);
 
 /* access.c: only used when d->have_ranges */
 int det_access_init(stp_det *d);
@@ -297,6 +324,8 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns);
 void det_access_free_event(stp_det *d, const stp_event *ev);
 int det_access_api(stp_det *d, const stp_event *ev);
 int det_access_finish(stp_det *d); /* redundant allocation, after the pass */
+const char *det_access_unit(const stp_det *d); /* what the API events mostly are */
+uint64_t det_access_napi(const stp_det *d);
 
 /* simfeed.c: only called when d->simc */
 int det_sim_init(stp_det *d);

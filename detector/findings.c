@@ -1,20 +1,21 @@
 /*
- * findings.c - findings aggregated per (pattern, call site): how many
- * objects matched, their bytes, the summed waste (bytes x ns), the largest
- * inefficiency distance and the worst instance (the one with the most
- * waste).  Memory grows with the sites that have findings, not with the
- * objects.
+ * findings.c - findings aggregated per (pattern, call site, what explains
+ * it): how many objects matched, their bytes, the summed waste (bytes x
+ * ns), the largest inefficiency distance and the worst instance (the one
+ * with the most waste).  Per-pattern totals are counted when the result is
+ * built (result.c: a library's site is only known then).  Memory grows with
+ * the sites that have findings, not with the objects.
  */
 #include <stdlib.h>
 
 #include "det.h"
 
-void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t objects, uint64_t bytes,
-                     double waste, uint64_t distance, const stp_det_instance *inst)
+void det_finding_add_x(stp_det *d, stp_det_pattern pat, stp_det_expect why, uint32_t site, uint64_t objects,
+                       uint64_t bytes, double waste, uint64_t distance, const stp_det_instance *inst)
 {
-	if (d->ko_seq && objects == 1 && inst->alloc_seq)
+	if (d->ko_seq && objects == 1 && inst->alloc_seq && why == STP_EXPECT_NONE)
 		det_ko_mark(d, inst->alloc_seq, pat);
-	uint64_t key = ((uint64_t)site << 8 | (uint64_t)pat) + 1, idx;
+	uint64_t key = ((uint64_t)site << 12 | (uint64_t)why << 8 | (uint64_t)pat) + 1, idx;
 	if (!det_map_get(&d->fidx, key, &idx)) {
 		if (d->nfacc == d->facc_cap) {
 			uint32_t nc = d->facc_cap ? d->facc_cap * 2 : 64;
@@ -27,7 +28,8 @@ void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t ob
 		idx = d->nfacc;
 		if (det_map_put(&d->fidx, key, idx, NULL) < 0)
 			return;
-		d->facc[d->nfacc++] = (det_finding_acc){.f = {.pattern = pat, .site = site}, .worst_waste = -1};
+		d->facc[d->nfacc++] =
+			(det_finding_acc){.f = {.pattern = pat, .site = site, .expected = (uint8_t)why}, .worst_waste = -1};
 	}
 	det_finding_acc *a = &d->facc[idx];
 	a->f.objects += objects;
@@ -39,6 +41,10 @@ void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t ob
 		a->worst_waste = waste;
 		a->f.worst = *inst;
 	}
-	d->res.pattern_objects[pat] += objects;
-	d->res.pattern_waste[pat] += waste;
+}
+
+void det_finding_add(stp_det *d, stp_det_pattern pat, uint32_t site, uint64_t objects, uint64_t bytes,
+                     double waste, uint64_t distance, const stp_det_instance *inst)
+{
+	det_finding_add_x(d, pat, STP_EXPECT_NONE, site, objects, bytes, waste, distance, inst);
 }

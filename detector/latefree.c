@@ -38,6 +38,7 @@ typedef struct lf_entry {
 	uint32_t inst_seg;    /* its allocation segment */
 	int late;             /* a finding: its objects are late frees */
 	uint32_t orig;        /* its index before the sort (objinfo.c's ko_lf) */
+	uint32_t space;       /* the memory space of its objects */
 } lf_entry;
 
 struct det_latefree {
@@ -118,7 +119,8 @@ int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t
 			lf->cap = nc;
 		}
 		i = lf->ne++;
-		lf->e[i] = (lf_entry){.site = o->site, .key = key, .rel = rel, .worst = -1, .orig = (uint32_t)i};
+		lf->e[i] = (lf_entry){.site = o->site, .key = key, .rel = rel, .worst = -1, .orig = (uint32_t)i,
+		                      .space = o->space};
 		if (det_map_put(&lf->idx, k, i, NULL) < 0)
 			return -1;
 	}
@@ -213,9 +215,11 @@ int det_latefree_finish(stp_det *d)
 			in.at_ns = exp_ns < in.free_ns ? exp_ns : in.free_ns;
 			in.until_ns = in.free_ns;
 			double share = (double)(e->rel - r) / (double)e->rel;
-			e->late = 1;
-			det_finding_add(d, STP_PAT_LATE_FREE, e->site, e->count, e->bytes, e->life_bytes * share, in.distance,
-			                &in);
+			/* objects under 1/1024 of their space's peak: too small to matter */
+			int small = in.size < d->spaces[e->space].peak_bytes / 1024;
+			e->late = !small;
+			det_finding_add_x(d, STP_PAT_LATE_FREE, small ? STP_EXPECT_NEGLIGIBLE : STP_EXPECT_NONE, e->site, e->count,
+			                  e->bytes, e->life_bytes * share, in.distance, &in);
 		}
 		a = b;
 	}

@@ -49,7 +49,8 @@ int det_build_result(stp_det *d)
 	r->nspaces = d->nspaces;
 	r->spaces = d->spaces;
 	r->have_accesses = d->have_ranges;
-	r->logical_unit = d->have_ranges ? "API levels" : "events";
+	r->logical_unit = d->have_ranges ? det_access_unit(d) : "events";
+	r->acc.apis = det_access_napi(d);
 
 	/* window times detected in pass 1 without times come from the cuts */
 	for (uint32_t k = 0; k < d->niters; k++) {
@@ -130,16 +131,37 @@ int det_build_result(stp_det *d)
 	d->out_findings = malloc((d->nfacc ? d->nfacc : 1) * sizeof *d->out_findings);
 	if (!d->out_findings)
 		return -1;
-	for (uint32_t i = 0; i < d->nfacc; i++) {
-		stp_det_finding f = d->facc[i].f;
-		f.site = d->sites[f.site].out_index;
-		if (f.worst.other_site != UINT32_MAX)
-			f.worst.other_site = d->sites[f.worst.other_site].out_index;
-		d->out_findings[i] = f;
-	}
-	qsort(d->out_findings, d->nfacc, sizeof *d->out_findings, cmp_findings);
+	/* the actionable ones first, those the structure explains after them:
+	 * a library's own buffers are known by their call path (once per site) */
+	uint8_t *lib = calloc(d->nsites ? d->nsites : 1, 1); /* 0 unknown, 1 no, 2 yes */
+	uint32_t nact = 0, nexp = 0;
+	for (uint32_t pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < d->nfacc; i++) {
+			stp_det_finding f = d->facc[i].f;
+			if (lib && !lib[f.site])
+				lib[f.site] = det_site_is_library(d, d->spub[f.site].stack) ? 2 : 1;
+			if (lib && lib[f.site] == 2)
+				f.expected = STP_EXPECT_LIBRARY;
+			if ((f.expected != STP_EXPECT_NONE) != pass)
+				continue;
+			if (pass) {
+				r->expect_objects[f.expected] += f.objects;
+			} else {
+				r->pattern_objects[f.pattern] += f.objects;
+				r->pattern_waste[f.pattern] += f.waste_byte_ns;
+			}
+			f.site = d->sites[f.site].out_index;
+			if (f.worst.other_site != UINT32_MAX)
+				f.worst.other_site = d->sites[f.worst.other_site].out_index;
+			d->out_findings[pass ? nact + nexp++ : nact++] = f;
+		}
+	free(lib);
+	qsort(d->out_findings, nact, sizeof *d->out_findings, cmp_findings);
+	qsort(d->out_findings + nact, nexp, sizeof *d->out_findings, cmp_findings);
 	r->findings = d->out_findings;
-	r->nfindings = d->nfacc;
+	r->nfindings = nact;
+	r->expected = d->out_findings + nact;
+	r->nexpected = nexp;
 	r->has_window = d->opt.has_window;
 	r->window_begin_ns = d->opt.window_begin_ns;
 	r->window_end_ns = d->opt.window_end_ns;
@@ -153,6 +175,8 @@ int det_build_result(stp_det *d)
 		}
 		r->nfindings = k;
 	}
+	if (!d->have_ranges)
+		r->pattern_available[STP_PAT_OVERALLOC] = 0;
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		r->pattern_available[p] = 1;
 	if (!d->have_ranges) {
@@ -400,7 +424,7 @@ const char *stp_det_pattern_name(unsigned p)
 {
 	static const char *const n[] = {"early-allocation", "late-deallocation", "redundant-allocation",
 	                                "unused-allocation", "memory-leak", "temporary-idleness",
-	                                "dead-write", "late-free"};
+	                                "dead-write", "late-free", "overallocation"};
 	return p < STP_PAT_COUNT ? n[p] : "?";
 }
 
@@ -408,7 +432,7 @@ const char *stp_det_pattern_title(unsigned p)
 {
 	static const char *const n[] = {"Early allocation", "Late deallocation", "Redundant allocation",
 	                                "Unused allocation", "Memory leak", "Temporary idleness",
-	                                "Dead write", "Late free (host heuristic)"};
+	                                "Dead write", "Late free (host heuristic)", "Overallocation"};
 	return p < STP_PAT_COUNT ? n[p] : "?";
 }
 
@@ -431,20 +455,41 @@ static const char *fmt_ns(uint64_t ns, char *b, size_t n)
 	return b;
 }
 
+static const char *fmt_bytes(uint64_t b, char *buf, size_t n)
+{
+	if (b >= (1ull << 30))
+		snprintf(buf, n, "%.1f GiB", b / (double)(1ull << 30));
+	else if (b >= (1ull << 20))
+		snprintf(buf, n, "%.1f MiB", b / (double)(1ull << 20));
+	else if (b >= (1ull << 10))
+		snprintf(buf, n, "%.1f KiB", b / (double)(1ull << 10));
+	else
+		snprintf(buf, n, "%" PRIu64 " B", b);
+	return buf;
+}
+
+/* " (12 kernels, in forward of iteration 3)" */
+static const char *apart(stp_det *d, const stp_det_instance *w, char *buf, size_t len)
+{
+	char where[160];
+	stp_det_span_text(d, w->at_seq, w->until_seq, where, sizeof where);
+	snprintf(buf, len, "%" PRIu64 " %s%s%s", w->distance, d->res.logical_unit, where[0] ? ", " : "", where);
+	return buf;
+}
+
 const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, size_t len)
 {
 	const stp_det_instance *w = &f->worst;
-	char t[32], where[256];
+	char t[32], where[256], ap[224], b1[32], b2[32];
 	uint64_t span = w->until_ns > w->at_ns ? w->until_ns - w->at_ns : 0;
-	const char *unit = d->res.logical_unit;
 	switch (f->pattern) {
 	case STP_PAT_EARLY_ALLOC:
-		snprintf(buf, len, "Allocate it just before its first use: it sat unused for %s (%" PRIu64 " %s) after "
-		         "allocation.", fmt_ns(span, t, sizeof t), w->distance, unit);
+		snprintf(buf, len, "Allocate it just before its first use: it sat unused for %s (%s) after allocation.",
+		         fmt_ns(span, t, sizeof t), apart(d, w, ap, sizeof ap));
 		break;
 	case STP_PAT_LATE_DEALLOC:
-		snprintf(buf, len, "Free it right after its last use: it stayed allocated for %s (%" PRIu64 " %s) after "
-		         "its last access.", fmt_ns(span, t, sizeof t), w->distance, unit);
+		snprintf(buf, len, "Free it right after its last use: it stayed allocated for %s (%s) after its last "
+		         "access.", fmt_ns(span, t, sizeof t), apart(d, w, ap, sizeof ap));
 		break;
 	case STP_PAT_REDUNDANT_ALLOC:
 		if (w->other_site != UINT32_MAX)
@@ -452,10 +497,12 @@ const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, 
 		else
 			snprintf(where, sizeof where, "another site");
 		snprintf(buf, len, "Reuse the buffer allocated at %s (%" PRIu64 " bytes, done with %" PRIu64 " %s "
-		         "earlier) instead of allocating a new one of similar size.", where, w->other_size, w->distance, unit);
+		         "earlier) instead of allocating a new one of similar size.", where, w->other_size, w->distance,
+		         d->res.logical_unit);
 		break;
 	case STP_PAT_UNUSED_ALLOC:
-		snprintf(buf, len, "No API ever touched it: remove the allocation.");
+		snprintf(buf, len, "Nothing ever touched it (%" PRIu64 " %s ran while it lived): remove the allocation.",
+		         w->distance, d->res.logical_unit);
 		break;
 	case STP_PAT_LEAK:
 		snprintf(buf, len, "Never freed: %" PRIu64 " object%s from this call site %s still live at the end. "
@@ -463,17 +510,24 @@ const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, 
 		         f->objects == 1 ? "is" : "are");
 		break;
 	case STP_PAT_TEMP_IDLE:
-		snprintf(buf, len, "Idle for %s (%" PRIu64 " %s) between two uses: offload it to host memory or recompute "
-		         "it, or move the two uses closer together.", fmt_ns(span, t, sizeof t), w->distance, unit);
+		snprintf(buf, len, "Idle for %s (%s) between two uses: offload it to host memory or recompute "
+		         "it, or move the two uses closer together.", fmt_ns(span, t, sizeof t), apart(d, w, ap, sizeof ap));
 		break;
 	case STP_PAT_DEAD_WRITE:
-		snprintf(buf, len, "A copy, set or kernel overwrote it before anything read the previous write: "
-		         "remove the earlier write.");
+		stp_det_span_text(d, w->at_seq, w->until_seq, where, sizeof where);
+		snprintf(buf, len, "%" PRIu64 " write%s to it %s never read (overwritten, or freed unread%s%s): "
+		         "remove the write%s nobody reads.", w->distance, w->distance == 1 ? "" : "s",
+		         w->distance == 1 ? "was" : "were", where[0] ? ", " : "", where, w->distance == 1 ? "" : "s");
 		break;
 	case STP_PAT_LATE_FREE:
 		snprintf(buf, len, "Freed %s after most objects allocated in the same phase were gone (%" PRIu64
 		         " timeline segments later than the other call sites' objects): free it at the end of the phase that last uses it.",
 		         fmt_ns(span, t, sizeof t), w->distance);
+		break;
+	case STP_PAT_OVERALLOC:
+		snprintf(buf, len, "Only %s of its %s were ever touched (bytes %" PRIu64 " to %" PRIu64 " at most): "
+		         "allocate what is used, or free the rest.", fmt_bytes(w->used_bytes, b1, sizeof b1),
+		         fmt_bytes(w->size, b2, sizeof b2), w->used_lo, w->used_hi);
 		break;
 	default:
 		snprintf(buf, len, "-");

@@ -168,6 +168,33 @@ static int push_reuse(stp_det *d, uint64_t seq, uint32_t slot)
 	return 0;
 }
 
+/* The collector's annotations on how accesses were recorded (the Compute
+ * Sanitizer backend's, docs/accesses.md). */
+static void note_annotation(stp_det *d, const char *name, int64_t v)
+{
+	static const char pre[] = "stprof.sanitizer";
+	if (!name || strncmp(name, pre, sizeof pre - 1))
+		return;
+	const char *k = name + sizeof pre - 1;
+	uint64_t u = v > 0 ? (uint64_t)v : 0;
+	if (!*k)
+		d->res.acc.sanitizer = (int32_t)v;
+	else if (!strcmp(k, "_launches"))
+		d->res.acc.launches = u;
+	else if (!strcmp(k, "_sampled"))
+		d->res.acc.sampled = u;
+	else if (!strcmp(k, "_timed_launches"))
+		d->res.acc.timed = u;
+	else if (!strcmp(k, "_unread_launches"))
+		d->res.acc.unread = u;
+	else if (!strcmp(k, "_ranges_dropped"))
+		d->res.acc.dropped = u;
+	else if (!strcmp(k, "_unplaced_launches"))
+		d->res.acc.unplaced = u;
+	else if (!strcmp(k, "_patched_kinds"))
+		d->res.acc.kinds = (uint32_t)u;
+}
+
 int det_scan(stp_det *d)
 {
 	char err[512];
@@ -344,6 +371,8 @@ int det_scan(stp_det *d)
 			}
 			break;
 		case STP_EV_MARKER:
+			if (ev.u.marker.kind == STP_MARK_ANNOTATION)
+				note_annotation(d, stp_reader_string(r, ev.u.marker.name), ev.u.marker.value);
 			det_marker(d, r, &ev, live_total);
 			if (d->have_iter_markers && d->opt.iter_mode == STP_DET_ITER_AUTO && d->tok)
 				det_tokens_free(d);

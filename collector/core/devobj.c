@@ -12,10 +12,6 @@
 
 #include "internal.h"
 
-/* Before every change: the backends' devobj_change hooks (face.h; the
- * Compute Sanitizer backend writes the kernel accesses it still holds). */
-static void sync_point(void) { stc_backends_devobj_change(); }
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static stc_devobj *tab;
 static size_t n, cap;
@@ -47,7 +43,6 @@ uint64_t stc_devobj_add(uint64_t addr, uint64_t size, int32_t device, uint8_t ki
 		return 0;
 	stc_devobj o = {.addr = addr, .size = size, .device = device, .kind = kind, .segment = segment, .stack = stack};
 	uint64_t e = end_of(&o);
-	sync_point();
 	pthread_mutex_lock(&lock);
 	/* the entries that overlap [addr, e): possibly the one before i, then
 	 * every one that starts below e */
@@ -81,7 +76,6 @@ uint64_t stc_devobj_add(uint64_t addr, uint64_t size, int32_t device, uint8_t ki
 
 int stc_devobj_remove(uint64_t addr, stc_devobj *out)
 {
-	sync_point();
 	pthread_mutex_lock(&lock);
 	size_t i = lower_bound(addr);
 	int found = i < n && tab[i].addr == addr;

@@ -6,7 +6,8 @@
  *
  *   - recording an event: stc_emit (now), stc_emit_span (an API call that
  *     began earlier), the call path of the caller (stc_unwind) and its
- *     stack id (stc_intern_stack), strings (stc_intern_string);
+ *     stack id (stc_intern_stack), strings (stc_intern_string), the
+ *     libraries whose frames a path leaves out (stc_modset);
  *   - clock, thread id, the process's state and options (g_cfg);
  *   - memory that is not the recorded heap (stc_mem_*);
  *   - the live GPU-visible objects every device backend shares (stc_devobj_*);
@@ -113,6 +114,26 @@ struct dl_phdr_info;
 /* The span [lo, hi) of an object's PT_LOAD segments; 0 when it has none. (phdr.c) */
 STC_HIDDEN int stc_phdr_span(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi);
 
+/* Named libraries in memory (modspan.c): a set of file-name prefixes
+ * ("libcuda.so", ...) and, once found, the spans of the loaded objects
+ * that carry them.  stc_modset_scan looks them up (again only while one is
+ * missing); stc_modset_has says whether ip lies in prefix m's objects;
+ * stc_modset_skip counts the leading ips that lie in the first nskip
+ * prefixes' objects (the frames to drop from a call path). */
+#define STC_MODSET_MAX 8
+typedef struct stc_modspan {
+	uintptr_t lo, hi;
+} stc_modspan;
+typedef struct stc_modset {
+	const char *const *prefix;
+	unsigned n; /* <= STC_MODSET_MAX */
+	stc_modspan span[STC_MODSET_MAX][2];
+	_Atomic int done[STC_MODSET_MAX];
+} stc_modset;
+STC_HIDDEN void stc_modset_scan(stc_modset *set);
+STC_HIDDEN int stc_modset_has(const stc_modset *set, unsigned m, uint64_t ip);
+STC_HIDDEN uint32_t stc_modset_skip(const stc_modset *set, unsigned nskip, const uint64_t *ips, uint32_t d);
+
 /* Events a backend writes itself, in EVENTS chunks of its own (the CUDA
  * backend's launches, held until their device time is known):
  *   stc_ensure_output  the first event of a process image opens the trace
@@ -150,10 +171,9 @@ STC_HIDDEN void stc_flusher_lazy(uint64_t now);
  *   - Every change bumps the generation, so a reader can tell whether a copy
  *     it made is still current without comparing contents.
  *   - Safe from any thread (one mutex; no callback runs under it).
- *   - Every add and remove first runs the backends' devobj_change hooks,
- *     outside the mutex (the Compute Sanitizer backend writes the kernel
- *     accesses it still holds).  So a backend that records a device
- *     object's FREE (or ALLOC) itself changes this table BEFORE recording it.
+ *   - A backend that records a device object's FREE (or ALLOC) itself
+ *     changes this table BEFORE recording it (a launch's map is the table
+ *     as it was at the launch: the Compute Sanitizer backend's).
  */
 typedef struct stc_devobj {
 	uint64_t addr, size;
@@ -258,7 +278,6 @@ STC_HIDDEN extern _Atomic pid_t g_sanitizer_api_pid;
  *                 returns the watermark lowered below the seq of anything
  *                 still held (try_only: from a signal handler, write
  *                 nothing, take no lock that may be held)
- *   devobj_change before every change of the live-object table
  */
 typedef struct stc_backend {
 	const char *name;
@@ -269,7 +288,6 @@ typedef struct stc_backend {
 	void (*fork_child)(void);
 	void (*flush)(int final);
 	uint64_t (*mark)(uint64_t mark, int try_only);
-	void (*devobj_change)(void);
 } stc_backend;
 
 #define STC_BACKEND(id)                                                                      \

@@ -54,7 +54,3 @@ uint64_t stc_backends_mark(uint64_t mark, int try_only)
 	return mark;
 }
 
-void stc_backends_devobj_change(void)
-{
-	EACH(b) if (b->devobj_change) b->devobj_change();
-}

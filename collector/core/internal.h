@@ -96,7 +96,6 @@ STC_HIDDEN void stc_backends_fork_parent(void);
 STC_HIDDEN void stc_backends_fork_child(void);
 STC_HIDDEN void stc_backends_flush(int final);
 STC_HIDDEN uint64_t stc_backends_mark(uint64_t mark, int try_only);
-STC_HIDDEN void stc_backends_devobj_change(void);
 
 /* ---------------------------------------------------------------- device objects (devobj.c) */
 /* In a forked child: the mutex may have been held by a thread that is gone. */

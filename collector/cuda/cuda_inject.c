@@ -8,7 +8,8 @@
  * libcupti is dlopened, never linked (cuda_libs.c).  One subscriber per
  * process: when another tool (Nsight Systems, PyTorch's
  * profiler) holds CUPTI, one line on stderr says so and the program runs on
- * without CUDA events.  STPROF_CUDA=0 turns the backend off.
+ * without CUDA events; when stprof's own Compute Sanitizer backend holds it
+ * (--accesses=exact, started first), the line says what that loses.  STPROF_CUDA=0 turns the backend off.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -72,6 +73,13 @@ static void start(void)
 		return;
 	}
 	CUptiResult rc = g_cu.subscribe(&subscriber, stc_cuda_callback, NULL);
+	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && atomic_load(&g_sanitizer_api_pid) == g_pid) {
+		/* our own --accesses=exact holds the one subscription: say what
+		 * is lost (the report says it too: docs/accesses.md) */
+		say("stprof: CUDA: --accesses=exact's Compute Sanitizer holds the driver's one tools subscription, so "
+		    "no CUPTI: kernels are timed on the device by the patch, copies and sets carry host times\n");
+		return;
+	}
 	if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		say("stprof: CUDA: another tool (Nsight Systems, PyTorch's profiler, a sanitizer, ...) already holds "
 		    "CUPTI; recording without CUDA events\n");

@@ -29,7 +29,6 @@
  *   - Leading frames inside libcupti, libcuda and libcudart are dropped: a
  *     call path starts at the caller of the CUDA API.
  */
-#include <link.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -51,60 +50,14 @@ static STC_TLS int t_free_pending;  /* a free recorded at ENTER, awaiting EXIT *
 static STC_TLS stc_devobj t_free_obj;
 
 /* ---------------------------------------------------------------- modules */
-typedef struct span {
-	uintptr_t lo, hi;
-} span;
-enum { M_CUPTI, M_CUDA, M_CUDART, M_C10_CUDA, M_XLA, M_COUNT };
-static const char *const mod_prefix[M_COUNT] = {"libcupti.so", "libcuda.so", "libcudart.so", "libc10_cuda.so",
-                                                "xla_cuda_plugin"};
-static span mods[M_COUNT][2]; /* at most two objects of a name (two CUDA versions) */
-static _Atomic int mods_done[M_COUNT];
-
-static int find_mods(struct dl_phdr_info *info, size_t size, void *data)
-{
-	(void)size;
-	span (*found)[2] = data;
-	const char *n = info->dlpi_name, *slash = n ? strrchr(n, '/') : NULL;
-	const char *base = slash ? slash + 1 : n;
-	if (!base || !*base)
-		return 0;
-	for (int m = 0; m < M_COUNT; m++) {
-		if (strncmp(base, mod_prefix[m], strlen(mod_prefix[m])))
-			continue;
-		uintptr_t lo, hi;
-		if (!stc_phdr_span(info, &lo, &hi))
-			continue;
-		int k = found[m][0].hi ? 1 : 0;
-		if (!found[m][k].hi)
-			found[m][k] = (span){lo, hi};
-	}
-	return 0;
-}
-
-/* Looks the modules up again while one is missing (it may load later). */
-static void scan_mods(void)
-{
-	int missing = 0;
-	for (int m = 0; m < M_COUNT; m++)
-		missing |= !atomic_load_explicit(&mods_done[m], memory_order_acquire);
-	if (!missing)
-		return;
-	span found[M_COUNT][2];
-	memset(found, 0, sizeof found);
-	dl_iterate_phdr(find_mods, found);
-	for (int m = 0; m < M_COUNT; m++)
-		if (found[m][0].hi && !atomic_load(&mods_done[m])) {
-			memcpy(mods[m], found[m], sizeof found[m]);
-			atomic_store_explicit(&mods_done[m], 1, memory_order_release);
-		}
-}
-
-static int in_mod(int m, uint64_t ip)
-{
-	if (!atomic_load_explicit(&mods_done[m], memory_order_acquire))
-		return 0;
-	return (ip >= mods[m][0].lo && ip < mods[m][0].hi) || (ip >= mods[m][1].lo && ip < mods[m][1].hi);
-}
+enum { M_CUPTI, M_CUDA, M_CUDART, M_C10_CUDA, M_COUNT };
+static const char *const mod_prefix[M_COUNT] = {"libcupti.so", "libcuda.so", "libcudart.so", "libc10_cuda.so"};
+static stc_modset mods = {.prefix = mod_prefix, .n = M_COUNT};
+/* JAX's CUDA plugin, a set of its own: looked up only for device
+ * allocations (a set with a missing library is looked up again at every
+ * call, and most programs never load this one) */
+static const char *const xla_prefix[1] = {"xla_cuda_plugin"};
+static stc_modset xla_mods = {.prefix = xla_prefix, .n = 1};
 
 /* The call path of the CUDA call: 0 and *skip = 1 when it passes through
  * libc10_cuda in caching mode (PyTorch's segment: the shim records it);
@@ -123,16 +76,16 @@ static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip, in
 		walk = 24;
 	if (!walk)
 		return 0;
-	scan_mods();
+	stc_modset_scan(&mods);
 	uint32_t d = stc_unwind(ips, walk);
-	uint32_t first = 0;
-	while (first < d && (in_mod(M_CUPTI, ips[first]) || in_mod(M_CUDA, ips[first]) || in_mod(M_CUDART, ips[first])))
-		first++;
-	if (xla && first < d)
-		*xla = in_mod(M_XLA, ips[first]);
+	uint32_t first = stc_modset_skip(&mods, M_CUDART + 1, ips, d);
+	if (xla && first < d) {
+		stc_modset_scan(&xla_mods);
+		*xla = stc_modset_has(&xla_mods, 0, ips[first]);
+	}
 	if (check_c10)
 		for (uint32_t i = first; i < d; i++)
-			if (in_mod(M_C10_CUDA, ips[i])) {
+			if (stc_modset_has(&mods, M_C10_CUDA, ips[i])) {
 				*skip = 1;
 				return 0;
 			}

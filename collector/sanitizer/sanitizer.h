@@ -3,25 +3,26 @@
  * record --accesses=exact`): which objects each kernel launch read and
  * wrote, exactly, from patched global memory instructions.  Internal to
  * collector/sanitizer/; the backend sees the core through core/face.h and
- * registers the three hooks below (sanitizer_backend.c).  It is compiled in
+ * registers its hooks (start, finish, mark: sanitizer_backend.c).  It is compiled in
  * only where the API's headers were found (STPROF_HAVE_SANITIZER);
  * otherwise these functions are stubs.
  *
- *   sanitizer_backend.c  the callbacks, the queue, start and end
- *   sanitizer_map.c      a device's object map and a launch's block (host side)
- *   sanitizer_hits.h     the search and hit bits, shared with the patch
+ *   sanitizer_backend.c  the callbacks, rings, held launches, start and end
+ *   sanitizer_map.c      a device's object map, decoding (host side)
+ *   sanitizer_hits.h     device layout, search and bits, shared with the patch
  *   sanitizer_patch.cu   the device patch (nvcc --compile-as-tools-patch)
  *
- * Ordering contract: what the backend records (launches, copies, sets, and
- * the device allocations and frees it sees when no other backend records
- * them) waits in one queue, in call order, until the launches' hit bits are
- * read back at a synchronization; the queue is then written in that order.
- * A part of the collector that records a device object's allocation or free
- * itself changes the live-object table (face.h) first: the table runs the
- * backends' devobj_change hooks on every change, this backend's being
- * stc_sanitizer_sync_point(), which writes the queue out
- * before that record, so no access is written after the free of its object
- * or against an object allocated after the launch.
+ * Ordering contract: a sampled kernel launch takes its seq (its place among
+ * every event of the process) at its launch callback and is held until
+ * its hits are read back at a drain; the collector's watermark stays below
+ * the oldest held launch (the backend's mark hook), so readers see it in
+ * its place.  Everything else the backend records (copies, sets, unsampled
+ * launches, and the device allocations and frees it sees when no other
+ * backend records them) is written at once.  A launch's hits are decoded
+ * against the map it was given (immutable), so no access is attributed to
+ * an object allocated after the launch at a reused address, and another
+ * part of the collector recording a device object's allocation or free
+ * never has to wait for the GPU.
  */
 #ifndef STPROF_COLLECTOR_SANITIZER_H
 #define STPROF_COLLECTOR_SANITIZER_H
@@ -34,10 +35,6 @@
 __attribute__((visibility("hidden"))) void stc_sanitizer_start(void);
 /* The finish hook, at the end of the process image: writes what is queued. */
 __attribute__((visibility("hidden"))) void stc_sanitizer_finish(void);
-/* The devobj_change hook: writes the queue before another part records a
- * device object's change (see above).  Cheap when nothing is queued; a
- * no-op inside the backend. */
-__attribute__((visibility("hidden"))) void stc_sanitizer_sync_point(void);
 /* 1 when the backend is compiled in. */
 __attribute__((visibility("hidden"))) int stc_sanitizer_built(void);
 /* While it records this process's kernel launches, copies and sets

@@ -1,7 +1,7 @@
 /*
  * sanitizer_map.c - the Compute Sanitizer backend's host logic that needs
- * no GPU (see sanitizer_map.h): maps from devobj snapshots, launch block
- * headers, decoding of hit bits, copy and set ranges, sampling.  Memory
+ * no GPU (see sanitizer_map.h): maps from devobj snapshots, decoding of hit
+ * bits and chunk masks, copy and set ranges, sampling.  Memory
  * comes from mmap (stc_mem_alloc), never the recorded heap.
  */
 #include <string.h>
@@ -48,17 +48,26 @@ void stc_szmap_free(stc_szmap *m)
 		stc_mem_free(m, m->bytes);
 }
 
-void stc_szmap_block_header(const stc_szmap *m, uint64_t launch, stc_sz_block *b)
+uint64_t stc_sz_chunk_start(uint64_t len, uint32_t c)
 {
-	memset(b, 0, sizeof *b);
-	b->starts = m->dev_starts;
-	b->ends = m->dev_ends;
-	b->n = m->n;
-	b->launch = launch;
+	/* the least off with stc_sz_chunk(off) >= c: ceil(c * len / 32) */
+	if (c >= STC_SZ_CHUNKS)
+		return len;
+	if (len < (1ull << 58))
+		return ((uint64_t)c * len + STC_SZ_CHUNKS - 1) / STC_SZ_CHUNKS;
+	uint64_t lo = 0, hi = len; /* huge objects: search stc_sz_chunk's inverse */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (stc_sz_chunk(0, len, mid) >= c)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
 }
 
 size_t stc_sz_decode(const uint64_t *starts, const uint64_t *ends, const uint64_t *ids, uint64_t n,
-                     const uint32_t *words, stp_range *out, uint64_t *ids_out, size_t max)
+                     const uint32_t *words, const uint32_t *chunks, stp_range *out, uint64_t *ids_out, size_t max)
 {
 	size_t k = 0;
 	uint64_t nw = stc_sz_words(n);
@@ -71,12 +80,36 @@ size_t stc_sz_decode(const uint64_t *starts, const uint64_t *ends, const uint64_
 			x &= ~(3u << (bit & ~1u));
 			if (i >= n) /* bits past the map: not written by the patch */
 				break;
-			if (k < max) {
-				out[k] = (stp_range){.addr = starts[i], .size = ends[i] - starts[i], .mode = mode};
-				if (ids_out)
-					ids_out[k] = ids ? ids[i] : 0;
+			uint64_t s = starts[i], len = ends[i] - starts[i];
+			uint32_t cb = chunks ? chunks[i] : 0;
+			if (!cb || cb == 0xffffffffu) { /* all of it (or parts not known) */
+				if (k < max) {
+					out[k] = (stp_range){.addr = s, .size = len, .mode = mode};
+					if (ids_out)
+						ids_out[k] = ids ? ids[i] : 0;
+				}
+				k++;
+				continue;
 			}
-			k++;
+			for (uint32_t c = 0; c < STC_SZ_CHUNKS;) { /* each run of set chunks */
+				if (!(cb >> c & 1u)) {
+					c++;
+					continue;
+				}
+				uint32_t d = c;
+				while (d + 1 < STC_SZ_CHUNKS && (cb >> (d + 1) & 1u))
+					d++;
+				uint64_t b = stc_sz_chunk_start(len, c), e = stc_sz_chunk_start(len, d + 1);
+				if (e > b) {
+					if (k < max) {
+						out[k] = (stp_range){.addr = s + b, .size = e - b, .mode = mode};
+						if (ids_out)
+							ids_out[k] = ids ? ids[i] : 0;
+					}
+					k++;
+				}
+				c = d + 1;
+			}
 		}
 	}
 	return k;

@@ -12,9 +12,11 @@
  *     snapshot of one generation for one device, in address order; the
  *     launches that were given it decode against it even after the table
  *     changed (objects freed and their addresses reused since).
- *   - Decoding yields one range per object hit, in address order, with
- *     exactly the bits the device set (READ, WRITE or both): never a range
- *     for an object the launch did not touch.
+ *   - Decoding yields, per object hit and in address order, its whole range
+ *     or, when the chunk masks say only some 32nds of it were touched, one
+ *     range per run of touched 32nds, each with exactly the mode bits the
+ *     device set (READ, WRITE or both): never a range for an object the
+ *     launch did not touch, and never less of an object than was touched.
  *   - No fixed object limit: a map holds the whole snapshot.
  */
 #ifndef STPROF_COLLECTOR_SANITIZER_MAP_H
@@ -32,7 +34,6 @@ typedef struct stc_szmap {
 	size_t bytes;                  /* of that region */
 	uint64_t gen;                  /* devobj generation of the snapshot */
 	int32_t device;
-	uint64_t dev_starts, dev_ends; /* where the backend uploaded it (0: not yet) */
 } stc_szmap;
 
 /* A new map of device dev's live objects (stc_devobj_snapshot); NULL when out
@@ -40,16 +41,17 @@ typedef struct stc_szmap {
 __attribute__((visibility("hidden"))) stc_szmap *stc_szmap_build(int32_t dev);
 __attribute__((visibility("hidden"))) void stc_szmap_free(stc_szmap *m);
 
-/* The header of a launch block for map m (device addresses set). */
-__attribute__((visibility("hidden"))) void stc_szmap_block_header(const stc_szmap *m, uint64_t launch,
-                                                                  stc_sz_block *b);
-
-/* Ranges of the objects whose hit bits are set in words (the block's words
- * for n objects of starts/ends), address order; at most max are written
- * (ids[k] too when ids_out is not NULL).  Returns how many objects were hit. */
+/* Ranges of the objects whose hit bits are set in words (a launch area's
+ * words for n objects of starts/ends), address order: an object's whole
+ * range, or the runs of its 32nds set in chunks[i] (chunks may be NULL:
+ * whole objects).  At most max ranges are written (ids[k] too when ids_out
+ * is not NULL: the object of each range).  Returns how many there are. */
 __attribute__((visibility("hidden"))) size_t stc_sz_decode(const uint64_t *starts, const uint64_t *ends,
                                                            const uint64_t *ids, uint64_t n, const uint32_t *words,
-                                                           stp_range *out, uint64_t *ids_out, size_t max);
+                                                           const uint32_t *chunks, stp_range *out, uint64_t *ids_out,
+                                                           size_t max);
+/* The first byte offset of chunk c (0..32) of an object of len bytes. */
+__attribute__((visibility("hidden"))) uint64_t stc_sz_chunk_start(uint64_t len, uint32_t c);
 
 /* Sampling: launch number k (from 0) gets its accesses recorded when it is a
  * multiple of every (every 0 or 1: all of them). */

@@ -35,6 +35,54 @@ static void idx_or_null(FILE *f, const char *k, int64_t v)
 		fprintf(f, "\"%s\":%" PRId64 ",", k, v);
 }
 
+/* One finding (or one the structure explains: "expected" names why). */
+static void finding_json(stp_det *d, const stp_det_result *r, FILE *f, const stp_det_finding *x, int first)
+{
+	const stp_det_instance *w = &x->worst;
+	char sug[1024], where[256];
+	fprintf(f, "%s\n{\"pattern\":\"%s\",\"title\":", first ? "" : ",", stp_det_pattern_name(x->pattern));
+	rf_json_str(f, stp_det_pattern_title(x->pattern));
+	fprintf(f, ",\"site\":%u,", x->site);
+	if (x->expected)
+		fprintf(f, "\"expected\":\"%s\",", stp_det_expect_name(x->expected));
+	else
+		fputs("\"expected\":null,", f);
+	u64(f, "objects", x->objects, 1);
+	u64(f, "bytes", x->bytes, 1);
+	fprintf(f, "\"waste_byte_ns\":%.0f,", x->waste_byte_ns);
+	u64(f, "max_distance", x->max_distance, 1);
+	fprintf(f, "\"distance_unit\":\"%s\",\"suggestion\":",
+	        x->pattern == STP_PAT_LATE_FREE    ? "segments"
+	        : x->pattern == STP_PAT_DEAD_WRITE ? "writes"
+	        : x->pattern == STP_PAT_OVERALLOC  ? "64ths"
+	                                           : r->logical_unit);
+	rf_json_str(f, x->expected ? stp_det_expect_text(x->expected) : stp_det_suggestion(d, x, sug, sizeof sug));
+	fputs(",\"span\":", f);
+	rf_json_str(f, stp_det_span_text(d, w->at_seq, w->until_seq, where, sizeof where));
+	fputs(",\"worst\":{", f);
+	u64(f, "alloc_seq", w->alloc_seq, 1);
+	u64(f, "alloc_ns", w->alloc_ns, 1);
+	if (w->free_ns == UINT64_MAX)
+		fputs("\"free_ns\":null,", f);
+	else
+		u64(f, "free_ns", w->free_ns, 1);
+	u64(f, "addr", w->addr, 1);
+	u64(f, "size", w->size, 1);
+	u64(f, "distance", w->distance, 1);
+	u64(f, "levels", w->levels, 1);
+	u64(f, "waste_from_ns", w->at_ns, 1);
+	u64(f, "waste_until_ns", w->until_ns, 1);
+	if (x->pattern == STP_PAT_OVERALLOC) {
+		u64(f, "used_bytes", w->used_bytes, 1);
+		u64(f, "used_from", w->used_lo, 1);
+		u64(f, "used_to", w->used_hi, 1);
+	}
+	if (w->other_site != UINT32_MAX)
+		fprintf(f, "\"other_site\":%u,\"other_size\":%" PRIu64 "}}", w->other_site, w->other_size);
+	else
+		fputs("\"other_site\":null,\"other_size\":0}}", f);
+}
+
 static void frames_json(stp_det *d, FILE *f, uint32_t site, unsigned max)
 {
 	stp_det_frame fr[16];
@@ -216,10 +264,12 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	}
 	for (uint32_t i = 0; i < r->nsites && i < top; i++)
 		mark[i] = 1;
-	for (uint32_t i = 0; i < nf; i++) {
-		mark[r->findings[i].site] = 1;
-		if (r->findings[i].worst.other_site < r->nsites)
-			mark[r->findings[i].worst.other_site] = 1;
+	uint32_t ne = r->nexpected < top ? r->nexpected : top;
+	for (uint32_t i = 0; i < nf + ne; i++) {
+		const stp_det_finding *x = i < nf ? &r->findings[i] : &r->expected[i - nf];
+		mark[x->site] = 1;
+		if (x->worst.other_site < r->nsites)
+			mark[x->worst.other_site] = 1;
 	}
 	uint32_t listed = 0;
 	for (uint32_t i = 0; i < r->nsites; i++) {
@@ -266,40 +316,23 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		        stp_det_pattern_name(p), r->pattern_available[p] ? "true" : "false", r->pattern_objects[p],
 		        r->pattern_waste[p]);
 	fputs("},\n\"findings\":[", f);
-	for (uint32_t i = 0; i < nf; i++) {
-		const stp_det_finding *x = &r->findings[i];
-		const stp_det_instance *w = &x->worst;
-		char sug[1024];
-		fprintf(f, "%s\n{\"pattern\":\"%s\",\"title\":", i ? "," : "", stp_det_pattern_name(x->pattern));
-		rf_json_str(f, stp_det_pattern_title(x->pattern));
-		fprintf(f, ",\"site\":%u,", x->site);
-		u64(f, "objects", x->objects, 1);
-		u64(f, "bytes", x->bytes, 1);
-		fprintf(f, "\"waste_byte_ns\":%.0f,", x->waste_byte_ns);
-		u64(f, "max_distance", x->max_distance, 1);
-		fprintf(f, "\"distance_unit\":\"%s\",\"suggestion\":",
-		        x->pattern == STP_PAT_LATE_FREE ? "segments"
-		        : x->pattern == STP_PAT_DEAD_WRITE ? "writes"
-		                                           : r->logical_unit);
-		rf_json_str(f, stp_det_suggestion(d, x, sug, sizeof sug));
-		fputs(",\"worst\":{", f);
-		u64(f, "alloc_seq", w->alloc_seq, 1);
-		u64(f, "alloc_ns", w->alloc_ns, 1);
-		if (w->free_ns == UINT64_MAX)
-			fputs("\"free_ns\":null,", f);
-		else
-			u64(f, "free_ns", w->free_ns, 1);
-		u64(f, "addr", w->addr, 1);
-		u64(f, "size", w->size, 1);
-		u64(f, "distance", w->distance, 1);
-		u64(f, "waste_from_ns", w->at_ns, 1);
-		u64(f, "waste_until_ns", w->until_ns, 1);
-		if (w->other_site != UINT32_MAX)
-			fprintf(f, "\"other_site\":%u,\"other_size\":%" PRIu64 "}}", w->other_site, w->other_size);
-		else
-			fputs("\"other_site\":null,\"other_size\":0}}", f);
-	}
-	fputs("],\n\"series\":[", f);
+	for (uint32_t i = 0; i < nf; i++)
+		finding_json(d, r, f, &r->findings[i], i == 0);
+	fprintf(f, "],\n\"expected_total\":%u,\"expected\":[", r->nexpected);
+	for (uint32_t i = 0; i < ne; i++)
+		finding_json(d, r, f, &r->expected[i], i == 0);
+	fputs("],\n\"accesses\":{", f);
+	fprintf(f, "\"sanitizer\":%d,", (int)r->acc.sanitizer);
+	u64(f, "apis", r->acc.apis, 1);
+	u64(f, "launches", r->acc.launches, 1);
+	u64(f, "sampled", r->acc.sampled, 1);
+	u64(f, "timed", r->acc.timed, 1);
+	u64(f, "unread", r->acc.unread, 1);
+	u64(f, "ranges_dropped", r->acc.dropped, 1);
+	u64(f, "unplaced", r->acc.unplaced, 1);
+	u64(f, "unsure_objects", r->acc.unsure_objects, 1);
+	fprintf(f, "\"patched_kinds\":%u}", r->acc.kinds);
+	fputs(",\n\"series\":[", f);
 	for (uint32_t i = 0; i < r->nseries; i++)
 		fprintf(f, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", r->series[i].t_ns,
 		        r->series[i].live_bytes, r->series[i].reserved_bytes);

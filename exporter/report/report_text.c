@@ -229,14 +229,41 @@ static void section_modules(stp_det *d, const stp_det_result *r, const stp_repor
 	fputc('\n', f);
 }
 
+/* How the accesses were recorded, and what that leaves out. */
+static void accesses_line(const stp_det_result *r, FILE *f)
+{
+	char b[4][64];
+	const __typeof__(r->acc) *a = &r->acc;
+	if (a->sanitizer == 1) {
+		fprintf(f, "  accesses: exact (Compute Sanitizer): %s kernel launches, %s with the objects they touched",
+		        rf_count(a->launches, b[0], 64), a->sampled == a->launches ? "all" : rf_count(a->sampled, b[1], 64));
+		if (a->timed < a->sampled)
+			fprintf(f, ";\n    %s without device times (their host launch times instead)",
+			        rf_count(a->sampled - a->timed, b[2], 64));
+		fprintf(f, ";\n    no CUPTI under it (one tools subscription per process): copies and sets carry host "
+		           "times\n");
+		if (a->unread || a->dropped)
+			fprintf(f, "    lost: %s launches whose accesses could not be read back, %s objects past an event's "
+			           "range limit\n", rf_count(a->unread, b[0], 64), rf_count(a->dropped, b[1], 64));
+		if (a->unplaced)
+			fprintf(f, "    %s launches made accesses stprof could not place (TMA tensor maps it could not read): "
+			           "%s objects live then are not judged\n", rf_count(a->unplaced, b[0], 64),
+			        rf_count(a->unsure_objects, b[1], 64));
+	} else if (a->sanitizer < 0) {
+		fprintf(f, "  accesses: --accesses=exact could not start (stprof.sanitizer %d: docs/accesses.md)\n",
+		        (int)a->sanitizer);
+	}
+}
+
 static void section_findings(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f)
 {
 	char b[4][64], sug[1024];
 	fprintf(f, "Findings, worst first (bytes x time wasted)\n");
+	accesses_line(r, f);
 	if (r->nfindings)
 		fprintf(f, "  (waste: bytes held needlessly times for how long, e.g. 2 MiB*s = 2 MiB for a\n"
-		           "  second; distance: how far the object sits from where it should be, in %s,\n"
-		           "  or for late frees in segments, the stretches between phase boundaries)\n",
+		           "  second; distance: how far the object sits from where it should be, in %s\n"
+		           "  run in between, or for late frees in segments, the stretches between phase boundaries)\n",
 		        r->logical_unit);
 	if (!r->nfindings)
 		fprintf(f, "  none\n");
@@ -246,9 +273,12 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 		        rf_count(x->objects, b[0], 64), x->objects == 1 ? "" : "s", rf_bytes(x->bytes, b[1], 64),
 		        rf_byte_time(x->waste_byte_ns, b[2], 64));
 		if (x->pattern == STP_PAT_DEAD_WRITE)
-			fprintf(f, ", up to %" PRIu64 " overwritten write%s per object", x->max_distance,
+			fprintf(f, ", up to %" PRIu64 " unread write%s per object", x->max_distance,
 			        x->max_distance == 1 ? "" : "s");
-		else if (x->max_distance)
+		else if (x->pattern == STP_PAT_OVERALLOC)
+			fprintf(f, ", %" PRIu64 "%% of it never touched", x->worst.size ? 100 - 100 * x->worst.used_bytes /
+			                                                                        x->worst.size : 0);
+		else if (x->max_distance && x->pattern != STP_PAT_LEAK)
 			fprintf(f, ", distance %" PRIu64 " %s", x->max_distance,
 			        x->pattern == STP_PAT_LATE_FREE ? "segments" : r->logical_unit);
 		fputc('\n', f);
@@ -257,6 +287,19 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 	}
 	if (r->nfindings > o->top)
 		fprintf(f, "  (%u more findings; --top N shows more)\n", r->nfindings - o->top);
+	if (r->nexpected) {
+		/* what the structure explains: one line each, apart */
+		fprintf(f, "  expected, not counted as findings (%u):\n", r->nexpected);
+		for (uint32_t i = 0; i < r->nexpected && i < o->top; i++) {
+			const stp_det_finding *x = &r->expected[i];
+			char where[256];
+			fprintf(f, "    %s: %s object%s, %s at %s\n      (%s)\n", stp_det_pattern_title(x->pattern),
+			        rf_count(x->objects, b[0], 64), x->objects == 1 ? "" : "s", rf_bytes(x->bytes, b[1], 64),
+			        stp_det_site_where(d, x->site, where, sizeof where), stp_det_expect_text(x->expected));
+		}
+		if (r->nexpected > o->top)
+			fprintf(f, "    (%u more; --top N shows more)\n", r->nexpected - o->top);
+	}
 	if (r->leaks_set_aside)
 		fprintf(f, "  set aside: %s never-freed object%s (%s) not judged leaks: %s\n",
 		        rf_count(r->leaks_set_aside, b[0], 64), r->leaks_set_aside == 1 ? "" : "s",

@@ -173,8 +173,31 @@ typedef enum stp_det_pattern {
 	STP_PAT_TEMP_IDLE = 5,
 	STP_PAT_DEAD_WRITE = 6,
 	STP_PAT_LATE_FREE = 7,    /* host-trace heuristic (no accesses needed) */
-	STP_PAT_COUNT = 8
+	STP_PAT_OVERALLOC = 8,    /* intra-object: only part of it was ever touched */
+	STP_PAT_COUNT = 9
 } stp_det_pattern;
+
+/* Why an instance of a pattern is what the program's structure makes, not
+ * a fault to fix: such findings are kept apart (result->expected). */
+typedef enum stp_det_expect {
+	STP_EXPECT_NONE = 0,
+	STP_EXPECT_ACROSS_ITERATIONS = 1, /* state the loop keeps (weights, optimizer state):
+	                                   * idle between iterations or between its uses in one */
+	STP_EXPECT_PHASES = 2,            /* kept from one phase for a later one, or idle
+	                                   * inside a backward or an optimizer step (the
+	                                   * framework orders those ops): activations saved for
+	                                   * the backward, gradients waiting for the step */
+	STP_EXPECT_TEARDOWN = 3,          /* freed after the loop ended, unused or unread since */
+	STP_EXPECT_LIBRARY = 4,           /* a library's own buffer (cuBLAS, cuDNN workspaces) */
+	STP_EXPECT_CACHED = 5,            /* a caching allocator's tensors: it reuses the memory
+	                                   * already, a reuse by hand saves nothing */
+	STP_EXPECT_OFF_PEAK = 6,          /* kept after its last use, but not over its
+	                                   * iteration's memory peak: freeing it sooner would
+	                                   * not lower the peak */
+	STP_EXPECT_SETUP = 7,             /* before the loop began: set-up */
+	STP_EXPECT_NEGLIGIBLE = 8,        /* the object is under 1/1024 of its space's peak */
+	STP_EXPECT_COUNT = 9
+} stp_det_expect;
 
 /* Lifetime histogram buckets in time: [0] < 1 us, [1] < 10 us, ...
  * [k] < 10^k us, ... [10] >= 10^9 us (1000 s); [11] never freed. */
@@ -219,10 +242,16 @@ typedef struct stp_det_instance {
 	uint64_t alloc_seq, free_seq;  /* free_seq UINT64_MAX when never freed */
 	uint64_t alloc_ns, free_ns;    /* since start */
 	uint64_t addr, size;
-	uint64_t distance;        /* inefficiency distance, API levels (or segments) */
+	uint64_t distance;        /* inefficiency distance: the APIs (result->logical_unit:
+	                           * kernels, ops) between its two ends; dead write: the
+	                           * writes never read; late free: timeline segments */
+	uint64_t levels;          /* the same in DrGPUM's topological levels (0: n/a) */
 	uint64_t at_ns, until_ns; /* the wasted interval (since start) */
+	uint64_t at_seq, until_seq; /* the events bounding it (0: not known) */
 	uint32_t other_site;      /* redundant: the site whose object to reuse, else UINT32_MAX */
 	uint64_t other_alloc_seq, other_size;
+	uint64_t used_bytes;      /* overallocation: bytes ever touched (in 64ths of it) */
+	uint64_t used_lo, used_hi; /* ... from offset used_lo to used_hi (exclusive) */
 } stp_det_instance;
 
 typedef struct stp_det_finding {
@@ -232,6 +261,7 @@ typedef struct stp_det_finding {
 	double waste_byte_ns;     /* bytes x time wasted, summed */
 	uint64_t max_distance;
 	stp_det_instance worst;   /* the instance with the most waste */
+	uint8_t expected;         /* stp_det_expect: 0 in result->findings */
 } stp_det_finding;
 
 typedef struct stp_det_sample {
@@ -277,12 +307,32 @@ typedef struct stp_det_result {
 	                           * peak_bytes, then bytes_allocated */
 
 	int have_accesses;        /* the trace has API events with ranges */
-	const char *logical_unit; /* "API levels" or "events" */
+	const char *logical_unit; /* distances: "kernels", "ops", "GPU calls" (the trace's
+	                           * API events), or "events" without them */
 	uint32_t nfindings;
 	const stp_det_finding *findings; /* sorted by waste, worst first */
 	uint64_t pattern_objects[STP_PAT_COUNT]; /* per pattern, objects matched */
 	double pattern_waste[STP_PAT_COUNT];
 	uint8_t pattern_available[STP_PAT_COUNT]; /* 0: needs accesses the trace lacks */
+	/* findings the program's structure explains (stp_det_expect), kept
+	 * apart: sorted by waste; their objects are not in pattern_objects */
+	uint32_t nexpected;
+	const stp_det_finding *expected;
+	uint64_t expect_objects[STP_EXPECT_COUNT];
+	/* how the accesses were recorded (the collector's annotations) */
+	struct {
+		int32_t sanitizer;    /* --accesses=exact: the stprof.sanitizer annotation
+		                       * (1 started; 0 none or not built; < 0 why not) */
+		uint64_t launches, sampled; /* kernel launches, and those with accesses */
+		uint64_t timed;       /* launches with the device's start and end */
+		uint64_t unread;      /* launches whose hits could not be read back */
+		uint64_t dropped;     /* objects past an event's range limit */
+		uint64_t unplaced;    /* launches with accesses not placed in any object */
+		uint32_t kinds;       /* instruction kinds patched (sanitizer_backend.c's list) */
+		uint64_t unsure_objects; /* objects live during an unplaced access: no
+		                          * access findings are judged for them */
+		uint64_t apis;        /* API events (kernels, copies, sets, ops) */
+	} acc;
 
 	uint32_t nseries;
 	const stp_det_sample *series;
@@ -450,6 +500,14 @@ const char *stp_det_pattern_title(unsigned p); /* "Early allocation", ... */
 const char *stp_det_source_name(unsigned s);   /* "none", "markers", "detected" */
 /* A concrete suggestion for a finding (one or two sentences). */
 const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, size_t len);
+const char *stp_det_expect_name(unsigned e);  /* "across-iterations", ... */
+/* One line on why a finding of this kind is expected. */
+const char *stp_det_expect_text(unsigned e);
+/* Where an interval of the trace lies on the timeline, in words: "in
+ * forward of iteration 3", "from forward to backward of iteration 3",
+ * "from iteration 2 to iteration 3", "before the loop"; "" without a
+ * timeline.  seqs as in stp_det_instance (at_seq, until_seq). */
+const char *stp_det_span_text(const stp_det *d, uint64_t from_seq, uint64_t to_seq, char *buf, size_t len);
 
 #ifdef __cplusplus
 }

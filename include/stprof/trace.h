@@ -99,6 +99,11 @@ typedef enum stp_marker_kind {
 /* Access modes of an API's address range. */
 #define STP_ACCESS_READ 1u
 #define STP_ACCESS_WRITE 2u
+/* A range of this mode (address 0, size 0) says that the API also touched
+ * memory the collector could not place in any object (a GPU kernel's TMA
+ * operation whose tensor map it could not read): any live object may have
+ * been read or written by it. */
+#define STP_ACCESS_UNPLACED 4u
 
 typedef struct stp_range {
 	uint64_t addr;

@@ -6,7 +6,8 @@
 # call order, no access written after its object's free; `stprof report`
 # names the dead write and the unused object; 20,000 launches over 2,000
 # objects without synchronizing are read back in a few ring-full batches,
-# not one synchronization per launch; --sample-launches.
+# not one synchronization per launch; --sample-launches; planted.cu's
+# patterns at their lines; a library's workspace kept apart.
 . "$(dirname "$0")/lib.sh"
 FAKE="$STPROF_BUILD/libsz_fake_device.so"
 PROG="$STPROF_BUILD/sz_fake_program"
@@ -20,21 +21,25 @@ grep -q '^fake errors=0 syncs=1 blocks=4$' k.out || fail "fake device: $(tail -1
 "$PY" - k.out k.txt <<'PY' || fail "known accesses"
 import re, sys
 objs = {p[1]: (int(p[2], 16), int(p[3])) for p in (l.split() for l in open(sys.argv[1])) if p and p[0] == 'obj'}
-byaddr = {a: n for n, (a, s) in objs.items()}
+def owner(a):  # the named object a range falls in, and its offset there
+    for n, (b, s) in objs.items():
+        if b <= a < b + s:
+            return n, a - b
+    return hex(a), 0
 evs = []
 for line in open(sys.argv[2]):
     m = re.search(r' api kind=(\w+) name="([^"]*)"', line)
     if m:
         rs = re.findall(r' (read|write|readwrite)=0x([0-9a-f]+)\+(\d+)', line)
-        evs.append(('api', m.group(1), m.group(2), [(byaddr.get(int(a, 16), hex(int(a, 16))), int(s), mo) for mo, a, s in rs]))
+        evs.append(('api', m.group(1), m.group(2), [owner(int(a, 16)) + (int(s), mo) for mo, a, s in rs]))
     m = re.search(r' free addr=0x([0-9a-f]+)', line)
     if m:
-        evs.append(('free', byaddr.get(int(m.group(1), 16))))
+        evs.append(('free', owner(int(m.group(1), 16))[0]))
     m = re.search(r' alloc addr=0x([0-9a-f]+) .*kind=device', line)
     if m:
         evs.append(('alloc', int(m.group(1), 16)))
 apis = [e[1:] for e in evs if e[0] == 'api']
-got = [(k, n, sorted((o, mo) for o, s, mo in r if not o.startswith('0x') or k == 'kernel')) for k, n, r in apis]
+got = [(k, n, sorted((o, mo) for o, off, s, mo in r if not o.startswith('0x') or k == 'kernel')) for k, n, r in apis]
 want = [('memset', 'memset', [('small1500', 'write')]),
         ('memcpy', 'memcpy HtoD', [('in', 'write')]),
         ('kernel', 'k_scale', [('in', 'read'), ('out', 'write')]),
@@ -44,15 +49,21 @@ want = [('memset', 'memset', [('small1500', 'write')]),
         ('memcpy', 'memcpy DtoH', [('out', 'read')])]
 if got != want:
     print('got ', got); print('want', want); sys.exit(1)
-for k, n, r in apis:  # whole objects, never past their end
-    for o, s, mo in r:
-        if o in objs and objs[o][1] != s:
-            print('range of %s: %d bytes' % (o, s)); sys.exit(1)
+# the parts touched: all of in, out and scratch (never past their end);
+# k_touch: the 32nd of small1999's last word and of small1500's 4th word
+for k, n, r in apis:
+    for o, off, s, mo in r:
+        if o in ('in', 'out', 'scratch') and (off, s) != (0, objs[o][1]):
+            print('%s: range of %s at +%d, %d bytes' % (n, o, off, s)); sys.exit(1)
+touch = [r for k, n, r in apis if n == 'k_touch'][0]
+parts = sorted((o, off, s) for o, off, s, mo in touch)
+if parts != [('small1500', 0, 16), ('small1999', 496, 16)]:
+    print('k_touch parts', parts); sys.exit(1)
 # every object's free comes after the last API that touched it
 last = {}
 for i, e in enumerate(evs):
     if e[0] == 'api':
-        for o, s, mo in e[3]:
+        for o, off, s, mo in e[3]:
             last[o] = i
     elif e[1] in last and last[e[1]] > i:
         print('free of %s before its access' % e[1]); sys.exit(1)
@@ -75,6 +86,53 @@ assert ('dead-write', objs['out']) not in got and ('unused-allocation', objs['in
 print('report: dead write of scratch, unused object')
 PY
 
+# planted.cu's calls: each DrGPUM pattern found on its object, ranked
+# first, and nothing else (the clean object and the patterns' other
+# objects have no finding)
+"$STPROF" record --accesses=exact -q -o p.stp -- "$PROG" planted >p.out || fail "record planted"
+grep -q '^fake errors=0 ' p.out || fail "fake device: $(tail -1 p.out)"
+"$STPROF" report -f json --top 100 -o p.json p.stp || fail "report planted"
+"$PY" - p.out p.json <<'PY' || fail "planted findings"
+import json, sys
+objs = {p[1]: int(p[2], 16) for p in (l.split() for l in open(sys.argv[1])) if p and p[0] == 'obj'}
+name = {a: n for n, a in objs.items()}
+d = json.load(open(sys.argv[2]))
+got = sorted((f['pattern'], name.get(f['worst']['addr'], hex(f['worst']['addr']))) for f in d['findings'])
+want = sorted([('early-allocation', 'early'), ('late-deallocation', 'late'), ('unused-allocation', 'unused'),
+               ('dead-write', 'dead'), ('temporary-idleness', 'idle'), ('redundant-allocation', 'red2'),
+               ('overallocation', 'part'), ('memory-leak', 'leak')])
+assert got == want, (got, want)
+assert d['expected'] == [], d['expected']
+f = {x['pattern']: x for x in d['findings']}
+# distances in kernels: early's first use came 11 calls after it (10 kernels, a memset)
+assert f['early-allocation']['distance_unit'] == 'kernels' and f['early-allocation']['max_distance'] == 11
+assert f['temporary-idleness']['max_distance'] == 8
+o = f['overallocation']['worst']
+assert (o['used_bytes'], o['used_from'], o['used_to']) == (20 << 20 >> 3, 0, 20 << 20 >> 3), o
+assert d['accesses']['sanitizer'] == 1 and d['accesses']['sampled'] == d['accesses']['launches'] == 19
+print('planted: the 8 patterns on their objects, nothing else')
+PY
+# the same at the lines marked PLANT:<pattern> in the fake program's source,
+# by the checker tests/gpu/check_52_planted.sh runs on planted.cu
+"$STPROF" report -f json --top 200 --frames 16 -o pf.json p.stp || fail "report planted --frames 16"
+"$PY" "$STPROF_SRC/tests/python/planted_check.py" pf.json "$STPROF_SRC/collector/sanitizer/tests/sz_fake_program.c" \
+	early-allocation late-deallocation unused-allocation dead-write temporary-idleness redundant-allocation \
+	overallocation memory-leak >pc.txt || fail "planted lines: $(cat pc.txt)"
+# a library's workspace (allocated under a function naming it, as cuBLAS's
+# under PyTorch's getCurrentCUDABlasHandle) is kept apart; the program's own
+# unused object of the same size is the one finding
+"$STPROF" record --accesses=exact -q -o l.stp -- "$PROG" library >l.out || fail "record library"
+"$STPROF" report -f json --top 100 -o l.json l.stp || fail "report library"
+"$PY" - l.out l.json <<'PY' || fail "library workspace"
+import json, sys
+objs = {p[1]: int(p[2], 16) for p in (l.split() for l in open(sys.argv[1])) if p and p[0] == 'obj'}
+d = json.load(open(sys.argv[2]))
+got = [(f['pattern'], f['worst']['addr']) for f in d['findings']]
+assert got == [('unused-allocation', objs['mine'])], got
+apart = [(f['pattern'], f['expected'], f['objects']) for f in d['expected']]
+assert apart == [('unused-allocation', 'library', 1)], apart
+PY
+
 # 20,000 launches over 2,000 objects, no synchronization until the end
 "$STPROF" record --accesses=exact -q -o m.stp -- "$PROG" many 20000 >m.out || fail "record many"
 syncs=$(sed -n 's/^fake errors=0 syncs=\([0-9]*\) blocks=20000$/\1/p' m.out)
@@ -89,7 +147,7 @@ for line in open(sys.argv[1]):
     if ' api kind=kernel' not in line:
         continue
     rs = re.findall(r' (read|write|readwrite)=0x([0-9a-f]+)\+(\d+)', line)
-    want = [('read', base + (k % 2000) * 1024, 512)]
+    want = [('read', base + (k % 2000) * 1024, 16)]  # bytes 8..11: the first 32nd
     if [(m, int(a, 16), int(s)) for m, a, s in rs] != want:
         print('launch %d: %s' % (k, rs)); sys.exit(1)
     k += 1

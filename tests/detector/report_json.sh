@@ -33,9 +33,13 @@ assert len(t['lifetime_buckets']['time']) == len(t['sites'][0]['lifetime_time'])
 names = sorted(f['pattern'] for f in p['findings'])
 assert names == ['dead-write', 'early-allocation', 'late-deallocation', 'memory-leak', 'redundant-allocation',
                  'redundant-allocation', 'temporary-idleness', 'unused-allocation'], names
-assert p['logical_unit'] == 'API levels'
+assert p['logical_unit'] == 'kernels'  # 10 of its 12 API events are kernels
 for f in p['findings']:
-    assert f['suggestion'] and f['worst']['size'] > 0
+    assert f['suggestion'] and f['worst']['size'] > 0 and f['expected'] is None
+u = [f for f in p['findings'] if f['pattern'] == 'unused-allocation'][0]
+assert (u['max_distance'], u['distance_unit'], u['worst']['levels']) == (11, 'kernels', 18), u
+assert p['expected'] == [] and p['expected_total'] == 0
+assert p['accesses']['apis'] == 12 and p['accesses']['sanitizer'] == 0, p['accesses']
 # allocator models: train is host-only (what-if), patterns has device memory
 m = t['models']
 assert m['fed']['source'] == 'host' and m['fed']['min_size'] == 512, m['fed']

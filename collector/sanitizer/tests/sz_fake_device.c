@@ -11,13 +11,17 @@
  *
  * What it checks of the backend, as a driver would: patches are loaded
  * from a readable file into a known context before modules are patched;
- * only SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS with stprof_sz_access is
- * patched; launch data is set between launch begin and end.  Violations
- * are counted (fake_errors).
+ * each instruction kind is patched with the function the patch file has
+ * for it (sanitizer_patch.cu's names); launch data is set between launch
+ * begin and end.  Violations are counted (fake_errors).  Device memory
+ * comes back from sanitizerAlloc full of garbage (0xa5), as a GPU's may:
+ * the backend must zero what it reads.  The device clock
+ * (%globaltimer) is CLOCK_REALTIME, another clock than the collector's.
  */
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sanitizer.h>
@@ -72,15 +76,39 @@ EXPORT SanitizerResult sanitizerAddPatchesFromFile(const char *path, CUcontext c
 	return SANITIZER_SUCCESS;
 }
 
+static const struct {
+	Sanitizer_InstructionId id;
+	const char *fn;
+} patch_fns[] = {
+	{SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, "stprof_sz_access"},
+	{SANITIZER_INSTRUCTION_MEMCPY_ASYNC, "stprof_sz_cp_async"},
+	{SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, "stprof_sz_bulk_g2s"},
+	{SANITIZER_INSTRUCTION_BULK_COPY_SHARED_TO_GLOBAL, "stprof_sz_bulk_s2g"},
+	{SANITIZER_INSTRUCTION_BULK_REDUCTION_SHARED_TO_GLOBAL, "stprof_sz_bulk_red"},
+	{SANITIZER_INSTRUCTION_TMA_LOAD, "stprof_sz_tma_load"},
+	{SANITIZER_INSTRUCTION_TMA_STORE, "stprof_sz_tma_store"},
+	{SANITIZER_INSTRUCTION_BLOCK_ENTER, "stprof_sz_block_enter"},
+	{SANITIZER_INSTRUCTION_BLOCK_EXIT, "stprof_sz_block_exit"},
+};
+static unsigned kinds_patched; /* bit k: patch_fns[k] */
+
+EXPORT unsigned fake_kinds_patched(void) { return kinds_patched; }
+
 EXPORT SanitizerResult sanitizerPatchInstructions(const Sanitizer_InstructionId id, CUmodule m, const char *name)
 {
 	(void)m;
-	if (id != SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS || strcmp(name, "stprof_sz_access")) {
-		n_errors++;
-		return SANITIZER_ERROR_INVALID_PARAMETER;
-	}
-	instructions_ok = 1;
-	return SANITIZER_SUCCESS;
+	for (unsigned k = 0; k < sizeof patch_fns / sizeof patch_fns[0]; k++)
+		if (patch_fns[k].id == id) {
+			if (strcmp(name, patch_fns[k].fn)) {
+				n_errors++;
+				return SANITIZER_ERROR_INVALID_PARAMETER;
+			}
+			kinds_patched |= 1u << k;
+			if (k == 0)
+				instructions_ok = 1;
+			return SANITIZER_SUCCESS;
+		}
+	return SANITIZER_ERROR_NOT_SUPPORTED; /* a kind this device lacks: not an error */
 }
 
 EXPORT SanitizerResult sanitizerPatchModule(CUmodule m)
@@ -112,6 +140,7 @@ EXPORT SanitizerResult sanitizerAlloc(CUcontext ctx, void **p, size_t size)
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return SANITIZER_ERROR_OUT_OF_MEMORY;
+	memset(m, 0xa5, size); /* device memory is not zeroed */
 	*p = m;
 	return SANITIZER_SUCCESS;
 }
@@ -120,6 +149,20 @@ EXPORT SanitizerResult sanitizerFree(CUcontext ctx, void *p)
 {
 	(void)ctx;
 	(void)p; /* the size is not known here: left mapped (a test) */
+	return SANITIZER_SUCCESS;
+}
+
+EXPORT SanitizerResult sanitizerAllocHost(CUcontext ctx, void **p, size_t size)
+{
+	return sanitizerAlloc(ctx, p, size);
+}
+
+EXPORT SanitizerResult sanitizerFreeHost(CUcontext ctx, void *p) { return sanitizerFree(ctx, p); }
+
+EXPORT SanitizerResult sanitizerMemset(void *p, int value, size_t n, Sanitizer_StreamHandle s)
+{
+	(void)s;
+	memset(p, value, n);
 	return SANITIZER_SUCCESS;
 }
 
@@ -199,8 +242,17 @@ EXPORT void fake_driver_memory(int alloc, uint64_t addr, uint64_t size, uint32_t
 	     alloc ? SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_ALLOC : SANITIZER_CBID_RESOURCE_DEVICE_MEMORY_FREE, &md);
 }
 
-/* A launch on stream s whose threads make n accesses at addrs with flags. */
-EXPORT void fake_launch(const char *name, uint64_t s, uint32_t n, const uint64_t *addrs, const uint32_t *flags)
+static uint64_t device_clock(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A launch on stream s whose threads make the n operations of ops, each
+ * through the patch function the backend patched for its kind (an
+ * unpatched kind is not seen, as on a GPU). */
+EXPORT void fake_launch_ops(const char *name, uint64_t s, uint32_t n, const fake_op *ops)
 {
 	Sanitizer_LaunchData ld = {.context = CTX, .stream = (CUstream)(uintptr_t)s,
 	                           .hStream = (Sanitizer_StreamHandle)(uintptr_t)(s + 1), .module = MOD,
@@ -214,15 +266,50 @@ EXPORT void fake_launch(const char *name, uint64_t s, uint32_t n, const uint64_t
 	in_launch = 0;
 	if (!launch_data_set)
 		n_errors++;
-	/* the kernel: every access calls the patch with the launch's data */
-	const stc_sz_block *b = launch_data;
-	if (b) {
+	/* the kernel: every operation calls the patch with the launch's data */
+	uint64_t ud = (uint64_t)(uintptr_t)launch_data;
+	if (ud) {
 		n_blocks++;
-		for (uint32_t i = 0; i < n; i++)
-			stc_sz_record((const uint64_t *)(uintptr_t)b->starts, (const uint64_t *)(uintptr_t)b->ends, b->n,
-			              (uint32_t *)(b + 1), addrs[i], flags[i]);
+		if (kinds_patched & (1u << 7))
+			stc_sz_block_time(ud, device_clock(), 0);
+		for (uint32_t i = 0; i < n; i++) {
+			const fake_op *o = &ops[i];
+			if (!(kinds_patched & (1u << o->kind)))
+				continue;
+			switch (o->kind) {
+			case FAKE_LDST:
+				stc_sz_access(ud, o->addr, o->size, o->flags);
+				break;
+			case FAKE_CP_ASYNC:
+			case FAKE_BULK_G2S:
+				stc_sz_range(ud, o->addr, o->size, STC_SZ_HIT_READ);
+				break;
+			case FAKE_BULK_S2G:
+				stc_sz_range(ud, o->addr, o->size, STC_SZ_HIT_WRITE);
+				break;
+			case FAKE_BULK_RED:
+				stc_sz_range(ud, o->addr, o->size, STC_SZ_HIT_READ | STC_SZ_HIT_WRITE);
+				break;
+			case FAKE_TMA_LOAD:
+				stc_sz_tensor_map(ud, o->addr, STC_SZ_HIT_READ);
+				break;
+			case FAKE_TMA_STORE:
+				stc_sz_tensor_map(ud, o->addr, STC_SZ_HIT_WRITE);
+				break;
+			}
+		}
+		if (kinds_patched & (1u << 8))
+			stc_sz_block_time(ud, device_clock(), 1);
 	}
 	call(SANITIZER_CB_DOMAIN_LAUNCH, SANITIZER_CBID_LAUNCH_END, &ld);
+}
+
+EXPORT void fake_launch(const char *name, uint64_t s, uint32_t n, const uint64_t *addrs, const uint32_t *flags)
+{
+	fake_op ops[64];
+	for (uint32_t i = 0; i < n && i < 64; i++)
+		ops[i] = (fake_op){.kind = FAKE_LDST, .addr = addrs[i], .size = 4, .flags = flags[i]};
+	fake_launch_ops(name, s, n < 64 ? n : 64, ops);
 }
 
 EXPORT void fake_memcpy(uint64_t src, uint64_t dst, uint64_t size, int dir)

@@ -2,13 +2,17 @@
  * test_sanitizer_map.c - the Compute Sanitizer backend's host logic and the
  * patch's own search (collector/sanitizer/sanitizer_map.c, sanitizer_hits.h), on
  * buffers laid out as the GPU leaves them: a map of 2,000 live objects
- * (past DrGPUM's 1024) from the real live-object table, accesses recorded
- * by the same code the patch runs, read-back blocks decoded into the API
- * event's ranges.  Checks: a read-only object, a written-never-read one,
- * an untouched one, an atomic (read and write), an access one past an
- * object's end and one in a gap (no hit), a prefetch (no access), objects
- * past index 1024, maps that stay valid after the table changes, launch
- * sampling, and copy/set ranges.
+ * (past DrGPUM's 1024) from the real live-object table, a header and
+ * launch areas as the backend makes them, accesses recorded by the same
+ * code the patch runs (through the launch's userdata), read-back areas
+ * decoded into the API event's ranges.  Checks: a read-only object, a
+ * written-never-read one, an untouched one, an atomic (read and write), an
+ * access one past an object's end and one in a gap (no hit), a prefetch
+ * (no access), objects past index 1024, maps that stay valid after the
+ * table changes, two launches of one header kept apart, the parts of an
+ * object touched (32nds, as ranges), a bulk copy over two objects, a TMA
+ * tensor map (placed, and not), block times, launch sampling, and copy/set
+ * ranges.
  */
 #include <string.h>
 
@@ -18,11 +22,13 @@
 
 #define NOBJ 2000
 
-/* a recorded block: header then words, as sanitizerMemcpyDeviceToHost
- * brings it back */
-static uint64_t blockbuf[(sizeof(stc_sz_block) + NOBJ) / 8 + 64];
+/* a header, its chunk masks and two launch areas, as
+ * sanitizerMemcpyDeviceToHost brings them back */
+static stc_sz_hdr hdr;
+static uint32_t chunks[NOBJ + 8];
+static uint64_t areas[2][(sizeof(stc_sz_area) + NOBJ) / 8 + 64];
 
-static uint32_t *words_of(void *block) { return (uint32_t *)((stc_sz_block *)block + 1); }
+static uint32_t *words_of(int slot) { return (uint32_t *)((stc_sz_area *)areas[slot] + 1); }
 
 static const stp_range *find_range(const stp_range *r, size_t n, uint64_t addr)
 {
@@ -60,39 +66,48 @@ int main(void)
 	CHECK(m1 && m1->n == 11);
 	stc_szmap_free(m1);
 
-	/* the block as the host writes it before the launch */
-	CHECK_EQ_U(stc_sz_block_bytes(NOBJ), 32 + 504);
-	CHECK(stc_sz_block_bytes(m->n) <= sizeof blockbuf);
-	m->dev_starts = 0x1000;
-	m->dev_ends = 0x2000;
-	stc_sz_block *b = (stc_sz_block *)blockbuf;
-	stc_szmap_block_header(m, 42, b);
-	CHECK(b->n == m->n && b->launch == 42 && b->starts == 0x1000 && b->ends == 0x2000);
-	uint32_t *w = words_of(b);
-	memset(w, 0, stc_sz_words(m->n) * 4);
+	/* the header as the backend makes it before the launches */
+	CHECK_EQ_U(stc_sz_area_bytes(NOBJ), 32 + 504);
+	CHECK(stc_sz_area_bytes(m->n) <= sizeof areas[0]);
+	hdr = (stc_sz_hdr){.starts = (uint64_t)(uintptr_t)m->starts, .ends = (uint64_t)(uintptr_t)m->ends, .n = m->n,
+	                   .chunks = (uint64_t)(uintptr_t)chunks, .areas = (uint64_t)(uintptr_t)areas,
+	                   .area_bytes = sizeof areas[0]};
+	uint64_t ud = stc_sz_ud((uint64_t)(uintptr_t)&hdr, 0), ud1 = stc_sz_ud((uint64_t)(uintptr_t)&hdr, 1);
+	CHECK(stc_sz_ud_hdr(ud1) == &hdr && (uint64_t *)stc_sz_ud_area(&hdr, ud1) == areas[1]);
+	uint32_t *w = words_of(0);
 
 	/* the kernel's accesses, through the patch's code */
 	uint64_t ro = base + 3 * 4096, wo = base + 1500 * 4096, un = base + 7 * 4096, at = base + 1999 * 4096;
 	uint64_t rw = base + 1024 * 4096, at2 = base + 1025 * 4096, aw = base + 1026 * 4096;
 	for (uint64_t off = 0; off < 4096 - 256; off += 4) /* read-only, every word incl. the last */
-		stc_sz_record(m->starts, m->ends, m->n, w, ro + off, STC_SZ_FLAG_READ);
-	stc_sz_record(m->starts, m->ends, m->n, w, wo, STC_SZ_FLAG_WRITE);             /* written, never read */
-	stc_sz_record(m->starts, m->ends, m->n, w, wo + 100, STC_SZ_FLAG_WRITE);
-	stc_sz_record(m->starts, m->ends, m->n, w, un + 4096 - 256, STC_SZ_FLAG_READ);  /* one past un's end */
-	stc_sz_record(m->starts, m->ends, m->n, w, un + 4096 - 1, STC_SZ_FLAG_WRITE);   /* in the gap after it */
-	stc_sz_record(m->starts, m->ends, m->n, w, un - 1, STC_SZ_FLAG_WRITE);          /* in the gap before it */
-	stc_sz_record(m->starts, m->ends, m->n, w, un, STC_SZ_FLAG_PREFETCH);           /* a prefetch: no access */
-	stc_sz_record(m->starts, m->ends, m->n, w, at + 8, STC_SZ_FLAG_READ | STC_SZ_FLAG_WRITE); /* atomicAdd */
-	stc_sz_record(m->starts, m->ends, m->n, w, at2, STC_SZ_FLAG_ATOMSYS);           /* system-scope atomic */
+		stc_sz_access(ud, ro + off, 4, STC_SZ_FLAG_READ);
+	stc_sz_access(ud, wo, 4, STC_SZ_FLAG_WRITE);             /* written, never read: its first 32nd */
+	stc_sz_access(ud, wo + 100, 4, STC_SZ_FLAG_WRITE);
+	stc_sz_access(ud, un + 4096 - 256, 4, STC_SZ_FLAG_READ);  /* one past un's end */
+	stc_sz_access(ud, un + 4096 - 4, 4, STC_SZ_FLAG_WRITE);   /* in the gap after it */
+	stc_sz_access(ud, un - 1, 1, STC_SZ_FLAG_WRITE);          /* in the gap before it */
+	stc_sz_access(ud, un, 4, STC_SZ_FLAG_PREFETCH);           /* a prefetch: no access */
+	stc_sz_access(ud, at + 8, 4, STC_SZ_FLAG_READ | STC_SZ_FLAG_WRITE); /* atomicAdd */
+	stc_sz_access(ud, at2, 4, STC_SZ_FLAG_ATOMSYS);           /* system-scope atomic */
 	/* atomicAdd with its result unused: a RED, flagged write-only, still
 	 * depends on the old value (an earlier write is not dead) */
-	stc_sz_record(m->starts, m->ends, m->n, w, aw, STC_SZ_FLAG_ATOMIC_WRITE_ONLY | STC_SZ_FLAG_WRITE);
-	stc_sz_record(m->starts, m->ends, m->n, w, rw, STC_SZ_FLAG_READ);               /* read, then written */
-	stc_sz_record(m->starts, m->ends, m->n, w, rw + 8, STC_SZ_FLAG_WRITE);
-	stc_sz_record(m->starts, m->ends, m->n, w, pinned + 0xffff, STC_SZ_FLAG_READ);  /* pinned host, last byte */
-	stc_sz_record(m->starts, m->ends, m->n, w, pinned + 0x10000, STC_SZ_FLAG_READ); /* one past it */
-	stc_sz_record(m->starts, m->ends, m->n, w, base + NOBJ * 4096, STC_SZ_FLAG_READ); /* past every object */
-	stc_sz_record(m->starts, m->ends, m->n, w, 0, STC_SZ_FLAG_READ);
+	stc_sz_access(ud, aw, 4, STC_SZ_FLAG_ATOMIC_WRITE_ONLY | STC_SZ_FLAG_WRITE);
+	stc_sz_access(ud, rw, 4, STC_SZ_FLAG_READ);               /* read, then written */
+	stc_sz_access(ud, rw + 8, 4, STC_SZ_FLAG_WRITE);
+	stc_sz_access(ud, pinned + 0xffff, 1, STC_SZ_FLAG_READ);  /* pinned host, last byte */
+	stc_sz_access(ud, pinned + 0x10000, 4, STC_SZ_FLAG_READ); /* one past it */
+	stc_sz_access(ud, base + NOBJ * 4096, 4, STC_SZ_FLAG_READ); /* past every object */
+	stc_sz_access(ud, 0, 4, STC_SZ_FLAG_READ);
+	stc_sz_access(0, ro, 4, STC_SZ_FLAG_WRITE);               /* a launch not sampled: nothing */
+	/* the second launch of the header: its own bits, the header's parts */
+	stc_sz_access(ud1, un + 8, 8, STC_SZ_FLAG_WRITE);
+	/* block times: the earliest entry and the latest exit */
+	stc_sz_block_time(ud, 500, 0);
+	stc_sz_block_time(ud, 400, 0);
+	stc_sz_block_time(ud, 900, 1);
+	stc_sz_block_time(ud, 700, 1);
+	const stc_sz_area *a0 = (const stc_sz_area *)areas[0];
+	CHECK(a0->t_begin == UINT64_MAX - 400 && a0->t_end == 900);
 
 	/* the table changes after the launch: the map the launch used stays */
 	stc_devobj_remove(ro, NULL);
@@ -100,18 +115,20 @@ int main(void)
 
 	stp_range r[16];
 	uint64_t ids[16];
-	size_t k = stc_sz_decode(m->starts, m->ends, m->ids, b->n, w, r, ids, 16);
+	size_t k = stc_sz_decode(m->starts, m->ends, m->ids, m->n, w, chunks, r, ids, 16);
 	CHECK_EQ_U(k, 7);
 	for (size_t i = 1; i < k && i < 16; i++)
 		CHECK(r[i - 1].addr < r[i].addr);
 	const stp_range *x;
 	CHECK((x = find_range(r, k, ro)) && x->mode == STP_ACCESS_READ && x->size == 4096 - 256);
-	CHECK((x = find_range(r, k, wo)) && x->mode == STP_ACCESS_WRITE);
+	/* wo: bytes 0..103 of 3840, its first 32nd (120 bytes) */
+	CHECK((x = find_range(r, k, wo)) && x->mode == STP_ACCESS_WRITE && x->size == 120);
 	CHECK((x = find_range(r, k, at)) && x->mode == (STP_ACCESS_READ | STP_ACCESS_WRITE));
 	CHECK((x = find_range(r, k, at2)) && x->mode == (STP_ACCESS_READ | STP_ACCESS_WRITE));
 	CHECK((x = find_range(r, k, aw)) && x->mode == (STP_ACCESS_READ | STP_ACCESS_WRITE));
 	CHECK((x = find_range(r, k, rw)) && x->mode == (STP_ACCESS_READ | STP_ACCESS_WRITE));
-	CHECK((x = find_range(r, k, pinned)) && x->mode == STP_ACCESS_READ && x->size == 0x10000);
+	/* the pinned buffer's last byte: its last 32nd */
+	CHECK((x = find_range(r, k, pinned + 0x10000 - 0x800)) && x->mode == STP_ACCESS_READ && x->size == 0x800);
 	CHECK(find_range(r, k, un) == NULL);
 	CHECK(find_range(r, k, un + 4096) == NULL);
 	/* ids name the objects as they were at the launch */
@@ -120,19 +137,66 @@ int main(void)
 		if (r[i].addr != ro && stc_devobj_find(r[i].addr, &o))
 			CHECK(o.id == ids[i]);
 	}
+	/* whole objects without chunk masks */
+	k = stc_sz_decode(m->starts, m->ends, m->ids, m->n, w, NULL, r, NULL, 16);
+	CHECK((x = find_range(r, k, wo)) && x->size == 4096 - 256);
 	/* fewer slots than hits: the count still says how many */
-	CHECK_EQ_U(stc_sz_decode(m->starts, m->ends, m->ids, b->n, w, r, NULL, 2), 7);
+	CHECK_EQ_U(stc_sz_decode(m->starts, m->ends, m->ids, m->n, w, chunks, r, NULL, 2), 7);
+	/* the second launch: un alone, written */
+	k = stc_sz_decode(m->starts, m->ends, m->ids, m->n, words_of(1), chunks, r, NULL, 16);
+	CHECK(k == 1 && r[0].addr == un && r[0].mode == STP_ACCESS_WRITE && r[0].size == 120);
 	/* stray bits past the map (not written by the patch) are ignored */
 	uint32_t tail[2] = {0, 0xffffffffu};
-	CHECK_EQ_U(stc_sz_decode(m->starts, m->ends, NULL, 17, tail, r, NULL, 16), 1);
+	CHECK_EQ_U(stc_sz_decode(m->starts, m->ends, NULL, 17, tail, NULL, r, NULL, 16), 1);
 	CHECK(r[0].addr == m->starts[16]);
 
+	/* parts: runs of touched 32nds become ranges; an object of 100 bytes
+	 * has 32nds of 3 or 4 bytes */
+	CHECK_EQ_U(stc_sz_chunk_start(100, 0), 0);
+	CHECK_EQ_U(stc_sz_chunk_start(100, 1), 4);
+	CHECK_EQ_U(stc_sz_chunk_start(100, 32), 100);
+	for (uint64_t off = 0; off < 100; off++) /* every byte in the chunk its start says */
+		CHECK(stc_sz_chunk(0, 100, off) < 32 && stc_sz_chunk_start(100, stc_sz_chunk(0, 100, off)) <= off &&
+		      off < stc_sz_chunk_start(100, stc_sz_chunk(0, 100, off) + 1));
+	CHECK_EQ_U(stc_sz_chunk_bits(1000, 1100, 1000, 1), 1);
+	CHECK_EQ_U(stc_sz_chunk_bits(1000, 1100, 1097, 8), 0x80000000u); /* clipped at the end */
+	CHECK_EQ_U(stc_sz_chunk_bits(1000, 1100, 1096, 1), 0x40000000u);
+	CHECK_EQ_U(stc_sz_chunk_bits(1000, 1100, 1096, 2), 0xc0000000u);
+	CHECK_EQ_U(stc_sz_chunk_bits(1000, 1100, 900, 1000), 0xffffffffu);
+	CHECK_EQ_U(stc_sz_chunk_bits(1000, 1100, 1100, 4), 0);
+	{
+		uint64_t s2[1] = {0x10000}, e2[1] = {0x10000 + 3200};
+		uint32_t w2[1] = {STC_SZ_HIT_READ}, c2[1] = {0x0000f00fu};
+		CHECK_EQ_U(stc_sz_decode(s2, e2, NULL, 1, w2, c2, r, NULL, 16), 2);
+		CHECK(r[0].addr == 0x10000 && r[0].size == 400 && r[1].addr == 0x10000 + 1200 && r[1].size == 400);
+	}
+
+	/* a bulk copy over the end of one object and the start of the next
+	 * (and the gap between), and TMA tensor maps */
+	memset(areas, 0, sizeof areas);
+	memset(chunks, 0, sizeof chunks);
+	uint64_t b2 = base + 20 * 4096;
+	stc_sz_range(ud, b2 + 4096 - 512, 1024, STC_SZ_HIT_READ);
+	uint64_t tmap[16] = {7, 0x1000, base + 30 * 4096 + 16, 3}, tbad[16] = {1, 2, 3};
+	stc_sz_tensor_map(ud, (uint64_t)(uintptr_t)tmap, STC_SZ_HIT_WRITE);
+	k = stc_sz_decode(m->starts, m->ends, m->ids, m->n, w, chunks, r, NULL, 16);
+	CHECK_EQ_U(k, 3);
+	/* bytes 3584.. of object 20 (3840 bytes: 32nds of 120): its 32nds 29-31;
+	 * bytes ..511 of object 21: its 32nds 0-4 */
+	CHECK((x = find_range(r, k, b2 + 29 * 120)) && x->size == 3 * 120 && x->mode == STP_ACCESS_READ);
+	CHECK((x = find_range(r, k, b2 + 4096)) && x->size == 5 * 120 && x->mode == STP_ACCESS_READ);
+	CHECK((x = find_range(r, k, base + 30 * 4096)) && x->size == 4096 - 256 && x->mode == STP_ACCESS_WRITE);
+	CHECK(!(((stc_sz_area *)areas[0])->flags & STC_SZ_AREA_UNPLACED));
+	stc_sz_tensor_map(ud, (uint64_t)(uintptr_t)tbad, STC_SZ_HIT_READ);
+	CHECK(((stc_sz_area *)areas[0])->flags & STC_SZ_AREA_UNPLACED);
+
 	/* every object of the 2,000, each hit once with alternating modes */
-	memset(w, 0, stc_sz_words(m->n) * 4);
+	memset(areas, 0, sizeof areas);
+	memset(chunks, 0, sizeof chunks);
 	for (uint64_t i = 0; i < m->n; i++)
-		stc_sz_record(m->starts, m->ends, m->n, w, m->ends[i] - 1, i % 2 ? STC_SZ_FLAG_WRITE : STC_SZ_FLAG_READ);
+		stc_sz_access(ud, m->ends[i] - 1, 1, i % 2 ? STC_SZ_FLAG_WRITE : STC_SZ_FLAG_READ);
 	static stp_range all[NOBJ + 8];
-	CHECK_EQ_U(stc_sz_decode(m->starts, m->ends, m->ids, m->n, w, all, NULL, NOBJ + 8), m->n);
+	CHECK_EQ_U(stc_sz_decode(m->starts, m->ends, m->ids, m->n, w, NULL, all, NULL, NOBJ + 8), m->n);
 	int modes_ok = 1;
 	for (uint64_t i = 0; i < m->n; i++)
 		modes_ok &= all[i].addr == m->starts[i] && all[i].mode == (i % 2 ? STP_ACCESS_WRITE : STP_ACCESS_READ);
@@ -143,10 +207,15 @@ int main(void)
 	stc_devobj_reset();
 	m = stc_szmap_build(0);
 	CHECK(m && m->n == 0);
-	uint32_t none = 0;
-	if (m)
-		stc_sz_record(m->starts, m->ends, m->n, &none, 0x1000, STC_SZ_FLAG_READ);
-	CHECK(none == 0);
+	if (m) {
+		memset(areas, 0, sizeof areas);
+		hdr = (stc_sz_hdr){.starts = (uint64_t)(uintptr_t)m->starts, .ends = (uint64_t)(uintptr_t)m->ends,
+		                   .chunks = (uint64_t)(uintptr_t)chunks, .areas = (uint64_t)(uintptr_t)areas,
+		                   .area_bytes = sizeof areas[0]};
+		stc_sz_access(ud, 0x1000, 4, STC_SZ_FLAG_READ);
+		stc_sz_range(ud, 0x1000, 1 << 20, STC_SZ_HIT_READ);
+	}
+	CHECK(words_of(0)[0] == 0);
 	stc_szmap_free(m);
 
 	/* sampling */

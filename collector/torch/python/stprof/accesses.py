@@ -6,9 +6,11 @@ address ranges, through the collector's stprof_api_v1.
 A TorchDispatchMode entered once for the whole program (on the thread that
 imports torch; CPU autograd runs the backward's ops on that thread too)
 sees each op below autograd, forward and backward alike.  Ranges are whole
-storages: the tensor arguments are read, the outputs written (except an
-aten.empty* op's: allocated, not written), and an argument the op's schema
-marks as written (in-place and out= ops) is read and written.  A storage is listed once per op with its modes or'ed.  Costs
+storages: the tensor arguments are read, the outputs written, and an
+argument the op's schema marks as written (in-place and out= ops) is read
+and written.  Ops that touch no data are not recorded: a view (t, slice,
+detach, view: every output an alias of an input, none written), and an
+aten.empty* op (its output is allocated, not written: the ALLOC event).  A storage is listed once per op with its modes or'ed.  Costs
 a Python call per op: off by default.
 """
 import ctypes
@@ -50,13 +52,29 @@ def install(torch):
             written[func] = w
         return w
 
+    views = {}
+
+    def is_view(func):
+        # a view (t, slice, detach, view, ...) returns aliases of its input
+        # and touches no data: no access, and not an op that does work
+        v = views.get(func)
+        if v is None:
+            rets = func._schema.returns
+            v = views[func] = bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write
+                                                  for r in rets)
+        return v
+
     class Accesses(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
+            if is_view(func):
+                return out
             name = names.get(func)
             if name is None:
                 name = names[func] = str(func).encode()
+            if name.startswith(b"aten.empty"):
+                return out  # an allocation (its ALLOC event), no access
             seen = {}
             for a in tree_flatten((args, kwargs))[0]:
                 if isinstance(a, Tensor):
@@ -68,8 +86,7 @@ def install(torch):
                     p, n = _storage(args[i])
                     if p:
                         seen[p] = (n, seen.get(p, (0, 0))[1] | WRITE)
-            # an empty tensor is allocated, not written
-            for a in (() if names.get(func, b"").startswith(b"aten.empty") else tree_flatten(out)[0]):
+            for a in tree_flatten(out)[0]:
                 if isinstance(a, Tensor):
                     p, n = _storage(a)
                     if p:
