@@ -1,8 +1,10 @@
 /*
- * snap_write.c - what both importers (PyTorch snapshots, JAX's pprof
- * profiles) write the same way (snap_int.h): a source frame's MODULE path,
- * and the beginning of the trace of a snapshot (its process, its one
- * thread, a MODULE per source frame, all at the snapshot's first time).
+ * snap_write.c - how the pprof importer (JAX's profiles) writes a trace's
+ * beginning (snap_int.h): a source frame's MODULE path, and the beginning
+ * of the trace of a snapshot (its process, its one thread, a MODULE per
+ * source frame, all at the snapshot's first time).  The PyTorch importer
+ * (snap_import.c, streamed since issue 26) numbers its frames by use and
+ * writes the same beginning itself: one writer for both is left to do.
  */
 #include <inttypes.h>
 #include <stdio.h>

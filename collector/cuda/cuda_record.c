@@ -53,9 +53,8 @@ static STC_TLS stc_devobj t_free_obj;
 enum { M_CUPTI, M_CUDA, M_CUDART, M_C10_CUDA, M_COUNT };
 static const char *const mod_prefix[M_COUNT] = {"libcupti.so", "libcuda.so", "libcudart.so", "libc10_cuda.so"};
 static stc_modset mods = {.prefix = mod_prefix, .n = M_COUNT};
-/* JAX's CUDA plugin, a set of its own: looked up only for device
- * allocations (a set with a missing library is looked up again at every
- * call, and most programs never load this one) */
+/* JAX's CUDA plugin, a set of its own, looked up only for device
+ * allocations (most programs never load it) */
 static const char *const xla_prefix[1] = {"xla_cuda_plugin"};
 static stc_modset xla_mods = {.prefix = xla_prefix, .n = 1};
 
