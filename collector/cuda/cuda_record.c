@@ -61,8 +61,10 @@ static stc_modset xla_mods = {.prefix = xla_prefix, .n = 1};
 /* The call path of the CUDA call: 0 and *skip = 1 when it passes through
  * libc10_cuda in caching mode (PyTorch's segment: the shim records it);
  * *xla = 1 when its first frame past the CUDA libraries is XLA's (xla may
- * be NULL). */
-static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip, int *xla)
+ * be NULL).  With python, an allocation's: in a Python program, completed
+ * with the Python line that called (launches and copies keep their native
+ * path: a Python walk per launch would cost too much). */
+static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip, int python, int *xla)
 {
 	uint64_t ips[STC_DEPTH_MAX];
 	*skip = 0;
@@ -91,6 +93,10 @@ static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip, in
 	d -= first;
 	if (d > want)
 		d = want;
+	/* in a Python program, the line that called (cuBLAS's workspace at the
+	 * first matmul's line): never waiting for the GIL, under CUDA's locks */
+	if (python)
+		d = stc_py_complete(ips + first, d, STC_DEPTH_MAX - first, STC_GIL_NEVER);
 	return d ? stc_intern_stack(ips + first, d) : 0;
 }
 
@@ -192,7 +198,7 @@ static int xla_region_take(uint64_t addr)
 static void do_alloc(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 {
 	int skip, xla;
-	uint32_t stack = call_path(caching, &skip, &xla);
+	uint32_t stack = call_path(caching, &skip, 1, &xla);
 	if (skip)
 		return;
 	stc_devobj o = {.addr = r->addr, .size = r->size, .kind = r->kind, .stack = stack};
@@ -228,7 +234,7 @@ static void do_free(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 static void do_map(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 {
 	int skip;
-	uint32_t stack = call_path(caching, &skip, NULL);
+	uint32_t stack = call_path(caching, &skip, 1, NULL);
 	if (skip)
 		return;
 	stc_devobj o = {.addr = r->addr, .size = r->size, .kind = STP_MEM_DEVICE, .segment = 1, .stack = stack};
@@ -258,7 +264,7 @@ static void do_api(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 	ev.u.api.name = r->name ? stc_intern_string(r->name, strnlen(r->name, 4096)) : 0;
 	ev.u.api.device = ctx_device(cb->context);
 	ev.u.api.stream = stream_id(cb->context, r->stream);
-	ev.u.api.stack = call_path(0, &skip, NULL);
+	ev.u.api.stack = call_path(0, &skip, 0, NULL);
 	ev.u.api.nranges = r->nranges;
 	ev.u.api.ranges = r->nranges ? r->ranges : NULL;
 	if (r->api != STP_API_SYNC && stc_cuda_activity_holds())
