@@ -76,9 +76,11 @@ static void test_kind(int kind, const char *name)
 		CHECK(p.stats.optimal);
 	else
 		CHECK(!p.stats.optimal && p.stats.proven_bound < p.pool);
-	if (p.pool < p0.pool) /* kept from a step of the search */
+	if (p.pool < p0.pool) /* kept from a step of the search, or (a busy machine:
+	                       * the search kept nothing) greedy-by-size completed after it */
 		CHECK(p.stats.step == STP_STEP_PEAK || p.stats.step == STP_STEP_WINDOWS ||
-		      p.stats.step == STP_STEP_REPAIR);
+		      p.stats.step == STP_STEP_REPAIR ||
+		      (p.stats.step == STP_STEP_GREEDY && p.stats.pool_greedy_plain == p.pool));
 	printf("%-28s %5zu requests: pool/bound %.4f (without the search %.4f), %s, %.2f s\n", name, r.n,
 	       (double)p.pool / (double)p.stats.lower_bound, (double)p0.pool / (double)p0.stats.lower_bound,
 	       stp_plan_step_name(p.stats.step), p.stats.seconds);
