@@ -28,6 +28,8 @@
 
 #include "internal.h"
 #include "lifetime.h"
+#include "stprof/outfile.h"
+#include "stprof/stalloc.h"
 
 extern void *__libc_malloc(size_t n);
 extern void *__libc_realloc(void *p, size_t n);
@@ -170,11 +172,14 @@ void lt_write_stats(const char *to)
 	lt_heap_stats_get(&h);
 	lt_predict_stats_get(&s);
 	FILE *f = stderr;
-	if (strcmp(to, "1")) {
-		int fd = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!f)
+	stp_outfile out;
+	char err[512];
+	if (strcmp(to, "1")) { /* as every output of stprof's (stprof/outfile.h) */
+		f = stp_outfile_open(&out, to, &stp_outkind_stalloc_stats, err, sizeof err);
+		if (!f) {
+			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 			return;
+		}
 	}
 	uint64_t all = 0;
 	for (unsigned c = 0; c < STP_LT_CLASSES; c++)
@@ -208,6 +213,7 @@ void lt_write_stats(const char *to)
 		           " live=%" PRIu64 " live_peak=%" PRIu64 "\n",
 		        all, s.hits, s.misses, s.known, s.backoff, s.fallback, h.hp_in_use, h.hp_peak, h.hp_released,
 		        h.spans_recycled, h.promotions, h.demotions, h.live_bytes, h.live_peak);
-		fclose(f);
+		if (stp_outfile_commit(&out, err, sizeof err) < 0)
+			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 	}
 }

@@ -90,11 +90,16 @@ static void write_stats(stalloc *a)
 	stalloc_stats s;
 	stalloc_stats_get(a, &s);
 	FILE *f = stderr;
+	stp_outfile out;
+	char err[512];
 	if (strcmp(stats_to, "1")) {
-		int fd = open(stats_to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!f)
+		/* as every output of stprof's: beside the path, renamed into place;
+		 * stprof run --plan checked the path before the program ran */
+		f = stp_outfile_open(&out, stats_to, &stp_outkind_stalloc_stats, err, sizeof err);
+		if (!f) {
+			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 			return;
+		}
 	}
 	stalloc_stats_print(f, &s);
 	if (f != stderr) {
@@ -111,7 +116,8 @@ static void write_stats(stalloc *a)
 		        (unsigned long long)s.pool_peak, (unsigned long long)s.fb_peak,
 		        (unsigned long long)s.fb_reserved_peak, (unsigned long long)s.iterations,
 		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits);
-		fclose(f);
+		if (stp_outfile_commit(&out, err, sizeof err) < 0)
+			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 	}
 }
 
@@ -141,7 +147,8 @@ __attribute__((constructor)) static void stalloc_init(void)
 		opts.min_size = strtoull(v, NULL, 10);
 	v = getenv("STALLOC_LOG");
 	if (v && *v) {
-		int fd = open(v, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		/* a debugging log, written as it goes: never through a link */
+		int fd = open(v, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 		opts.log = fd >= 0 ? fdopen(fd, "w") : NULL;
 		/* a buffer of its own: stdio would malloc one at the first line,
 		 * inside the allocator's lock */

@@ -635,7 +635,7 @@ static const char *human(uint64_t b, char *buf, size_t len)
 void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 {
 	char b1[32], b2[32], b3[32], b4[32];
-	fprintf(f, "stalloc: pool %s (alignment %" PRIu64 "), plan entries %" PRIu64 " (%" PRIu64 " dynamic)\n",
+	fprintf(f, STALLOC_STATS_HEAD "%s (alignment %" PRIu64 "), plan entries %" PRIu64 " (%" PRIu64 " dynamic)\n",
 	        human(s->pool, b1, sizeof b1), s->align, s->entries, s->dynamic_entries);
 	fprintf(f, "stalloc: requests %" PRIu64 ": planned hits %" PRIu64 ", persistent slots %" PRIu64
 	           ", dynamic hits %" PRIu64 " (%.1f%% of the requests of the plan's sizes); below its min size %" PRIu64

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "guard.h"
+#include "input.h"
 #include "snapshot_cli.h"
 #include "util.h"
 
@@ -68,6 +69,8 @@ int cmd_dump(int argc, char **argv)
 	if (optind != argc - 1)
 		return stprof_usage_error("dump", "wants one TRACE (got %d arguments)", argc - optind);
 	const char *trace = argv[optind];
+	if (stprof_input("dump", &trace, STPROF_IN_TRACE))
+		return 1;
 	if (stprof_pickle_input(&trace, 1)) /* a PyTorch snapshot: imported first */
 		return 1;
 	stp_reader *r = stprof_open_trace(trace);

@@ -15,7 +15,9 @@
 #include "stprof/allocsim.h"
 #include "stprof/detector.h"
 #include "stprof/perfetto.h"
+#include "stprof/snapshot.h"
 #include "guard.h"
+#include "input.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
 #include "util.h"
@@ -266,6 +268,20 @@ int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
+	char oerr[1024]; /* refused before the work when it may not be written */
+	if (stp_outfile_check(out, snapshot ? &stp_outkind_snapshot : &stp_outkind_timeline, oerr, sizeof oerr) < 0) {
+		stprof_err("export: %s", oerr);
+		free(def);
+		traceset_free(&ts);
+		return 1;
+	}
+	/* streams read once; every trace cut short said so before it is read */
+	if (!found && stprof_inputs("export", argc, argv, optind, STPROF_IN_TRACE)) {
+		free(def);
+		return 1;
+	}
+	for (size_t i = 0; i < ntraces; i++)
+		stprof_warn_cut(traces[i]);
 	/* PyTorch snapshots given as traces are imported first */
 	if (!found && stprof_pickle_inputs(argc, argv, optind, quiet)) {
 		free(def);

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "guard.h"
+#include "input.h"
 #include "stprof/snapshot.h"
 #include "util.h"
 
@@ -29,7 +31,8 @@ static void usage(FILE *f)
 	        "take a snapshot where they take a trace.  See docs/snapshot.md.\n\n"
 	        "Options:\n"
 	        "  -o, --output FILE    the trace to write (default: SNAPSHOT with its suffix\n"
-	        "                       replaced by .stp)\n"
+	        "                       replaced by .stp); an earlier trace there is kept as\n"
+	        "                       FILE.old, any other file is left alone (an error)\n"
 	        "  -q, --quiet          print nothing but errors\n"
 	        "  -h, --help           this help\n\n"
 	        "Exit status: 0 written, 1 the snapshot could not be read or the trace\n"
@@ -72,6 +75,19 @@ int cmd_import(int argc, char **argv)
 		out = def;
 	}
 	char err[1024];
+	if (stprof_refuse_same("import", out, &in, 1)) {
+		free(def);
+		return 2;
+	}
+	if (stp_outfile_check(out, &stp_outkind_trace, err, sizeof err) < 0) {
+		stprof_err("import: %s", err);
+		free(def);
+		return 1;
+	}
+	if (stprof_input("import", &in, STPROF_IN_PICKLE)) { /* a stream read once */
+		free(def);
+		return 1;
+	}
 	stp_snapshot_import_stats st;
 	int rc = stp_snapshot_import(in, out, &st, err, sizeof err);
 	if (rc < 0) {

@@ -1,8 +1,8 @@
 /*
  * cmd_info.c - `stprof info FILE`: the header, the process, event counts,
  * and whether the file is whole.  Exit 0 when the trace reads to its end (a
- * trace cut at a chunk boundary by a killed program is readable), 1 when it is
- * truncated inside a chunk or corrupt, 2 on usage errors.
+ * trace cut short, by a killed program or inside a chunk, reads to its last
+ * whole chunk), 1 when it is corrupt, 2 on usage errors.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "stprof/trace_codec.h"
 #include "guard.h"
+#include "input.h"
 #include "snapshot_cli.h"
 #include "util.h"
 
@@ -19,7 +20,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: stprof info [-q] TRACE\n\n"
 	           "Prints the trace's format version, the recorded process, how many events of\n"
 	           "each type it holds, and whether it is whole.\n\n"
-	           "  -q, --quiet   print nothing; exit status only (0 readable, 1 damaged)\n"
+	           "  -q, --quiet   print nothing; exit status only (0 readable, cut short\n"
+	           "                included; 1 damaged)\n"
 	           "  -h, --help    this help\n");
 }
 
@@ -50,6 +52,8 @@ int cmd_info(int argc, char **argv)
 	if (optind != argc - 1)
 		return stprof_usage_error("info", "wants one TRACE (got %d arguments)", argc - optind);
 	const char *trace = argv[optind];
+	if (stprof_input("info", &trace, STPROF_IN_TRACE))
+		return 1;
 	if (stprof_pickle_input(&trace, 1)) /* a PyTorch snapshot: imported first */
 		return 1;
 	stp_reader *r = stprof_open_trace(trace);
@@ -104,6 +108,9 @@ int cmd_info(int argc, char **argv)
 			printf("lost events:  %" PRIu64 " (gaps in sequence numbers)\n", s->lost_events);
 		if (rc < 0)
 			printf("whole:        no: %s\n", stp_reader_error(r));
+		else if (s->cut_bytes)
+			printf("whole:        no: it ends inside the chunk at offset %" PRIu64 " (%" PRIu64 " bytes not read: "
+			       "the recording was cut short); read to the last whole chunk\n", s->cut_offset, s->cut_bytes);
 		else if (s->whole)
 			printf("whole:        yes (%s)\n", end_text(s, b2, sizeof b2));
 		else

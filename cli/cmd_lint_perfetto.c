@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "stprof/perfetto.h"
 #include "guard.h"
+#include "input.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -68,12 +69,14 @@ int cmd_lint_perfetto(int argc, char **argv)
 	if (optind != argc - 1)
 		return stprof_usage_error("lint-perfetto", "wants one FILE (got %d arguments)", argc - optind);
 	const char *path = argv[optind];
+	if (stprof_input("lint-perfetto", &path, 0))
+		return 2;
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		stprof_err("lint-perfetto: %s: %s", path, strerror(errno));
 		return 2;
 	}
-	stp_lint_opts lo = {.name = path, .report = quiet ? NULL : stdout, .max_report = max};
+	stp_lint_opts lo = {.name = argv[optind], .report = quiet ? NULL : stdout, .max_report = max};
 	stp_lint_result res;
 	int rc = stp_lint_perfetto(f, &lo, &res);
 	int read_err = ferror(f);

@@ -18,6 +18,7 @@
 #include "stprof/detector.h"
 #include "stprof/plan.h"
 #include "guard.h"
+#include "input.h"
 #include "snapshot_cli.h"
 #include "util.h"
 
@@ -241,6 +242,9 @@ static char *default_output(const char *in, const char *ext)
 	return o;
 }
 
+static int plan_input(const char *in, const char *csv, const char *out, stp_plan_opts *po, stp_window *winp,
+                      uint64_t align, int min_given, int chose_iteration, int detect, int greedy, int quiet);
+
 int cmd_plan(int argc, char **argv)
 {
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
@@ -361,16 +365,48 @@ int cmd_plan(int argc, char **argv)
 		                          modes, argc - optind);
 	}
 	if (show)
-		return show_file(show, (size_t)max_entries);
+		return stprof_input("plan", &show, 0) ? 1 : show_file(show, (size_t)max_entries);
 	if (verify)
-		return verify_file(verify, quiet);
+		return stprof_input("plan", &verify, 0) ? 1 : verify_file(verify, quiet);
 
 	char err[1024];
-	stp_reqs r;
-	uint64_t *given = NULL;
 	const char *in = csv ? csv : argv[optind];
 	if (stprof_refuse_same("plan", out, &in, 1))
 		return 2;
+	/* TRACE's name with .plan (a snapshot's too, not its temporary
+	 * import's); refused before the work when it may not be written */
+	char *defout = NULL;
+	if (!out && !csv && !(out = defout = default_output(in, ".plan")))
+		return 1;
+	if (defout && stprof_refuse_same("plan", out, &in, 1)) {
+		free(defout);
+		return 2;
+	}
+	if (out && strcmp(out, "-") &&
+	    stp_outfile_check(out, csv ? &stp_outkind_csv : &stp_outkind_plan, err, sizeof err) < 0) {
+		stprof_err("plan: %s", err);
+		free(defout);
+		return 1;
+	}
+	if (stprof_input("plan", &in, csv ? 0 : STPROF_IN_TRACE)) { /* streams read once */
+		free(defout);
+		return 1;
+	}
+	if (csv)
+		csv = in;
+	int rc = plan_input(in, csv, out, &po, &win, align, min_given, chose_iteration, detect, greedy, quiet);
+	free(defout);
+	return rc;
+}
+
+/* Plans IN (a trace, a snapshot, or the CSV csv) and writes OUT. */
+static int plan_input(const char *in, const char *csv, const char *out, stp_plan_opts *po, stp_window *winp,
+                      uint64_t align, int min_given, int chose_iteration, int detect, int greedy, int quiet)
+{
+	char err[1024];
+	stp_reqs r;
+	uint64_t *given = NULL;
+	stp_window win = *winp;
 	if (!csv && stprof_pickle_input(&in, quiet)) /* a PyTorch snapshot: imported first */
 		return 1;
 	if (csv) {
@@ -379,9 +415,9 @@ int cmd_plan(int argc, char **argv)
 			return 1;
 		}
 		free(given);
-		po.align = align ? align : 1;
+		po->align = align ? align : 1;
 	} else {
-		if (po.verbose)
+		if (po->verbose)
 			fprintf(stderr, "stprof: plan: reading %s\n", in);
 		stp_phase_cut *cuts = NULL;
 		char why[512] = "";
@@ -415,7 +451,7 @@ int cmd_plan(int argc, char **argv)
 			snprintf(note, sizeof note, "%s; %s", why, stp_reqs_str(&r, r.notes));
 			r.notes = stp_reqs_string(&r, note);
 		}
-		po.align = align ? align : (r.device ? 512 : 16);
+		po->align = align ? align : (r.device ? 512 : 16);
 	}
 	if (!r.n) {
 		stprof_err("%s: no allocations to plan%s%s", in, r.notes ? " (" : "", r.notes ? stp_reqs_str(&r, r.notes) : "");
@@ -428,12 +464,12 @@ int cmd_plan(int argc, char **argv)
 	 * improvement step dropped it (so the plan is never larger than the
 	 * baseline printed); the same switches as the baseline's */
 	if (greedy == 0 || (greedy == -1 && r.n > GREEDY_AUTO_MAX))
-		po.no_greedy_check = 1;
+		po->no_greedy_check = 1;
 	else if (greedy == 1)
-		po.greedy_seconds = 1e12; /* to the end */
+		po->greedy_seconds = 1e12; /* to the end */
 	stp_plan p;
 	double cpu0 = cpu_seconds();
-	if (stp_plan_build(&r, &po, &p, err, sizeof err) < 0) {
+	if (stp_plan_build(&r, po, &p, err, sizeof err) < 0) {
 		stprof_err("%s: %s", in, err);
 		stp_reqs_free(&r);
 		return 1;
@@ -453,8 +489,8 @@ int cmd_plan(int argc, char **argv)
 	} else if (p.stats.greedy_limit > 0) {
 		gsec = -1; /* stopped: said in the summary */
 		glimit = p.stats.greedy_limit;
-	} else if (po.algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
-		stp_plan_opts go = po;
+	} else if (po->algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
+		stp_plan_opts go = *po;
 		go.algo = STP_ALGO_GREEDY;
 		go.verbose = 0;
 		/* a comparison must not cost more than what it is compared with:
@@ -486,14 +522,6 @@ int cmd_plan(int argc, char **argv)
 			}
 		}
 	}
-	char *defout = NULL;
-	if (!out && !csv)
-		out = defout = default_output(in, ".plan");
-	if (defout && stprof_refuse_same("plan", out, &in, 1)) {
-		rc = 1;
-		free(defout);
-		goto done;
-	}
 	if (out) {
 		int wr = csv ? stp_reqs_write_csv(out, &r, p.offset, err, sizeof err)
 		             : stp_plan_write(out, &r, &p, err, sizeof err);
@@ -515,7 +543,7 @@ int cmd_plan(int argc, char **argv)
 			           "                always the smallest layout found)\n",
 			        stprof_fmt_bytes(stalloc_pool, b, sizeof b));
 		}
-		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po.algo != STP_ALGO_GREEDY)
+		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po->algo != STP_ALGO_GREEDY)
 			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
 		if (gsec < 0)
 			fprintf(f, "greedy by size: stopped at its limit, %.2f CPU s (half the planning's or, after\n"
@@ -526,7 +554,6 @@ int cmd_plan(int argc, char **argv)
 		if (out && !rc)
 			fprintf(f, "written:        %s\n", out);
 	}
-	free(defout);
 done:
 	stp_plan_free(&p);
 	stp_reqs_free(&r);

@@ -51,6 +51,6 @@ int cmd_record(int argc, char **argv)
 	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)
 		return 127;
-	record_summary(trace, argv[optind], o.quiet);
+	record_summary(trace, argv[optind], status, o.quiet);
 	exit_like(status);
 }

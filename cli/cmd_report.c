@@ -17,6 +17,7 @@
 #include "stprof/detector.h"
 #include "stprof/report.h"
 #include "guard.h"
+#include "input.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
 #include "util.h"
@@ -163,31 +164,56 @@ static int iteration_window(const char *trace, stp_det_options *o, int64_t n)
 	return rc;
 }
 
-/* Closes (or flushes standard output) after a writer returned rc; says
- * what failed.  Returns rc, or -1 when closing failed. */
-static int finish_out(FILE *f, const char *out, int rc)
-{
-	if (f != stdout) {
-		if (fclose(f) != 0)
-			rc = -1;
-	} else if (fflush(f) != 0) {
-		rc = -1;
-	}
-	if (rc < 0)
-		stprof_err("%s: write failed: %s", out ? out : "standard output", strerror(errno));
-	return rc;
-}
+/* After the error of a damaged trace, when no report follows. */
+#define PARTIAL_HINT " (--partial: report what was read before it)"
 
-/* Writes to out (NULL: standard output) with fn(arg); 0, or 1 after the
- * error. */
-static int write_out(const char *out, int (*fn)(void *, FILE *), void *arg)
+/* Writes to out (NULL: standard output; else as stprof/outfile.h says)
+ * with fn(arg); 0, or 1 after the error. */
+static int write_out(const char *out, const stp_outkind *kind, int (*fn)(void *, FILE *), void *arg)
 {
-	FILE *f = stdout;
-	if (out && !(f = fopen(out, "w"))) {
-		stprof_err("%s: %s", out, strerror(errno));
+	char err[1024];
+	if (!out) {
+		int rc = fn(arg, stdout);
+		if (fflush(stdout) != 0 || rc < 0) {
+			stprof_err("standard output: write failed: %s", strerror(errno));
+			return 1;
+		}
+		return 0;
+	}
+	stp_outfile o;
+	if (!stp_outfile_open(&o, out, kind, err, sizeof err)) {
+		stprof_err("%s", err);
 		return 1;
 	}
-	return finish_out(f, out, fn(arg, f)) < 0;
+	if (fn(arg, o.f) < 0) {
+		stprof_err("%s: write failed: %s", out, strerror(errno));
+		stp_outfile_abort(&o);
+		return 1;
+	}
+	if (stp_outfile_commit(&o, err, sizeof err) < 0) {
+		stprof_err("%s", err);
+		return 1;
+	}
+	return 0;
+}
+
+struct one {
+	stp_det *d;
+	const stp_report_options *ro;
+	int (*fn)(stp_det *, const stp_report_options *, FILE *);
+	const char *lifetimes; /* the trace whose lifetime section follows, or NULL */
+};
+
+static int write_one(void *arg, FILE *f)
+{
+	struct one *o = arg;
+	int rc = o->fn(o->d, o->ro, f);
+	if (rc >= 0 && o->lifetimes) {
+		char lerr[512] = "";
+		if (lifetimes_section(f, o->lifetimes, NULL, NULL, lerr, sizeof lerr) < 0)
+			stprof_err("%s", lerr);
+	}
+	return rc;
 }
 
 struct several {
@@ -208,7 +234,7 @@ static int write_several(void *arg, FILE *f)
 static int report_several(const char *const *traces, size_t n, const stp_det_options *o,
                           const stp_report_options *ro,
                           int (*fn)(stp_det *const *, size_t, const stp_report_options *, FILE *), const char *out,
-                          int partial)
+                          const stp_outkind *kind, int partial)
 {
 	stp_det **d = calloc(n, sizeof *d);
 	if (!d)
@@ -220,6 +246,7 @@ static int report_several(const char *const *traces, size_t n, const stp_det_opt
 		int printed = 0;
 		stp_det_options oi = *o;
 		oi.progress_ctx = &printed;
+		stprof_warn_cut(trace);
 		if (stprof_pickle_input(&trace, 0)) {
 			status = 1;
 			break;
@@ -233,7 +260,7 @@ static int report_several(const char *const *traces, size_t n, const stp_det_opt
 			stprof_err("%s", err);
 			status = 1;
 		} else if (stp_det_result_of(d[i])->error) {
-			stprof_err("%s", stp_det_result_of(d[i])->error);
+			stprof_err("%s%s", stp_det_result_of(d[i])->error, partial ? "" : PARTIAL_HINT);
 			if (!partial)
 				status = 1;
 		}
@@ -247,7 +274,7 @@ static int report_several(const char *const *traces, size_t n, const stp_det_opt
 				d[got++] = x;
 		}
 		struct several s = {d, got, ro, fn};
-		if (got && write_out(out, write_several, &s))
+		if (got && write_out(out, kind, write_several, &s))
 			status = 1;
 		for (size_t i = 0; i < got; i++)
 			if (stp_det_result_of(d[i])->error)
@@ -429,12 +456,13 @@ int cmd_report(int argc, char **argv)
 		return stprof_usage_error("report", "wants a TRACE");
 	int (*writer)(stp_det *, const stp_report_options *, FILE *) = NULL;
 	int (*rwriter)(stp_det *const *, size_t, const stp_report_options *, FILE *) = NULL;
+	const stp_outkind *kind;
 	if (!strcmp(format, "text"))
-		writer = stp_report_text, rwriter = stp_report_ranks_text;
+		writer = stp_report_text, rwriter = stp_report_ranks_text, kind = &stp_outkind_report_text;
 	else if (!strcmp(format, "json"))
-		writer = stp_report_json, rwriter = stp_report_ranks_json;
+		writer = stp_report_json, rwriter = stp_report_ranks_json, kind = &stp_outkind_report_json;
 	else if (!strcmp(format, "html")) {
-		writer = stp_report_html, rwriter = stp_report_ranks_html;
+		writer = stp_report_html, rwriter = stp_report_ranks_html, kind = &stp_outkind_report_html;
 		if (ro.viewer_objects) { /* the viewer's objects: lifetimes, modules, accesses */
 			o.keep_objects = 2;
 			o.keep_accesses = ro.viewer_accesses;
@@ -446,6 +474,13 @@ int cmd_report(int argc, char **argv)
 	}
 	if (stprof_refuse_same("report", out, (const char *const *)argv + optind, (size_t)(argc - optind)))
 		return 2;
+	char oerr[1024];
+	if (out && stp_outfile_check(out, kind, oerr, sizeof oerr) < 0) { /* before the work */
+		stprof_err("report: %s", oerr);
+		return 1;
+	}
+	if (stprof_inputs("report", argc, argv, optind, STPROF_IN_TRACE | (no_ranks ? 0 : STPROF_IN_DIR_OK))) /* pipes read once */
+		return 1;
 	if (want_progress) {
 		o.progress = progress;
 	}
@@ -465,7 +500,7 @@ int cmd_report(int argc, char **argv)
 				           argv[optind], found, found == 1 ? "" : "s", ts.n > ts.nranks ? "them and the launcher" : "them",
 				           argv[optind]);
 			int rc = report_several(found > 0 ? (const char *const *)ts.path : (const char *const *)argv + optind,
-			                        found > 0 ? ts.n : (size_t)(argc - optind), &o, &ro, rwriter, out, partial);
+			                        found > 0 ? ts.n : (size_t)(argc - optind), &o, &ro, rwriter, out, kind, partial);
 			traceset_free(&ts);
 			return rc;
 		}
@@ -478,6 +513,7 @@ int cmd_report(int argc, char **argv)
 	o.progress_ctx = &printed;
 	char err[512];
 	const char *trace = argv[optind];
+	stprof_warn_cut(trace);
 	if (stprof_pickle_input(&trace, 0)) /* a PyTorch snapshot: imported first */
 		return 1;
 	stp_det *d = stp_det_run(trace, &o, err, sizeof err);
@@ -489,27 +525,17 @@ int cmd_report(int argc, char **argv)
 	}
 	const stp_det_result *r = stp_det_result_of(d);
 	if (r->error && !partial) {
-		stprof_err("%s", r->error);
+		stprof_err("%s%s", r->error, PARTIAL_HINT);
 		stp_det_free(d);
 		return 1;
 	}
-	FILE *f = stdout;
-	if (out && !(f = fopen(out, "w"))) {
-		stprof_err("%s: %s", out, strerror(errno));
-		stp_det_free(d);
-		return 1;
-	}
-	int rc = writer(d, &ro, f);
-	/* a program without iterations (a server, a pipeline): its lifetimes */
-	if (rc >= 0 && !r->error && lifetimes && writer == stp_report_text && !r->timeline.niterations) {
-		char lerr[512] = "";
-		if (lifetimes_section(f, trace, NULL, NULL, lerr, sizeof lerr) < 0)
-			stprof_err("%s", lerr);
-	}
-	rc = finish_out(f, out, rc);
+	/* a program without iterations (a server, a pipeline): its lifetimes too */
+	struct one one = {d, &ro, writer,
+	                  !r->error && lifetimes && writer == stp_report_text && !r->timeline.niterations ? trace : NULL};
+	int rc = write_out(out, kind, write_one, &one);
 	if (r->error)
 		stprof_err("%s", r->error);
-	int status = rc < 0 || r->error ? 1 : 0;
+	int status = rc || r->error ? 1 : 0;
 	stp_det_free(d);
 	return status;
 }

@@ -18,11 +18,13 @@
 #include "analysis.h"
 #include "commands.h"
 #include "enforce.h"
+#include "stprof/outfile.h"
 #include "stprof/report.h"
 #include "outname.h"
 #include "record.h"
 #include "traceset.h"
 #include "guard.h"
+#include "input.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -63,14 +65,15 @@ static void det_progress(void *ctx, int pass, uint64_t done, uint64_t total)
 }
 
 /* May the one-shot mode write PATH?  Not over a file stprof did not write
- * (with -o the names follow the trace's); an earlier run's is kept as .old. */
+ * (with -o the names follow the trace's); an earlier run's is kept as .old
+ * when the output is written (stprof/outfile.h). */
 static int sidecar_ok(const char *path, outname_kind kind, const char *what)
 {
 	if (outname_foreign(path, kind)) {
 		stprof_err("%s exists and was not written by stprof; no %s written (leaving it alone)", path, what);
 		return 0;
 	}
-	return outname_keep_old(path, kind) == 0;
+	return 1;
 }
 
 /* The one-shot timeline's bound: about 100 MB, what the Perfetto UI loads
@@ -104,16 +107,18 @@ static void timeline_bound(const stp_det_result *r, const char *trace, stp_expor
 /* The HTML report (stp_report_html, or the ranks' when n > 1) in out. */
 static int write_html(stp_det *const *det, size_t n, const char *out, int quiet)
 {
-	FILE *f = fopen(out, "w");
-	if (!f) {
-		stprof_err("%s: %s", out, strerror(errno));
+	char err[PATH_MAX * 2 + 64];
+	stp_outfile o;
+	if (!stp_outfile_open(&o, out, &stp_outkind_report_html, err, sizeof err)) {
+		stprof_err("%s", err);
 		return -1;
 	}
-	int rc = n > 1 ? stp_report_ranks_html(det, n, NULL, f) : stp_report_html(det[0], NULL, f);
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc < 0)
+	int rc = n > 1 ? stp_report_ranks_html(det, n, NULL, o.f) : stp_report_html(det[0], NULL, o.f);
+	if (rc < 0) {
 		stprof_err("%s: write failed: %s", out, strerror(errno));
+		stp_outfile_abort(&o);
+	} else if ((rc = stp_outfile_commit(&o, err, sizeof err)) < 0)
+		stprof_err("%s", err);
 	else if (!quiet)
 		stprof_err("report with its memory viewer written to %s (open it in a browser; docs/report.md)", out);
 	return rc;
@@ -309,13 +314,17 @@ int cmd_run(int argc, char **argv)
 	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)
 		return 127;
-	int traces = record_summary(trace, argv[optind], o.quiet);
+	int traces = record_summary(trace, argv[optind], status, o.quiet);
 	traceset ts = {0};
 	if (traces > 1 && traceset_find(trace, &ts) > 0) { /* a job's ranks */
+		for (size_t i = 0; i < ts.n && !o.quiet; i++)
+			stprof_warn_cut(ts.path[i]);
 		outputs_of_ranks(&ts, trace, &o, report, timeline, plan, full, html);
 		traceset_free(&ts);
 		exit_like(status);
 	}
+	if (traces > 0 && !o.quiet)
+		stprof_warn_cut(trace);
 	/* one detector run for the report and the timeline */
 	stp_det *det = NULL;
 	if (traces > 0 && (report || timeline || html) && access(trace, R_OK) == 0) {

@@ -19,6 +19,7 @@
 #include "record.h"
 #include "stprof/lifetimes.h"
 #include "stprof/plan.h"
+#include "stprof/stalloc.h"
 #include "util.h"
 
 static const char *stalloc_path(void)
@@ -83,8 +84,20 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 		record_python_shim(shim_lib);
 	snprintf(buf, sizeof buf, "%ld", (long)getpid());
 	setenv("STALLOC_PID", buf, 1);
-	if (stats)
+	if (stats) {
+		/* checked now, not when the program ends; absolute, so that a
+		 * program that changes directory still writes it here */
+		if (stp_outfile_check(stats, &stp_outkind_stalloc_stats, err, sizeof err) < 0) {
+			stprof_err("run: --stalloc-stats: %s", err);
+			return 2;
+		}
+		char cwd[PATH_MAX];
+		if (stats[0] != '/' && getcwd(cwd, sizeof cwd)) {
+			snprintf(buf, sizeof buf, "%s/%s", cwd, stats);
+			stats = buf;
+		}
 		setenv("STALLOC_STATS", stats, 1);
+	}
 	else if (!quiet)
 		setenv("STALLOC_STATS", "1", 1);
 	fflush(NULL);

@@ -15,10 +15,13 @@
 #include <string.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "guard.h"
+#include "scratch.h"
+#include "stprof/outfile.h"
 #include "stprof/trace_codec.h"
 #include "util.h"
 
@@ -108,9 +111,32 @@ static int not_a_subcommand(int argc, char **argv)
 	return -1;
 }
 
+/* Interrupted (Ctrl-C, kill): no half-written output or scratch file stays
+ * behind; then stprof dies of the signal, as it would have. */
+static void die_clean(int sig)
+{
+	stp_outfile_remove_temps();
+	stprof_scratch_remove();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void clean_on_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old, sa = {.sa_handler = die_clean};
+		sigemptyset(&sa.sa_mask);
+		/* a signal ignored by whoever started stprof (nohup) stays so */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	stprof_cli_init(argv[0]);
+	clean_on_signals();
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -6,20 +6,20 @@
  * train.plan, train.pftrace), not after the interpreter.  A file already at
  * an output's name is either stprof's own (an earlier run: it is kept as
  * NAME.old, as perf keeps perf.data.old) or someone else's (never touched:
- * the outputs move to NAME.<pid>.*, as heaptrack adds the pid).
+ * the outputs move to NAME.<pid>.*, as heaptrack adds the pid).  What is
+ * whose is stprof/outfile.h's rule, which writes every output.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "guard.h"
 #include "outname.h"
-#include "stprof/trace_codec.h"
+#include "stprof/outfile.h"
+#include "stprof/perfetto.h"
+#include "stprof/plan.h"
+#include "stprof/report.h"
 #include "util.h"
 
 /* Interpreters whose first non-option argument is the program run. */
@@ -117,55 +117,32 @@ void outname_base(char *const *argv, char *base, size_t len)
 	}
 }
 
-int outname_ours(const char *path, outname_kind kind)
+static const stp_outkind *kind_of(outname_kind kind)
 {
 	switch (kind) {
-	case OUTNAME_TRACE: return stprof_is_trace(path);
-	case OUTNAME_PLAN: return stprof_file_starts_with(path, "STPPLAN", 8);
-	case OUTNAME_TIMELINE: {
-		/* a Perfetto trace (a TracePacket first) naming stprof's tracks early */
-		char buf[4096];
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return 0;
-		ssize_t n = read(fd, buf, sizeof buf);
-		close(fd);
-		return n > 8 && buf[0] == 0x0a && memmem(buf, (size_t)n, "stprof", 6) != NULL;
+	case OUTNAME_PLAN: return &stp_outkind_plan;
+	case OUTNAME_TIMELINE: return &stp_outkind_timeline;
+	case OUTNAME_HTML: return &stp_outkind_report_html;
+	case OUTNAME_TRACE: break;
 	}
-	case OUTNAME_HTML: { /* the report's head, up to its title */
-		static const char head[] = "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>\n<title>stprof report";
-		char buf[sizeof head];
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return 0;
-		ssize_t n = read(fd, buf, sizeof head - 1);
-		close(fd);
-		return n == (ssize_t)sizeof head - 1 && !memcmp(buf, head, sizeof head - 1);
-	}
-	}
-	return 0;
+	return &stp_outkind_trace;
 }
+
+int outname_ours(const char *path, outname_kind kind) { return stp_outfile_is_kind(path, kind_of(kind)); }
 
 int outname_foreign(const char *path, outname_kind kind)
 {
-	struct stat sb;
-	if (lstat(path, &sb) != 0)
-		return 0;
-	return !S_ISREG(sb.st_mode) || !outname_ours(path, kind);
+	char err[16];
+	return stp_outfile_check(path, kind_of(kind), err, sizeof err) < 0;
 }
 
 int outname_keep_old(const char *path, outname_kind kind)
 {
-	struct stat sb;
-	if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || !outname_ours(path, kind))
+	char err[PATH_MAX * 2 + 64];
+	if (stp_outfile_keep_old(path, kind_of(kind), err, sizeof err) == 0)
 		return 0;
-	char old[PATH_MAX + 8];
-	snprintf(old, sizeof old, "%s.old", path);
-	if (rename(path, old) != 0) {
-		stprof_err("cannot keep %s as %s: %s", path, old, strerror(errno));
-		return -1;
-	}
-	return 0;
+	stprof_err("%s", err);
+	return -1;
 }
 
 void outname_one_shot(char *const *argv, int with_sidecars, char *base, size_t len)

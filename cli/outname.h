@@ -12,9 +12,10 @@ typedef enum { OUTNAME_TRACE, OUTNAME_PLAN, OUTNAME_TIMELINE, OUTNAME_HTML } out
  * program's, or for an interpreter (python3 x.py, bash run.sh) its script's;
  * `python3 -m pkg.mod` gives mod. */
 void outname_base(char *const *argv, char *base, size_t len);
-/* 1 when PATH looks written by stprof as KIND (its magic bytes). */
+/* 1 when PATH looks written by stprof as KIND (its first bytes). */
 int outname_ours(const char *path, outname_kind kind);
-/* 1 when something exists at PATH that stprof did not write as KIND. */
+/* 1 when something is at PATH that an output of KIND may not replace
+ * (stprof/outfile.h: not stprof's, a link, a directory). */
 int outname_foreign(const char *path, outname_kind kind);
 /* Renames an stprof-written PATH to PATH.old (an earlier run's); nothing
  * when absent or not stprof's.  0, or -1 after printing the error. */

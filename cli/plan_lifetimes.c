@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "guard.h"
+#include "input.h"
 #include "lifetimes_report.h"
 #include "stprof/lifetimes.h"
 #include "util.h"
@@ -93,6 +95,17 @@ int cmd_plan_lifetimes(int argc, char **argv)
 		return 2;
 	}
 	char err[1024];
+	/* the model is written as every output is: not over an input, refused
+	 * before the work when it may not be written (stprof/outfile.h) */
+	if (stprof_refuse_same("plan --lifetimes", out, (const char *const *)argv + optind, (size_t)(argc - optind)))
+		return 2;
+	if (stp_outfile_check(out, &stp_outkind_lifetimes, err, sizeof err) < 0) {
+		stprof_err("plan --lifetimes: %s", err);
+		return 1;
+	}
+	if (stprof_inputs("plan --lifetimes", argc, argv, optind, STPROF_IN_TRACE) ||
+	    (test && stprof_input("plan --lifetimes", &test, STPROF_IN_TRACE)))
+		return 1;
 	stp_lt_learner *l = stp_lt_learner_new((uint32_t)depth);
 	if (!l) {
 		stprof_err("plan --lifetimes: out of memory");

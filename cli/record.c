@@ -5,7 +5,10 @@
  *
  * stprof itself ignores SIGINT and SIGQUIT while the program runs (a terminal
  * sends them to the whole process group, so the program gets its own) and
- * passes SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM on to it.
+ * passes SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM on to it; after, they
+ * are as they were.  SIGKILL,
+ * which cannot be passed on, reaches the program through the parent-death
+ * signal: stprof killed, the program is killed too.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +19,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -365,6 +369,7 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		stprof_err("pipe: %s", strerror(errno));
 		return -1;
 	}
+	pid_t self = getpid();
 	child_pid = fork();
 	if (child_pid < 0) {
 		stprof_err("fork: %s", strerror(errno));
@@ -372,6 +377,11 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	}
 	if (child_pid == 0) {
 		close(pfd[0]);
+		/* stprof killed (SIGKILL, which it cannot pass on): the program
+		 * goes too, not on as an orphan nobody waits for.  Cleared in the
+		 * program's own children; a parent already gone is seen here. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != self)
+			_exit(127);
 		execvp(argv[0], argv);
 		int e = errno;
 		if (write(pfd[1], &e, sizeof e) < 0)
@@ -383,11 +393,12 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward};
 	sigemptyset(&ign.sa_mask);
 	sigemptyset(&fwd.sa_mask);
-	sigaction(SIGINT, &ign, NULL);
-	sigaction(SIGQUIT, &ign, NULL);
-	int fwd_sigs[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
-	for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
-		sigaction(fwd_sigs[i], &fwd, NULL);
+	/* while the program runs; then as they were (the one-shot mode's
+	 * analysis can be interrupted, and removes what it half wrote) */
+	static const int sigs[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM};
+	struct sigaction was[sizeof sigs / sizeof sigs[0]];
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], i < 2 ? &ign : &fwd, &was[i]);
 
 	int exec_errno = 0;
 	ssize_t got;
@@ -395,11 +406,15 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		;
 	close(pfd[0]);
 	int status;
-	while (waitpid(child_pid, &status, 0) < 0)
-		if (errno != EINTR) {
-			stprof_err("waitpid: %s", strerror(errno));
-			return -1;
-		}
+	int waited;
+	while ((waited = waitpid(child_pid, &status, 0)) < 0 && errno == EINTR)
+		;
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &was[i], NULL);
+	if (waited < 0) {
+		stprof_err("waitpid: %s", strerror(errno));
+		return -1;
+	}
 	if (got == sizeof exec_errno) {
 		stprof_err("%s: %s", argv[0], strerror(exec_errno));
 		unlink(trace);
@@ -442,7 +457,7 @@ static void sum_one(const char *path, void *arg)
 	s->n++;
 }
 
-int record_summary(const char *trace, const char *program, int quiet)
+int record_summary(const char *trace, const char *program, int status, int quiet)
 {
 	struct summary s = {.main = trace};
 	for_each_trace(trace, sum_one, &s);
@@ -459,6 +474,12 @@ int record_summary(const char *trace, const char *program, int quiet)
 		           stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
 	else
 		stprof_err("trace written to %s (%s)", trace, stprof_fmt_bytes((uint64_t)s.bytes, b, sizeof b));
+	/* the program exited, yet its trace has no END record: the writing was
+	 * stopped (a file-size limit the program set, a full disk) */
+	if (WIFEXITED(status) && access(trace, F_OK) == 0 && !stp_trace_has_end(trace))
+		stprof_err("%s has no end record though the program exited (status %d): the recording stopped early "
+		           "(a file-size limit, RLIMIT_FSIZE, a full disk, or an exit stprof did not see); what was written is read",
+		           trace, WEXITSTATUS(status));
 	if (s.ranks)
 		stprof_err("%d trace%s of ranks' processes (RANK set), e.g. %s; `stprof report %s` compares them",
 		           s.ranks, s.ranks > 1 ? "s" : "", s.first_rank, trace);

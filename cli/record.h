@@ -43,7 +43,7 @@ int record_run(const record_opts *o, char **argv, char *trace_path, size_t trace
 int record_program(const record_opts *o, char **argv, char *trace_path, size_t trace_path_len);
 /* Lists the traces of a recording (the main one and FILE.<pid>[.n] of child
  * processes and exec'd images) on stderr. Returns how many exist. */
-int record_summary(const char *trace_path, const char *program, int quiet);
+int record_summary(const char *trace_path, const char *program, int status, int quiet);
 /* Exits the way the program did: same exit code, or the same signal. */
 void exit_like(int status) __attribute__((noreturn));
 /* Puts the Python shim (stprof-python/ beside lib, libstprof.so) first on

@@ -1,7 +1,6 @@
 /*
- * snapshot_cli.c - see snapshot_cli.h.  Temporary imports live in one
- * mkdtemp directory under $TMPDIR (default /tmp), removed by an atexit
- * handler; the exporter names addresses with the symbolizer.
+ * snapshot_cli.c - see snapshot_cli.h.  Temporary imports are scratch
+ * files (scratch.h); the exporter names addresses with the symbolizer.
  */
 #include "snapshot_cli.h"
 
@@ -12,58 +11,28 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "scratch.h"
 #include "stprof/snapshot.h"
 #include "stprof/symbolize.h"
 #include "util.h"
-
-#define MAX_TEMPS 64
-static char tmpdir[PATH_MAX];
-static char *temps[MAX_TEMPS];
-static int ntemps;
-
-static void cleanup(void)
-{
-	for (int i = 0; i < ntemps; i++) {
-		unlink(temps[i]);
-		free(temps[i]);
-	}
-	if (*tmpdir)
-		rmdir(tmpdir);
-}
 
 int stprof_pickle_input(const char **path, int quiet)
 {
 	if (!stp_snapshot_is_pickle(*path))
 		return 0;
-	if (ntemps == MAX_TEMPS) {
-		stprof_err("%s: too many snapshots at once", *path);
-		return 1;
-	}
-	if (!*tmpdir) {
-		const char *t = getenv("TMPDIR");
-		snprintf(tmpdir, sizeof tmpdir, "%s/stprof-import-XXXXXX", t && *t ? t : "/tmp");
-		if (!mkdtemp(tmpdir)) {
-			stprof_err("cannot create a temporary directory %s", tmpdir);
-			*tmpdir = 0;
-			return 1;
-		}
-		atexit(cleanup);
-	}
 	const char *base = strrchr(*path, '/');
-	base = base ? base + 1 : *path;
-	char out[PATH_MAX + 300];
-	snprintf(out, sizeof out, "%s/%d-%s", tmpdir, ntemps, base);
-	char *dot = strrchr(out, '.');
-	if (dot && dot > strrchr(out, '/'))
+	char name[NAME_MAX + 1];
+	snprintf(name, sizeof name, "%s", base ? base + 1 : *path);
+	char *dot = strrchr(name, '.');
+	if (dot)
 		*dot = 0;
-	strcat(out, ".stp");
+	strncat(name, ".stp", sizeof name - strlen(name) - 1);
+	const char *out = stprof_scratch_path(name);
+	if (!out)
+		return 1;
 	char err[1024];
 	stp_snapshot_import_stats st;
-	int rc = stp_snapshot_import(*path, out, &st, err, sizeof err);
-	temps[ntemps] = strdup(out);
-	if (temps[ntemps])
-		ntemps++;
-	if (rc < 0) {
+	if (stp_snapshot_import(*path, out, &st, err, sizeof err) < 0) {
 		stprof_err("%s", err);
 		return 1;
 	}
@@ -71,7 +40,7 @@ int stprof_pickle_input(const char **path, int quiet)
 		fprintf(stderr, "stprof: %s: PyTorch memory snapshot (%s layout): %" PRIu64 " segments, %" PRIu64
 		                " trace entries imported\n",
 		        *path, st.layout == 113 ? "1.13" : "2.x", st.segments, st.entries);
-	*path = temps[ntemps - 1];
+	*path = out;
 	return 0;
 }
 

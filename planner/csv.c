@@ -231,25 +231,24 @@ int stp_reqs_read_csv(const char *path, stp_reqs *r, uint64_t **offsets, char *e
 	return rc;
 }
 
+#define CSV_HEADER "id,lower,upper,size,offset\n"
+const stp_outkind stp_outkind_csv = {"offset CSV (id,lower,upper,size,offset)", CSV_HEADER, sizeof CSV_HEADER - 1, NULL};
+
 int stp_reqs_write_csv(const char *path, const stp_reqs *r, const uint64_t *offsets, char *err, size_t errlen)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	stp_outfile o = {0};
+	FILE *f = strcmp(path, "-") ? stp_outfile_open(&o, path, &stp_outkind_csv, err, errlen) : stdout;
+	if (!f)
 		return -1;
-	}
-	fprintf(f, "id,lower,upper,size,offset\n");
+	fprintf(f, CSV_HEADER);
 	for (size_t i = 0; i < r->n; i++) {
 		const stp_req *q = &r->req[i];
 		fprintf(f, "%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", q->ordinal, q->t_start, q->t_end,
 		        q->size, offsets[i]);
 	}
-	int bad = ferror(f);
 	if (f != stdout)
-		bad |= fclose(f);
-	else
-		bad |= fflush(f);
-	if (bad) {
+		return stp_outfile_commit(&o, err, errlen);
+	if (ferror(f) | fflush(f)) {
 		snprintf(err, errlen, "%s: write error", path);
 		return -1;
 	}

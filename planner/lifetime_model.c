@@ -315,27 +315,22 @@ int stp_lt_read(const char *path, stp_lt_model *m, char *err, size_t errlen)
 	return rc;
 }
 
+const stp_outkind stp_outkind_lifetimes = {"stprof lifetime model", MAGIC, sizeof MAGIC - 1, NULL};
+
 int stp_lt_write(const char *path, const stp_lt_model *m, const char *const *comments, size_t ncomments,
                  char *err, size_t errlen)
 {
-	/* into a temporary beside it, renamed when whole: never a clobbered file */
-	char tmp[4096];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid()) >= (int)sizeof tmp)
-		return fail(err, errlen, path, 0, "path too long");
-	FILE *f = fopen(tmp, "w");
+	/* as every output of stprof's (stprof/outfile.h): beside the path,
+	 * renamed into place when whole, an earlier model kept as .old */
+	stp_outfile out;
+	FILE *f = stp_outfile_open(&out, path, &stp_outkind_lifetimes, err, errlen);
 	if (!f)
-		return fail(err, errlen, path, 0, "%s", strerror(errno));
+		return -1;
 	fputs(MAGIC, f);
 	for (size_t i = 0; i < ncomments; i++)
 		fprintf(f, "# %s\n", comments[i]);
 	fprintf(f, "depth %u\nfallback %u\nentries %" PRIu64 "\n", m->depth, m->fallback, m->n);
 	for (uint64_t i = 0; i < m->n; i++)
 		fprintf(f, "e %u %" PRIx64 " %" PRIu64 " %u\n", m->e[i].level, m->e[i].key, m->e[i].count, m->e[i].label);
-	int bad = ferror(f);
-	if (fclose(f) || bad || rename(tmp, path)) {
-		int e = errno;
-		unlink(tmp);
-		return fail(err, errlen, path, 0, "cannot write: %s", strerror(e));
-	}
-	return 0;
+	return stp_outfile_commit(&out, err, errlen);
 }

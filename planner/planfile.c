@@ -18,6 +18,7 @@
 #include "stprof/trace_codec.h"
 
 #define PLAN_MAGIC "STPPLAN\0"
+const stp_outkind stp_outkind_plan = {"stprof plan", PLAN_MAGIC, 8, NULL};
 #define PLAN_MAJOR 1
 #define PLAN_MINOR 2
 #define PLAN_FLAG_DEVICE 1u /* 1.1: the plan is of device (GPU) allocations */
@@ -147,20 +148,14 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put64(src + 72, p->stats.improved_requests);
 	put32(b + size - 8, stp_crc32c(0, b, size - 8));
 	memcpy(b + size - 4, "PEND", 4);
-	FILE *f = fopen(path, "wb");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	stp_outfile o;
+	if (!stp_outfile_open(&o, path, &stp_outkind_plan, err, errlen)) {
 		free(b);
 		return -1;
 	}
-	int bad = fwrite(b, 1, size, f) != size;
-	bad |= fclose(f) != 0;
+	fwrite(b, 1, size, o.f);
 	free(b);
-	if (bad) {
-		snprintf(err, errlen, "%s: write error", path);
-		return -1;
-	}
-	return 0;
+	return stp_outfile_commit(&o, err, errlen);
 }
 
 #define FAIL(off, ...) do { \

@@ -49,6 +49,8 @@ pk_writer *pkw_open(FILE *f)
 	return w;
 }
 
+FILE *pkw_stream(pk_writer *w) { return w->f; }
+
 void pkw_dict_begin(pk_writer *w) { op(w, '}'); op(w, '('); }
 void pkw_dict_end(pk_writer *w) { op(w, 'u'); }
 void pkw_list_begin(pk_writer *w) { op(w, ']'); op(w, '('); }

@@ -473,6 +473,9 @@ static int write_doc(exporter *x, int layout)
 	return 0;
 }
 
+/* protocol 2: what this writer and PyTorch's C++ pickler write */
+const stp_outkind stp_outkind_snapshot = {"PyTorch memory snapshot (pickle protocol 2)", "\x80\x02", 2, NULL};
+
 int stp_snapshot_export(const char *stp, const char *out_pickle, const stp_snapshot_export_opts *o,
                         stp_snapshot_export_stats *st, char *err, size_t errlen)
 {
@@ -502,24 +505,24 @@ int stp_snapshot_export(const char *stp, const char *out_pickle, const stp_snaps
 		goto done;
 	}
 	st->synthetic_segments = !x.any_segment;
-	FILE *f = fopen(out_pickle, "wb");
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot create", out_pickle);
+	stp_outfile out;
+	FILE *f = stp_outfile_open(&out, out_pickle, &stp_outkind_snapshot, err, errlen);
+	if (!f)
 		goto done;
-	}
 	x.w = pkw_open(f);
 	if (!x.w || write_doc(&x, layout) < 0) {
 		snprintf(err, errlen, "%s: out of memory", out_pickle);
 		if (x.w)
 			pkw_close(x.w);
-		fclose(f);
+		stp_outfile_abort(&out);
 		goto done;
 	}
-	rc = pkw_close(x.w);
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc < 0)
+	if (pkw_close(x.w) < 0) {
 		snprintf(err, errlen, "%s: write error", out_pickle);
+		stp_outfile_abort(&out);
+		goto done;
+	}
+	rc = stp_outfile_commit(&out, err, errlen);
 done:
 	stp_reader_close(x.r);
 	free(x.ents);

@@ -12,9 +12,16 @@
  *   - external annotations START/END -> MODULE_ENTER/EXIT markers.
  * Each distinct frame {filename, line, name} becomes a source frame
  * (stprof/srcframe.h); a frames list becomes a call path, innermost first
- * as PyTorch lists them.  Shared pickle nodes (frames, frame lists) are
- * converted once, by node address, so work is O(pickle size).
- * Times: time_us when the entries have it, else 1 us per entry in order.
+ * as PyTorch lists them.
+ *
+ * The pickle is read shaped (pickle.h, `shape` below): only the keys read
+ * here are kept, and each segment, trace entry and annotation is converted
+ * when the reader hands it on, then released; frames (which PyTorch shares
+ * between entries) stay, converted once each, by node offset.  Memory is
+ * the records kept and the frames, not the pickle.  Frames are numbered in
+ * the order the written trace uses them, so an export imported back numbers
+ * them alike.  Times: time_us when the entries have it, else 1 us per entry
+ * in order.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,6 +35,57 @@
 
 #define MAX_DEPTH 256
 
+/* ------------------------------------------------------------ the shape */
+
+enum { P_NONE, P_TOP, P_SEGS, P_SEG, P_BLOCKS, P_BLOCK, P_HIST, P_HENT, P_DTRACES, P_TRACE, P_ENTRY, P_ANNS,
+       P_ANN, P_STPROF, P_FRAMES, P_FRAME, P_ATOM, P_FATOM, NPLACES };
+
+static const pk_key top_keys[] = {{"segments", P_SEGS}, {"device_traces", P_DTRACES},
+                                  {"external_annotations", P_ANNS}, {"stprof", P_STPROF}, {NULL, 0}};
+static const pk_key seg_keys[] = {{"device", P_ATOM}, {"address", P_ATOM}, {"total_size", P_ATOM},
+                                  {"stream", P_ATOM}, {"frames", P_FRAMES}, {"blocks", P_BLOCKS}, {NULL, 0}};
+static const pk_key block_keys[] = {{"size", P_ATOM}, {"address", P_ATOM}, {"state", P_ATOM},
+                                    {"requested_size", P_ATOM}, {"frames", P_FRAMES}, {"history", P_HIST},
+                                    {NULL, 0}};
+static const pk_key hent_keys[] = {{"frames", P_FRAMES}, {"real_size", P_ATOM}, {NULL, 0}};
+static const pk_key entry_keys[] = {{"action", P_ATOM}, {"size", P_ATOM}, {"addr", P_ATOM}, {"stream", P_ATOM},
+                                    {"time_us", P_ATOM}, {"device_free", P_ATOM}, {"frames", P_FRAMES}, {NULL, 0}};
+static const pk_key ann_keys[] = {{"stage", P_ATOM}, {"name", P_ATOM}, {"time_us", P_ATOM}, {"device", P_ATOM},
+                                  {NULL, 0}};
+static const pk_key stprof_keys[] = {{"synthetic_segments", P_ATOM}, {NULL, 0}};
+static const pk_key frame_keys[] = {{"name", P_FATOM}, {"filename", P_FATOM}, {"line", P_FATOM}, {NULL, 0}};
+
+/* {keys, items, atoms, stream, shared} */
+static const pk_place places[NPLACES] = {
+	[P_TOP] = {top_keys, P_SEG, 0, 1, 0},   /* 2.x: a dict; 1.13: a list of segments */
+	[P_SEGS] = {NULL, P_SEG, 0, 1, 0},
+	[P_SEG] = {seg_keys, 0, 0, 0, 0},
+	[P_BLOCKS] = {NULL, P_BLOCK, 0, 0, 0},
+	[P_BLOCK] = {block_keys, 0, 0, 0, 0},
+	[P_HIST] = {NULL, P_HENT, 0, 0, 0},
+	[P_HENT] = {hent_keys, 0, 0, 0, 0},
+	[P_DTRACES] = {NULL, P_TRACE, 0, 0, 0},
+	[P_TRACE] = {NULL, P_ENTRY, 0, 1, 0},
+	[P_ENTRY] = {entry_keys, 0, 0, 0, 0},
+	[P_ANNS] = {NULL, P_ANN, 0, 1, 0},
+	[P_ANN] = {ann_keys, 0, 0, 0, 0},
+	[P_STPROF] = {stprof_keys, 0, 0, 0, 0},
+	[P_FRAMES] = {NULL, P_FRAME, 0, 0, 1},
+	[P_FRAME] = {frame_keys, 0, 0, 0, 1},
+	[P_ATOM] = {NULL, 0, 1, 0, 0},
+	[P_FATOM] = {NULL, 0, 1, 0, 1},
+};
+
+/* every key above, and the values compared below */
+static const char *const strings[] = {
+	"segments", "device_traces", "external_annotations", "stprof", "device", "address", "total_size", "stream",
+	"frames", "blocks", "size", "state", "requested_size", "history", "real_size", "action", "addr", "time_us",
+	"device_free", "stage", "name", "synthetic_segments", "filename", "line", "alloc", "free_requested",
+	"free_completed", "segment_alloc", "segment_free", "segment_map", "segment_unmap", "oom", "snapshot",
+	"active_allocated", "active_pending_free", "START", "END", NULL};
+
+/* ------------------------------------------------------------ the importer */
+
 typedef struct importer {
 	const char *path;
 	char *err;
@@ -35,17 +93,21 @@ typedef struct importer {
 	stp_snapshot_import_stats *st;
 	imp_vec end_segs, end_allocs, trace, out;
 	/* frames */
-	char **ftext;     /* "srcframe:" name \x1f file \x1f line */
+	char **ftext;       /* "srcframe:" name \x1f file \x1f line */
 	size_t nf, fcap;
-	u64map frame_node;  /* pk_val* of a frame dict -> frame index + 1 (0: none) */
+	u64map frame_node;  /* offset of a frame dict -> frame index + 1 (0: none) */
 	u64map frame_hash;  /* hash of text -> frame index (collisions probe hash+1) */
-	u64map list_node;   /* pk_val* of a frames list -> stack index */
+	u64map list_node;   /* offset of a frames list -> stack index + 1 */
 	uint64_t *ips;      /* the ips of every converted list, back to back */
 	size_t nips, ipcap;
 	uint64_t *stk_off;  /* per stack index: offset in ips << 16 | depth */
 	uint32_t *stk_id;   /* per stack index: writer's stack id, 0 = not yet */
 	size_t nstk, scap;
-	int synthetic;
+	/* the trace entries and annotations as they come */
+	uint32_t list_at;   /* offset of the trace list read last */
+	uint64_t t_prev, order, nann;
+	char **names;       /* annotation names, owned */
+	size_t nnames, namecap;
 } importer;
 
 static int oom(importer *im)
@@ -66,7 +128,7 @@ static uint64_t fnv(const char *s)
 static int64_t frame_of(importer *im, const pk_val *f)
 {
 	uint64_t v;
-	if (u64map_get(&im->frame_node, (uint64_t)(uintptr_t)f, &v))
+	if (u64map_get(&im->frame_node, f->offset, &v))
 		return (int64_t)v - 1;
 	int64_t idx = -1;
 	if (f->type == PK_DICT) {
@@ -108,7 +170,7 @@ static int64_t frame_of(importer *im, const pk_val *f)
 				return -2;
 		}
 	}
-	if (u64map_put(&im->frame_node, (uint64_t)(uintptr_t)f, (uint64_t)(idx + 1)) < 0)
+	if (u64map_put(&im->frame_node, f->offset, (uint64_t)(idx + 1)) < 0)
 		return -2;
 	return idx;
 }
@@ -119,7 +181,7 @@ static int64_t stack_of(importer *im, const pk_val *frames)
 	if (!pk_is_seq(frames) || !frames->n)
 		return 0;
 	uint64_t v;
-	if (u64map_get(&im->list_node, (uint64_t)(uintptr_t)frames, &v))
+	if (u64map_get(&im->list_node, frames->offset, &v))
 		return (int64_t)v;
 	uint32_t n = frames->n < MAX_DEPTH ? frames->n : MAX_DEPTH, depth = 0;
 	if (im->nips + n > im->ipcap) {
@@ -137,7 +199,7 @@ static int64_t stack_of(importer *im, const pk_val *frames)
 		if (fi == -2)
 			return -1;
 		if (fi >= 0)
-			im->ips[im->nips + depth++] = STP_SRCFRAME_BASE + (uint64_t)fi * STP_SRCFRAME_STRIDE;
+			im->ips[im->nips + depth++] = (uint64_t)fi;
 	}
 	int64_t r = 0;
 	if (depth) {
@@ -157,9 +219,19 @@ static int64_t stack_of(importer *im, const pk_val *frames)
 		im->nips += depth;
 		r = (int64_t)++im->nstk;
 	}
-	if (u64map_put(&im->list_node, (uint64_t)(uintptr_t)frames, (uint64_t)r) < 0)
+	if (u64map_put(&im->list_node, frames->offset, (uint64_t)r) < 0)
 		return -1;
 	return r;
+}
+
+/* e->stack from a frames list; 0, or -1 after the error. */
+static int set_stack(importer *im, imp_ev *e, const pk_val *frames)
+{
+	int64_t s = frames ? stack_of(im, frames) : 0;
+	if (s < 0)
+		return oom(im);
+	e->stack = (uint32_t)s;
+	return 0;
 }
 
 /* The blocks of one segment into end_allocs (allocated ones). */
@@ -191,103 +263,112 @@ static int read_blocks(importer *im, const pk_val *seg, const imp_ev *sev)
 				req = pk_uint(pk_get(h, "real_size"), 0);
 		}
 		imp_ev e = {.type = STP_EV_ALLOC, .device = sev->device, .addr = at, .size = size,
-		            .requested = req ? req : size, .stream = sev->stream, .frames = frames};
-		if (imp_push(&im->end_allocs, &e) < 0)
+		            .requested = req ? req : size, .stream = sev->stream};
+		if (set_stack(im, &e, frames) < 0 || imp_push(&im->end_allocs, &e) < 0)
 			return oom(im);
 	}
 	return 0;
 }
 
-static int read_segments(importer *im, const pk_val *segs)
+/* One segment (of `segments`, or of a 1.13 snapshot's list). */
+static int segment_in(importer *im, const pk_val *s)
 {
-	if (!pk_is_seq(segs))
+	if (s->type != PK_DICT)
 		return 0;
-	for (uint32_t i = 0; i < segs->n; i++) {
-		const pk_val *s = segs->u.items[i];
-		if (s->type != PK_DICT)
-			continue;
-		im->st->segments++;
-		imp_ev e = {.type = STP_EV_SEGMENT_RESERVE, .device = (int32_t)pk_int(pk_get(s, "device"), 0),
-		            .addr = pk_uint(pk_get(s, "address"), 0), .size = pk_uint(pk_get(s, "total_size"), 0),
-		            .stream = pk_uint(pk_get(s, "stream"), 0), .frames = pk_get(s, "frames")};
-		e.requested = e.size;
-		if (!im->synthetic && imp_push(&im->end_segs, &e) < 0)
-			return oom(im);
-		if (read_blocks(im, s, &e) < 0)
-			return -1;
-	}
-	return 0;
+	im->st->segments++;
+	imp_ev e = {.type = STP_EV_SEGMENT_RESERVE, .device = (int32_t)pk_int(pk_get(s, "device"), 0),
+	            .addr = pk_uint(pk_get(s, "address"), 0), .size = pk_uint(pk_get(s, "total_size"), 0),
+	            .stream = pk_uint(pk_get(s, "stream"), 0)};
+	e.requested = e.size;
+	/* a segment of stprof's own export is left out at the end (synthetic) */
+	if (set_stack(im, &e, pk_get(s, "frames")) < 0 || imp_push(&im->end_segs, &e) < 0)
+		return oom(im);
+	return read_blocks(im, s, &e);
 }
 
-static int read_trace(importer *im, const pk_val *dt)
+/* One trace entry of the device whose trace is `list`. */
+static int entry_in(importer *im, const pk_val *list, const pk_val *en)
 {
-	if (!pk_is_seq(dt))
-		return 0;
-	uint64_t order = 0;
-	for (uint32_t d = 0; d < dt->n; d++) {
-		const pk_val *tr = dt->u.items[d];
-		if (!pk_is_seq(tr))
-			continue;
-		uint64_t t_prev = 0;
-		for (uint32_t i = 0; i < tr->n; i++) {
-			const pk_val *en = tr->u.items[i];
-			im->st->entries++;
-			const char *act = pk_str(pk_get(en, "action"), "");
-			uint64_t size = pk_uint(pk_get(en, "size"), 0);
-			imp_ev e = {.device = (int32_t)d, .addr = pk_uint(pk_get(en, "addr"), 0), .size = size,
-			            .requested = size, .stream = pk_uint(pk_get(en, "stream"), 0),
-			            .frames = pk_get(en, "frames")};
-			const pk_val *tu = pk_get(en, "time_us");
-			e.time_ns = tu ? pk_uint(tu, 0) * 1000 : t_prev + 1000;
-			if (e.time_ns < t_prev)
-				e.time_ns = t_prev; /* keep each device's order */
-			t_prev = e.time_ns;
-			if (!strcmp(act, "alloc")) {
-				e.type = STP_EV_ALLOC;
-				e.size = imp_round(size);
-			} else if (!strcmp(act, "free_completed")) {
-				e.type = STP_EV_FREE;
-				e.size = imp_round(size);
-			} else if (!strcmp(act, "segment_alloc") || !strcmp(act, "segment_map")) {
-				e.type = STP_EV_SEGMENT_RESERVE;
-			} else if (!strcmp(act, "segment_free") || !strcmp(act, "segment_unmap")) {
-				e.type = STP_EV_SEGMENT_RELEASE;
-			} else if (!strcmp(act, "oom") || !strcmp(act, "snapshot")) {
-				e.type = STP_EV_MARKER;
-				e.mark_kind = STP_MARK_ANNOTATION;
-				e.name = act;
-				e.value = !strcmp(act, "oom") ? (int64_t)pk_uint(pk_get(en, "device_free"), e.addr) : 0;
-			} else if (!strcmp(act, "free_requested")) {
-				continue;
-			} else {
-				im->st->skipped++;
-				continue;
-			}
-			e.order = order++;
-			if (imp_push(&im->trace, &e) < 0)
-				return oom(im);
-		}
+	if (list->offset != im->list_at) { /* the next device's trace */
+		im->list_at = list->offset;
+		im->t_prev = 0;
 	}
-	return 0;
+	im->st->entries++;
+	const char *act = pk_str(pk_get(en, "action"), "");
+	uint64_t size = pk_uint(pk_get(en, "size"), 0);
+	imp_ev e = {.device = (int32_t)list->pos, .addr = pk_uint(pk_get(en, "addr"), 0), .size = size,
+	            .requested = size, .stream = pk_uint(pk_get(en, "stream"), 0)};
+	const pk_val *tu = pk_get(en, "time_us");
+	e.time_ns = tu ? pk_uint(tu, 0) * 1000 : im->t_prev + 1000;
+	if (e.time_ns < im->t_prev)
+		e.time_ns = im->t_prev; /* keep each device's order */
+	im->t_prev = e.time_ns;
+	if (!strcmp(act, "alloc")) {
+		e.type = STP_EV_ALLOC;
+		e.size = imp_round(size);
+	} else if (!strcmp(act, "free_completed")) {
+		e.type = STP_EV_FREE;
+		e.size = imp_round(size);
+	} else if (!strcmp(act, "segment_alloc") || !strcmp(act, "segment_map")) {
+		e.type = STP_EV_SEGMENT_RESERVE;
+	} else if (!strcmp(act, "segment_free") || !strcmp(act, "segment_unmap")) {
+		e.type = STP_EV_SEGMENT_RELEASE;
+	} else if (!strcmp(act, "oom") || !strcmp(act, "snapshot")) {
+		e.type = STP_EV_MARKER;
+		e.mark_kind = STP_MARK_ANNOTATION;
+		e.name = !strcmp(act, "oom") ? "oom" : "snapshot";
+		e.value = !strcmp(act, "oom") ? (int64_t)pk_uint(pk_get(en, "device_free"), e.addr) : 0;
+	} else if (!strcmp(act, "free_requested")) {
+		return 0;
+	} else {
+		im->st->skipped++;
+		return 0;
+	}
+	e.order = im->order++;
+	/* only events that carry a call path convert their frames */
+	if ((e.type == STP_EV_ALLOC || e.type == STP_EV_SEGMENT_RESERVE) && set_stack(im, &e, pk_get(en, "frames")) < 0)
+		return -1;
+	return imp_push(&im->trace, &e) < 0 ? oom(im) : 0;
 }
 
-static int read_annotations(importer *im, const pk_val *ann)
+/* One external annotation. */
+static int annotation_in(importer *im, const pk_val *a)
 {
-	if (!pk_is_seq(ann))
+	uint64_t i = im->nann++;
+	const char *stage = pk_str(pk_get(a, "stage"), "");
+	const char *name = pk_str(pk_get(a, "name"), NULL);
+	const pk_val *tu = pk_get(a, "time_us");
+	if (!name || !tu || (strcmp(stage, "START") && strcmp(stage, "END")))
 		return 0;
-	for (uint32_t i = 0; i < ann->n; i++) {
-		const pk_val *a = ann->u.items[i];
-		const char *stage = pk_str(pk_get(a, "stage"), "");
-		const char *name = pk_str(pk_get(a, "name"), NULL);
-		const pk_val *tu = pk_get(a, "time_us");
-		if (!name || !tu || (strcmp(stage, "START") && strcmp(stage, "END")))
-			continue;
-		imp_ev e = {.type = STP_EV_MARKER, .time_ns = pk_uint(tu, 0) * 1000, .name = name,
-		            .device = (int32_t)pk_int(pk_get(a, "device"), 0),
-		            .mark_kind = !strcmp(stage, "START") ? STP_MARK_MODULE_ENTER : STP_MARK_MODULE_EXIT,
-		            .order = UINT64_MAX / 2 + i};
-		if (imp_push(&im->trace, &e) < 0)
+	if (im->nnames == im->namecap) {
+		size_t nc = im->namecap ? im->namecap * 2 : 64;
+		char **nn = realloc(im->names, nc * sizeof *nn);
+		if (!nn)
 			return oom(im);
+		im->names = nn;
+		im->namecap = nc;
+	}
+	char *copy = strdup(name);
+	if (!copy)
+		return oom(im);
+	im->names[im->nnames++] = copy;
+	imp_ev e = {.type = STP_EV_MARKER, .time_ns = pk_uint(tu, 0) * 1000, .name = copy,
+	            .device = (int32_t)pk_int(pk_get(a, "device"), 0),
+	            .mark_kind = !strcmp(stage, "START") ? STP_MARK_MODULE_ENTER : STP_MARK_MODULE_EXIT,
+	            .order = UINT64_MAX / 2 + i};
+	return imp_push(&im->trace, &e) < 0 ? oom(im) : 0;
+}
+
+/* The reader hands on each item of a `stream` list. */
+static int sink(void *ctx, const pk_val *list, const pk_val *item, char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen; /* im->err is the same buffer */
+	importer *im = ctx;
+	switch (places[list->place].items) {
+	case P_SEG: return segment_in(im, item);
+	case P_ENTRY: return entry_in(im, list, item);
+	case P_ANN: return annotation_in(im, item);
 	}
 	return 0;
 }
@@ -300,18 +381,42 @@ static int by_time(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static uint32_t stack_id(importer *im, stp_writer *w, const pk_val *frames)
+/* ------------------------------------------------------------ writing */
+
+/* Frames numbered by first use in out's order (so an export imported back
+ * numbers them alike): perm[old] = new + 1 (0: unused); returns how many. */
+static size_t number_frames(importer *im, uint32_t *perm)
 {
-	uint64_t v;
-	if (!frames || !u64map_get(&im->list_node, (uint64_t)(uintptr_t)frames, &v) || !v)
+	size_t next = 0;
+	for (size_t i = 0; i < im->out.n; i++) {
+		uint32_t s = im->out.v[i].stack;
+		if (!s)
+			continue;
+		const uint64_t *ip = im->ips + (im->stk_off[s - 1] >> 16);
+		for (uint32_t k = 0; k < (im->stk_off[s - 1] & 0xffff); k++)
+			if (!perm[ip[k]])
+				perm[ip[k]] = (uint32_t)++next;
+	}
+	return next;
+}
+
+static uint32_t stack_id(importer *im, stp_writer *w, uint32_t s, const uint32_t *perm)
+{
+	if (!s)
 		return 0;
-	size_t k = (size_t)v - 1;
-	if (!im->stk_id[k])
-		im->stk_id[k] = stp_writer_stack(w, im->ips + (im->stk_off[k] >> 16), (uint32_t)(im->stk_off[k] & 0xffff));
+	size_t k = s - 1;
+	if (!im->stk_id[k]) {
+		uint64_t ips[MAX_DEPTH];
+		uint32_t depth = (uint32_t)(im->stk_off[k] & 0xffff);
+		const uint64_t *fi = im->ips + (im->stk_off[k] >> 16);
+		for (uint32_t i = 0; i < depth; i++)
+			ips[i] = STP_SRCFRAME_BASE + (uint64_t)(perm[fi[i]] - 1) * STP_SRCFRAME_STRIDE;
+		im->stk_id[k] = stp_writer_stack(w, ips, depth);
+	}
 	return im->stk_id[k];
 }
 
-static int write_trace(importer *im, const char *out)
+static int write_trace(importer *im, const char *out, const uint32_t *perm, const uint32_t *order, size_t nused)
 {
 	stp_writer *w = stp_writer_open(out, im->err, im->errlen);
 	if (!w)
@@ -328,10 +433,10 @@ static int write_trace(importer *im, const char *out)
 	ev.u.thread.tid = 1;
 	ev.u.thread.name = stp_writer_string(w, "pytorch");
 	bad |= stp_writer_event(w, &ev) < 0;
-	for (size_t i = 0; i < im->nf && !bad; i++) {
+	for (size_t i = 0; i < nused && !bad; i++) {
 		ev = (stp_event){.type = STP_EV_MODULE, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
 		uint64_t base = STP_SRCFRAME_BASE + i * STP_SRCFRAME_STRIDE;
-		ev.u.module = (stp_module_info){.path = stp_writer_string(w, im->ftext[i]), .base = base,
+		ev.u.module = (stp_module_info){.path = stp_writer_string(w, im->ftext[order[i]]), .base = base,
 		                                .size = STP_SRCFRAME_STRIDE, .bias = base};
 		bad |= stp_writer_event(w, &ev) < 0;
 	}
@@ -342,7 +447,7 @@ static int write_trace(importer *im, const char *out)
 		case STP_EV_ALLOC:
 		case STP_EV_SEGMENT_RESERVE:
 			ev.u.alloc = (stp_alloc_info){.addr = e->addr, .size = e->size, .requested = e->requested,
-			                              .stack = stack_id(im, w, e->frames), .kind = STP_MEM_DEVICE,
+			                              .stack = stack_id(im, w, e->stack, perm), .kind = STP_MEM_DEVICE,
 			                              .device = e->device, .stream = e->stream};
 			break;
 		case STP_EV_SEGMENT_RELEASE: /* the segment layout, stack 0 */
@@ -363,7 +468,7 @@ static int write_trace(importer *im, const char *out)
 	}
 	if (bad) {
 		snprintf(im->err, im->errlen, "%s: cannot write the trace", out);
-		stp_writer_abandon(w);
+		stp_writer_discard(w);
 		return -1;
 	}
 	if (stp_writer_close(w, STP_END_EXIT, 0) < 0) {
@@ -373,30 +478,28 @@ static int write_trace(importer *im, const char *out)
 	return 0;
 }
 
+/* After the pickle is read: the layout, the state before the first entry,
+ * the trace. */
 static int import_doc(importer *im, const pk_val *root, const char *out)
 {
-	const pk_val *segs = root, *dt = NULL;
 	if (root->type == PK_DICT) {
-		segs = pk_get(root, "segments");
-		if (!pk_is_seq(segs)) {
-			snprintf(im->err, im->errlen, "%s: offset %" PRIu64 ": not a PyTorch memory snapshot (a dict without 'segments')",
+		if (!pk_is_seq(pk_get(root, "segments"))) {
+			snprintf(im->err, im->errlen, "%s: offset %" PRIu32 ": not a PyTorch memory snapshot (a dict without 'segments')",
 			         im->path, root->offset);
 			return -1;
 		}
-		dt = pk_get(root, "device_traces");
 		im->st->layout = 2;
-		im->synthetic = pk_int(pk_get(pk_get(root, "stprof"), "synthetic_segments"), 0) != 0;
+		if (pk_int(pk_get(pk_get(root, "stprof"), "synthetic_segments"), 0) != 0) {
+			im->st->synthetic_segments = 1;
+			im->end_segs.n = 0; /* stprof's export made them up */
+		}
 	} else if (root->type == PK_LIST) {
 		im->st->layout = 113;
 	} else {
-		snprintf(im->err, im->errlen, "%s: offset %" PRIu64 ": not a PyTorch memory snapshot (top level is neither a dict nor a list)",
+		snprintf(im->err, im->errlen, "%s: offset %" PRIu32 ": not a PyTorch memory snapshot (top level is neither a dict nor a list)",
 		         im->path, root->offset);
 		return -1;
 	}
-	im->st->synthetic_segments = im->synthetic;
-	if (read_segments(im, segs) < 0 || read_trace(im, dt) < 0 ||
-	    (root->type == PK_DICT && read_annotations(im, pk_get(root, "external_annotations")) < 0))
-		return -1;
 	if (im->trace.n)
 		qsort(im->trace.v, im->trace.n, sizeof *im->trace.v, by_time);
 	if (imp_replay_initial(&im->end_segs, &im->end_allocs, &im->trace, &im->out) < 0)
@@ -412,53 +515,78 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 	for (size_t i = 0; i < im->trace.n; i++)
 		if (imp_push(&im->out, &im->trace.v[i]) < 0)
 			return oom(im);
-	/* only events that carry a call path: frames are interned in the order
-	 * the trace uses them, so an export imported back numbers them alike */
+	/* only the call paths of events written: a frame nobody uses is left out */
 	for (size_t i = 0; i < im->out.n; i++)
-		if ((im->out.v[i].type == STP_EV_ALLOC || im->out.v[i].type == STP_EV_SEGMENT_RESERVE) &&
-		    stack_of(im, im->out.v[i].frames) < 0)
-			return oom(im);
-	im->st->frames = im->nf;
-	return write_trace(im, out);
+		if (im->out.v[i].type != STP_EV_ALLOC && im->out.v[i].type != STP_EV_SEGMENT_RESERVE)
+			im->out.v[i].stack = 0;
+	uint32_t *perm = calloc(im->nf + 1, sizeof *perm), *order = calloc(im->nf + 1, sizeof *order);
+	int rc = -1;
+	if (!perm || !order) {
+		oom(im);
+	} else {
+		size_t used = number_frames(im, perm);
+		for (size_t i = 0; i < im->nf; i++)
+			if (perm[i])
+				order[perm[i] - 1] = (uint32_t)i;
+		im->st->frames = used;
+		rc = write_trace(im, out, perm, order, used);
+	}
+	free(perm);
+	free(order);
+	return rc;
 }
 
-int snap_import_doc(pk_doc *doc, const char *name, const char *out_stp, stp_snapshot_import_stats *st, char *err,
-                    size_t errlen)
+static void importer_free(importer *im)
+{
+	for (size_t i = 0; i < im->nf; i++)
+		free(im->ftext[i]);
+	free(im->ftext);
+	for (size_t i = 0; i < im->nnames; i++)
+		free(im->names[i]);
+	free(im->names);
+	u64map_free(&im->frame_node);
+	u64map_free(&im->frame_hash);
+	u64map_free(&im->list_node);
+	free(im->ips);
+	free(im->stk_off);
+	free(im->stk_id);
+	free(im->end_segs.v);
+	free(im->end_allocs.v);
+	free(im->trace.v);
+	free(im->out.v);
+}
+
+/* The file at path (data NULL) or data[0..len), named name. */
+static int import(const char *path, const uint8_t *data, size_t len, const char *name, const char *out_stp,
+                  stp_snapshot_import_stats *st, char *err, size_t errlen)
 {
 	stp_snapshot_import_stats dummy;
 	if (!st)
 		st = &dummy;
 	memset(st, 0, sizeof *st);
-	st->protocol = pk_protocol(doc);
-	importer im = {.path = name, .err = err, .errlen = errlen, .st = st};
-	int rc = import_doc(&im, pk_root(doc), out_stp);
-	for (size_t i = 0; i < im.nf; i++)
-		free(im.ftext[i]);
-	free(im.ftext);
-	u64map_free(&im.frame_node);
-	u64map_free(&im.frame_hash);
-	u64map_free(&im.list_node);
-	free(im.ips);
-	free(im.stk_off);
-	free(im.stk_id);
-	free(im.end_segs.v);
-	free(im.end_allocs.v);
-	free(im.trace.v);
-	free(im.out.v);
+	importer im = {.path = name, .err = err, .errlen = errlen, .st = st, .list_at = UINT32_MAX};
+	pk_shape shape = {.places = places, .nplaces = NPLACES, .strings = strings, .sink = sink, .ctx = &im};
+	pk_doc *doc = pk_read(path, data, len, name, &shape, err, errlen);
+	int rc = -1;
+	if (doc) {
+		st->protocol = pk_protocol(doc);
+		rc = import_doc(&im, pk_root(doc), out_stp);
+	}
+	pk_free(doc);
+	importer_free(&im);
 	return rc;
+}
+
+int snap_import_mem(const uint8_t *data, size_t len, const char *name, const char *out_stp,
+                    stp_snapshot_import_stats *st, char *err, size_t errlen)
+{
+	return import(NULL, data, len, name, out_stp, st, err, errlen);
 }
 
 int stp_snapshot_import(const char *pickle, const char *out_stp, stp_snapshot_import_stats *st, char *err,
                         size_t errlen)
 {
-	if (st)
-		memset(st, 0, sizeof *st);
-	pk_doc *doc = pk_parse_file(pickle, err, errlen);
-	if (!doc)
-		return -1;
-	int rc = snap_import_doc(doc, pickle, out_stp, st, err, errlen);
-	pk_free(doc);
-	return rc;
+	return import(pickle, NULL, 0, pickle, out_stp, st, err, errlen);
 }
 
 int stp_snapshot_is_pickle(const char *path)

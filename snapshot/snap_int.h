@@ -1,11 +1,13 @@
 /*
  * snap_int.h - what the snapshot importer's files share (snapshot/ internal).
  *
- * The importer reads the pickle into imp_ev records (one per future trace
+ * The importer reads the pickle (shaped: only what a snapshot's importer
+ * uses is kept, and segments, trace entries and annotations are converted
+ * as they are read, pickle.h) into imp_ev records (one per future trace
  * event, in time order once sorted) and a frame table; snap_replay.c
  * rebuilds the state before the ring buffer's first entry; snap_import.c
- * writes the trace.  Frames lists are pk_val nodes of the parsed pickle,
- * shared and converted once each.
+ * writes the trace.  Frames lists are converted once each into call paths
+ * (stack indices), by the offset of the pickle node.
  */
 #ifndef STP_SNAPSHOT_INT_H
 #define STP_SNAPSHOT_INT_H
@@ -22,8 +24,8 @@ typedef struct imp_ev {
 	uint8_t mark_kind;   /* for MARKER */
 	int32_t device;
 	uint64_t addr, size, requested, stream;
-	const pk_val *frames;
-	const char *name;    /* MARKER name */
+	uint32_t stack;      /* call path: the importer's stack index + 1, 0: none */
+	const char *name;    /* MARKER name (a static string or the importer's copy) */
 	int64_t value;
 } imp_ev;
 
@@ -51,8 +53,8 @@ static inline uint64_t imp_round(uint64_t req)
 int imp_replay_initial(const imp_vec *end_segs, const imp_vec *end_allocs, const imp_vec *tr, imp_vec *out);
 
 struct stp_snapshot_import_stats;
-/* stp_snapshot_import on a parsed pickle (name: for messages); the fuzz
- * target's way in without a pickle file. */
-int snap_import_doc(pk_doc *doc, const char *name, const char *out_stp, struct stp_snapshot_import_stats *st,
-                    char *err, size_t errlen);
+/* stp_snapshot_import on a pickle held in memory (name: for messages); the
+ * fuzz target's way in without a pickle file. */
+int snap_import_mem(const uint8_t *data, size_t len, const char *name, const char *out_stp,
+                    struct stp_snapshot_import_stats *st, char *err, size_t errlen);
 #endif

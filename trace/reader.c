@@ -13,9 +13,12 @@
  * (format 1.1 defines the map; in 1.0 files the two are the same), so every
  * consumer sees one id per distinct call path.
  *
- * Errors (a truncated or corrupt chunk, a malformed record, seq going back)
- * stop the reading: every event before the bad chunk is still returned, then
+ * Errors (a corrupt chunk, a malformed record, seq going back) stop the
+ * reading: every event before the bad chunk is still returned, then
  * stp_reader_next() returns -1 and stp_reader_error() names file and offset.
+ * A file that ends inside a chunk is no error: it was cut short (its writer
+ * stopped mid-write), and reads to its last whole chunk; stats.cut_bytes
+ * says how much was left unread.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -315,6 +318,17 @@ static int apply_defs(stp_reader *r, const uint8_t *pay, uint32_t len, uint64_t 
 	return 0;
 }
 
+/* The file ends inside the chunk at off, after `bytes` of it: the writer was
+ * stopped mid-write (disk full, a file-size limit, a copy taken while it
+ * ran).  Not an error: everything before is whole, and read. */
+static int cut_short(stp_reader *r, uint64_t off, uint64_t bytes)
+{
+	r->stats.cut_offset = off;
+	r->stats.cut_bytes = bytes;
+	r->done_reading = 1;
+	return -1;
+}
+
 /* Reads one chunk. Returns 0 when reading should go on, -1 when it stopped
  * (end, error: see r->done_reading / r->failed). */
 static int read_chunk(stp_reader *r)
@@ -326,8 +340,10 @@ static int read_chunk(stp_reader *r)
 		r->done_reading = 1;
 		return -1;
 	}
+	if (got < sizeof h && (got < 4 || ld_le32(h) == STP_CHUNK_MAGIC))
+		return cut_short(r, off, got); /* the file ends inside this chunk's header */
 	if (got < sizeof h) {
-		set_err(r, off, "truncated chunk header (%zu of %u bytes)", got, STP_CHUNK_HEADER_SIZE);
+		set_err(r, off, "not a chunk (bad magic 0x%08x)", ld_le32(h));
 		return -1;
 	}
 	if (ld_le32(h) != STP_CHUNK_MAGIC) {
@@ -345,20 +361,17 @@ static int read_chunk(stp_reader *r)
 		if (!fstat(fileno(r->f), &sb) && (uint64_t)sb.st_size > r->file_size)
 			r->file_size = (uint64_t)sb.st_size;
 	}
-	if (r->file_size && off + STP_CHUNK_HEADER_SIZE + len > r->file_size) {
-		set_err(r, off, "truncated chunk (%u payload bytes, %llu left in file)", len,
-		        (unsigned long long)(r->file_size - off - STP_CHUNK_HEADER_SIZE));
-		return -1;
-	}
+	if (r->file_size && off + STP_CHUNK_HEADER_SIZE + len > r->file_size)
+		return cut_short(r, off, r->file_size - off);
 	uint8_t *pay = malloc(len ? len : 1);
 	if (!pay) {
 		set_err(r, off, "out of memory");
 		return -1;
 	}
-	if (read_full(r, pay, len) != len) {
-		set_err(r, off, "truncated chunk (%u payload bytes expected)", len);
+	size_t part = read_full(r, pay, len);
+	if (part != len) {
 		free(pay);
-		return -1;
+		return cut_short(r, off, STP_CHUNK_HEADER_SIZE + part);
 	}
 	uint32_t want = stp_crc32c(stp_crc32c(0, h, 16), pay, len);
 	if (want != crc) {

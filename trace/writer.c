@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stprof/outfile.h"
 #include "stprof/trace_codec.h"
 
 #define CHUNK_TARGET (64u << 10)
@@ -23,6 +24,7 @@ typedef struct str_ent { uint64_t hash; uint32_t id; uint32_t len; char *text; }
 typedef struct stk_ent { uint64_t ip; uint32_t parent, id; } stk_ent;
 
 struct stp_writer {
+	stp_outfile out; /* created beside the path, renamed into place at close */
 	FILE *f;
 	int failed;
 	buf defs, events;
@@ -96,9 +98,8 @@ stp_writer *stp_writer_open(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: out of memory", path);
 		return NULL;
 	}
-	w->f = fopen(path, "wb");
+	w->f = stp_outfile_open(&w->out, path, &stp_outkind_trace, err, errlen);
 	if (!w->f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		free(w);
 		return NULL;
 	}
@@ -315,7 +316,10 @@ int stp_writer_close(stp_writer *w, uint32_t end_reason, int32_t end_value)
 	int rc = stp_writer_flush(w);
 	uint8_t end[64];
 	rc |= write_all(w, end, stp_chunk_end(end, end_reason, end_value, w->next_seq));
-	if (fclose(w->f))
+	char err[512];
+	if (rc)
+		stp_outfile_abort(&w->out);
+	else if (stp_outfile_commit(&w->out, err, sizeof err))
 		rc = -1;
 	writer_free(w);
 	return rc ? -1 : 0;
@@ -324,6 +328,13 @@ int stp_writer_close(stp_writer *w, uint32_t end_reason, int32_t end_value)
 void stp_writer_abandon(stp_writer *w)
 {
 	stp_writer_flush(w);
-	fclose(w->f);
+	char err[512];
+	stp_outfile_commit(&w->out, err, sizeof err);
+	writer_free(w);
+}
+
+void stp_writer_discard(stp_writer *w)
+{
+	stp_outfile_abort(&w->out);
 	writer_free(w);
 }

@@ -506,50 +506,82 @@ static uint32_t nstack; /* stack ids handed out (stk_mu) */
 
 /* A small per-thread cache of recent call paths in front of the global
  * table: a training loop allocates from the same few hundred paths over and
- * over, and the global table is too big to stay in cache. */
+ * over, and the global table is too big to stay in cache.  It starts at
+ * TCACHE_SMALL entries and grows to TCACHE after TCACHE_BUSY lookups: a
+ * thread that allocates a little (one of 2,000 live threads, each cost
+ * 64 KiB with a full cache cleared at its start) keeps to a page.  Entries
+ * name global ids, so a cache given back keeps them for the next thread;
+ * only a new epoch (a fork child) clears one, and a fresh one is zero from
+ * mmap: only the pages a thread touches cost memory. */
 #define TCACHE 4096
+#define TCACHE_SMALL 256
+#define TCACHE_BUSY 4096
 typedef struct tcache_ent { uint64_t h1, h2id; } tcache_ent; /* h2 << 32 | id */
-static STC_TLS tcache_ent *t_cache_tab;
-static STC_TLS int t_cache_epoch;
+typedef struct tcache {
+	struct tcache *next; /* on a free list */
+	uint32_t mask, uses;
+	int epoch;
+	tcache_ent e[];
+} tcache;
+static STC_TLS tcache *t_tc;
 static atomic_int cache_epoch; /* bumped in a fork child: ids restart */
 
-/* Caches of exited threads, for the next threads (the first word of a free
- * cache links the list): a program that creates threads without end keeps
- * as many caches as it had threads alive at once, not one per thread. */
+/* Caches of exited threads, for the next threads, by size: a program that
+ * creates threads without end keeps as many caches as it had threads alive
+ * at once, not one per thread. */
 static pthread_mutex_t tcache_mu = PTHREAD_MUTEX_INITIALIZER;
-static tcache_ent *tcache_free;
+static tcache *tcache_free[2]; /* small, full */
+
+static void tcache_put(tcache *c)
+{
+	pthread_mutex_lock(&tcache_mu);
+	tcache **l = &tcache_free[c->mask == TCACHE - 1];
+	c->next = *l;
+	*l = c;
+	pthread_mutex_unlock(&tcache_mu);
+}
+
+static tcache *tcache_get(int full)
+{
+	pthread_mutex_lock(&tcache_mu);
+	tcache *c = tcache_free[full];
+	if (c)
+		tcache_free[full] = c->next;
+	pthread_mutex_unlock(&tcache_mu);
+	size_t n = full ? TCACHE : TCACHE_SMALL;
+	if (!c && (c = stc_mem_alloc(sizeof *c + n * sizeof(tcache_ent))))
+		c->mask = (uint32_t)n - 1;
+	return c;
+}
 
 void stc_defs_thread_exit(void)
 {
 	stc_pending_thread_exit();
-	if (!t_cache_tab)
-		return;
-	pthread_mutex_lock(&tcache_mu);
-	memcpy(t_cache_tab, &tcache_free, sizeof tcache_free);
-	tcache_free = t_cache_tab;
-	pthread_mutex_unlock(&tcache_mu);
-	t_cache_tab = NULL;
-}
-
-static tcache_ent *tcache_new(void)
-{
-	pthread_mutex_lock(&tcache_mu);
-	tcache_ent *t = tcache_free;
-	if (t)
-		memcpy(&tcache_free, t, sizeof tcache_free);
-	pthread_mutex_unlock(&tcache_mu);
-	return t ? t : stc_mem_alloc(TCACHE * sizeof(tcache_ent));
+	if (t_tc)
+		tcache_put(t_tc);
+	t_tc = NULL;
 }
 
 static inline tcache_ent *tcache_slot(uint64_t h1)
 {
-	if (STC_UNLIKELY(!t_cache_tab || t_cache_epoch != atomic_load_explicit(&cache_epoch, memory_order_relaxed))) {
-		if (!t_cache_tab && !(t_cache_tab = tcache_new()))
+	tcache *c = t_tc;
+	if (STC_UNLIKELY(!c || c->mask != TCACHE - 1)) {
+		if (!c && !(c = t_tc = tcache_get(0)))
 			return NULL;
-		memset(t_cache_tab, 0, TCACHE * sizeof(tcache_ent));
-		t_cache_epoch = atomic_load(&cache_epoch);
+		if (c->mask != TCACHE - 1 && ++c->uses >= TCACHE_BUSY) {
+			tcache *full = tcache_get(1);
+			if (full) { /* a busy thread: the full cache, from now on */
+				tcache_put(c);
+				c = t_tc = full;
+			}
+		}
 	}
-	return &t_cache_tab[(h1 ^ (h1 >> 29)) & (TCACHE - 1)];
+	int epoch = atomic_load_explicit(&cache_epoch, memory_order_relaxed);
+	if (STC_UNLIKELY(c->epoch != epoch)) {
+		memset(c->e, 0, (c->mask + 1) * sizeof(tcache_ent));
+		c->epoch = epoch;
+	}
+	return &c->e[(h1 ^ (h1 >> 29)) & c->mask];
 }
 
 uint32_t stc_intern_stack(const uint64_t *ips, uint32_t n)

@@ -117,7 +117,9 @@ STC_HIDDEN int stc_phdr_span(const struct dl_phdr_info *info, uintptr_t *lo, uin
 /* Named libraries in memory (modspan.c): a set of file-name prefixes
  * ("libcuda.so", ...) and, once found, the spans of the loaded objects
  * that carry them.  stc_modset_scan looks them up (again only while one is
- * missing); stc_modset_has says whether ip lies in prefix m's objects;
+ * missing, and then only when the loader's list of objects changed since:
+ * a program linked with the static CUDA runtime never loads libcudart.so,
+ * and a callback must not walk the list every time); stc_modset_has says whether ip lies in prefix m's objects;
  * stc_modset_skip counts the leading ips that lie in the first nskip
  * prefixes' objects (the frames to drop from a call path). */
 #define STC_MODSET_MAX 8
@@ -129,6 +131,7 @@ typedef struct stc_modset {
 	unsigned n; /* <= STC_MODSET_MAX */
 	stc_modspan span[STC_MODSET_MAX][2];
 	_Atomic int done[STC_MODSET_MAX];
+	_Atomic unsigned long long loads; /* the loader's adds + subs at the last walk (0: none yet) */
 } stc_modset;
 STC_HIDDEN void stc_modset_scan(stc_modset *set);
 STC_HIDDEN int stc_modset_has(const stc_modset *set, unsigned m, uint64_t ip);

@@ -66,6 +66,7 @@ typedef struct stc_real {
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
 	int (*sigaction)(int, const void *, void *);
+	int (*sigaltstack)(const void *, void *);
 	void (*_exit)(int) __attribute__((noreturn));
 	void (*_Exit)(int) __attribute__((noreturn));
 	int (*execve)(const char *, char *const[], char *const[]);
@@ -165,6 +166,10 @@ STC_HIDDEN void stc_unwind_init(void);
 STC_HIDDEN void stc_unwind_thread_init(void);
 STC_HIDDEN void stc_unwind_thread_exit(void);
 STC_HIDDEN void stc_unwind_atfork_child(void);
+/* altstack.c: each recorded thread's alternate signal stack */
+STC_HIDDEN void stc_altstack_thread_init(void);
+STC_HIDDEN void stc_altstack_thread_exit(void);
+STC_HIDDEN void stc_altstack_atfork_child(void);
 /* Set while this thread is inside libunwind (fds.c moves the pipe it opens). */
 STC_HIDDEN extern STC_TLS int t_in_libunwind;
 /* The lowest descriptor the collector keeps for itself (above the program's). */

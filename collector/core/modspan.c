@@ -7,11 +7,15 @@
  *
  * Invariants:
  *   - A set is looked up again (dl_iterate_phdr) only while one of its
- *     prefixes has no loaded object yet (it may load later); a found span is
- *     published once, with release order, and never changes.
+ *     prefixes has no loaded object yet (it may load later), and only when
+ *     the loader has loaded or unloaded an object since the last walk (its
+ *     dlpi_adds + dlpi_subs counters, read from the first object alone);
+ *     a found span is published once, with release order, and never
+ *     changes.
  *   - At most two objects per prefix (two CUDA versions side by side).
  */
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -43,6 +47,15 @@ static int find_mods(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* The loader's count of objects loaded and unloaded so far (0 when this
+ * libc does not say): the first object's dlpi_adds + dlpi_subs. */
+static int count_loads(struct dl_phdr_info *info, size_t size, void *data)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+		*(unsigned long long *)data = info->dlpi_adds + info->dlpi_subs;
+	return 1; /* one object is enough */
+}
+
 void stc_modset_scan(stc_modset *set)
 {
 	int missing = 0;
@@ -50,6 +63,11 @@ void stc_modset_scan(stc_modset *set)
 		missing |= !atomic_load_explicit(&set->done[m], memory_order_acquire);
 	if (!missing)
 		return;
+	unsigned long long loads = 0;
+	dl_iterate_phdr(count_loads, &loads);
+	if (loads && loads == atomic_load_explicit(&set->loads, memory_order_relaxed))
+		return; /* nothing loaded since the last walk */
+	atomic_store_explicit(&set->loads, loads, memory_order_relaxed);
 	find_ctx fc = {.set = set};
 	dl_iterate_phdr(find_mods, &fc);
 	for (unsigned m = 0; m < set->n; m++)

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,21 +70,58 @@ void stc_out_unlock(void)
 }
 int stc_out_ready(void) { return atomic_load_explicit(&out_ready, memory_order_acquire); }
 
+/* The program's RLIMIT_FSIZE is for its own files (Python ignores SIGXFSZ,
+ * and its writes past the limit fail with EFBIG): a write of ours that
+ * would pass the soft limit raises it to the hard one for the write
+ * (returns 1, *saved to put back); one that would pass the hard limit is
+ * not made (-1: a chunk is written whole or not at all, and no SIGXFSZ of
+ * ours reaches the program), said once on stderr unless quiet. */
+static int fsize_room(long long end, struct rlimit *saved)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY || (rlim_t)end <= rl.rlim_cur)
+		return 0;
+	if (rl.rlim_max != RLIM_INFINITY && (rlim_t)end > rl.rlim_max) {
+		static atomic_int said;
+		if (!atomic_exchange(&said, 1) && !stc_quiet()) {
+			char line[4300];
+			int k = snprintf(line, sizeof line,
+			                 "stprof: the program limits its files to %llu bytes (RLIMIT_FSIZE): the trace %s "
+			                 "stops at %lld bytes, cut short\n",
+			                 (unsigned long long)rl.rlim_max, out_path, out_offset);
+			if (k > 0 && write(2, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1) < 0)
+				k = 0;
+		}
+		return -1;
+	}
+	*saved = rl;
+	struct rlimit up = {rl.rlim_max, rl.rlim_max};
+	return setrlimit(RLIMIT_FSIZE, &up) == 0 ? 1 : -1;
+}
+
 static int write_all(const void *p, size_t n)
 {
+	struct rlimit saved;
+	int raised = fsize_room(out_offset + (long long)n, &saved);
+	if (raised < 0)
+		return -1;
 	const uint8_t *b = p;
+	int rc = 0;
 	while (n) {
 		ssize_t w = write(out_fd, b, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			return -1;
+			rc = -1;
+			break;
 		}
 		b += w;
 		n -= (size_t)w;
 		out_offset += w;
 	}
-	return 0;
+	if (raised > 0) /* the program's limit again (saved.rlim_max is unchanged) */
+		setrlimit(RLIMIT_FSIZE, &saved);
+	return rc;
 }
 
 /* Makes sure out_fd is still our file. */

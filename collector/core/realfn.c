@@ -64,6 +64,7 @@ void stc_real_resolve(void)
 	RESOLVE(pvalloc, "pvalloc");
 	RESOLVE(malloc_usable_size, "malloc_usable_size");
 	RESOLVE(sigaction, "sigaction");
+	RESOLVE(sigaltstack, "sigaltstack");
 	RESOLVE(_exit, "_exit");
 	RESOLVE(_Exit, "_Exit");
 	RESOLVE(execve, "execve");

@@ -57,7 +57,7 @@ static int install(int sig)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_fatal;
-	sa.sa_flags = SA_SIGINFO;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK; /* a stack overflow too (altstack.c) */
 	sigemptyset(&sa.sa_mask);
 	if (real_sigaction(sig, &sa, NULL))
 		return -1;

@@ -186,6 +186,7 @@ static void on_thread_exit(void *arg)
 	if (stc_gettid() == (uint32_t)g_pid)
 		atomic_store(&g_main_exited, 1); /* pthread_exit in main */
 	stc_unwind_thread_exit();
+	stc_altstack_thread_exit();
 	stc_defs_thread_exit();
 	atomic_store(&b->slot.owned, 0);
 	t_buf = NULL;
@@ -216,6 +217,7 @@ stc_tbuf *stc_tbuf_self_slow(void)
 	t_buf = b;
 	pthread_setspecific(exit_key, b);
 	stc_unwind_thread_init();
+	stc_altstack_thread_init();
 	emit_thread(b->tid);
 	return b;
 }

@@ -17,12 +17,15 @@
  *
  * Rule-table entries are published with a release store of the key after the
  * rule is written; a slot being filled (key 1) reads as a miss.  The table is
- * replaced (never freed: readers may be in it) when it fills past half, and
- * when a module is unloaded (its addresses may be reused).
+ * replaced (never freed: readers may be in it) when it fills past half; a
+ * module unloaded (its addresses may be reused) starts a new generation of
+ * keys instead, and the module table is rewritten in place: loading and
+ * unloading libraries in a loop costs no memory.
  */
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 #include <link.h>
+#include <sched.h>
 #include <string.h>
 #include <ucontext.h>
 
@@ -45,22 +48,45 @@ typedef struct ustep { uint64_t rip, rsp, rbp, nrip, nrsp, nrbp, rbp_addr, cfa_r
 /* Each thread also keeps the rules of the addresses it met last, direct
  * mapped: the shared rule table (hundreds of thousands of addresses under
  * `import torch`) misses the CPU caches on most probes, this one does not.
- * rgen is the rule generation the entries belong to (see rules_gen). */
+ * rgen is the rule generation the entries belong to (see rules_gen).  It
+ * starts at one page (RCACHE_SMALL entries, in the ucache) and grows to
+ * RCACHE after RCACHE_BUSY walks: a thread that allocates a little (one of
+ * 2,000 live threads, each cost 160 KiB with a full cache from its start)
+ * keeps to its page.  Only the pages a thread touches cost memory: the
+ * caches come zeroed from mmap and are never cleared whole but for a new
+ * rule generation. */
 #define RCACHE 4096
+#define RCACHE_SMALL 256
+#define RCACHE_BUSY 4096
 typedef struct rcache_ent { uint64_t ip; stc_rule rule; } rcache_ent;
 typedef struct ucache {
 	uint32_t len, rgen;
+	uint32_t rmask;    /* entries in rc - 1 */
+	uint32_t walks;    /* until RCACHE_BUSY */
+	rcache_ent *rc;    /* small, or a grown one (kept with the cache) */
+	rcache_ent *big;   /* the grown one, once made */
+	rcache_ent small[RCACHE_SMALL];
 	ustep s[UCACHE];
-	rcache_ent rc[RCACHE];
 } ucache;
 static STC_TLS ucache *t_cache;
 
-/* ---- modules: an immutable sorted array, replaced on change */
+/* ---- modules: a sorted array updated in place under a sequence lock
+ *
+ * Loading and unloading libraries change it (a dlopen/dlclose loop once
+ * made a new table each time, never freed: 116 KiB a pair).  A writer builds
+ * the new list aside, then copies it in between two bumps of mods_seq (odd
+ * while it writes); a reader copies the module it finds out and keeps the
+ * copy only when mods_seq was even and unchanged around the search.  The
+ * array has a fixed room (MODS_MAX), so a torn read stays inside it. */
+#define MODS_MAX 4096
 typedef struct modset {
 	size_t n;
-	stc_module m[];
+	stc_module m[MODS_MAX];
 } modset;
-static modset *_Atomic g_mods;
+static modset *g_mods, *g_mods_next; /* the table, and where a rescan builds */
+static _Atomic unsigned mods_seq;
+static pthread_mutex_t mods_mu = PTHREAD_MUTEX_INITIALIZER;
+static STC_TLS int t_rescanning;
 
 struct collect { stc_module *out; size_t n, cap; };
 
@@ -100,9 +126,7 @@ static int read_gen(struct dl_phdr_info *info, size_t size, void *data)
 static _Atomic unsigned long long mods_gen = ~0ull;
 
 /* A miss (an address in no module: a thread's outermost frame, JIT code) does
- * not rescan unless the loader's set changed: each rescan makes a new table
- * that is never freed (readers may be in the old one), so rescanning on every
- * miss cost 64 KiB per thread created. */
+ * not rescan unless the loader's set changed. */
 static void rescan_if_changed(void)
 {
 	unsigned long long gen = ~0ull;
@@ -115,12 +139,17 @@ static void rescan_if_changed(void)
 
 static void rescan_modules(void)
 {
-	size_t cap = 4096;
-	size_t bytes = sizeof(modset) + cap * sizeof(stc_module);
-	modset *ms = stc_mem_alloc(bytes);
-	if (!ms)
+	pthread_mutex_lock(&mods_mu);
+	if (!g_mods)
+		g_mods = stc_mem_alloc(sizeof *g_mods);
+	if (!g_mods_next)
+		g_mods_next = stc_mem_alloc(sizeof *g_mods_next);
+	modset *ms = g_mods_next;
+	if (!g_mods || !ms) {
+		pthread_mutex_unlock(&mods_mu);
 		return;
-	struct collect c = {ms->m, 0, cap};
+	}
+	struct collect c = {ms->m, 0, MODS_MAX};
 	dl_iterate_phdr(collect_mod, &c);
 	ms->n = c.n;
 	/* insertion sort keeps this free of libc's qsort (which may allocate) */
@@ -130,15 +159,29 @@ static void rescan_modules(void)
 			ms->m[j] = ms->m[j - 1];
 			ms->m[j - 1] = t;
 		}
-	atomic_store_explicit(&g_mods, ms, memory_order_release);
+	t_rescanning = 1; /* a signal handler here must not wait for us */
+	atomic_fetch_add_explicit(&mods_seq, 1, memory_order_relaxed); /* odd: being written */
+	atomic_thread_fence(memory_order_release);
+	memcpy(g_mods->m, ms->m, ms->n * sizeof *ms->m);
+	g_mods->n = ms->n;
+	atomic_fetch_add_explicit(&mods_seq, 1, memory_order_release); /* even: done */
+	t_rescanning = 0;
+	pthread_mutex_unlock(&mods_mu);
 }
 
-static const stc_module *find_module(uint64_t ip)
+/* The module holding ip, copied into *out; 0 when none. */
+static int find_module(uint64_t ip, stc_module *out)
 {
 	for (int pass = 0; pass < 2; pass++) {
-		const modset *ms = atomic_load_explicit(&g_mods, memory_order_acquire);
-		if (ms) {
-			size_t lo = 0, hi = ms->n;
+		for (unsigned tries = 0; g_mods && !t_rescanning; tries++) {
+			unsigned s1 = atomic_load_explicit(&mods_seq, memory_order_acquire);
+			if (s1 & 1) {
+				if (tries > 64)
+					sched_yield();
+				continue;
+			}
+			const modset *ms = g_mods;
+			size_t n = ms->n < MODS_MAX ? ms->n : MODS_MAX, lo = 0, hi = n;
 			while (lo < hi) {
 				size_t mid = (lo + hi) / 2;
 				if (ms->m[mid].hi <= ip)
@@ -146,19 +189,37 @@ static const stc_module *find_module(uint64_t ip)
 				else
 					hi = mid;
 			}
-			if (lo < ms->n && ms->m[lo].lo <= ip && ip < ms->m[lo].hi)
-				return &ms->m[lo];
+			int found = lo < n && ms->m[lo].lo <= ip && ip < ms->m[lo].hi;
+			if (found)
+				*out = ms->m[lo];
+			atomic_thread_fence(memory_order_acquire);
+			if (atomic_load_explicit(&mods_seq, memory_order_relaxed) != s1)
+				continue; /* written meanwhile: again */
+			if (found)
+				return 1;
+			break;
 		}
 		if (pass == 0)
 			rescan_if_changed();
 	}
-	return NULL;
+	return 0;
 }
 
-/* ---- rule cache */
+/* ---- rule cache
+ *
+ * Keys carry the generation of the code they were computed for in their top
+ * 16 bits (user addresses fit in 48): unloading a library bumps it, and a
+ * slot of an older generation is a miss that an insert may take over, so an
+ * unload costs no new table.  A table is replaced only when it fills past
+ * half (growth) and when the 15-bit generation wraps. */
 typedef struct rslot { _Atomic uint64_t key; stc_rule rule; } rslot;
 typedef struct rtable { size_t mask; _Atomic size_t used; rslot s[]; } rtable;
 static rtable *_Atomic g_rules;
+static _Atomic uint64_t code_gen = 1; /* 1 .. 0x7fff */
+
+#define KEY_GEN_SHIFT 48
+static inline uint64_t rule_key(uint64_t ip, uint64_t gen) { return (ip & ((1ull << KEY_GEN_SHIFT) - 1)) | gen << KEY_GEN_SHIFT; }
+static inline int key_stale(uint64_t k, uint64_t gen) { return k > 1 && k >> KEY_GEN_SHIFT != gen; }
 
 static rtable *rtable_new(size_t cap)
 {
@@ -173,17 +234,18 @@ static inline size_t ip_hash(uint64_t ip) { return (size_t)((ip * 0x9E3779B97F4A
 static stc_rule rule_of(uint64_t ip)
 {
 	rtable *t = atomic_load_explicit(&g_rules, memory_order_acquire);
+	uint64_t gen = atomic_load_explicit(&code_gen, memory_order_acquire), key = rule_key(ip, gen);
 	size_t i = ip_hash(ip) & t->mask;
 	for (size_t probes = 0; probes <= t->mask; probes++, i = (i + 1) & t->mask) {
 		uint64_t k = atomic_load_explicit(&t->s[i].key, memory_order_acquire);
-		if (k == ip)
+		if (k == key)
 			return t->s[i].rule;
 		if (k == 0)
 			break;
 	}
-	/* miss: compute, then publish in the first free slot */
-	const stc_module *m = find_module(ip);
-	stc_rule r = m ? stc_cfi_rule(m, ip) : STC_RULE_NONE;
+	/* miss: compute, then publish in the first free or stale slot */
+	stc_module m;
+	stc_rule r = find_module(ip, &m) ? stc_cfi_rule(&m, ip) : STC_RULE_NONE;
 	if (atomic_load_explicit(&t->used, memory_order_relaxed) * 2 > t->mask) {
 		rtable *nt = rtable_new((t->mask + 1) * 2);
 		if (nt && atomic_compare_exchange_strong(&g_rules, &t, nt))
@@ -193,15 +255,17 @@ static stc_rule rule_of(uint64_t ip)
 	}
 	i = ip_hash(ip) & t->mask;
 	for (size_t probes = 0; probes <= t->mask; probes++, i = (i + 1) & t->mask) {
-		uint64_t expect = 0;
-		if (atomic_compare_exchange_strong(&t->s[i].key, &expect, 1)) {
+		uint64_t expect = atomic_load_explicit(&t->s[i].key, memory_order_relaxed);
+		if (expect == key)
+			break;
+		if ((expect == 0 || key_stale(expect, gen)) &&
+		    atomic_compare_exchange_strong(&t->s[i].key, &expect, 1)) {
 			t->s[i].rule = r;
-			atomic_store_explicit(&t->s[i].key, ip, memory_order_release);
-			atomic_fetch_add_explicit(&t->used, 1, memory_order_relaxed);
+			atomic_store_explicit(&t->s[i].key, key, memory_order_release);
+			if (!expect)
+				atomic_fetch_add_explicit(&t->used, 1, memory_order_relaxed);
 			break;
 		}
-		if (expect == ip)
-			break;
 	}
 	return r;
 }
@@ -215,7 +279,7 @@ static inline stc_rule rule_cached(ucache *C, uint64_t ip)
 {
 	if (!C)
 		return rule_of(ip);
-	rcache_ent *e = &C->rc[(ip ^ (ip >> 12)) & (RCACHE - 1)];
+	rcache_ent *e = &C->rc[(ip ^ (ip >> 12)) & C->rmask];
 	if (e->ip == ip)
 		return e->rule;
 	stc_rule r = rule_of(ip);
@@ -227,10 +291,16 @@ static inline stc_rule rule_cached(ucache *C, uint64_t ip)
 void stc_unwind_invalidate(void)
 {
 	/* per-thread step caches hold only verified memory contents and are
-	 * re-checked on every use; only the rules depend on the code */
-	rtable *t = rtable_new(1u << 16);
-	if (t)
-		atomic_store(&g_rules, t);
+	 * re-checked on every use; only the rules depend on the code: a new
+	 * generation (a new table once the tag wraps) */
+	uint64_t gen = atomic_load(&code_gen) + 1;
+	if (gen > 0x7fff) {
+		rtable *t = rtable_new(1u << 16);
+		if (t)
+			atomic_store(&g_rules, t);
+		gen = 1;
+	}
+	atomic_store(&code_gen, gen);
 	atomic_fetch_add(&rules_gen, 1);
 	rescan_modules();
 }
@@ -277,9 +347,14 @@ void stc_unwind_thread_init(void)
 	pthread_mutex_unlock(&ucache_mu);
 	t_cache = c ? c : stc_mem_alloc(sizeof(ucache));
 	if (t_cache) {
+		/* a fresh one is zero (and its rules of generation 0, cleared at the
+		 * first walk when that is not current); one given back keeps its rules,
+		 * which are the process's, and its size */
 		t_cache->len = 0;
-		memset(t_cache->rc, 0, sizeof t_cache->rc);
-		t_cache->rgen = atomic_load(&rules_gen);
+		if (!t_cache->rc) {
+			t_cache->rc = t_cache->small;
+			t_cache->rmask = RCACHE_SMALL - 1;
+		}
 	}
 	if (t_stack_hi)
 		return;
@@ -296,7 +371,12 @@ void stc_unwind_thread_init(void)
 	}
 }
 
-void stc_unwind_atfork_child(void) { pthread_mutex_init(&ucache_mu, NULL); }
+void stc_unwind_atfork_child(void)
+{
+	pthread_mutex_init(&ucache_mu, NULL);
+	pthread_mutex_init(&mods_mu, NULL);
+	t_rescanning = 0;
+}
 
 void stc_unwind_thread_exit(void)
 {
@@ -405,8 +485,18 @@ __attribute__((noinline)) static uint32_t fast_walk(uint64_t *ips, uint32_t max)
 		return slow_walk(rip, rsp, rbp, ips, 0, max);
 	uint32_t gen = atomic_load_explicit(&rules_gen, memory_order_acquire);
 	if (STC_UNLIKELY(C->rgen != gen)) {
-		memset(C->rc, 0, sizeof C->rc);
+		memset(C->rc, 0, (C->rmask + 1) * sizeof *C->rc);
 		C->rgen = gen;
+	}
+	if (STC_UNLIKELY(C->rc == C->small) && ++C->walks >= RCACHE_BUSY) {
+		/* a busy thread: the full cache, from now on */
+		if (!C->big)
+			C->big = stc_mem_alloc(RCACHE * sizeof *C->big);
+		if (C->big) {
+			memset(C->big, 0, RCACHE * sizeof *C->big);
+			C->rc = C->big;
+			C->rmask = RCACHE - 1;
+		}
 	}
 	/* Real steps go to tmp until a frame matches a cached step; then the
 	 * cache is rebased (tmp in front of the match), the cached steps are

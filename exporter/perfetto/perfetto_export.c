@@ -323,8 +323,8 @@ int stp_export_perfetto(const char *const *traces, size_t ntraces, const char *o
 	rc = 0;
 	for (size_t i = 0; i < ntraces && rc == 0; i++)
 		rc = export_trace(&x, (uint32_t)i, traces[i], offsets[i], &heads[i]);
-	if (pf_out_close(&x.out) < 0 && rc == 0) {
-		pf_fail(&x, "%s: %s", out_path, x.out.err);
+	if (pf_out_close(&x.out, rc == 0) < 0 && rc == 0) {
+		pf_fail(&x, "%s", x.out.err);
 		rc = -1;
 	}
 done:

@@ -19,12 +19,13 @@
 
 /* ------------------------------------------------------------ output */
 
+const stp_outkind stp_outkind_timeline = {"stprof Perfetto timeline", "\x0a", 1, "stprof"};
+
 int pf_out_open(pf_out *o, const char *path)
 {
 	memset(o, 0, sizeof *o);
-	o->f = fopen(path, "wb");
+	o->f = stp_outfile_open(&o->file, path, &stp_outkind_timeline, o->err, sizeof o->err);
 	if (!o->f) {
-		snprintf(o->err, sizeof o->err, "%s: %s", path, strerror(errno));
 		o->failed = 1;
 		return -1;
 	}
@@ -36,7 +37,8 @@ static int out_flush(pf_out *o)
 	if (o->failed)
 		return -1;
 	if (o->buf.len && fwrite(o->buf.data, 1, o->buf.len, o->f) != o->buf.len) {
-		snprintf(o->err, sizeof o->err, "write failed: %s", strerror(errno));
+		snprintf(o->err, sizeof o->err, "%s: write failed: %s", o->file.path ? o->file.path : "output",
+		         strerror(errno));
 		o->failed = 1;
 		return -1;
 	}
@@ -89,19 +91,19 @@ int pf_out_packet(pf_out *o, const pf_TracePacket *p, size_t bound)
 	return 0;
 }
 
-int pf_out_close(pf_out *o)
+int pf_out_close(pf_out *o, int complete)
 {
-	int rc = out_flush(o);
+	if (complete)
+		out_flush(o);
 	if (o->f) {
-		if (fclose(o->f) != 0 && !o->failed) {
-			snprintf(o->err, sizeof o->err, "close failed: %s", strerror(errno));
+		if (!complete || o->failed)
+			stp_outfile_abort(&o->file);
+		else if (stp_outfile_commit(&o->file, o->err, sizeof o->err) < 0)
 			o->failed = 1;
-			rc = -1;
-		}
 		o->f = NULL;
 	}
 	pf_vec_free(&o->buf);
-	return o->failed ? -1 : rc;
+	return o->failed || !complete ? -1 : 0;
 }
 
 /* ------------------------------------------------------------ sequence */

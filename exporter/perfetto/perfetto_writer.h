@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "perfetto_trace.pb-c.h"
+#include "stprof/outfile.h"
 #include "perfetto_util.h"
 
 typedef Perfetto__Protos__TracePacket pf_TracePacket;
@@ -31,6 +32,7 @@ typedef Perfetto__Protos__DebugAnnotation pf_DebugAnnotation;
 
 /* ---- the output file */
 typedef struct pf_out {
+	stp_outfile file; /* stprof/outfile.h: renamed into place when complete */
 	FILE *f;
 	pf_vec buf;
 	uint64_t bytes, packets;
@@ -41,7 +43,9 @@ typedef struct pf_out {
 int pf_out_open(pf_out *o, const char *path);
 /* Packs p (whose packed size is at most bound) as one Trace.packet. */
 int pf_out_packet(pf_out *o, const pf_TracePacket *p, size_t bound);
-int pf_out_close(pf_out *o);   /* flushes and closes; 0 or -1 */
+/* Flushes, closes and puts the file in place (complete), or removes it
+ * (!complete: the export failed); 0 or -1. */
+int pf_out_close(pf_out *o, int complete);
 
 /* ---- track descriptors */
 enum { PF_TRACK_PLAIN = 0, PF_TRACK_COUNTER, PF_TRACK_PROCESS, PF_TRACK_THREAD };

@@ -18,6 +18,10 @@
 #include "stprof/report.h"
 #include "viewer.h"
 
+/* this report and the ranks' start so */
+#define HTML_HEAD "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>\n<title>stprof report"
+const stp_outkind stp_outkind_report_html = {"stprof HTML report", HTML_HEAD, sizeof HTML_HEAD - 1, NULL};
+
 static const char *const class_color[STP_CLASS_COUNT] = {"#4e79a7", "#f28e2b", "#59a14f", "#bab0ac",
                                                          "#e15759", "#b07aa1", "#9c755f"};
 

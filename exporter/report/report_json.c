@@ -14,6 +14,9 @@
 #include "report_internal.h"
 #include "stprof/report.h"
 
+/* this report and the ranks' ("stprof-report-ranks") start so */
+const stp_outkind stp_outkind_report_json = {"stprof JSON report", "{\"schema\":\"stprof-report", 24, NULL};
+
 static const char *end_reason(uint32_t r)
 {
 	switch (r) {

@@ -13,6 +13,9 @@
 #include "report_internal.h"
 #include "stprof/report.h"
 
+/* this report and the ranks' start so (stprof/outfile.h) */
+const stp_outkind stp_outkind_report_text = {"stprof text report", "stprof report: ", 15, NULL};
+
 void stp_report_options_default(stp_report_options *o)
 {
 	memset(o, 0, sizeof *o);

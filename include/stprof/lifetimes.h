@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "outfile.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -88,7 +90,10 @@ int stp_lt_is_model(const char *path);          /* 1 when the file starts with t
 int stp_lt_read(const char *path, stp_lt_model *m, char *err, size_t errlen);
 int stp_lt_parse(const void *data, size_t len, const char *name, stp_lt_model *m, char *err, size_t errlen);
 /* comments: optional lines written after the header (each without '\n'),
- * e.g. the contexts' symbolized frames; NULL for none. */
+ * e.g. the contexts' symbolized frames; NULL for none.  Written as every
+ * output is (stprof/outfile.h: an earlier model kept as PATH.old, any
+ * other file left alone). */
+extern const stp_outkind stp_outkind_lifetimes;
 int stp_lt_write(const char *path, const stp_lt_model *m, const char *const *comments, size_t ncomments,
                  char *err, size_t errlen);
 void stp_lt_model_free(stp_lt_model *m);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 
 #include "detector.h"
+#include "outfile.h"
 #include "trace.h"
 
 #ifdef __cplusplus
@@ -141,9 +142,14 @@ typedef struct stp_export_stats {
 	uint64_t findings, series_points;
 } stp_export_stats;
 
-/* Writes traces[0..ntraces) to out_path.  Returns 0, or -1 with a one-line
- * message in err ("FILE: offset N: what" for a bad trace).  opts and stats
- * may be NULL. */
+/* A Perfetto timeline written by stprof (stprof/outfile.h): a TracePacket
+ * first, naming stprof's tracks early. */
+extern const stp_outkind stp_outkind_timeline;
+
+/* Writes traces[0..ntraces) to out_path (as stprof/outfile.h says: an
+ * earlier timeline there is kept as .old; a failed export leaves the path
+ * as it was).  Returns 0, or -1 with a one-line message in err ("FILE:
+ * offset N: what" for a bad trace).  opts and stats may be NULL. */
 int stp_export_perfetto(const char *const *traces, size_t ntraces, const char *out_path,
                         const stp_export_opts *opts, stp_export_stats *stats, char *err,
                         size_t errlen);

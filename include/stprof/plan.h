@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "outfile.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -214,7 +216,13 @@ int stp_plan_verify(const stp_reqs *r, const stp_plan *p, char *err, size_t errl
 
 /* ------------------------------------------------------------- plan file */
 
-/* Writes r and p as a plan file (docs/plan-format.md). 0 or -1 with err. */
+/* A plan file (its magic bytes), and a CSV with an offset column as
+ * stp_reqs_write_csv() writes it: what an output may replace
+ * (stprof/outfile.h). */
+extern const stp_outkind stp_outkind_plan, stp_outkind_csv;
+
+/* Writes r and p as a plan file (docs/plan-format.md), as stprof/outfile.h
+ * says (an earlier plan at path is kept as .old).  0 or -1 with err. */
 int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char *err, size_t errlen);
 /* Reads a plan file into r (requests, segments, source) and p.  Any damage
  * gives -1 and "FILE: offset N: what" in err. */
@@ -236,7 +244,8 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 int stp_reqs_read_csv(const char *path, stp_reqs *r, uint64_t **offsets, char *err, size_t errlen);
 int stp_reqs_parse_csv(const char *data, size_t len, const char *name, stp_reqs *r,
                        uint64_t **offsets, char *err, size_t errlen);
-/* Writes the instance back with an `offset` column (MiniMalloc's output). */
+/* Writes the instance back with an `offset` column (MiniMalloc's output);
+ * "-": standard output. */
 int stp_reqs_write_csv(const char *path, const stp_reqs *r, const uint64_t *offsets, char *err, size_t errlen);
 
 /* ---------------------------------------------------------- from traces */

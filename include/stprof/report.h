@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "stprof/detector.h"
+#include "stprof/outfile.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,10 @@ enum stp_report_group { STP_GROUP_SITE = 0, STP_GROUP_FUNCTION, STP_GROUP_MODULE
 void stp_report_options_default(stp_report_options *o);
 
 /* Each returns 0, or -1 when writing failed (errno set). */
+/* What a report written to a file may replace (stprof/outfile.h): an
+ * earlier report of the same format (one trace's or the ranks'). */
+extern const stp_outkind stp_outkind_report_text, stp_outkind_report_json, stp_outkind_report_html;
+
 int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f);
 int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f);
 int stp_report_html(stp_det *d, const stp_report_options *o, FILE *f);

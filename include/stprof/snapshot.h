@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "outfile.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -72,7 +74,12 @@ typedef struct stp_snapshot_export_stats {
 	int synthetic_segments;    /* the trace had no segments: one per live allocation */
 } stp_snapshot_export_stats;
 
-/* Reads a .stp trace and writes a snapshot pickle.  Returns 0 or -1. */
+/* What a snapshot output may replace (stprof/outfile.h): a pickle of
+ * protocol 2, as this exporter and PyTorch's C++ pickler write them. */
+extern const stp_outkind stp_outkind_snapshot;
+
+/* Reads a .stp trace and writes a snapshot pickle (as stprof/outfile.h
+ * says).  Returns 0 or -1. */
 int stp_snapshot_export(const char *stp, const char *out_pickle, const stp_snapshot_export_opts *o,
                         stp_snapshot_export_stats *st, char *err, size_t errlen);
 

@@ -39,6 +39,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "outfile.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -134,6 +136,11 @@ void stalloc_pool(stalloc *a, void **base, uint64_t *size);
 void stalloc_stats_get(stalloc *a, stalloc_stats *s);
 /* A few lines: pool, hit rate, fallbacks by reason, peaks, efficiency. */
 void stalloc_stats_print(FILE *f, const stalloc_stats *s);
+/* What a statistics file (STALLOC_STATS=FILE; a plan's or a lifetime
+ * model's) starts with ("stalloc: "): the kind an earlier one is kept as
+ * FILE.old by (stprof/outfile.h). */
+#define STALLOC_STATS_HEAD "stalloc: pool "
+extern const stp_outkind stp_outkind_stalloc_stats;
 
 /* The host backend: the pool is an anonymous mapping, fallback blocks come
  * from the C library's allocator (glibc's own entry points, so it works

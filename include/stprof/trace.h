@@ -193,6 +193,9 @@ typedef struct stp_event {
 typedef struct stp_writer stp_writer;
 #define STP_SEQ_AUTO UINT64_MAX
 
+/* The file is written as stprof/outfile.h says: beside PATH, renamed into
+ * place by stp_writer_close() (an earlier trace there is kept as PATH.old;
+ * anything else that is not a trace is refused). */
 stp_writer *stp_writer_open(const char *path, char *err, size_t errlen);
 /* Interns a string; returns its id (>= 1). Same text -> same id. */
 uint32_t stp_writer_string(stp_writer *w, const char *s);
@@ -208,6 +211,8 @@ int stp_writer_flush(stp_writer *w);
 int stp_writer_close(stp_writer *w, uint32_t end_reason, int32_t end_value);
 /* Closes without an end record (simulates a killed program). */
 void stp_writer_abandon(stp_writer *w);
+/* Gives up: the file is removed and its path left as it was. */
+void stp_writer_discard(stp_writer *w);
 
 /* End reasons carried by the END chunk. */
 #define STP_END_EXIT 1    /* value = exit status */
@@ -236,6 +241,10 @@ typedef struct stp_trace_stats {
 	uint32_t end_reason;     /* STP_END_*, 0 when not whole */
 	int32_t end_value;
 	uint64_t first_time_ns, last_time_ns;
+	/* The file ends inside a chunk (its writer was stopped mid-write): the
+	 * chunk's offset and the bytes of it in the file, which are not read.
+	 * Everything before was read; this is not an error.  0: not cut. */
+	uint64_t cut_offset, cut_bytes;
 } stp_trace_stats;
 
 /* Opens a trace. On failure returns NULL and writes a one-line message
@@ -245,9 +254,19 @@ stp_reader *stp_reader_open(const char *path, char *err, size_t errlen);
  * (stp_reader_error() says what; the events before it were all returned). */
 int stp_reader_next(stp_reader *r, stp_event *ev);
 const char *stp_reader_error(const stp_reader *r);
-/* The trace ended cleanly at a chunk boundary without an END chunk is NOT an
- * error (the program was killed); stats.whole says so. */
+/* A trace that ends without an END chunk is NOT an error (the program was
+ * killed, or its writer stopped): stats.whole says so, and stats.cut_bytes
+ * whether it ends inside a chunk (read to the last whole one). */
 const stp_trace_stats *stp_reader_stats(const stp_reader *r);
+/* Whether the trace at path ends inside a chunk, found without reading its
+ * events (for a warning before it is read): 1 with the chunk's offset and
+ * the bytes from there to the end, which readers leave unread; 0 when it
+ * does not (or cannot be told: not a regular file, not a trace, damaged
+ * before its end). */
+int stp_trace_cut(const char *path, uint64_t *offset, uint64_t *bytes);
+/* 1 when the trace at path ends with a whole END chunk (found from its
+ * last 64 bytes). */
+int stp_trace_has_end(const char *path);
 const stp_trace_header *stp_reader_header(const stp_reader *r);
 const char *stp_reader_path(const stp_reader *r);
 /* String by id; "" for 0 or an unknown id. */

@@ -1,18 +1,26 @@
 /*
  * fuzz_pickle.c - libFuzzer target for the pickle reader and the snapshot
  * importer.  The first byte picks the mode:
- *   odd:  byte-level: the rest is parsed as a pickle; when it parses, it is
- *         imported (into /dev/null) and the graph is walked;
+ *   odd:  byte-level: the rest is parsed as a pickle, whole, and imported
+ *         (into /dev/null), which reads it shaped;
  *   even: structure-aware: the rest drives a generator of snapshot-shaped
  *         pickles (dicts, lists of segments, blocks, trace entries, frames,
- *         memo sharing and memo loops, odd values in every field) written
- *         with the pickle writer, then parsed and imported.
- * Invariants: no crash, no leak, no error message longer than one line.
+ *         memo sharing and memo loops, odd values in every field; one-item
+ *         dicts and lists and lists in batches as Python writes them, short
+ *         tuples) written with the pickle writer, then parsed and imported;
+ *         a quarter of them also go through the importer's file reader
+ *         (a 64 KiB window), behind a dropped string that puts the window's
+ *         edge at a byte the fuzz bytes choose, and are cut at another
+ *         (issue 26: the importer reads files streamed).
+ * Invariants: no crash, no leak, no error message longer than one line; a
+ * pickle imports from a file as from memory (the same counts, or the same
+ * error at the same offset).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../pickle.h"
 #include "../snap_int.h"
@@ -38,7 +46,7 @@ static void value(src *s, pk_writer *w, int depth, uint32_t *memo_n)
 	unsigned c = next(s);
 	if (depth > 6)
 		c &= 7;
-	switch (c % 12) {
+	switch (c % 15) {
 	case 0: pkw_int(w, (int64_t)((uint64_t)next(s) << (next(s) % 56))); break;
 	case 1: pkw_uint(w, UINT64_MAX - next(s)); break;
 	case 2: pkw_str(w, strs[next(s) % (sizeof strs / sizeof *strs)]); break;
@@ -62,6 +70,38 @@ static void value(src *s, pk_writer *w, int depth, uint32_t *memo_n)
 		pkw_dict_end(w);
 		break;
 	}
+	case 12: { /* a one-item dict, as Python writes it: } k v SETITEM */
+		FILE *f = pkw_stream(w);
+		fputc('}', f);
+		pkw_str(w, keys[next(s) % (sizeof keys / sizeof *keys)]);
+		value(s, w, depth + 1, memo_n);
+		fputc('s', f);
+		break;
+	}
+	case 13: { /* a list in batches of APPENDS, or a one-item list: ] v APPEND */
+		FILE *f = pkw_stream(w);
+		unsigned batches = next(s) % 4;
+		fputc(']', f);
+		if (!batches) {
+			value(s, w, depth + 1, memo_n);
+			fputc('a', f);
+		}
+		for (unsigned b = 0; b < batches; b++) {
+			fputc('(', f);
+			for (unsigned i = 0, n = next(s) % 4; i < n; i++)
+				value(s, w, depth + 1, memo_n);
+			fputc('e', f);
+		}
+		break;
+	}
+	case 14: { /* a short tuple: TUPLE1..3 */
+		FILE *f = pkw_stream(w);
+		unsigned n = 1 + next(s) % 3;
+		for (unsigned i = 0; i < n; i++)
+			value(s, w, depth + 1, memo_n);
+		fputc(0x84 + (int)n, f);
+		break;
+	}
 	default: { /* a list */
 		unsigned n = next(s) % 5;
 		pkw_list_begin(w);
@@ -80,16 +120,54 @@ static void value(src *s, pk_writer *w, int depth, uint32_t *memo_n)
 static void run(const uint8_t *p, size_t n)
 {
 	char err[1024];
+	/* whole, then shaped (the importer's way) */
 	pk_doc *d = pk_parse(p, n, "fuzz.pickle", err, sizeof err);
-	if (!d) {
-		if (strchr(err, '\n'))
-			abort();
-		return;
-	}
-	stp_snapshot_import_stats st;
-	if (snap_import_doc(d, "fuzz.pickle", "/dev/null", &st, err, sizeof err) < 0 && strchr(err, '\n'))
+	if (!d && strchr(err, '\n'))
 		abort();
 	pk_free(d);
+	stp_snapshot_import_stats st;
+	if (snap_import_mem(p, n, "fuzz.pickle", "/dev/null", &st, err, sizeof err) < 0 && strchr(err, '\n'))
+		abort();
+}
+
+#define WINDOW_EDGE (1u << 16) /* pickle_read.c's WINDOW */
+
+/* p[0..n) (a pickle from pkw_open: PROTO 2 first) behind a dropped string
+ * (X len bytes POP) so that its byte `edge` lies at the window's edge, and
+ * most often cut at its byte `keep`; imported from memory and from a file
+ * (both named by the file), which must agree. */
+static void through_window(const uint8_t *p, size_t n, size_t edge, size_t keep)
+{
+	if (n < 3 || n > WINDOW_EDGE / 2)
+		return;
+	edge = 2 + edge % (n - 2);
+	size_t pad = WINDOW_EDGE - 8 - (edge - 2), len = 8 + pad + (n - 2);
+	uint8_t *b = malloc(len);
+	if (!b)
+		return;
+	b[0] = 0x80, b[1] = 2, b[2] = 'X';
+	for (int i = 0; i < 4; i++)
+		b[3 + i] = (uint8_t)(pad >> (8 * i));
+	memset(b + 7, 'p', pad);
+	b[7 + pad] = '0';
+	memcpy(b + 8 + pad, p + 2, n - 2);
+	if (keep % 4) /* three quarters cut inside the pickle's own bytes */
+		len = 8 + pad + keep % (n - 2);
+	char path[64], merr[1024], ferr[1024];
+	snprintf(path, sizeof path, "/tmp/fuzz-pickle-%d.pickle", (int)getpid());
+	FILE *f = fopen(path, "wb");
+	if (f && fwrite(b, 1, len, f) == len && fclose(f) == 0) {
+		stp_snapshot_import_stats ms, fs;
+		int mrc = snap_import_mem(b, len, path, "/dev/null", &ms, merr, sizeof merr);
+		int frc = stp_snapshot_import(path, "/dev/null", &fs, ferr, sizeof ferr);
+		if (mrc != frc || (mrc == 0 && memcmp(&ms, &fs, sizeof ms)) ||
+		    (mrc < 0 && strcmp(merr, ferr)) || (frc < 0 && strchr(ferr, '\n')))
+			abort();
+	} else if (f) {
+		fclose(f);
+	}
+	unlink(path);
+	free(b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -122,6 +200,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pkw_close(w);
 	fclose(f);
 	run((const uint8_t *)buf, len);
+	unsigned how = next(&s);
+	if (!(how & 3)) {
+		size_t edge = next(&s) | (size_t)next(&s) << 8, keep = next(&s) | (size_t)next(&s) << 8;
+		through_window((const uint8_t *)buf, len, edge, keep + (how >> 2));
+	}
 	free(buf);
 	return 0;
 }

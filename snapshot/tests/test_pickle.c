@@ -30,8 +30,126 @@ static void refused(const char *bytes, size_t n, const char *want_offset, const 
 	CHECK(strchr(err, '\n') == NULL);
 }
 
+/* ------------------------------------------------------------ shaped reads */
+
+enum { S_NONE, S_TOP, S_KEEP, S_ITEM, S_ATOM, S_N };
+static const pk_key top_keys[] = {{"keep", S_KEEP}, {"atom", S_ATOM}, {NULL, 0}};
+static const pk_key item_keys[] = {{"x", S_ATOM}, {NULL, 0}};
+static const pk_place shape_places[S_N] = {
+	[S_TOP] = {top_keys, 0, 0, 0, 0},
+	[S_KEEP] = {NULL, S_ITEM, 0, 1, 0},
+	[S_ITEM] = {item_keys, 0, 0, 0, 0},
+	[S_ATOM] = {NULL, 0, 1, 0, 0},
+};
+static const char *const shape_strings[] = {"keep", "atom", "x", NULL};
+
+typedef struct seen { uint64_t items, sum; } seen;
+
+static int count_items(void *ctx, const pk_val *list, const pk_val *item, char *err, size_t errlen)
+{
+	(void)list;
+	(void)err;
+	(void)errlen;
+	seen *s = ctx;
+	s->items++;
+	s->sum += (uint64_t)pk_int(pk_get(item, "x"), 0);
+	return pk_get(item, "y") ? -1 : 0; /* an unknown key never reaches the sink */
+}
+
+/* The pickle of {"junk": [[], [], ...] (n, each memoized, as Python writes
+ * them), "keep": [{"x": i, "y": [i]} ...] (n), "atom": 7}. */
+static char *hostile(size_t n, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	pk_writer *w = pkw_open(f);
+	pkw_dict_begin(w);
+	pkw_const(w, "junk");
+	pkw_list_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		pkw_list_begin(w);
+		pkw_list_end(w);
+		pkw_memo_put(w);
+	}
+	pkw_list_end(w);
+	pkw_const(w, "keep");
+	pkw_list_begin(w);
+	for (size_t i = 0; i < n; i++) {
+		pkw_dict_begin(w);
+		pkw_const(w, "x");
+		pkw_int(w, (int64_t)i);
+		pkw_const(w, "y");
+		pkw_list_begin(w);
+		pkw_int(w, (int64_t)i);
+		pkw_list_end(w);
+		pkw_dict_end(w);
+		pkw_memo_put(w);
+	}
+	pkw_list_end(w);
+	pkw_const(w, "atom");
+	pkw_int(w, 7);
+	pkw_dict_end(w);
+	pkw_close(w);
+	fclose(f);
+	return buf;
+}
+
+/* Issue 26: 41-49 bytes of memory per input byte, whatever the pickle held.
+ * A shaped read keeps what the shape names: a million dropped lists and a
+ * million items handed on cost a few nodes at once, where the whole read
+ * holds them all. */
+static void test_shaped(void)
+{
+	char err[256];
+	size_t len, n = 1000000;
+	char *p = hostile(n, &len);
+	seen s = {0, 0};
+	pk_shape shape = {shape_places, S_N, shape_strings, count_items, &s};
+	pk_doc *d = pk_read(NULL, (const uint8_t *)p, len, "h.pickle", &shape, err, sizeof err);
+	CHECK(d != NULL);
+	if (d) {
+		uint64_t now, peak;
+		pk_node_counts(d, &now, &peak);
+		CHECK(peak < 64);
+		CHECK_EQ_U(s.items, n);
+		CHECK_EQ_U(s.sum, (uint64_t)n * (n - 1) / 2);
+		CHECK_EQ_I(pk_int(pk_get(pk_root(d), "atom"), 0), 7);
+		CHECK(pk_get(pk_root(d), "junk") == NULL);
+		pk_free(d);
+	} else {
+		fprintf(stderr, "%s\n", err);
+	}
+	d = pk_parse((const uint8_t *)p, len, "h.pickle", err, sizeof err);
+	CHECK(d != NULL);
+	if (d) {
+		uint64_t now, peak;
+		pk_node_counts(d, &now, &peak);
+		CHECK(peak > 4 * n); /* whole: every list, dict, int */
+		pk_free(d);
+	}
+	free(p);
+	/* a streamed list that contains itself */
+	static const char loop[] = "\x80\x02}q\x00X\x04\x00\x00\x00" "keepq\x01]q\x02(h\x02" "eu.";
+	s = (seen){0, 0};
+	d = pk_read(NULL, (const uint8_t *)loop, sizeof loop - 1, "l.pickle", &shape, err, sizeof err);
+	CHECK(d == NULL && strstr(err, "contains itself"));
+	pk_free(d);
+	/* the stack and the marks are bounded */
+	size_t big = 2 + (PK_STACK_MAX + 1) + 1;
+	char *nn = malloc(big);
+	memset(nn, 'N', big);
+	nn[0] = (char)0x80;
+	nn[1] = 2;
+	nn[big - 1] = '.';
+	refused(nn, big, "offset", "values on the stack");
+	memset(nn + 2, '(', big - 3);
+	refused(nn, big, "offset", "marks");
+	free(nn);
+}
+
 int main(void)
 {
+	test_shaped();
 	char err[256];
 	/* protocol 4 as Python writes {'a': [1, 'x', -2, 2**63, True, None, 1.5], 'b': same list} */
 	static const char p4[] = "\x80\x04\x95\x00\x00\x00\x00\x00\x00\x00\x00"

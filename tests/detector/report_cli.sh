@@ -23,19 +23,32 @@ grep -q "unavailable: early-allocation" "$T/out.txt" || fail "unavailable patter
 "$B/stprof" report "$T/cut.stp" >"$T/cut.txt" || fail "cut trace: exit $?"
 grep -q "INCOMPLETE" "$T/cut.txt" || fail "cut trace not flagged"
 
-# damage: truncate inside a chunk, and flip bytes in the middle
+# cut inside a chunk (the writer stopped mid-write): reported up to the last
+# whole chunk, after one warning naming file and offset (issue 26)
 size=$(stat -c %s "$T/train.stp")
 head -c $((size - 7)) "$T/train.stp" >"$T/trunc.stp"
 set +e
 "$B/stprof" report "$T/trunc.stp" >"$T/trunc.out" 2>"$T/trunc.err"
 rc=$?
 set -e
-[ $rc -eq 1 ] || fail "damaged trace: exit $rc, wanted 1"
-[ "$(wc -l <"$T/trunc.err")" -eq 1 ] || fail "damaged trace: want one error line, got: $(cat "$T/trunc.err")"
-grep -q "trunc.stp: offset [0-9]" "$T/trunc.err" || fail "error names file and offset: $(cat "$T/trunc.err")"
-[ ! -s "$T/trunc.out" ] || fail "damaged trace printed a report without --partial"
+[ $rc -eq 0 ] || fail "cut trace: exit $rc, wanted 0 ($(cat "$T/trunc.err"))"
+[ "$(wc -l <"$T/trunc.err")" -eq 1 ] || fail "cut trace: want one warning line, got: $(cat "$T/trunc.err")"
+grep -q "trunc.stp ends inside the chunk at offset [0-9]" "$T/trunc.err" || fail "warning names file and offset: $(cat "$T/trunc.err")"
+grep -q "^stprof report:" "$T/trunc.out" || fail "cut trace: no report"
+
+# damage: bytes flipped in the middle
+cp "$T/train.stp" "$T/bad.stp"
+printf '\377\377\377\377' | dd of="$T/bad.stp" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
 set +e
-"$B/stprof" report --partial "$T/trunc.stp" >"$T/partial.out" 2>/dev/null
+"$B/stprof" report "$T/bad.stp" >"$T/bad.out" 2>"$T/bad.err"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "damaged trace: exit $rc, wanted 1"
+[ "$(wc -l <"$T/bad.err")" -eq 1 ] || fail "damaged trace: want one error line, got: $(cat "$T/bad.err")"
+grep -q "bad.stp: offset [0-9].*--partial" "$T/bad.err" || fail "error names file, offset and --partial: $(cat "$T/bad.err")"
+[ ! -s "$T/bad.out" ] || fail "damaged trace printed a report without --partial"
+set +e
+"$B/stprof" report --partial "$T/bad.stp" >"$T/partial.out" 2>/dev/null
 rc=$?
 set -e
 [ $rc -eq 1 ] || fail "--partial: exit $rc"

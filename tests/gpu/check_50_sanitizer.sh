@@ -116,7 +116,7 @@ CS=$CUDA/bin/compute-sanitizer
 [ -x "$CS" ] || CS=$CUDA/compute-sanitizer/compute-sanitizer
 for tool in memcheck initcheck; do
 	if [ -x "$CS" ]; then
-		cs=$(timeout 120 "$CS" --tool "$tool" "$T/known" 500 2>/dev/null | sed -n 's/loop_seconds //p') || true
+		cs=$(timeout 60 "$CS" --tool "$tool" "$T/known" 500 2>/dev/null | sed -n 's/loop_seconds //p') || true
 		[ -n "$cs" ] && echo "  compute-sanitizer --tool $tool, known_objects x500: ${cs}s, ratio" \
 			"$(echo "$cs $nat" | awk '{printf "%.2f", $1 / $2}')x" || echo "  compute-sanitizer --tool $tool: no figure"
 	fi
@@ -151,7 +151,7 @@ PYT
 	g0=$(date +%s.%N)
 	"$PY" "$T/gpt.py" "$T/gn.json" 20 >/dev/null
 	g1=$(date +%s.%N)
-	timeout 900 "$B/stprof" record --accesses=exact -q -o "$T/g.stp" -- "$PY" "$T/gpt.py" "$T/ge.json" 20 >/dev/null ||
+	timeout 300 "$B/stprof" record --accesses=exact -q -o "$T/g.stp" -- "$PY" "$T/gpt.py" "$T/ge.json" 20 >/dev/null ||
 		{ echo "FAIL: gpt.py did not finish under --accesses=exact"; exit 1; }
 	g2=$(date +%s.%N)
 	"$PY" - "$T/gn.json" "$T/ge.json" "$g0" "$g1" "$g2" <<'PY'

@@ -32,7 +32,7 @@ if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'
 	P="$S/tests/python/planted_train.py"
 	"$PY" "$P" cuda 5 >"$T/tn.txt"
 	t0=$(date +%s.%N)
-	timeout 600 "$B/stprof" record --accesses=exact -q -o "$T/t.stp" -- "$PY" "$P" cuda 5 >"$T/tr.txt" ||
+	timeout 300 "$B/stprof" record --accesses=exact -q -o "$T/t.stp" -- "$PY" "$P" cuda 5 >"$T/tr.txt" ||
 		{ echo "FAIL: planted_train.py did not finish under --accesses=exact"; exit 1; }
 	t1=$(date +%s.%N)
 	echo "  planted_train.py (cuda, 5 iterations, $(echo "$t1 $t0" | awk '{printf "%.1f", $1 - $2}')s recorded):"

@@ -6,11 +6,15 @@
  * deep call paths, devices and streams at their limits, markers unbalanced.
  * The trace then goes through the detector and its text, JSON and HTML
  * reports, the Perfetto exporter and the planner's converter and planner.
- * Byte-level targets (fuzz_trace, fuzz_report) rarely reach such traces:
- * random bytes seldom make a valid chunk, let alone a valid 2^46 allocation.
+ * Half of the traces are first cut at any byte: they must read to their last
+ * whole chunk without an error, as stp_trace_cut() says.  Byte-level
+ * targets (fuzz_trace, fuzz_report) rarely reach such traces: random bytes
+ * seldom make a valid chunk, let alone a valid 2^46 allocation.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "stprof/detector.h"
@@ -18,6 +22,7 @@
 #include "stprof/plan.h"
 #include "stprof/report.h"
 #include "stprof/trace.h"
+#include "stprof/trace_codec.h"
 #include "wf_src.h"
 
 #define MAX_EVENTS 2000
@@ -121,6 +126,43 @@ static void generate(wf_src *s, const char *path)
 		stp_writer_abandon(w);
 }
 
+/* Reads path to its end: 1 read cleanly, 0 an error, -1 not opened;
+ * cut[2]: the reader's cut_offset and cut_bytes. */
+static int read_clean(const char *path, uint64_t cut[2])
+{
+	char err[512];
+	stp_reader *r = stp_reader_open(path, err, sizeof err);
+	if (!r)
+		return -1;
+	stp_event ev;
+	int rc;
+	while ((rc = stp_reader_next(r, &ev)) > 0)
+		;
+	cut[0] = stp_reader_stats(r)->cut_offset;
+	cut[1] = stp_reader_stats(r)->cut_bytes;
+	stp_reader_close(r);
+	return rc == 0;
+}
+
+/* The trace cut at a byte the fuzz bytes choose (issue 26): a trace that
+ * read cleanly whole reads cleanly cut (to its last whole chunk), and
+ * stp_trace_cut() finds the cut the reader found. */
+static void cut_trace(wf_src *s, const char *path)
+{
+	struct stat sb;
+	uint64_t cut[2], off = 0, bytes = 0;
+	if (stat(path, &sb) || sb.st_size <= STP_FILE_HEADER_SIZE || read_clean(path, cut) != 1)
+		return;
+	uint64_t at = STP_FILE_HEADER_SIZE + wf_u64(s) % (uint64_t)(sb.st_size - STP_FILE_HEADER_SIZE);
+	if (truncate(path, (off_t)at))
+		return;
+	if (read_clean(path, cut) != 1)
+		abort(); /* a cut trace is no error */
+	int found = stp_trace_cut(path, &off, &bytes);
+	if (found != (cut[1] != 0) || (found && (off != cut[0] || bytes != cut[1] || off + bytes != at)))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -129,6 +171,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(out, sizeof out, "/tmp/fuzz-tstruct-%d.pftrace", (int)getpid());
 	wf_src s = {data, size};
 	generate(&s, path);
+	if (wf_u8(&s) & 1) /* every reader below then reads it cut */
+		cut_trace(&s, path);
 	char err[512];
 	stp_det_options o;
 	stp_det_options_default(&o);

@@ -2,7 +2,10 @@
 # The transparency suite of issue 12: one case per way a profiled program
 # once behaved differently from the same program run natively, plus signals
 # while the flusher runs, a program that closes every fd, a raw clone(2), a
-# small RLIMIT_NOFILE and a program that blocks every signal.  Every case
+# small RLIMIT_NOFILE, a program that blocks every signal, and the cases of
+# issue 26: stprof killed with SIGKILL (the program ran on as an orphan),
+# dlopen/dlclose in a loop and 1000 live threads (memory), a stack overflow
+# (no END record), a lowered RLIMIT_FSIZE (the trace lost).  Every case
 # runs and the failures are listed together.
 # HARD_STPROF=/path/to/stprof runs the cases against another build (the
 # helpers still come from this one): how the cases were shown to fail before.
@@ -119,6 +122,66 @@ kill -TERM "$sp"; wait "$sp"; ss=$?
 set -e
 [ "$ss" = "$ns" ] || bad "SIGTERM: status $ss, natively $ns"
 cmp -s "$T/n.out" "$T/s.out" || bad "handled signals: '$(cat "$T/s.out")', natively '$(cat "$T/n.out")'"
+
+case=11-sigkill
+# SIGKILL to stprof alone (it cannot pass that one on): the program goes too
+rm -f "$T/k.pid"
+"$STPROF" record -q -o "$T/k.stp" -- sh -c "echo \$\$ >$T/k.pid; exec sleep 60" & kp=$!
+for i in $(seq 200); do [ -s "$T/k.pid" ] && break; sleep 0.05; done
+prog=$(cat "$T/k.pid" 2>/dev/null || echo)
+kill -KILL "$kp"; wait "$kp" 2>/dev/null || :
+running() { [ -n "$1" ] && [ -e "/proc/$1" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2>/dev/null; }
+for i in $(seq 100); do running "$prog" || break; sleep 0.05; done
+if running "$prog"; then
+  bad "SIGKILL to stprof left the program (pid $prog) running as an orphan"
+  kill -KILL "$prog" 2>/dev/null || :
+fi
+
+case=26-dl-loop
+# dlopen/dlclose in a loop: each pair once cost a new module and rule table
+set +e
+native=$("$TP" dl-loop "$QUICKLIB" 2000 | sed -n 's/rss-growth-kb //p')
+prof=$("$STPROF" record -q -o "$T/dl.stp" -- "$TP" dl-loop "$QUICKLIB" 2000 | sed -n 's/rss-growth-kb //p')
+set -e
+echo "resident growth over 1800 dlopen/dlclose pairs: native ${native} kB, under stprof ${prof} kB"
+[ -n "$prof" ] && [ "$prof" -lt $((native + 16384)) ] || bad "dlopen/dlclose: resident memory grew by ${prof} kB (natively ${native} kB)"
+
+case=26-threads-live
+# 1000 threads alive at once, each with a few call paths: each once cost
+# about 150 KiB (per-thread caches cleared whole at their start)
+set +e
+native=$("$TP" threads-live 1000 | sed -n 's/rss-growth-kb //p')
+prof=$("$STPROF" record -q -o "$T/tl.stp" -- "$TP" threads-live 1000 | sed -n 's/rss-growth-kb //p')
+set -e
+echo "resident growth with 1000 live threads: native ${native} kB, under stprof ${prof} kB"
+[ -n "$prof" ] && [ "$prof" -lt $((native + 49152)) ] || bad "1000 live threads: resident memory grew by ${prof} kB (natively ${native} kB)"
+
+case=26-overflow
+# a stack overflow: the handler runs on an alternate stack and writes the
+# buffers and the END record (it once could not run: no events kept)
+set +e
+(ulimit -c 0; exec "$TP" overflow) >"$T/n.out" 2>/dev/null; ns=$?
+(ulimit -c 0; exec "$STPROF" record -q -o "$T/ov.stp" -- "$TP" overflow) >"$T/s.out" 2>/dev/null; ss=$?
+set -e
+[ "$ss" = "$ns" ] || bad "stack overflow: status $ss, natively $ns"
+cmp -s "$T/n.out" "$T/s.out" || bad "stack overflow: stdout '$(cat "$T/s.out")', natively '$(cat "$T/n.out")'"
+whole "$T/ov.stp" "$case"
+n=$("$STPROF_BUILD/stprof" info "$T/ov.stp" | sed -n 's/^  alloc *//p')
+[ "${n:-0}" -ge 100 ] || bad "stack overflow: ${n:-0} allocations in the trace"
+same "sigaltstack as the program sees it" "$TP" altstack || :
+
+case=26-fsize
+# the program lowers RLIMIT_FSIZE (Python ignores SIGXFSZ): the trace is not
+# the program's file, and is whole; below the hard limit it stops at a
+# chunk boundary and says so
+same "RLIMIT_FSIZE lowered" "$TP" fsize && whole "$T/s.stp" "$case"
+set +e
+"$STPROF" record -o "$T/fz.stp" -- "$TP" fsize 65536 >/dev/null 2>"$T/fz.err"; fs=$?
+set -e
+[ "$fs" = 0 ] || bad "RLIMIT_FSIZE hard limit: status $fs"
+grep -q "limits its files to 65536 bytes (RLIMIT_FSIZE)" "$T/fz.err" || bad "RLIMIT_FSIZE hard limit: not said by the collector: $(cat "$T/fz.err")"
+grep -q "no end record though the program exited" "$T/fz.err" || bad "RLIMIT_FSIZE hard limit: not said by stprof: $(cat "$T/fz.err")"
+"$STPROF_BUILD/stprof" info "$T/fz.stp" >/dev/null 2>&1 || bad "RLIMIT_FSIZE hard limit: the trace does not read"
 
 case=close-all
 same "closes every fd" "$TP" close-all || :

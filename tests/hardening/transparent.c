@@ -62,6 +62,39 @@ static long rss_kb(void)
 static volatile sig_atomic_t got;
 static void on_sig(int sig) { got = sig; }
 
+/* Allocates at the bottom of a call path `depth` frames deep. */
+__attribute__((noinline)) static void *deep_alloc(int depth, size_t n)
+{
+	if (depth > 0) {
+		void *p = deep_alloc(depth - 1, n);
+		__asm__ volatile("" ::: "memory");
+		return p;
+	}
+	return malloc(n);
+}
+
+static pthread_barrier_t live_in, live_out;
+
+static void *live_worker(void *arg)
+{
+	for (int i = 0; i < 24; i++)
+		free(deep_alloc(i, 64 + (size_t)i));
+	pthread_barrier_wait(&live_in);
+	pthread_barrier_wait(&live_out);
+	return arg;
+}
+
+/* Recurses without end (the depth bound is never reached): a stack overflow. */
+static volatile int limitless = 1 << 30;
+__attribute__((noinline)) static int recurse(int n)
+{
+	volatile char frame[1024];
+	memset((char *)frame, n & 0xff, sizeof frame);
+	if (n >= limitless)
+		return n;
+	return recurse(n + 1) + frame[n & 1023];
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -92,6 +125,75 @@ int main(int argc, char **argv)
 				before = rss_kb();
 		}
 		printf("rss-growth-kb %ld\n", rss_kb() - before);
+		return 0;
+	}
+	if (!strcmp(m, "threads-live")) { /* issue 26: N threads alive at once */
+		int n = argc > 2 ? atoi(argv[2]) : 1000;
+		pthread_t *t = calloc((size_t)n, sizeof *t);
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		pthread_attr_setstacksize(&at, 256 << 10);
+		pthread_barrier_init(&live_in, NULL, (unsigned)n + 1);
+		pthread_barrier_init(&live_out, NULL, (unsigned)n + 1);
+		long before = rss_kb();
+		for (int i = 0; i < n; i++)
+			if (pthread_create(&t[i], &at, live_worker, NULL))
+				return 2;
+		pthread_barrier_wait(&live_in);
+		long grown = rss_kb() - before;
+		pthread_barrier_wait(&live_out);
+		for (int i = 0; i < n; i++)
+			pthread_join(t[i], NULL);
+		printf("rss-growth-kb %ld\n", grown);
+		return 0;
+	}
+	if (!strcmp(m, "dl-loop")) { /* issue 26: dlopen and dlclose LIB N times */
+		int n = argc > 3 ? atoi(argv[3]) : 2000;
+		long before = 0;
+		for (int i = 0; i < n; i++) {
+			void *h = dlopen(argv[2], RTLD_NOW);
+			if (!h) {
+				printf("dlopen: %s\n", dlerror());
+				return 2;
+			}
+			churn(8);
+			dlclose(h);
+			if (i == n / 10)
+				before = rss_kb();
+		}
+		printf("rss-growth-kb %ld\n", rss_kb() - before);
+		return 0;
+	}
+	if (!strcmp(m, "overflow")) { /* issue 26: dies of a stack overflow */
+		churn(100);
+		printf("deep\n");
+		fflush(stdout);
+		return recurse(0);
+	}
+	if (!strcmp(m, "altstack")) { /* what sigaltstack says, before and after one of its own */
+		churn(10);
+		stack_t cur;
+		sigaltstack(NULL, &cur);
+		printf("disabled %d\n", !!(cur.ss_flags & SS_DISABLE));
+		static char mine[1 << 16];
+		stack_t ss = {.ss_sp = mine, .ss_size = sizeof mine};
+		int rc = sigaltstack(&ss, NULL);
+		sigaltstack(NULL, &cur);
+		printf("set %d: mine %d\n", rc, cur.ss_sp == mine && !(cur.ss_flags & SS_DISABLE));
+		stack_t off = {.ss_flags = SS_DISABLE};
+		rc = sigaltstack(&off, NULL);
+		sigaltstack(NULL, &cur);
+		printf("off %d: disabled %d\n", rc, !!(cur.ss_flags & SS_DISABLE));
+		return 0;
+	}
+	if (!strcmp(m, "fsize")) { /* issue 26: lowers RLIMIT_FSIZE (argv[2]: and the hard limit), as a log rotator might */
+		signal(SIGXFSZ, SIG_IGN); /* as Python does */
+		struct rlimit rl = {4096, argc > 2 ? (rlim_t)atol(argv[2]) : RLIM_INFINITY};
+		if (setrlimit(RLIMIT_FSIZE, &rl))
+			return 2;
+		churn(100000);
+		getrlimit(RLIMIT_FSIZE, &rl);
+		printf("soft %llu\n", (unsigned long long)rl.rlim_cur);
 		return 0;
 	}
 	if (!strcmp(m, "read-stdin")) { /* case 4: stdin may be closed */

@@ -42,6 +42,23 @@ static inline int check_done(void)
 	return 0;
 }
 
+/* Scratch paths of this process, for the cleanup below. */
+static char check_tmp_paths_[64][256];
+static int check_tmp_n_;
+
+/* At exit: the NAME.old files that a second write of a scratch output left
+ * (outputs keep the earlier one, stprof/outfile.h). */
+static inline void check_tmp_clean_(void)
+{
+	char old[264];
+	for (int i = 0; i < check_tmp_n_; i++) {
+		size_t n = strlen(check_tmp_paths_[i]);
+		memcpy(old, check_tmp_paths_[i], n);
+		memcpy(old + n, ".old", 5);
+		remove(old);
+	}
+}
+
 /* A scratch path under $TMPDIR unique to this process. */
 static inline const char *check_tmp(const char *tag)
 {
@@ -50,6 +67,14 @@ static inline const char *check_tmp(const char *tag)
 	char *b = buf[n++ & 7];
 	const char *d = getenv("TMPDIR");
 	snprintf(b, 256, "%s/stprof-test-%d-%s", d && *d ? d : "/tmp", (int)getpid(), tag);
+	int known = 0;
+	for (int i = 0; i < check_tmp_n_ && !known; i++)
+		known = !strcmp(check_tmp_paths_[i], b);
+	if (!known && check_tmp_n_ < 64) {
+		if (!check_tmp_n_)
+			atexit(check_tmp_clean_);
+		snprintf(check_tmp_paths_[check_tmp_n_++], 256, "%s", b);
+	}
 	return b;
 }
 #endif

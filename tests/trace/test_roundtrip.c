@@ -310,8 +310,9 @@ static void spit(const char *path, const uint8_t *b, size_t n)
 	fclose(f);
 }
 
-/* Reads a damaged file to its end; returns events read, sets *rc. */
-static uint64_t read_all(const char *path, int *rc, char *msg, size_t msglen)
+/* Reads a damaged file to its end; returns events read, sets *rc and, when
+ * given, *cut (the reader's stats.cut_offset, cut_bytes). */
+static uint64_t read_cut(const char *path, int *rc, char *msg, size_t msglen, uint64_t cut[2])
 {
 	char err[256];
 	stp_reader *r = stp_reader_open(path, err, sizeof err);
@@ -326,10 +327,22 @@ static uint64_t read_all(const char *path, int *rc, char *msg, size_t msglen)
 		n++;
 	if (*rc < 0)
 		snprintf(msg, msglen, "%s", stp_reader_error(r));
+	if (cut) {
+		cut[0] = stp_reader_stats(r)->cut_offset;
+		cut[1] = stp_reader_stats(r)->cut_bytes;
+	}
 	stp_reader_close(r);
 	return n;
 }
 
+static uint64_t read_all(const char *path, int *rc, char *msg, size_t msglen)
+{
+	return read_cut(path, rc, msg, msglen, NULL);
+}
+
+/* A file cut at any byte past its header reads, without an error, up to its
+ * last whole chunk, and says where it was cut (issue 26: readers used to
+ * refuse it); stp_trace_cut() finds the same cut without reading events. */
 static void test_truncation(void)
 {
 	const char *path = write_random(NULL);
@@ -337,36 +350,47 @@ static void test_truncation(void)
 	uint8_t *b = slurp(path, &n);
 	const char *cut = check_tmp("cut.stp");
 	uint64_t prev = 0;
-	int monotone = 1, msg_ok = 1, clean_cuts = 0;
+	int monotone = 1, msg_ok = 1, clean_cuts = 0, agree = 1, errors = 0;
 	/* every byte for the first 3 KiB, then a stride */
 	size_t stride = n / 300 + 1;
 	for (size_t len = 0; len < n; len += len < 3000 ? 1 : stride) {
 		spit(cut, b, len);
 		int rc;
 		char msg[512] = "";
-		uint64_t got = read_all(cut, &rc, msg, sizeof msg);
+		uint64_t at[2], off = 0, bytes = 0;
+		uint64_t got = read_cut(cut, &rc, msg, sizeof msg, at);
 		if (got < prev && len > 3000)
 			monotone = 0;
 		prev = got;
-		if (rc == 0)
-			clean_cuts++; /* cut exactly at a chunk boundary */
-		else if (!strstr(msg, "offset ") || !strstr(msg, cut))
-			msg_ok = 0;
+		if (rc == -2) { /* the file header itself is cut: nothing to read */
+			if (len >= STP_FILE_HEADER_SIZE || !strstr(msg, "offset ") || !strstr(msg, cut))
+				msg_ok = 0;
+			continue;
+		}
+		errors += rc != 0;
+		clean_cuts += at[1] == 0;
+		int found = stp_trace_cut(cut, &off, &bytes);
+		if (found != (at[1] != 0) || (found && (off != at[0] || bytes != at[1] || off + bytes != len)))
+			agree = 0;
 	}
-	/* at every chunk boundary the cut is clean; one byte later it is not */
+	CHECK_EQ_I(errors, 0);
+	CHECK(agree);
+	/* at every chunk boundary the cut is clean; one byte later the file is
+	 * cut inside the next chunk's header, and reads the same events */
 	for (size_t off = STP_FILE_HEADER_SIZE; off + STP_CHUNK_HEADER_SIZE <= n;) {
 		uint32_t len = (uint32_t)b[off + 12] | (uint32_t)b[off + 13] << 8 | (uint32_t)b[off + 14] << 16 |
 		               (uint32_t)b[off + 15] << 24;
 		off += STP_CHUNK_HEADER_SIZE + len;
 		int rc;
 		char msg[512] = "";
+		uint64_t at[2];
 		spit(cut, b, off);
-		read_all(cut, &rc, msg, sizeof msg);
-		clean_cuts += rc == 0;
+		uint64_t whole = read_cut(cut, &rc, msg, sizeof msg, at);
+		clean_cuts += rc == 0 && at[1] == 0;
 		if (off < n) {
 			spit(cut, b, off + 1);
-			read_all(cut, &rc, msg, sizeof msg);
-			CHECK(rc < 0 && strstr(msg, "truncated chunk header"));
+			uint64_t got = read_cut(cut, &rc, msg, sizeof msg, at);
+			CHECK(rc == 0 && at[0] == off && at[1] == 1 && got == whole);
 		}
 	}
 	CHECK(monotone);
