@@ -5,8 +5,9 @@
  * fallback behaves as the caching allocator a PyTorch user knows (with
  * roundup_power2_divisions:4, so that one cached block serves nearby
  * sizes).
- *   - tiny requests (rounded to 512 bytes) take a 512-byte slot of a 2 MiB
- *     chunk (PyTorch's small buffer); slots are reused, chunks kept;
+ *   - on a device, tiny requests (rounded to 512 bytes) take a 512-byte
+ *     slot of a 2 MiB chunk (PyTorch's small buffer); slots are reused,
+ *     chunks kept;
  *   - the rest take a cached block of exactly their rounded size, or a new
  *     raw block of that size; a freed block is cached (up to cache_limit
  *     bytes) or given back.
@@ -30,7 +31,7 @@ typedef struct st_fnode {
 	uint32_t next; /* index + 1 */
 } st_fnode;
 
-void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_limit, int no_cache)
+void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_limit, int no_cache, int tiny_slots)
 {
 	memset(f, 0, sizeof *f);
 	f->b = b;
@@ -44,6 +45,7 @@ void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_l
 	f->cfg.large_segment_size = ALLOCPOLICY_PT_LARGE_BUFFER;
 	f->cache_limit = cache_limit;
 	f->no_cache = no_cache;
+	f->tiny_slots = tiny_slots && !no_cache;
 }
 
 static uint32_t node_new(st_fallback *f)
@@ -132,9 +134,10 @@ void *st_fallback_alloc(st_fallback *f, uint64_t size, uint64_t align)
 	uint64_t rounded = allocpolicy_pt_round_size(&f->cfg, size);
 	if (rounded < size)
 		return NULL; /* near 2^64 */
-	/* without a cache the backend is a caching allocator itself (glibc):
-	 * no 2 MiB chunks of tiny slots either */
-	int tiny = rounded == TINY && align <= TINY && !f->no_cache;
+	/* tiny slots on a device only: a host's small requests are its C
+	 * library's (a 2 MiB chunk for one 512-byte block would be most of a
+	 * small plan's pool) */
+	int tiny = rounded == TINY && align <= TINY && f->tiny_slots;
 	void *p;
 	if (tiny) {
 		p = tiny_alloc(f);

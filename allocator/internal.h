@@ -16,9 +16,11 @@
  *                CUDAPluggableAllocator entry points
  *   preload_torch.c  libstalloc.so's c10::alloc_cpu/free_cpu: PyTorch CPU
  *                tensor storages from a tensor plan
+ *   replay.c     the allocator driven by a recorded trace (stprof plan's
+ *                check of a plan; not in libstalloc.so)
  *   lifetime_*.c the lifetime heap, for a lifetime model (lifetime.h)
  *
- * Calls run one way: preload*.c -> stalloc.c -> sequence.c, slab.c, fallback.c ->
+ * Calls run one way: preload*.c, replay.c -> stalloc.c -> sequence.c, slab.c, fallback.c ->
  * bits.c, ptrmap.c -> mem.c.
  */
 #ifndef STPROF_ALLOCATOR_INTERNAL_H
@@ -29,6 +31,12 @@
 
 #include "stprof/allocsim.h"
 #include "stprof/stalloc.h"
+
+/* The alignment each preload asks of the allocator: a plan for it must be
+ * aligned at least so (replay.c and stprof plan use the same figures). */
+#define ST_ALIGN_DEVICE 256  /* cudaMalloc's, PyTorch's CUDA tensors */
+#define ST_ALIGN_TENSORS 64  /* c10::alloc_cpu's (gAlignment) */
+#define ST_ALIGN_HOST 16     /* malloc's */
 
 /* ---- mem.c: zeroed memory from mmap, rounded to pages; NULL on failure */
 void *st_map(size_t bytes);
@@ -65,6 +73,8 @@ typedef struct st_entry {
 	uint32_t group;      /* dynamic group, or UINT32_MAX */
 	uint32_t dynamic;
 	uint32_t ordinal;    /* persistent: index among the requests before the planned iteration */
+	uint32_t varying;    /* static, sized for the largest request seen at its place: any
+	                      * request up to its size may take it (STP_REQ_VARYING) */
 } st_entry;
 
 #define ST_RING 8
@@ -74,6 +84,8 @@ typedef struct st_seq {
 	int cyclic;              /* the iteration repeats; the start-up sequence does not */
 	st_ptrmap first;         /* size -> first position + 1 with that size */
 	uint32_t *next_same;     /* position -> next position with the same size + 1, 0 none */
+	uint32_t *var;           /* positions of the varying entries, ascending */
+	uint32_t nvar;
 	uint32_t cursor;
 	uint32_t ring[ST_RING];  /* entries skipped lately (reorders), UINT32_MAX empty */
 	uint32_t ring_at;
@@ -103,7 +115,8 @@ typedef struct st_slab {
 	st_entry *e;
 	uint32_t n;
 	uint64_t unit;
-	uint32_t *next;   /* free list links: index + 1 */
+	uint32_t *next, *prev; /* free list links: index + 1, 0 none */
+	uint8_t *is_free;
 	st_ptrmap free;   /* size -> first free slot + 1 (0: none free now) */
 	st_ptrmap taken;  /* pool unit of a handed-out slot -> slot */
 	uint32_t nfree;   /* slots free now */
@@ -111,7 +124,10 @@ typedef struct st_slab {
 int st_slab_build(st_slab *s, const st_entry *e, uint32_t n, uint64_t unit);
 void st_slab_free(st_slab *s);
 uint32_t st_slab_take(st_slab *s, uint64_t size);   /* a free slot of that size, or UINT32_MAX */
+int st_slab_take_at(st_slab *s, uint32_t i);         /* slot i when free: 1, else 0 */
 uint32_t st_slab_peek(const st_slab *s, uint64_t size); /* the slot take would give, not taken */
+uint32_t st_slab_next_free(const st_slab *s, uint32_t i); /* after free slot i on its list */
+int st_slab_release_slot(st_slab *s, uint32_t i);    /* slot i free again (no lookup) */
 void st_slab_untake(st_slab *s, uint32_t i);        /* give back a slot that could not be used */
 void st_slab_release(st_slab *s, uint64_t unit_off); /* the block at that unit was freed */
 
@@ -125,12 +141,13 @@ typedef struct st_fallback {
 	uint32_t nnodes, cap_nodes, free_node;
 	uint64_t cached, cache_limit;
 	int no_cache;
+	int tiny_slots;          /* 512-byte slots of 2 MiB chunks (a device's small requests) */
 	uint64_t reserved;       /* raw bytes held: live, cached and tiny chunks */
 	uint64_t tiny_chunks;
 	uint64_t *chunks;        /* the tiny slots' chunks, given back at destroy */
 	uint64_t cap_chunks;
 } st_fallback;
-void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_limit, int no_cache);
+void st_fallback_init(st_fallback *f, const stalloc_backend *b, uint64_t cache_limit, int no_cache, int tiny_slots);
 void st_fallback_destroy(st_fallback *f);
 void *st_fallback_alloc(st_fallback *f, uint64_t size, uint64_t align);
 /* 1 when p was a live fallback block (freed); *size gets its requested size. */

@@ -21,7 +21,8 @@
  * Environment: STALLOC_PLAN (the plan), STALLOC_PID (only that process
  * enforces it: programs it executes run as usual), STALLOC_STATS (1: the
  * statistics on stderr at exit; a path: written there), STALLOC_MIN_SIZE
- * (overrides the plan's), STALLOC_LOOKAHEAD.  A plan that cannot be read
+ * (overrides the plan's), STALLOC_LOOKAHEAD, STALLOC_LOG, STALLOC_HUGEPAGES
+ * (backend_host.c).  A plan that cannot be read
  * is said once on stderr and the program runs on glibc alone.
  */
 #include <dlfcn.h>
@@ -107,7 +108,8 @@ static void write_stats(stalloc *a)
 		fprintf(f, "slot_hits=%llu pool=%llu hits=%llu dynamic_hits=%llu skipped=%llu reordered=%llu resyncs=%llu "
 		           "occupied=%llu unmatched=%llu small=%llu fallbacks=%llu requests=%llu "
 		           "peak_reserved=%llu peak_allocated=%llu pool_peak=%llu fb_peak=%llu "
-		           "fb_reserved_peak=%llu iterations=%llu rehomed=%llu spare_hits=%llu\n",
+		           "fb_reserved_peak=%llu iterations=%llu rehomed=%llu spare_hits=%llu startup_hits=%llu "
+		           "free_hits=%llu\n",
 		        (unsigned long long)s.slot_hits, (unsigned long long)s.pool, (unsigned long long)s.hits, (unsigned long long)s.dynamic_hits,
 		        (unsigned long long)s.skipped, (unsigned long long)s.reordered, (unsigned long long)s.resyncs,
 		        (unsigned long long)s.occupied, (unsigned long long)s.unmatched, (unsigned long long)s.small,
@@ -115,7 +117,8 @@ static void write_stats(stalloc *a)
 		        (unsigned long long)s.peak_reserved, (unsigned long long)s.peak_allocated,
 		        (unsigned long long)s.pool_peak, (unsigned long long)s.fb_peak,
 		        (unsigned long long)s.fb_reserved_peak, (unsigned long long)s.iterations,
-		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits);
+		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits,
+		        (unsigned long long)s.startup_hits, (unsigned long long)s.free_hits);
 		if (stp_outfile_commit(&out, err, sizeof err) < 0)
 			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 	}
@@ -181,7 +184,6 @@ __attribute__((constructor)) static void stalloc_init(void)
 	}
 	static stalloc_backend b;
 	stalloc_backend_host(&b);
-	opts.no_fallback_cache = 1; /* glibc keeps its own cache */
 	stalloc *a = stalloc_new(&r, &p, &b, &opts, err, sizeof err);
 	host_min = opts.min_size == UINT64_MAX ? r.min_size : opts.min_size;
 	int tensor_plan = r.tensors;
@@ -303,7 +305,7 @@ EXPORT void *malloc(size_t n)
 		return lt_malloc(n, LT_CALLER);
 	stalloc *a = planned(n);
 	if (a) {
-		void *p = stalloc_alloc(a, n, 16);
+		void *p = stalloc_alloc(a, n, ST_ALIGN_HOST);
 		if (p)
 			return p;
 	}
@@ -329,7 +331,7 @@ EXPORT void *calloc(size_t n, size_t m)
 	}
 	stalloc *a = planned(t);
 	if (a) {
-		void *p = stalloc_alloc(a, t, 16);
+		void *p = stalloc_alloc(a, t, ST_ALIGN_HOST);
 		if (p) {
 			memset(p, 0, t);
 			return p;

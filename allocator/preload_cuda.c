@@ -110,7 +110,7 @@ EXPORT int cudaMalloc(void **out, size_t size)
 {
 	stalloc *a = dev();
 	if (a) {
-		void *p = stalloc_alloc(a, size, 256);
+		void *p = stalloc_alloc(a, size, ST_ALIGN_DEVICE);
 		if (p) {
 			*out = p;
 			return CUDA_SUCCESS_;

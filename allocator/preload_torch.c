@@ -66,7 +66,7 @@ void *st_c10_alloc_cpu(size_t n)
 	uint64_t min;
 	stalloc *a = st_preload_tensors(&min);
 	if (a && n && n >= min) {
-		void *p = stalloc_alloc(a, n, 64);
+		void *p = stalloc_alloc(a, n, ST_ALIGN_TENSORS);
 		if (p)
 			return p;
 	}

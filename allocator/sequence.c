@@ -3,8 +3,9 @@
  * running program along it.
  *
  * The sequence is the plan's requests in allocation order: the start-up
- * one (persistent requests, allocated once, before the planned iteration)
- * is walked once; the iteration's repeats (cyclic).  A request is matched
+ * one (every request before the planned iteration, up to the last
+ * persistent one: plan 1.3) is walked once; the iteration's repeats
+ * (cyclic).  A request is matched
  * by its size, which is what a program repeats exactly from one iteration
  * to the next; where the program drifts from the recorded order, the
  * matcher recovers instead of giving up:
@@ -15,12 +16,19 @@
  *     swapped places both hit; looked at before the lookahead, which would
  *     otherwise jump to a later entry of the same size (layers repeat
  *     their sizes);
+ *   - varying: an entry sized for the largest request seen at its place
+ *     (STP_REQ_VARYING) takes a request up to its size: at the cursor, or
+ *     within the lookahead after entries that fit the two requests just
+ *     made; a request that nothing nearby takes looks for one up to
+ *     VARYING_REACH varying entries ahead (an iteration shorter than the
+ *     planned one skips the rest of its recurrence);
  *   - dynamic: a size-varying entry near the cursor takes any size;
  *   - resync: after `resync_after` misses in a row, the cursor jumps to the
  *     entry of this size whose two predecessors have the sizes of the two
  *     requests just before it (the nearest such entry, either way).
  * Each is O(1) for a request that follows the plan; lookahead and ring are
- * bounded; resync looks at no more than RESYNC_CANDIDATES entries.
+ * bounded; resync looks at no more than RESYNC_CANDIDATES entries, the
+ * varying search at VARYING_REACH (found by bisection in `var`).
  *
  * Invariants: cursor < n (or 0 when n == 0); ring slots hold positions of
  * static entries or UINT32_MAX.
@@ -32,6 +40,7 @@
 #define RESYNC_CANDIDATES 256
 #define DYNAMIC_REACH 4
 #define RING_REACH 4 /* a skipped entry stays claimable this far behind */
+#define VARYING_REACH 64 /* varying entries looked at for a size the plan lacks */
 
 int st_seq_build(st_seq *s, const st_entry *src, uint32_t n, int cyclic)
 {
@@ -46,6 +55,13 @@ int st_seq_build(st_seq *s, const st_entry *src, uint32_t n, int cyclic)
 	if (!s->e || !s->next_same)
 		return -1;
 	memcpy(s->e, src, n * sizeof *s->e);
+	for (uint32_t i = 0; i < n; i++)
+		s->nvar += s->e[i].varying != 0;
+	if (s->nvar && !(s->var = st_map(s->nvar * sizeof *s->var)))
+		return -1;
+	for (uint32_t i = 0, k = 0; i < n; i++)
+		if (s->e[i].varying)
+			s->var[k++] = i;
 	/* chains of equal sizes in position order: built backwards */
 	for (uint32_t i = n; i-- > 0;) {
 		if (s->e[i].dynamic)
@@ -62,6 +78,7 @@ void st_seq_free(st_seq *s)
 {
 	st_unmap(s->e, s->n * sizeof *s->e);
 	st_unmap(s->next_same, s->n * sizeof *s->next_same);
+	st_unmap(s->var, s->nvar * sizeof *s->var);
 	st_ptrmap_free(&s->first);
 	memset(s, 0, sizeof *s);
 }
@@ -121,6 +138,20 @@ static uint32_t behind(const st_seq *s, uint32_t p)
 	return s->cursor >= p ? s->cursor - p : s->cursor + s->n - p;
 }
 
+/* 1 when entry p comes after entries that could be the two requests just
+ * made (sizes hist[0], hist[1]; a varying entry, any size up to its own) */
+static int follows(const st_seq *s, uint32_t p, const uint64_t hist[2])
+{
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t q = before(s, p, k + 1);
+		if (q == UINT32_MAX || !hist[k])
+			return 0;
+		if (s->e[q].varying ? s->e[q].size < hist[k] : s->e[q].size != hist[k])
+			return 0;
+	}
+	return 1;
+}
+
 static int hit_at(st_seq *s, uint32_t j, uint32_t *pos, uint32_t *skipped)
 {
 	uint32_t p = ahead(s, j);
@@ -174,6 +205,16 @@ int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t look
 		if (!s->e[p].dynamic && s->e[p].size == size)
 			return hit_at(s, j, pos, skipped);
 	}
+	/* an entry sized for the largest request seen at its place: at the
+	 * cursor, or the nearest that holds this one after the two sizes just
+	 * requested */
+	for (uint32_t j = 0; j <= lookahead && j < s->n; j++) {
+		uint32_t p = ahead(s, j);
+		if (p == UINT32_MAX)
+			break;
+		if (s->e[p].varying && s->e[p].size >= size && (!j || follows(s, p, hist)))
+			return hit_at(s, j, pos, skipped);
+	}
 	/* a size-varying entry near the cursor */
 	for (uint32_t j = 0; j < DYNAMIC_REACH && j < s->n; j++) {
 		uint32_t p = ahead(s, j);
@@ -185,6 +226,33 @@ int st_seq_match(st_seq *s, uint64_t size, const uint64_t hist[2], uint32_t look
 			advance_to(s, p);
 			s->misses = 0;
 			return ST_HIT_DYNAMIC;
+		}
+	}
+	/* a size the plan has no entry of (a tensor whose shape follows the
+	 * step's sequence length): the next entry sized for the largest seen
+	 * at its place that holds it, however far (the iteration was planned
+	 * at its largest, so this one runs short of it: the entries between
+	 * are not requested this time) */
+	if (s->nvar) {
+		uint32_t lo = 0, hi = s->nvar;
+		while (lo < hi) {
+			uint32_t mid = (lo + hi) / 2;
+			if (s->var[mid] < s->cursor)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (uint32_t k = 0; k < VARYING_REACH && k < s->nvar; k++) {
+			uint32_t p = s->var[(lo + k) % s->nvar];
+			if (!s->cyclic && p < s->cursor)
+				break;
+			if (s->e[p].size >= size && follows(s, p, hist)) {
+				*skipped = p >= s->cursor ? p - s->cursor : p + s->n - s->cursor;
+				*pos = p;
+				advance_to(s, p);
+				s->misses = 0;
+				return ST_HIT_RESYNC;
+			}
 		}
 	}
 	/* lost: find where the last sizes line up again, nearest the cursor

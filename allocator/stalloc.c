@@ -1,15 +1,22 @@
 /*
  * stalloc.c - the allocator of stprof/stalloc.h: one lock around the
- * pool (occupancy bitmap, live blocks), the two signature sequences
- * (start-up, iteration) and the fallback.
+ * pool (occupancy bitmap, live blocks), the signature sequences (the
+ * start-up's, walked once; the iteration's, cyclic; the spare ranges'),
+ * the persistent slots and the fallback.
  *
- * A request of at least min_size is matched against the iteration's
- * sequence and the persistent slots (match()); a hit hands out the entry's
- * planned range when all of it is free, else a free spare range of its
- * size (a request whose previous instance outlives the iteration) or
- * another entry's of its size (rehome()); a dynamic hit the best-fitting
- * free range of its group's reusable intervals.  Everything else is the
- * fallback's.
+ * A request of at least min_size (match()): while the start-up sequence
+ * lasts, it is matched there first (match_boot()): a persistent request's
+ * position gives that request's own slot; a temporary's gives none.
+ * Then, once iterations run, the iteration's sequence (match_iter()): a
+ * hit hands out the entry's planned range when all of it is free, else a
+ * free spare range of its size (a request whose previous instance
+ * outlives the iteration) or another entry's of its size (rehome()); a
+ * dynamic hit the best-fitting free range of its group's reusable
+ * intervals.  Before the first iteration, a start-up temporary takes the
+ * iteration's free space (take_startup()), or, when it outlives start-up,
+ * a spare or one of the first entries of its size (take_early()).  Where
+ * the plan's shapes vary, what none of these served takes free pool space
+ * (take_free()).  Everything else is the fallback's.
  *
  * Invariants: every live pool block is in `live` (offset unit -> requested
  * size) and its units are set in `bits`; pool_live is the sum of their
@@ -34,6 +41,12 @@ struct stalloc {
 	st_ptrmap live;            /* pool offset / unit -> requested size << 1 | is a slot */
 	st_slab pers;              /* persistent entries: exact-size slots */
 	st_seq iter;               /* the iteration */
+	st_seq boot;               /* the start-up sequence (plan 1.3): requests before the iteration */
+	uint32_t *boot_slot;       /* boot position -> persistent slot, or BOOT_TEMP, BOOT_LATE_TEMP */
+	uint64_t slot_top;         /* end of the persistent slots' ranges (the bottom of the pool) */
+	uint64_t layout_top;       /* end of the plan's ranges; above it, the dynamic space */
+	int lend_free;             /* shapes vary: requests the plan does not serve take free
+	                            * pool space (take_free) before the fallback */
 	st_seq spare;              /* spare ranges (STP_REQ_SPARE), chained by size; never matched */
 	stp_interval *ivals;       /* dynamic groups' reusable intervals */
 	uint32_t nivals;
@@ -53,6 +66,7 @@ void stalloc_opts_init(stalloc_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->min_size = UINT64_MAX; /* the plan's */
+	o->cache_limit = UINT64_MAX; /* per plan, in stalloc_new */
 	o->lookahead = 32;
 	o->resync_after = 2;
 }
@@ -137,6 +151,7 @@ static int build_entries(const stp_reqs *r, const stp_plan *p, int kind, uint64_
 		e[k].off = e[k].dynamic ? 0 : p->offset[v[k].i];
 		e[k].group = e[k].dynamic && p->group ? p->group[v[k].i] : UINT32_MAX;
 		e[k].ordinal = q->ordinal;
+		e[k].varying = !e[k].dynamic && (q->flags & STP_REQ_VARYING);
 	}
 	*out = e;
 	e = NULL;
@@ -159,6 +174,53 @@ static uint32_t keep_static(st_entry *e, uint32_t n)
 	return k;
 }
 
+/* boot_slot of a temporary of start-up, and of one that was still live
+ * when the first iteration began (made just before it, freed in it) */
+#define BOOT_TEMP UINT32_MAX
+#define BOOT_LATE_TEMP (UINT32_MAX - 1)
+
+/* The start-up sequence, without the sizes below min_size (an override of
+ * the plan's renumbers it: a persistent entry's ordinal is its position in
+ * the plan's sequence), and which of its positions is which slot. */
+static int build_boot(stalloc *a, const stp_reqs *r)
+{
+	for (uint32_t i = 0; i < a->pers.n; i++) {
+		uint64_t end = a->pers.e[i].off + units_of(a, a->pers.e[i].size) * a->unit;
+		if (end > a->slot_top)
+			a->slot_top = end;
+	}
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < r->nstartup; i++)
+		n += STP_STARTUP_SIZE(r->startup[i]) >= a->o.min_size && STP_STARTUP_SIZE(r->startup[i]);
+	if (!n)
+		return 0;
+	uint32_t *by_ordinal = st_map((size_t)r->nstartup * sizeof *by_ordinal);
+	st_entry *e = st_map((size_t)n * sizeof *e);
+	a->boot_slot = st_map((size_t)n * sizeof *a->boot_slot);
+	int rc = -1;
+	if (!by_ordinal || !e || !a->boot_slot)
+		goto out;
+	memset(by_ordinal, 0xff, (size_t)r->nstartup * sizeof *by_ordinal);
+	for (uint32_t i = 0; i < a->pers.n; i++)
+		if (a->pers.e[i].ordinal < r->nstartup && STP_STARTUP_SIZE(r->startup[a->pers.e[i].ordinal]) == a->pers.e[i].size)
+			by_ordinal[a->pers.e[i].ordinal] = i;
+	n = 0;
+	for (uint32_t i = 0; i < r->nstartup; i++) {
+		uint64_t size = STP_STARTUP_SIZE(r->startup[i]);
+		if (size < a->o.min_size || !size)
+			continue;
+		e[n] = (st_entry){0, size, UINT32_MAX, 0, i, 0};
+		a->boot_slot[n++] = by_ordinal[i] != UINT32_MAX                   ? by_ordinal[i]
+		                    : r->startup[i] & STP_STARTUP_OUTLIVES ? BOOT_LATE_TEMP
+		                                                           : BOOT_TEMP;
+	}
+	rc = st_seq_build(&a->boot, e, n, 0);
+out:
+	st_unmap(by_ordinal, (size_t)r->nstartup * sizeof *by_ordinal);
+	st_unmap(e, (size_t)n * sizeof *e);
+	return rc;
+}
+
 static int build_tables(stalloc *a, const stp_reqs *r, const stp_plan *p)
 {
 	st_entry *e;
@@ -175,7 +237,7 @@ static int build_tables(stalloc *a, const stp_reqs *r, const stp_plan *p)
 		return -1;
 	rc = st_seq_build(&a->iter, e, n, 1);
 	st_unmap(e, (size_t)n * sizeof *e);
-	return rc;
+	return rc < 0 ? rc : build_boot(a, r);
 }
 
 stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend *b, const stalloc_opts *o,
@@ -220,6 +282,14 @@ stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend
 	}
 	if (st_bits_init(&a->bits, a->pool / a->unit) < 0 || build_tables(a, r, p) < 0)
 		goto oom;
+	/* shapes vary from step to step: what the plan does not place takes
+	 * free pool space, the dynamic space above the layout first */
+	a->lend_free = r->shapes_vary;
+	for (size_t i = 0; i < r->n; i++)
+		if (p->offset[i] != STP_NO_OFFSET && p->offset[i] + units_of(a, r->req[i].size) * a->unit > a->layout_top)
+			a->layout_top = p->offset[i] + units_of(a, r->req[i].size) * a->unit;
+	if (a->layout_top > a->pool)
+		a->layout_top = a->pool;
 	a->ngroups = p->ngroups;
 	a->nivals = p->nintervals;
 	if (a->ngroups) {
@@ -235,13 +305,27 @@ stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend
 		if (a->nivals)
 			memcpy(a->ivals, p->intervals, a->nivals * sizeof *a->ivals);
 	}
-	st_fallback_init(&a->fb, &a->b, o->cache_limit, o->no_fallback_cache);
+	/* the fallback caches what it frees, as the caching allocators do (a
+	 * request outside the plan, as a batch of another size, would
+	 * otherwise map and fault its pages in each time: glibc gives large
+	 * blocks back at their free); on the host, up to the pool's size.
+	 * Not a host plan whose shapes vary: there the fallback takes the few
+	 * requests longer than any recorded at their place, each of a size
+	 * not seen before, so a cached block seldom fits the next one and the
+	 * cache only adds to the memory reserved (an LSTM of varying lengths:
+	 * 1.20x the pool with it, 1.08x without); free pool space is its
+	 * cache. */
+	uint64_t limit = o->cache_limit;
+	if (limit == UINT64_MAX)
+		limit = r->device ? 0 : a->pool > ((uint64_t)64 << 20) ? a->pool : (uint64_t)64 << 20;
+	st_fallback_init(&a->fb, &a->b, limit, o->no_fallback_cache || (r->shapes_vary && !r->device), r->device);
 	/* A plan cut from iteration markers is followed from the first marker
 	 * on: before it, the program's start-up would match iteration entries
 	 * of the same sizes and take their ranges.  Without markers, from the
 	 * start. */
 	a->iter_armed = r->iteration < 0 || o->no_wait_for_step;
 	a->st.pool = a->pool;
+	a->st.layout = a->layout_top;
 	a->st.align = a->unit;
 	a->st.entries = a->pers.n + a->iter.n + a->spare.n;
 	for (uint32_t i = 0; i < a->iter.n; i++)
@@ -283,6 +367,8 @@ void stalloc_destroy(stalloc *a)
 	st_slab_free(&a->pers);
 	st_seq_free(&a->iter);
 	st_seq_free(&a->spare);
+	st_unmap(a->boot_slot, a->boot.n * sizeof *a->boot_slot);
+	st_seq_free(&a->boot);
 	st_unmap(a->gfirst, a->ngroups * sizeof *a->gfirst);
 	st_unmap(a->gcount, a->ngroups * sizeof *a->gcount);
 	st_unmap(a->ivals, (a->nivals + 1) * sizeof *a->ivals);
@@ -367,9 +453,9 @@ static const char *const how[] = {"miss", "hit", "reorder", "resync", "dynamic"}
  * come here in turn; nothing ever overlaps (take() checks the bitmap).  At
  * most REHOME_TRIES entries of each. */
 #define REHOME_TRIES 64
-static void *take_same_size(stalloc *a, const st_seq *s, uint64_t size, uint64_t align)
+static void *take_same_size(stalloc *a, const st_seq *s, uint64_t planned, uint64_t size, uint64_t align)
 {
-	uint64_t *head = st_ptrmap_get(&s->first, size);
+	uint64_t *head = st_ptrmap_get(&s->first, planned);
 	unsigned tries = 0;
 	for (uint32_t c = head ? (uint32_t)*head : 0; c && tries < REHOME_TRIES; c = s->next_same[c - 1], tries++) {
 		void *p = take(a, s->e[c - 1].off, size, align, 0);
@@ -379,14 +465,15 @@ static void *take_same_size(stalloc *a, const st_seq *s, uint64_t size, uint64_t
 	return NULL;
 }
 
-static void *rehome(stalloc *a, uint64_t size, uint64_t align)
+/* planned: the matched entry's size (a varying entry's is the largest seen) */
+static void *rehome(stalloc *a, uint64_t planned, uint64_t size, uint64_t align)
 {
-	void *p = take_same_size(a, &a->spare, size, align);
+	void *p = take_same_size(a, &a->spare, planned, size, align);
 	if (p) {
 		a->st.spare_hits++;
 		return p;
 	}
-	if ((p = take_same_size(a, &a->iter, size, align)) != NULL)
+	if ((p = take_same_size(a, &a->iter, planned, size, align)) != NULL)
 		a->st.rehomed++;
 	return p;
 }
@@ -412,7 +499,7 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 	void *p = m == ST_HIT_DYNAMIC ? take_dynamic(a, s->e[pos].group, size, align)
 	                              : take(a, s->e[pos].off, size, align, 0);
 	if (!p && m != ST_HIT_DYNAMIC)
-		p = rehome(a, size, align);
+		p = rehome(a, s->e[pos].size, size, align);
 	if (p)
 		*(m == ST_HIT_DYNAMIC ? &a->st.dynamic_hits : &a->st.hits) += 1;
 	else
@@ -424,7 +511,18 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
 	return p;
 }
 
-/* A free persistent slot of exactly this size.  Once iterations run, only a
+/* The range of slot i, which the caller took from the slab (given back to
+ * it when the range cannot be used). */
+static void *slot_range(stalloc *a, uint32_t i, uint64_t size, uint64_t align)
+{
+	void *p = take(a, a->pers.e[i].off, size, align, 1);
+	if (!p)
+		st_slab_untake(&a->pers, i);
+	return p;
+}
+
+/* Plans without a start-up sequence (1.2 and older): a free persistent
+ * slot of exactly this size.  Once iterations run, only a
  * slot that is due: its request came at about this point of the profiled
  * run (the slot's ordinal, shifted by the drift measured at the last slot
  * taken, at most SLOT_REACH requests ahead).  Lazily made state (an
@@ -437,6 +535,7 @@ static void *match_iter(stalloc *a, uint64_t size, uint64_t align)
  * ordinals are (without markers, or armed from the start, any free slot of
  * the size is taken, as in start-up). */
 #define SLOT_REACH 4
+
 /* A slot not due yet (ahead of the count, within the reach) is left alone
  * when the iteration's sequence expects this very request: the last
  * gradient of a backward pass comes just before the optimizer's first
@@ -453,13 +552,9 @@ static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 			return NULL;
 	}
 	uint32_t i = st_slab_take(&a->pers, size);
-	if (i == UINT32_MAX)
+	void *p = i == UINT32_MAX ? NULL : slot_range(a, i, size, align);
+	if (!p)
 		return NULL;
-	void *p = take(a, a->pers.e[i].off, size, align, 1);
-	if (!p) {
-		st_slab_untake(&a->pers, i);
-		return NULL;
-	}
 	a->slot_drift = (int64_t)a->pers.e[i].ordinal - (int64_t)a->seen;
 	a->st.slot_hits++;
 	if (a->o.log)
@@ -467,21 +562,153 @@ static void *match_slot(stalloc *a, uint64_t size, uint64_t align)
 	return p;
 }
 
-/* A free persistent slot of the size first, then the iteration's matcher.
- * Free slots exist in start-up and while lazily made state (an optimizer's)
- * is being created: these objects then live for good, and had they taken
- * an iteration entry's range, that entry would find it in use in every
- * later iteration.  Once the persistent objects are live, no slot of their
- * sizes is free and everything goes to the iteration's matcher; a slot
- * lent to a temporary meanwhile is idle otherwise, so it takes nothing
- * from anyone. */
+/* A slot for a request the start-up sequence says is persistent: its own
+ * (position -> slot), else a free one of its size whose own request has
+ * gone by (its owner was served elsewhere). */
+static void *take_slot(stalloc *a, uint32_t i, uint64_t size, uint64_t align)
+{
+	uint32_t now = a->boot.cursor < a->boot.n ? a->boot.e[a->boot.cursor].ordinal : UINT32_MAX;
+	if (!st_slab_take_at(&a->pers, i)) {
+		for (i = st_slab_peek(&a->pers, size); i != UINT32_MAX && a->pers.e[i].ordinal >= now;
+		     i = st_slab_next_free(&a->pers, i))
+			;
+		if (i == UINT32_MAX || !st_slab_take_at(&a->pers, i))
+			return NULL;
+	}
+	return slot_range(a, i, size, align);
+}
+
+/* After the start-up sequence: any free slot of the size (its owner was
+ * served elsewhere or never came: the range is idle otherwise). */
+static void *lend_slot(stalloc *a, uint64_t size, uint64_t align)
+{
+	uint32_t i = st_slab_take(&a->pers, size);
+	void *p = i == UINT32_MAX ? NULL : slot_range(a, i, size, align);
+	if (!p)
+		return NULL;
+	a->st.slot_hits++;
+	if (a->o.log)
+		fprintf(a->o.log, "slot %" PRIu64 " -> persistent entry %u, lent\n", size, i);
+	return p;
+}
+
+enum { BOOT_OTHER = 0, BOOT_LATE, BOOT_SERVED, BOOT_NO_SLOT };
+
+/* Follows the start-up sequence (plan 1.3) with the iteration's matcher:
+ * a request at a persistent request's position takes that request's slot;
+ * any other is a temporary (or the iteration's), which never takes a slot
+ * its owner will want. */
+static int match_boot(stalloc *a, uint64_t size, uint64_t align, void **out)
+{
+	uint32_t pos, skipped;
+	int m = st_seq_match(&a->boot, size, a->hist, a->o.lookahead, a->o.resync_after, &pos, &skipped);
+	if (m == ST_MISS || a->boot_slot[pos] >= BOOT_LATE_TEMP) {
+		if (a->o.log)
+			fprintf(a->o.log, "start-up %" PRIu64 " -> %s (position %u of %u)\n", size,
+			        m == ST_MISS                         ? "not in the sequence"
+			        : a->boot_slot[pos] == BOOT_LATE_TEMP ? "a temporary that outlives start-up"
+			                                              : "a temporary",
+			        m == ST_MISS ? a->boot.cursor : pos, a->boot.n);
+		return m != ST_MISS && a->boot_slot[pos] == BOOT_LATE_TEMP ? BOOT_LATE : BOOT_OTHER;
+	}
+	*out = take_slot(a, a->boot_slot[pos], size, align);
+	if (*out) {
+		a->st.slot_hits++;
+		if (a->o.log)
+			fprintf(a->o.log, "slot %" PRIu64 " -> persistent entry %u (position %u)\n", size,
+			        a->boot_slot[pos], pos);
+		return BOOT_SERVED;
+	}
+	a->st.occupied++;
+	if (a->o.log)
+		fprintf(a->o.log, "slot %" PRIu64 " -> persistent entry %u in use, no other free\n", size,
+		        a->boot_slot[pos]);
+	return BOOT_NO_SLOT;
+}
+
+/* A start-up temporary, before the first iteration: the best-fitting free
+ * range above the persistent slots, where the iteration's entries lie (they
+ * are all free until it begins). */
+static void *take_startup(stalloc *a, uint64_t size, uint64_t align)
+{
+	uint64_t n = units_of(a, size ? size : 1), len;
+	uint64_t at = st_bits_best_fit(&a->bits, a->slot_top / a->unit, a->pool / a->unit, n, &len);
+	void *p = at == UINT64_MAX ? NULL : take(a, at * a->unit, size, align, 0);
+	if (p)
+		a->st.startup_hits++;
+	return p;
+}
+
+/* A request the plan does not serve, in a plan whose shapes vary: the
+ * best-fitting free range of the dynamic space above the layout (sized by
+ * stprof plan from the variation it replayed), else of the pool above the
+ * persistent slots (an iteration shorter than the planned one leaves its
+ * ranges idle). */
+static void *take_free(stalloc *a, uint64_t size, uint64_t align)
+{
+	uint64_t n = units_of(a, size ? size : 1), len, at = UINT64_MAX;
+	if (a->pool > a->layout_top)
+		at = st_bits_best_fit(&a->bits, a->layout_top / a->unit, a->pool / a->unit, n, &len);
+	if (at == UINT64_MAX && a->layout_top > a->slot_top)
+		at = st_bits_best_fit(&a->bits, a->slot_top / a->unit, a->layout_top / a->unit, n, &len);
+	void *p = at == UINT64_MAX ? NULL : take(a, at * a->unit, size, align, 0);
+	if (p) {
+		a->st.free_hits++;
+		if (a->o.log)
+			fprintf(a->o.log, "  -> free pool space at offset %" PRIu64 "\n", at * a->unit);
+	}
+	return p;
+}
+
+/* A start-up temporary that outlives start-up: an entry of its size among
+ * the iteration's first ones, free now (the matcher steps over it when the
+ * iteration's own request is the one made early). */
+static void *take_early(stalloc *a, uint64_t size, uint64_t align)
+{
+	for (uint32_t j = 0; j < a->iter.n && j <= a->o.lookahead; j++) {
+		const st_entry *e = &a->iter.e[j];
+		if (!e->dynamic && e->size == size) {
+			void *p = take(a, e->off, size, align, 0);
+			if (p)
+				return p;
+		}
+	}
+	return NULL;
+}
+
 static void *match(stalloc *a, uint64_t size, uint64_t align)
 {
-	void *p = match_slot(a, size, align);
-	if (p)
-		return p;
+	void *p = NULL;
+	int late = 0;
+	if (a->boot.n && a->boot.cursor < a->boot.n) {
+		int m = match_boot(a, size, align, &p);
+		late = m == BOOT_LATE;
+		if (m == BOOT_SERVED)
+			return p;
+		if (m == BOOT_NO_SLOT)
+			return NULL; /* persistent: never on an iteration entry's range */
+	} else {
+		/* without a start-up sequence (plans before 1.3), or after it: a
+		 * free slot is one whose owner is not coming (any more) */
+		p = a->boot.n ? lend_slot(a, size, align) : match_slot(a, size, align);
+		if (p)
+			return p;
+	}
 	if (a->iter_armed)
 		return match_iter(a, size, align);
+	/* a temporary that will still be live when the iteration begins stays
+	 * off its entries' ranges, but for its own: one made just before the
+	 * first iteration is the "previous iteration's" instance of a request
+	 * that outlives its iteration, whose spare range is free until the
+	 * instances alternate, or that iteration's first request come early (a
+	 * batch made before the loop's first step) */
+	if (a->boot.n && !late && (p = take_startup(a, size, align)) != NULL)
+		return p;
+	if (late && ((p = take_same_size(a, &a->spare, size, size, align)) != NULL ||
+	             (p = take_early(a, size, align)) != NULL)) {
+		a->st.startup_hits++;
+		return p;
+	}
 	a->st.unmatched++;
 	if (a->o.log)
 		fprintf(a->o.log, "start-up %" PRIu64 " -> no slot\n", size);
@@ -499,6 +726,8 @@ void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align)
 	void *p = NULL;
 	if (size >= a->o.min_size && size) {
 		p = match(a, size, align);
+		if (!p && a->iter_armed && a->lend_free)
+			p = take_free(a, size, align);
 		a->seen++;
 		a->hist[1] = a->hist[0];
 		a->hist[0] = size;
@@ -613,8 +842,8 @@ void stalloc_stats_get(stalloc *a, stalloc_stats *s)
 	lock(a);
 	*s = a->st;
 	unlock(a);
-	uint64_t served = s->hits + s->slot_hits + s->dynamic_hits;
-	uint64_t matched = served + s->dynamic_nofit + s->occupied + s->unmatched;
+	uint64_t served = s->hits + s->slot_hits + s->dynamic_hits + s->startup_hits + s->free_hits;
+	uint64_t matched = served + (s->fallbacks - s->small);
 	s->hit_rate = matched ? (double)served / (double)matched : 0;
 	s->efficiency = s->peak_reserved ? (double)s->peak_allocated / (double)s->peak_reserved : 0;
 }
@@ -638,9 +867,10 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	fprintf(f, STALLOC_STATS_HEAD "%s (alignment %" PRIu64 "), plan entries %" PRIu64 " (%" PRIu64 " dynamic)\n",
 	        human(s->pool, b1, sizeof b1), s->align, s->entries, s->dynamic_entries);
 	fprintf(f, "stalloc: requests %" PRIu64 ": planned hits %" PRIu64 ", persistent slots %" PRIu64
-	           ", dynamic hits %" PRIu64 " (%.1f%% of the requests of the plan's sizes); below its min size %" PRIu64
-	           "\n",
-	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, 100.0 * s->hit_rate, s->small);
+	           ", dynamic hits %" PRIu64 ", start-up temporaries %" PRIu64 ", free pool space %" PRIu64
+	           " (%.1f%% of the requests of the plan's sizes in the pool); below its min size %" PRIu64 "\n",
+	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, s->startup_hits, s->free_hits, 100.0 * s->hit_rate,
+	        s->small);
 	fprintf(f, "stalloc: drift: %" PRIu64 " plan entries skipped, %" PRIu64 " reordered hits, %" PRIu64
 	           " resyncs, %" PRIu64 " served at another entry of their size, %" PRIu64 " iterations\n",
 	        s->skipped, s->reordered, s->resyncs, s->rehomed, s->iterations);
@@ -648,8 +878,9 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 		fprintf(f, "stalloc: %" PRIu64 " served at a spare range (their previous iteration's instance still live)\n",
 		        s->spare_hits);
 	fprintf(f, "stalloc: fallback: %" PRIu64 " requests (%" PRIu64 " planned range still in use, %" PRIu64
-	           " not in the plan, %" PRIu64 " dynamic without room), peak %s live, %s reserved\n",
-	        s->fallbacks, s->occupied, s->unmatched, s->dynamic_nofit, human(s->fb_peak, b1, sizeof b1),
+	           " not in the plan, %" PRIu64 " dynamic without room%s), peak %s live, %s reserved\n",
+	        s->fallbacks, s->occupied, s->unmatched, s->dynamic_nofit,
+	        s->free_hits ? ", less those given free pool space" : "", human(s->fb_peak, b1, sizeof b1),
 	        human(s->fb_reserved_peak, b2, sizeof b2));
 	fprintf(f, "stalloc: peak allocated %s, peak reserved %s (pool %s in use at most), efficiency %.1f%%\n",
 	        human(s->peak_allocated, b3, sizeof b3), human(s->peak_reserved, b4, sizeof b4),

@@ -78,6 +78,9 @@ static void usage(FILE *f)
 	        "      --no-analysis    do not run the detector (stprof report) first: no\n"
 	        "                       classes (lanes are then \"unclassified\"), patterns,\n"
 	        "                       findings, simulated allocators or function names\n"
+	        "      --all-frames     call stacks and call paths as recorded (by default the\n"
+	        "                       framework's frames are left out and a path starts at\n"
+	        "                       the user's own line, as in stprof report)\n"
 	        "      --no-models      run the detector without the allocator models (no\n"
 	        "                       simulated reserved or fragmentation counters)\n"
 	        "      --space SPACE    the space whose objects are drawn: auto (default: on a\n"
@@ -102,7 +105,7 @@ static void progress(void *ctx, uint32_t trace, uint64_t done, uint64_t total)
 int cmd_export(int argc, char **argv)
 {
 	enum { OPT_LAYOUT = 250, OPT_TOP = 256, OPT_TOP_BY, OPT_WINDOW, OPT_MAX_LANES, OPT_NOANA, OPT_NOMODELS, OPT_CONF, OPT_CAP,
-	       OPT_GAP, OPT_SPACE, OPT_NORANKS };
+	       OPT_GAP, OPT_SPACE, OPT_NORANKS, OPT_ALLFRAMES };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'}, {"top", required_argument, 0, OPT_TOP},
 		{"top-by", required_argument, 0, OPT_TOP_BY}, {"window", required_argument, 0, OPT_WINDOW},
@@ -112,7 +115,7 @@ int cmd_export(int argc, char **argv)
 		{"alloc-conf", required_argument, 0, OPT_CONF}, {"capacity", required_argument, 0, OPT_CAP},
 		{"format", required_argument, 0, 'f'}, {"torch-layout", required_argument, 0, OPT_LAYOUT},
 		{"space", required_argument, 0, OPT_SPACE}, {"no-ranks", no_argument, 0, OPT_NORANKS},
-		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"all-frames", no_argument, 0, OPT_ALLFRAMES}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_export_opts eo = {0};
 	int snapshot = 0, layout = 2;
 	const char *out = NULL;
@@ -185,6 +188,7 @@ int cmd_export(int argc, char **argv)
 			break;
 		case OPT_NOANA: analysis = 0; break;
 		case OPT_NORANKS: no_ranks = 1; break;
+		case OPT_ALLFRAMES: dopt.all_frames = 1; break;
 		case OPT_NOMODELS: dopt.sim_models = 0; break;
 		case OPT_SPACE:
 			if (stp_det_space_parse(optarg, &dopt.space) < 0) {

@@ -19,6 +19,7 @@
 #include "stprof/plan.h"
 #include "guard.h"
 #include "input.h"
+#include "plan_check.h"
 #include "snapshot_cli.h"
 #include "util.h"
 
@@ -96,7 +97,12 @@ static void usage(FILE *f)
 	        "                      a trace with no allocation that large is planned whole);\n"
 	        "                      the plan records it, and `stprof run --plan` sends\n"
 	        "                      smaller requests to the program's own allocator\n"
-	        "      --no-varying    do not treat size-varying requests as dynamic\n"
+	        "      --varying MODE  requests whose size changes from one iteration to the\n"
+	        "                      next at the same place (sequence lengths, batch sizes):\n"
+	        "                      max (default) plans each at the largest size seen,\n"
+	        "                      dynamic gives them STAlloc's dynamic reusable space,\n"
+	        "                      off plans the sizes of the planned iteration;\n"
+	        "                      --no-varying is --varying off\n"
 
 	        "      --greedy        always run the greedy baseline for the summary, to the\n"
 	        "                      end (it is quadratic at worst: by default it is skipped\n"
@@ -251,7 +257,7 @@ int cmd_plan(int argc, char **argv)
 		if (!strcmp(argv[i], "--lifetimes"))
 			return cmd_plan_lifetimes(argc, argv); /* plan_lifetimes.c */
 	enum { O_WINDOW = 256, O_ALGO, O_NOFUSION, O_ALLKINDS, O_NOVARY, O_GREEDY, O_NOGREEDY, O_CSV, O_SHOW, O_VERIFY,
-	       O_DETECT, O_NODETECT, O_MINSIZE, O_BUDGET };
+	       O_DETECT, O_NODETECT, O_MINSIZE, O_BUDGET, O_VARYING };
 	static const struct option opts[] = {
 		{"output", required_argument, 0, 'o'},    {"iteration", required_argument, 0, 'i'},
 		{"window", required_argument, 0, O_WINDOW}, {"align", required_argument, 0, 'a'},
@@ -261,7 +267,7 @@ int cmd_plan(int argc, char **argv)
 		{"csv", required_argument, 0, O_CSV},      {"show", required_argument, 0, O_SHOW},
 		{"verify", required_argument, 0, O_VERIFY}, {"entries", required_argument, 0, 'n'},
 		{"min-size", required_argument, 0, O_MINSIZE},
-		{"budget", required_argument, 0, O_BUDGET},
+		{"budget", required_argument, 0, O_BUDGET}, {"varying", required_argument, 0, O_VARYING},
 		{"detect", no_argument, 0, O_DETECT},      {"no-detect", no_argument, 0, O_NODETECT},
 		{"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
 		{"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
@@ -340,7 +346,17 @@ int cmd_plan(int argc, char **argv)
 		case O_DETECT: detect = 1; break;
 		case O_NODETECT: detect = -1; break;
 		case O_ALLKINDS: win.device_only = 0; break;
-		case O_NOVARY: win.detect_varying = 0; break;
+		case O_NOVARY: win.detect_varying = STP_VARYING_OFF; break;
+		case O_VARYING:
+			if (!strcmp(optarg, "max"))
+				win.detect_varying = STP_VARYING_MAX;
+			else if (!strcmp(optarg, "dynamic"))
+				win.detect_varying = STP_VARYING_DYNAMIC;
+			else if (!strcmp(optarg, "off"))
+				win.detect_varying = STP_VARYING_OFF;
+			else
+				return stprof_usage_error("plan", "--varying is max, dynamic or off, not '%s'", optarg);
+			break;
 		case O_GREEDY: greedy = 1; break;
 		case O_NOGREEDY: greedy = 0; break;
 		case O_CSV: csv = optarg; break;
@@ -405,6 +421,10 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 {
 	char err[1024];
 	stp_reqs r;
+	stp_stream stream = {0};
+	stalloc_replay_result rep;
+	plan_min_choice minc = {0};
+	int replayed = 0;
 	uint64_t *given = NULL;
 	stp_window win = *winp;
 	if (!csv && stprof_pickle_input(&in, quiet)) /* a PyTorch snapshot: imported first */
@@ -421,6 +441,8 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 			fprintf(stderr, "stprof: plan: reading %s\n", in);
 		stp_phase_cut *cuts = NULL;
 		char why[512] = "";
+		win.stream = &stream; /* for the replay of the plan (plan_check.c) */
+		win.stream_min_size = win.host_min_size;
 		int detected = 0, may_detect = !win.use_seq && !chose_iteration && detect >= 0;
 		if (may_detect && detect == 1)
 			detected = detected_window(in, 1, &win, &cuts, why, sizeof why);
@@ -430,6 +452,7 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 			detected = detected_window(in, 0, &win, &cuts, why, sizeof why);
 			if (detected) {
 				stp_reqs_free(&r);
+				stp_stream_free(&stream);
 				crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
 			}
 		}
@@ -437,6 +460,7 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 			/* a program of small allocations only: plan them all */
 			win.host_min_size = 0;
 			stp_reqs_free(&r);
+			stp_stream_free(&stream);
 			crc = stp_reqs_from_trace(in, &win, &r, err, sizeof err);
 		}
 		for (uint32_t k = 0; cuts && k < win.ncuts; k++)
@@ -444,6 +468,7 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 		free(cuts);
 		if (crc < 0) {
 			stprof_err("%s", err);
+			stp_stream_free(&stream);
 			return 1;
 		}
 		if (detected) {
@@ -451,13 +476,41 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 			snprintf(note, sizeof note, "%s; %s", why, stp_reqs_str(&r, r.notes));
 			r.notes = stp_reqs_string(&r, note);
 		}
-		po->align = align ? align : (r.device ? 512 : 16);
+		po->align = align ? align : (r.device ? 512 : r.tensors ? 64 : 16);
+		if (po->align < stalloc_request_align(&r)) {
+			/* the runtime asks for this alignment (c10's, cudaMalloc's): a
+			 * plan below it would serve nothing */
+			if (!quiet)
+				fprintf(stderr, "stprof: plan: alignment raised from %" PRIu64 " to %" PRIu64 " (what %s asks)\n",
+				        po->align, stalloc_request_align(&r), r.device ? "CUDA" : "c10::alloc_cpu");
+			po->align = stalloc_request_align(&r);
+		}
+		if (!min_given && stream.n) {
+			/* the small-request threshold, chosen from the trace */
+			if (plan_check_choose_min(&r, &stream, po, &minc) < 0) {
+				stp_reqs_free(&r);
+				stp_stream_free(&stream);
+				return 1;
+			}
+			stp_reqs raised;
+			if (minc.chosen != r.min_size) {
+				if (stp_reqs_raise_min(&r, minc.chosen, &raised) < 0) {
+					stprof_err("plan: out of memory");
+					stp_reqs_free(&r);
+					stp_stream_free(&stream);
+					return 1;
+				}
+				stp_reqs_free(&r);
+				r = raised;
+			}
+		}
 	}
 	if (!r.n) {
 		stprof_err("%s: no allocations to plan%s%s", in, r.notes ? " (" : "", r.notes ? stp_reqs_str(&r, r.notes) : "");
 		if (r.notes)
 			fputs(")\n", stderr);
 		stp_reqs_free(&r);
+		stp_stream_free(&stream);
 		return 1;
 	}
 	/* the library completes greedy-by-size after the search when its
@@ -472,6 +525,7 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 	if (stp_plan_build(&r, po, &p, err, sizeof err) < 0) {
 		stprof_err("%s: %s", in, err);
 		stp_reqs_free(&r);
+		stp_stream_free(&stream);
 		return 1;
 	}
 	int rc = 0;
@@ -522,6 +576,17 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 			}
 		}
 	}
+	if (!csv && stream.n) {
+		uint64_t added = plan_check_size_dynamic(&r, &p, &stream, &rep);
+		if (added == (uint64_t)-1) {
+			rc = 1;
+			goto done;
+		}
+		p.stats.dynamic_space = added;
+		replayed = 1;
+		p.stats.runtime_checked = 1;
+		p.stats.runtime_followed = plan_check_followed(&rep);
+	}
 	if (out) {
 		int wr = csv ? stp_reqs_write_csv(out, &r, p.offset, err, sizeof err)
 		             : stp_plan_write(out, &r, &p, err, sizeof err);
@@ -551,11 +616,16 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 			           "                to the end)\n",
 			        glimit, GREEDY_MIN_SECONDS);
 		fprintf(f, "verified:       no two requests overlap in time and address\n");
+		if (replayed) {
+			plan_check_print_min(f, &minc);
+			plan_check_print(f, &r, &p, &rep);
+		}
 		if (out && !rc)
 			fprintf(f, "written:        %s\n", out);
 	}
 done:
 	stp_plan_free(&p);
 	stp_reqs_free(&r);
+	stp_stream_free(&stream);
 	return rc;
 }

@@ -56,9 +56,13 @@ static void usage(FILE *f)
 	        "                          JSON adds the sites its findings and models name\n"
 	        "      --all               list every call site and finding (a JSON report of a\n"
 	        "                          large run can then reach gigabytes)\n"
-	        "      --frames N          frames shown per call path (4)\n"
-	        "      --group BY          text: the top call sites summed by function or by module\n"
-	        "                          (site, the default, lists each call site)\n"
+	        "      --frames N          frames shown per call path (4, at most 64)\n"
+	        "      --all-frames        call paths as recorded: PyTorch's, CUDA's and the\n"
+	        "                          interpreter's frames too, full C++ names (by default\n"
+	        "                          a path starts at the user's own line, the operator\n"
+	        "                          that allocated named, e.g. (aten::addmm))\n"
+	        "      --group BY          text: the top call sites summed by the user's function,\n"
+	        "                          line or module (site, the default, lists each site)\n"
 	        "      --models-detail     text: the allocator models' full section even for a trace\n"
 	        "                          without device allocations (a short summary by default)\n"
 	        "      --progress          progress on standard error (default when it is a terminal)\n"
@@ -296,7 +300,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
 	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION,
-	       O_SPACE, O_NORANKS, O_NOLIFETIMES, O_VOBJ, O_NOVIEW };
+	       O_SPACE, O_NORANKS, O_NOLIFETIMES, O_VOBJ, O_NOVIEW, O_ALLFRAMES };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -315,7 +319,7 @@ int cmd_report(int argc, char **argv)
 		{"sim-min-size", required_argument, 0, O_SIMMIN}, {"space", required_argument, 0, O_SPACE},
 		{"no-ranks", no_argument, 0, O_NORANKS}, {"no-lifetimes", no_argument, 0, O_NOLIFETIMES},
 		{"viewer-objects", required_argument, 0, O_VOBJ}, {"no-viewer", no_argument, 0, O_NOVIEW},
-		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"all-frames", no_argument, 0, O_ALLFRAMES}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
@@ -337,6 +341,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_ALL: ro.top = UINT32_MAX; break;
 		case O_MDETAIL: ro.models_detail = 1; break;
+		case O_ALLFRAMES: o.all_frames = 1; break;
 		case O_WINDOW:
 			if (stprof_parse_window(optarg, &o.window_begin_ns, &o.window_end_ns) < 0)
 				return bad("--window", "T0:T1 with T0 <= T1 (e.g. 1.5s:2s, 100ms:)");
@@ -354,12 +359,14 @@ int cmd_report(int argc, char **argv)
 				ro.group = STP_GROUP_FUNCTION;
 			else if (!strcmp(optarg, "module"))
 				ro.group = STP_GROUP_MODULE;
+			else if (!strcmp(optarg, "line"))
+				ro.group = STP_GROUP_LINE;
 			else
-				return bad("--group", "site, function or module");
+				return bad("--group", "site, function, line or module");
 			break;
 		case O_FRAMES:
-			if (stprof_parse_uint(optarg, 16, &v) < 0)
-				return bad("--frames", "a number from 0 to 16");
+			if (stprof_parse_uint(optarg, 64, &v) < 0)
+				return bad("--frames", "a number from 0 to 64");
 			ro.frames = (unsigned)v;
 			break;
 		case O_MIN:

@@ -124,8 +124,9 @@ static int write_html(stp_det *const *det, size_t n, const char *out, int quiet)
 	return rc;
 }
 
-/* The allocation plan of trace's last iteration in out, its summary on
- * stderr (after the heading when asked). */
+/* The allocation plan of trace's steady iteration in out (`stprof plan`'s
+ * choice: the one with the most bytes live, the last of those), its
+ * summary on stderr (after the heading when asked). */
 static void write_plan(const char *trace, const char *out, int quiet, int heading)
 {
 	char *pargv[6];
@@ -153,8 +154,9 @@ static void write_plan(const char *trace, const char *out, int quiet, int headin
 	optind = 1;
 	if (!quiet && heading)
 		fputs("\nAllocation plan (stprof plan; docs/planner.md): a fixed offset in one pool for\n"
-		      "every allocation of the last iteration that repeats; pool / bound near 1 means\n"
-		      "the plan wastes nothing beyond the peak of live bytes\n",
+		      "every allocation of an iteration that repeats; layout / bound near 1 means the\n"
+		      "plan wastes nothing beyond the peak of live bytes, and \"at run time\" is what\n"
+		      "`stprof run --plan` will hold, replayed through its allocator\n",
 		      stdout);
 	fflush(stdout);
 	cmd_plan(pc, pargv);

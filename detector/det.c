@@ -38,6 +38,7 @@ static stp_det *det_new(const char *path, const stp_det_options *o)
 		d->opt = *o;
 	else
 		stp_det_options_default(&d->opt);
+	d->has_python_frames = -1;
 	d->path = strdup(path);
 	d->frames = det_frames_new();
 	if (!d->path || !d->frames || det_map_init(&d->names, 16) < 0 || det_map_init(&d->fidx, 64) < 0) {

@@ -222,6 +222,7 @@ struct stp_det {
 	uint64_t wrap_ip[8];
 	uint32_t wrap_n;
 	int wrap_done;
+	int has_python_frames; /* stp_det_site_no_line: -1 not known yet */
 
 	/* allocator models (simfeed.c) */
 	allocsim_collector *simc;

@@ -37,6 +37,7 @@ struct det_frames {
 	char **src_text;
 	uint32_t nsrc;
 	const stp_reader *rd;   /* names Python frames */
+	det_map interned;       /* hash of a text -> index in owned */
 	uint32_t nowned, owned_cap;
 	stp_symbolizer *sym;
 };
@@ -50,9 +51,15 @@ det_frames *det_frames_new(void)
 		free(f);
 		return NULL;
 	}
+	if (det_map_init(&f->interned, 64) < 0) {
+		det_map_destroy(&f->index);
+		free(f);
+		return NULL;
+	}
 	f->sym = stp_sym_new();
 	if (!f->sym) {
 		det_map_destroy(&f->index);
+		det_map_destroy(&f->interned);
 		free(f);
 		return NULL;
 	}
@@ -68,6 +75,7 @@ void det_frames_free(det_frames *f)
 	free(f->mods);
 	free(f->cache);
 	det_map_destroy(&f->index);
+	det_map_destroy(&f->interned);
 	for (uint32_t i = 0; i < f->nowned; i++)
 		free(f->owned[i]);
 	free(f->owned);
@@ -110,6 +118,24 @@ static const char *own(det_frames *f, char *s)
 	}
 	f->owned[f->nowned++] = s;
 	return s;
+}
+
+const char *det_frames_intern(det_frames *f, const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull, v;
+	for (const char *p = s; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	for (h |= 1;; h += 2) { /* probe on: two texts of one hash */
+		if (!det_map_get(&f->interned, h, &v))
+			break;
+		if (!strcmp(f->owned[v], s))
+			return f->owned[v];
+	}
+	char *c = strdup(s);
+	if (!c || !own(f, c))
+		return NULL;
+	det_map_put(&f->interned, h, f->nowned - 1, NULL);
+	return c;
 }
 
 /* A frame known by name (stprof/srcframe.h): kept in its own table, never
@@ -269,6 +295,30 @@ done:
 		det_map_put(&f->index, key, f->ncache, NULL);
 	f->ncache++;
 	*out = fr;
+}
+
+uint32_t det_frames_resolve_inline(det_frames *f, uint64_t ip, int caller, stp_det_frame *out, uint32_t max)
+{
+	stp_det_frame one;
+	det_frames_resolve(f, ip, caller, &one);
+	if (!max)
+		return 0;
+	out[0] = one;
+	if (STP_IS_PYFRAME(ip) || ip >= STP_SRCFRAME_BASE || !one.function || !strstr(one.function, " (inlined into "))
+		return 1;
+	stp_frame sf[STP_SYM_MAX_FRAMES];
+	int n = stp_sym_lookup(f->sym, ip, caller, sf, STP_SYM_MAX_FRAMES);
+	if (n > STP_SYM_MAX_FRAMES)
+		n = STP_SYM_MAX_FRAMES;
+	uint32_t m = 0;
+	for (int i = 0; i < n && m < max; i++) {
+		out[m] = one;
+		out[m].function = sf[i].function;
+		out[m].file = sf[i].file;
+		out[m].line = sf[i].line;
+		m++;
+	}
+	return m ? m : 1;
 }
 
 void det_frames_set_reader(det_frames *f, const stp_reader *rd) { f->rd = rd; }

@@ -14,6 +14,7 @@
 #ifndef STP_DET_FRAMES_H
 #define STP_DET_FRAMES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "stprof/detector.h"
@@ -27,6 +28,12 @@ int det_frames_add_module(det_frames *f, const char *path, uint64_t base, uint64
 /* Fills *out for ip.  `caller` is 1 for a return address (every frame but
  * the innermost): its line is looked up at ip - 1. */
 void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *out);
+/* The frames of ip with its inlined calls apart, innermost first: each
+ * inlined function at the line running in it, then the function holding
+ * them at the line where it called the first (DW_AT_call_file/line):
+ * cudaMalloc<float> (cuda_runtime.h) then main (prog.cu:12).  One frame
+ * when nothing is inlined there.  Returns how many (<= max). */
+uint32_t det_frames_resolve_inline(det_frames *f, uint64_t ip, int caller, stp_det_frame *out, uint32_t max);
 /* 1 when function names and lines are looked up (the symbolizer is built in). */
 int det_frames_symbolized(const det_frames *f);
 /* The symbolizer's warnings so far (unreadable module, build-id mismatch). */
@@ -55,4 +62,18 @@ int det_frame_is_python(const stp_det_frame *fr);
 /* A Python frame of the user's own code: not the standard library, an
  * installed package or the profiler's shim. */
 int det_frame_is_user_python(const stp_det_frame *fr);
+/* A copy of s kept until det_frames_free(), one per distinct text. */
+const char *det_frames_intern(det_frames *f, const char *s);
+
+/* Folding (fold.c). */
+/* Frames no user acts on: the framework's (PyTorch, CUDA, the interpreter,
+ * the C and C++ runtimes), or a Python frame not of the user's code. */
+int det_frame_is_framework(const stp_det_frame *fr);
+/* "aten::NAME" of an at::_ops::NAME::call/redispatch function; 0 if none. */
+int det_frame_aten_op(const char *fn, char *buf, size_t len);
+/* A C++ name with its argument and template lists elided. */
+size_t det_short_name(const char *in, char *out, size_t len);
+/* The folded view of a path (raw frames, innermost first, plumbing and
+ * wrappers already dropped). */
+uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, stp_det_frame *out, uint32_t max);
 #endif

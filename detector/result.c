@@ -236,6 +236,21 @@ uint32_t stp_det_site_stack(const stp_det *d, uint32_t site)
 
 /* ------------------------------------------------------------ frames */
 
+/* The frames [from, n) of a path with inlined calls apart
+ * (det_frames_resolve_inline), into out; returns how many. */
+static uint32_t expand_inline(stp_det *d, const stp_det_frame *in, uint32_t from, uint32_t n, stp_det_frame *out,
+                              uint32_t max)
+{
+	uint32_t m = 0;
+	for (uint32_t i = from; i < n && m < max; i++) {
+		if (in[i].function && strstr(in[i].function, " (inlined into "))
+			m += det_frames_resolve_inline(d->frames, in[i].ip, 1, out + m, max - m);
+		else
+			out[m++] = in[i];
+	}
+	return m;
+}
+
 /* The frames of a stack after the profiler's and allocator's own. */
 static uint32_t raw_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max)
 {
@@ -244,7 +259,7 @@ static uint32_t raw_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint3
 	stp_det_frame first[4];
 	while (stack && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0 && n < max) {
 		stp_det_frame fr;
-		det_frames_resolve(d->frames, ip, depth > 0, &fr);
+		det_frames_resolve(d->frames, ip, 1, &fr); /* every recorded frame is a return address: the collector unwinds from inside its hooks */
 		depth++;
 		stack = parent;
 		if (skipping && det_frames_is_plumbing(&fr)) {
@@ -342,9 +357,20 @@ uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max)
 
 uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max)
 {
-	if (site >= d->res.nsites)
+	if (site >= d->res.nsites || !d->rd || !max)
 		return 0;
 	return stp_det_stack_frames(d, d->spub[d->site_order[site]].stack, out, max);
+}
+
+int stp_det_frame_hidden(stp_det *d, uint64_t ip)
+{
+	if (d->opt.all_frames)
+		return 0;
+	stp_det_frame f;
+	det_frames_resolve(d->frames, ip, 1, &f);
+	if (STP_IS_PYFRAME(ip)) /* lines of Python are kept, but the import machinery's */
+		return f.file && !strncmp(f.file, "<frozen ", 8);
+	return det_frame_is_framework(&f);
 }
 
 uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max)
@@ -358,6 +384,11 @@ uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, ui
 	uint32_t skip = 0;
 	while (skip < d->wrap_n && skip + 1 < n && tmp[skip].ip == d->wrap_ip[skip])
 		skip++;
+	if (!d->opt.all_frames) {
+		stp_det_frame x[128];
+		uint32_t nx = expand_inline(d, tmp, skip, n, x, 128);
+		return det_fold_frames(d->frames, x, nx, out, max);
+	}
 	/* the user's own Python line first, the native frames below it */
 	uint32_t user = n;
 	for (uint32_t i = skip; i < n && user == n; i++)
@@ -370,6 +401,103 @@ uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, ui
 		if (i != user)
 			out[m++] = tmp[i];
 	return m;
+}
+
+const char *stp_det_site_no_line(stp_det *d, uint32_t site)
+{
+	if (site >= d->res.nsites || !d->rd)
+		return NULL;
+	uint32_t stack = d->spub[d->site_order[site]].stack, parent, depth = 0, py = 0, interp = 0;
+	uint64_t ip;
+	if (!stack)
+		return "no call path was recorded (STPROF_DEPTH=0, or none could be unwound)";
+	stp_det_frame fr[2];
+	int all = d->opt.all_frames;
+	d->opt.all_frames = 0; /* the folded view starts at the user's frame, if any */
+	uint32_t nf = stp_det_site_frames(d, site, fr, 1);
+	d->opt.all_frames = all;
+	if (nf == 1 && stp_det_frame_is_user(&fr[0]))
+		return NULL;
+	for (uint32_t s = stack; s && stp_reader_stack_node(d->rd, s, &parent, &ip) == 0; s = parent) {
+		depth++;
+		if (STP_IS_PYFRAME(ip))
+			py++;
+		else if (det_frames_module_class(d->frames, ip) & DET_MOD_INTERPRETER)
+			interp++;
+	}
+	if (py)
+		return "made by library code that no line of the program called (a DataLoader worker's collate, "
+		       "a thread a library started)";
+	const stp_det_space *sp = d->res.primary >= 0 ? &d->res.spaces[d->res.primary] : NULL;
+	if (interp && sp && sp->device == -1 && !sp->tensors)
+		return "host-heap paths are native frames up to the interpreter (Python lines are recorded for "
+		       "tensors: --space tensors)";
+	if (interp)
+		return "its thread's Python frames could not be read (a Python whose frames stprof reads only with "
+		       "the GIL, which another thread held: docs/python.md)";
+	if (d->has_python_frames < 0) {
+		/* does any top site carry Python frames (a Python program)? */
+		d->has_python_frames = 0;
+		for (uint32_t i = 0; i < d->res.nsites && i < 200 && !d->has_python_frames; i++)
+			for (uint32_t s = d->spub[d->site_order[i]].stack;
+			     s && stp_reader_stack_node(d->rd, s, &parent, &ip) == 0; s = parent)
+				if (STP_IS_PYFRAME(ip)) {
+					d->has_python_frames = 1;
+					break;
+				}
+	}
+	if (d->has_python_frames)
+		return "made on a thread that runs no Python code (PyTorch's autograd threads run the backward "
+		       "of GPU tensors; a C++ thread)";
+	if (depth >= 32)
+		return "its recorded path ends inside the framework (raise STPROF_DEPTH: frames per call path)";
+	return "no frame of the program in its path (all of it the runtime's, the driver's or a library's)";
+}
+
+/* The index of the user's line in a raw path (n when none). */
+static uint32_t user_index(const stp_det_frame *f, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (det_frame_is_user_python(&f[i]))
+			return i;
+	return n;
+}
+
+static int same_frame(const stp_det_frame *a, const stp_det_frame *b)
+{
+	if (a->ip == b->ip)
+		return 1;
+	char x[512], y[512];
+	return !strcmp(stp_det_frame_text(a, x, sizeof x), stp_det_frame_text(b, y, sizeof y));
+}
+
+int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_frame *out)
+{
+	if (site >= d->res.nsites || other >= d->res.nsites || !d->rd)
+		return 0;
+	stp_det_frame a[96], b[96];
+	uint32_t na = raw_frames(d, d->spub[d->site_order[site]].stack, a, 96);
+	uint32_t nb = raw_frames(d, d->spub[d->site_order[other]].stack, b, 96);
+	uint32_t ua = user_index(a, na), ub = user_index(b, nb);
+	if (ua == na || ub == nb) /* no user line: from the innermost frame */
+		ua = ub = 0;
+	/* inward from the user's line (the library lines it went through),
+	 * then outward (its callers) */
+	int found = 0;
+	for (uint32_t k = 1; k <= ua && k <= ub && !found; k++)
+		if (!same_frame(&a[ua - k], &b[ub - k]))
+			*out = a[ua - k], found = 1;
+	for (uint32_t k = 1; ua + k < na && ub + k < nb && !found; k++)
+		if (!same_frame(&a[ua + k], &b[ub + k]))
+			*out = a[ua + k], found = 1;
+	if (found && out->function && !STP_IS_PYFRAME(out->ip) && !d->opt.all_frames) {
+		char t[512];
+		det_short_name(out->function, t, sizeof t);
+		const char *k = det_frames_intern(d->frames, t);
+		if (k)
+			out->function = k;
+	}
+	return found;
 }
 
 void stp_det_resolve(stp_det *d, uint64_t ip, int caller, stp_det_frame *out)
@@ -387,6 +515,8 @@ const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)
 		snprintf(buf, len, "%s:%u in %s", fb ? fb + 1 : f->file, f->line, f->function ? f->function : "?");
 	} else if (STP_IS_PYFRAME(f->ip)) {
 		snprintf(buf, len, "(python frame)");
+	} else if (f->function && (!f->module || !*f->module) && !f->file) {
+		snprintf(buf, len, "%s", f->function);
 	} else if (f->function && f->file && f->line) {
 		const char *fb = strrchr(f->file, '/');
 		snprintf(buf, len, "%s (%s:%u)", f->function, fb ? fb + 1 : f->file, f->line);
@@ -398,6 +528,11 @@ const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len)
 		snprintf(buf, len, "%s+0x%" PRIx64, b, f->offset);
 	else
 		snprintf(buf, len, "0x%" PRIx64, f->ip);
+	if (f->op) {
+		size_t k = strlen(buf);
+		if (k < len)
+			snprintf(buf + k, len - k, " (%s)", f->op);
+	}
 	return buf;
 }
 

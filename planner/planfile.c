@@ -20,15 +20,18 @@
 #define PLAN_MAGIC "STPPLAN\0"
 const stp_outkind stp_outkind_plan = {"stprof plan", PLAN_MAGIC, 8, NULL};
 #define PLAN_MAJOR 1
-#define PLAN_MINOR 2
+#define PLAN_MINOR 3
 #define PLAN_FLAG_DEVICE 1u /* 1.1: the plan is of device (GPU) allocations */
 #define PLAN_FLAG_TENSORS 2u /* 1.1: of PyTorch CPU tensor storages */
+#define PLAN_FLAG_SHAPES_VARY 4u /* 1.3: shapes vary: free pool space is lent */
 #define HDR_SIZE 64
 #define DIR_SIZE 24
 #define TRAILER 8
 
-enum { SEC_ENTRIES = 1, SEC_GROUPS, SEC_INTERVALS, SEC_PHASES, SEC_LAYERS, SEC_STRINGS, SEC_SOURCE, SEC_MAX = SEC_SOURCE };
-static const uint32_t rec_size[SEC_MAX + 1] = {0, 72, 48, 16, 32, 32, 1, 80};
+enum { SEC_ENTRIES = 1, SEC_GROUPS, SEC_INTERVALS, SEC_PHASES, SEC_LAYERS, SEC_STRINGS, SEC_SOURCE, SEC_STARTUP,
+       SEC_MAX = SEC_STARTUP };
+#define SEC_REQUIRED SEC_SOURCE /* 1.3 added SEC_STARTUP: absent in older files */
+static const uint32_t rec_size[SEC_MAX + 1] = {0, 72, 48, 16, 32, 32, 1, 80, 8};
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -58,7 +61,7 @@ static uint64_t get64(const unsigned char *p)
 int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char *err, size_t errlen)
 {
 	uint64_t count[SEC_MAX + 1] = {0, r->n, p->ngroups, p->nintervals, r->nphases, r->nlayers,
-	                               r->strings_len ? r->strings_len : 1, 1};
+	                               r->strings_len ? r->strings_len : 1, 1, r->nstartup};
 	uint64_t size = HDR_SIZE + (uint64_t)SEC_MAX * DIR_SIZE, at[SEC_MAX + 1];
 	for (int s = 1; s <= SEC_MAX; s++) {
 		at[s] = size;
@@ -76,7 +79,8 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put32(b + 12, HDR_SIZE);
 	put64(b + 16, size);
 	put32(b + 24, SEC_MAX);
-	put32(b + 28, (r->device ? PLAN_FLAG_DEVICE : 0) | (r->tensors ? PLAN_FLAG_TENSORS : 0)); /* 1.1 */
+	put32(b + 28, (r->device ? PLAN_FLAG_DEVICE : 0) | (r->tensors ? PLAN_FLAG_TENSORS : 0) |
+	                  (r->shapes_vary ? PLAN_FLAG_SHAPES_VARY : 0)); /* 1.1, 1.3 */
 	put64(b + 32, p->pool);
 	put64(b + 40, p->align);
 	put64(b + 48, r->period);
@@ -146,6 +150,8 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put64(src + 56, p->stats.persistent_bytes);
 	put64(src + 64, p->stats.pool_stalloc);
 	put64(src + 72, p->stats.improved_requests);
+	for (uint32_t k = 0; k < r->nstartup; k++)
+		put64(b + at[SEC_STARTUP] + (size_t)k * 8, r->startup[k]);
 	put32(b + size - 8, stp_crc32c(0, b, size - 8));
 	memcpy(b + size - 4, "PEND", 4);
 	stp_outfile o;
@@ -206,13 +212,14 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 		seen[id] = 1;
 		at[id] = off, cnt[id] = count, rs[id] = esz;
 	}
-	for (int s = 1; s <= SEC_MAX; s++)
+	for (int s = 1; s <= SEC_REQUIRED; s++)
 		if (!seen[s])
 			FAIL(hsize, "section %d missing", s);
 	if (cnt[SEC_SOURCE] != 1)
 		FAIL(at[SEC_SOURCE], "source section must hold one record");
 	if (cnt[SEC_ENTRIES] >= UINT32_MAX / 4 || cnt[SEC_GROUPS] >= UINT32_MAX || cnt[SEC_INTERVALS] >= UINT32_MAX ||
-	    cnt[SEC_PHASES] >= UINT32_MAX || cnt[SEC_LAYERS] >= UINT32_MAX || cnt[SEC_STRINGS] >= UINT32_MAX)
+	    cnt[SEC_PHASES] >= UINT32_MAX || cnt[SEC_LAYERS] >= UINT32_MAX || cnt[SEC_STRINGS] >= UINT32_MAX ||
+	    cnt[SEC_STARTUP] >= UINT32_MAX / 2)
 		FAIL(hsize, "section too large");
 	/* strings: starts with "", ends with NUL */
 	const char *str = (const char *)b + at[SEC_STRINGS];
@@ -231,6 +238,7 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 	r->min_size = get64(b + 56); /* 1.1: 0 in 1.0 files */
 	r->device = (get32(b + 28) & PLAN_FLAG_DEVICE) != 0;
 	r->tensors = (get32(b + 28) & PLAN_FLAG_TENSORS) != 0;
+	r->shapes_vary = (get32(b + 28) & PLAN_FLAG_SHAPES_VARY) != 0;
 	if (!p->align || p->align > ((uint64_t)1 << 40))
 		FAIL(40, "bad alignment %llu", (unsigned long long)p->align);
 	/* phases and layers */
@@ -341,6 +349,15 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 			FAIL(eo, "entry %zu: [offset, offset + size) outside the pool", i);
 	}
 	p->n = n;
+	/* the start-up sequence (1.3) */
+	if (cnt[SEC_STARTUP]) {
+		r->startup = malloc(cnt[SEC_STARTUP] * sizeof *r->startup);
+		if (!r->startup)
+			FAIL(at[SEC_STARTUP], "out of memory");
+		r->nstartup = r->startup_cap = (uint32_t)cnt[SEC_STARTUP];
+		for (uint32_t k = 0; k < r->nstartup; k++)
+			r->startup[k] = get64(b + at[SEC_STARTUP] + (size_t)k * rs[SEC_STARTUP]);
+	}
 	{
 		char e2[200];
 		if (stp_reqs_check(r, e2, sizeof e2) < 0)

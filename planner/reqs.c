@@ -1,7 +1,8 @@
 /*
  * reqs.c - the request set (stp_reqs): growth, strings, phase and layer
- * segments, consistency check, and the lower bound max_t(live bytes) on the
- * repeating schedule.  Segment 0 of phases and layers is always "none".
+ * segments, the start-up sequence, consistency check, and the lower bound
+ * max_t(live bytes) on the repeating schedule.  Segment 0 of phases and
+ * layers is always "none".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,24 @@ void stp_reqs_free(stp_reqs *r)
 	free(r->phases);
 	free(r->layers);
 	free(r->strings);
+	free(r->startup);
 	stp_reqs_init(r);
+}
+
+int stp_reqs_add_startup(stp_reqs *r, uint64_t size)
+{
+	if (r->nstartup == r->startup_cap) {
+		if (r->startup_cap >= UINT32_MAX / 2)
+			return -1;
+		uint32_t nc = r->startup_cap ? r->startup_cap * 2 : 1024;
+		uint64_t *ns = realloc(r->startup, (size_t)nc * sizeof *ns);
+		if (!ns)
+			return -1;
+		r->startup = ns;
+		r->startup_cap = nc;
+	}
+	r->startup[r->nstartup++] = size;
+	return 0;
 }
 
 long stp_reqs_add(stp_reqs *r, const stp_req *q)
@@ -200,4 +218,99 @@ uint64_t pl_lower_bound(const stp_reqs *r, int with_dynamic, uint64_t align)
 uint64_t stp_lower_bound(const stp_reqs *r, int with_dynamic)
 {
 	return pl_lower_bound(r, with_dynamic, 1);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int stp_reqs_raise_min(const stp_reqs *src, uint64_t min_size, stp_reqs *dst)
+{
+	stp_reqs_init(dst);
+	dst->period = src->period;
+	dst->source = src->source;
+	dst->iteration = src->iteration;
+	dst->begin_seq = src->begin_seq;
+	dst->end_seq = src->end_seq;
+	dst->trace_events = src->trace_events;
+	dst->notes = src->notes;
+	dst->device = src->device;
+	dst->tensors = src->tensors;
+	dst->shapes_vary = src->shapes_vary;
+	dst->min_size = min_size > src->min_size ? min_size : src->min_size;
+	uint32_t *rank = NULL, *ords = NULL;
+	size_t nords = 0;
+	if (src->strings_len) {
+		if (!(dst->strings = malloc(src->strings_len)))
+			goto oom;
+		memcpy(dst->strings, src->strings, src->strings_len);
+		dst->strings_len = dst->strings_cap = src->strings_len;
+	}
+	for (int which = 0; which < 2; which++) {
+		uint32_t n = which ? src->nlayers : src->nphases;
+		const stp_span *from = which ? src->layers : src->phases;
+		if (!n)
+			continue;
+		stp_span *to = malloc((size_t)(n < 16 ? 16 : n) * 2 * sizeof *to); /* add_span's growth rule */
+		if (!to)
+			goto oom;
+		memcpy(to, from, n * sizeof *to);
+		*(which ? &dst->layers : &dst->phases) = to;
+		*(which ? &dst->nlayers : &dst->nphases) = n;
+	}
+	/* start-up positions kept, and the rank of each among them */
+	rank = malloc(((size_t)src->nstartup + 1) * sizeof *rank);
+	ords = malloc((src->n + 1) * sizeof *ords);
+	if (!rank || !ords)
+		goto oom;
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < src->nstartup; i++) {
+		rank[i] = kept;
+		if (STP_STARTUP_SIZE(src->startup[i]) >= dst->min_size) {
+			if (stp_reqs_add_startup(dst, src->startup[i]) < 0)
+				goto oom;
+			kept++;
+		}
+	}
+	/* the iteration's ordinals kept, sorted: a request's new ordinal is
+	 * the index of its old one (spares share their request's) */
+	for (size_t i = 0; i < src->n; i++)
+		if (src->req[i].size >= dst->min_size && !(src->req[i].flags & STP_REQ_PERSISTENT))
+			ords[nords++] = src->req[i].ordinal;
+	qsort(ords, nords, sizeof *ords, cmp_u32);
+	size_t u = 0;
+	for (size_t i = 0; i < nords; i++)
+		if (!u || ords[u - 1] != ords[i])
+			ords[u++] = ords[i];
+	nords = u;
+	for (size_t i = 0; i < src->n; i++) {
+		stp_req q = src->req[i];
+		if (q.size < dst->min_size)
+			continue;
+		if (q.flags & STP_REQ_PERSISTENT) {
+			if (q.ordinal < src->nstartup)
+				q.ordinal = rank[q.ordinal];
+		} else {
+			const uint32_t *at = bsearch(&q.ordinal, ords, nords, sizeof *ords, cmp_u32);
+			q.ordinal = at ? (uint32_t)(at - ords) : q.ordinal;
+		}
+		if (stp_reqs_add(dst, &q) < 0)
+			goto oom;
+	}
+	/* the start-up sequence ends with its last persistent request again */
+	uint32_t last = 0;
+	for (size_t i = 0; i < dst->n; i++)
+		if ((dst->req[i].flags & STP_REQ_PERSISTENT) && dst->req[i].ordinal + 1 > last)
+			last = dst->req[i].ordinal + 1;
+	dst->nstartup = last < dst->nstartup ? last : dst->nstartup;
+	free(rank);
+	free(ords);
+	return 0;
+oom:
+	free(rank);
+	free(ords);
+	stp_reqs_free(dst);
+	return -1;
 }

@@ -29,6 +29,11 @@
  * size differs between complete iterations at the same position (call site
  * and occurrence of that call site within the iteration) is dynamic.
  *
+ * With w->stream, pass 2 also keeps every allocation and free of the
+ * planned space (whatever its size, from stream_min_size up) and the
+ * ITER_BEGIN markers of the whole trace, in order: what the runtime
+ * allocator will be asked, for replaying a plan (allocator/replay.c).
+ *
  * The call-site hash covers the frames of the allocation's stack, each as
  * (module path, offset in the module) when the module is known, so it stays
  * the same across runs of a PIE binary; raw addresses otherwise.
@@ -46,7 +51,7 @@ void stp_window_init(stp_window *w)
 	memset(w, 0, sizeof *w);
 	w->iteration = -1;
 	w->device_only = 1;
-	w->detect_varying = 1;
+	w->detect_varying = STP_VARYING_MAX;
 }
 
 /* ---- a small open-addressing map u64 -> u64 with deletion */
@@ -147,6 +152,28 @@ static void map_free(map *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* ---- the planned space's event stream (stp_window.stream) */
+static int stream_push(stp_stream *s, uint32_t kind, uint64_t size, uint32_t obj)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? 2 * s->cap : 4096;
+		stp_sev *ne = realloc(s->ev, nc * sizeof *ne);
+		if (!ne)
+			return -1;
+		s->ev = ne;
+		s->cap = nc;
+	}
+	s->ev[s->n++] = (stp_sev){size, obj, kind};
+	s->iterations += kind == STP_SEV_ITER;
+	return 0;
+}
+
+void stp_stream_free(stp_stream *s)
+{
+	free(s->ev);
+	memset(s, 0, sizeof *s);
+}
+
 /* ---- objects followed by address */
 typedef struct obj {
 	uint64_t size, callsite, alloc_seq;
@@ -155,7 +182,7 @@ typedef struct obj {
 } obj;
 
 typedef struct incoming {
-	uint64_t key, free_tick, alloc_seq;
+	uint64_t key, cs, free_tick, alloc_seq;
 	uint32_t phase, layer;
 	int used;
 } incoming;
@@ -261,9 +288,22 @@ static void drop_obj(conv *c, long i)
 	c->freeobj_head = (size_t)i + 1;
 }
 
+/* The spaces a plan may be of (pass 1 measures each, pass 2 keeps one). */
+enum { SP_DEVICE_TENSORS, SP_DEVICE, SP_TENSORS, SP_HOST, SP_N };
+
+static unsigned spaces_of(const stp_alloc_info *a, uint64_t host_min)
+{
+	if (a->kind == STP_MEM_DEVICE)
+		return 1u << SP_DEVICE | (a->pool == STP_POOL_TENSORS ? 1u << SP_DEVICE_TENSORS : 0);
+	if (a->kind == STP_MEM_HOST && a->pool == STP_POOL_TENSORS)
+		return 1u << SP_TENSORS | (a->size >= host_min ? 1u << SP_HOST : 0);
+	return a->kind != STP_MEM_HOST || a->size >= host_min ? 1u << SP_HOST : 0;
+}
+
 typedef struct iterwin {
 	uint64_t begin, end;
 	int64_t index;
+	uint64_t peak[SP_N]; /* the most bytes live in it, per space */
 } iterwin;
 
 static int cmp_incoming(const void *a, const void *b)
@@ -275,8 +315,9 @@ static int cmp_incoming(const void *a, const void *b)
 }
 
 typedef struct outgoing {
-	uint64_t key, alloc_seq;
+	uint64_t key, cs, alloc_seq;
 	long req;
+	int paired;
 } outgoing;
 
 static int cmp_outgoing(const void *a, const void *b)
@@ -297,11 +338,15 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		stp_window_init(&defw);
 		w = &defw;
 	}
+	if (w->stream)
+		memset(w->stream, 0, sizeof *w->stream);
 	int rc = -1;
 	iterwin *its = NULL;
 	size_t nits = 0, capits = 0;
 	conv c = {0};
-	map pos = {0}, occ = {0};
+	map pos = {0}, occ = {0}, sopen = {0}; /* sopen: address -> stream object + 1 */
+	map lives = {0}; /* pass 1: address -> size << SP_N | spaces, for the iterations' peaks */
+	map seen_in = {0}; /* position -> last iteration it was seen in << 32 | iterations seen in */
 	incoming *inc = NULL;
 	outgoing *outg = NULL;
 	size_t ninc = 0, capinc = 0, nout = 0, capout = 0;
@@ -314,12 +359,38 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	stp_reader *rd = stp_reader_open(path, err, errlen);
 	if (!rd)
 		return -1;
-	uint64_t open_begin = UINT64_MAX;
+	uint64_t open_begin = UINT64_MAX, first_begin = UINT64_MAX; /* the first ITER_BEGIN */
 	int64_t open_index = 0;
+	uint64_t live[SP_N] = {0}, open_peak[SP_N] = {0};
 	int k;
 	while ((k = stp_reader_next(rd, &ev)) > 0) {
 		last_seq = ev.seq;
 		events++;
+		if (ev.type == STP_EV_ALLOC && ev.u.alloc.size < (uint64_t)1 << 56) {
+			unsigned sp = spaces_of(&ev.u.alloc, w->host_min_size);
+			uint64_t *old = map_get(&lives, ev.u.alloc.addr);
+			for (int s = 0; s < SP_N; s++) {
+				if (old && (*old >> s & 1))
+					live[s] -= *old >> SP_N; /* its free was lost */
+				if (sp >> s & 1) {
+					live[s] += ev.u.alloc.size;
+					if (live[s] > open_peak[s])
+						open_peak[s] = live[s];
+				}
+			}
+			if (sp && map_put(&lives, ev.u.alloc.addr, ev.u.alloc.size << SP_N | sp) < 0)
+				goto oom;
+			if (!sp && old)
+				map_del(&lives, ev.u.alloc.addr);
+		} else if (ev.type == STP_EV_FREE) {
+			uint64_t *old = map_get(&lives, ev.u.free.addr);
+			if (old) {
+				for (int s = 0; s < SP_N; s++)
+					if (*old >> s & 1)
+						live[s] -= *old >> SP_N;
+				map_del(&lives, ev.u.free.addr);
+			}
+		}
 		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_DEVICE) {
 			any_device = 1;
 			any_device_tensors |= ev.u.alloc.pool == STP_POOL_TENSORS;
@@ -330,6 +401,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			continue;
 		if (ev.u.marker.kind == STP_MARK_ITER_BEGIN) {
 			open_begin = ev.seq;
+			memcpy(open_peak, live, sizeof live);
+			if (first_begin == UINT64_MAX)
+				first_begin = ev.seq;
 			open_index = ev.u.marker.value;
 		} else if (ev.u.marker.kind == STP_MARK_ITER_END && open_begin != UINT64_MAX) {
 			if (nits == capits) {
@@ -339,7 +413,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 					goto oom;
 				its = ni;
 			}
-			its[nits++] = (iterwin){open_begin, ev.seq + 1, open_index};
+			its[nits] = (iterwin){open_begin, ev.seq + 1, open_index, {0}};
+			memcpy(its[nits++].peak, open_peak, sizeof open_peak);
 			open_begin = UINT64_MAX;
 		}
 	}
@@ -349,10 +424,22 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	}
 	stp_reader_close(rd);
 	rd = NULL;
+	map_free(&lives);
+	int want_device = w->device_only && any_device;
+	/* a PyTorch GPU run: the allocations of PyTorch's allocator (its
+	 * tensors, pool 1), which is what libstalloc replaces; the device
+	 * memory other libraries take with cudaMalloc themselves (cuBLAS's
+	 * handle workspaces, 64 MiB each on an H100) never reaches it, and
+	 * planning it would shift every later request's ordinal */
+	int want_device_tensors = want_device && any_device_tensors;
+	/* a PyTorch CPU run: its tensors, not the interpreter's heap */
+	int want_tensors = w->device_only && !any_device && any_tensors;
+	int space = want_device_tensors ? SP_DEVICE_TENSORS : want_device ? SP_DEVICE : want_tensors ? SP_TENSORS : SP_HOST;
 	uint64_t begin, end;
 	int64_t index = -1;
 	if (w->use_seq) {
 		begin = w->begin_seq;
+		first_begin = begin;
 		end = w->end_seq;
 		if (end <= begin || begin > last_seq + 1) {
 			snprintf(err, errlen, "%s: window [%" PRIu64 ", %" PRIu64 ") is empty or beyond the trace (%" PRIu64
@@ -361,11 +448,18 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		}
 		snprintf(notes, sizeof notes, "iteration window given by sequence numbers");
 	} else if (!nits) {
-		begin = 0;
+		first_begin = begin = 0;
 		end = last_seq + 1;
 		snprintf(notes, sizeof notes, "no iteration markers: the whole trace is one iteration");
 	} else {
+		/* the iteration that needs the most memory: where shapes vary from
+		 * step to step (sequence lengths), the others fit in its plan;
+		 * the first complete one (lazily made state) only when there are
+		 * fewer than 3; ties go to the later one (fixed shapes: the last) */
 		size_t pick = nits - 1;
+		for (size_t j = nits >= 3 ? 1 : 0; j < nits; j++)
+			if (its[j].peak[space] > its[pick].peak[space])
+				pick = j;
 		if (w->iteration >= 0) {
 			size_t j;
 			for (j = 0; j < nits && its[j].index != w->iteration; j++)
@@ -380,22 +474,14 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		begin = its[pick].begin;
 		end = its[pick].end;
 		index = its[pick].index;
-		snprintf(notes, sizeof notes, "iteration %" PRId64 " of %zu complete ones", index, nits);
+		snprintf(notes, sizeof notes, "iteration %" PRId64 " of %zu complete ones%s", index, nits,
+		         w->iteration < 0 && pick != nits - 1 ? ", the one with the most bytes live" : "");
 	}
 	r->iteration = index;
 	r->begin_seq = begin;
 	r->end_seq = end;
 	r->trace_events = events;
 	r->period = end - begin;
-	int want_device = w->device_only && any_device;
-	/* a PyTorch GPU run: the allocations of PyTorch's allocator (its
-	 * tensors, pool 1), which is what libstalloc replaces; the device
-	 * memory other libraries take with cudaMalloc themselves (cuBLAS's
-	 * handle workspaces, 64 MiB each on an H100) never reaches it, and
-	 * planning it would shift every later request's ordinal */
-	int want_device_tensors = want_device && any_device_tensors;
-	/* a PyTorch CPU run: its tensors, not the interpreter's heap */
-	int want_tensors = w->device_only && !any_device && any_tensors;
 	r->tensors = want_tensors;
 	/* the runtime allocator sends what was left out elsewhere (plan 1.1) */
 	r->min_size = want_device ? 0 : w->host_min_size;
@@ -481,11 +567,15 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 				nphase = 0;
 			}
 		}
+		if (w->stream && ev.type == STP_EV_MARKER && ev.u.marker.kind == STP_MARK_ITER_BEGIN &&
+		    stream_push(w->stream, STP_SEV_ITER, (uint64_t)ev.u.marker.value, 0) < 0)
+			goto oom;
 		if (seq >= end && ev.type != STP_EV_ALLOC && ev.type != STP_EV_FREE)
 			continue;
 		if (ev.type == STP_EV_ALLOC) {
 			const stp_alloc_info *a = &ev.u.alloc;
-			if (want_device ? a->kind != STP_MEM_DEVICE : a->kind == STP_MEM_HOST && a->size < w->host_min_size)
+			/* the planned space: what the runtime allocator will be asked */
+			if (want_device && a->kind != STP_MEM_DEVICE)
 				continue;
 			if (want_tensors && (a->kind != STP_MEM_HOST || a->pool != STP_POOL_TENSORS))
 				continue;
@@ -493,10 +583,21 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 				others_left_out++;
 				continue;
 			}
+			if (w->stream && (want_device || want_tensors || a->size >= w->stream_min_size ||
+			                  a->size >= w->host_min_size)) {
+				if (map_put(&sopen, a->addr, (uint64_t)w->stream->nobj + 1) < 0 ||
+				    stream_push(w->stream, STP_SEV_ALLOC, a->size, w->stream->nobj) < 0)
+					goto oom;
+				w->stream->nobj++;
+			}
+			if (!want_device && a->kind == STP_MEM_HOST && a->size < w->host_min_size)
+				continue;
 			uint64_t cs = callsite_of(&c, a->stack);
 			/* position within its iteration, for detect_varying */
 			uint64_t poskey = 0;
-			if (w->detect_varying && in_iter) {
+			/* the first complete iteration makes lazy state: its positions
+			 * are not compared when there are 3 or more */
+			if (w->detect_varying && in_iter && (nits < 3 || cur_it > 0)) {
 				uint64_t ck = mix(cs ^ 0x5bd1e995ull) ^ gen;
 				uint64_t *cnt = map_get(&occ, ck);
 				uint64_t o = cnt ? ++*cnt : 0;
@@ -508,7 +609,15 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 					if (map_put(&pos, poskey, a->size << 1) < 0)
 						goto oom;
 				} else if ((*sz >> 1) != a->size) {
-					*sz |= 1; /* varies */
+					/* varies: the largest seen, for the plan */
+					*sz = ((*sz >> 1) > a->size ? *sz >> 1 : a->size) << 1 | 1;
+				}
+				uint64_t *si = map_get(&seen_in, poskey);
+				if (!si) {
+					if (map_put(&seen_in, poskey, (uint64_t)gen << 32 | 1) < 0)
+						goto oom;
+				} else if (*si >> 32 != gen) {
+					*si = (uint64_t)gen << 32 | ((*si & 0xffffffffu) + 1);
 				}
 			}
 			if (seq >= end)
@@ -541,6 +650,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 						goto oom;
 				}
 			} else {
+				/* until freed before the first iteration: it outlives start-up */
+				if (stp_reqs_add_startup(r, a->size | STP_STARTUP_OUTLIVES) < 0)
+					goto oom;
 				pre_ordinal++;
 			}
 			/* a reused address means the old object's free was lost: forget it */
@@ -549,11 +661,19 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			continue;
 		}
 		if (ev.type == STP_EV_FREE) {
+			uint64_t *sobj = w->stream ? map_get(&sopen, ev.u.free.addr) : NULL;
+			if (sobj) {
+				if (stream_push(w->stream, STP_SEV_FREE, 0, (uint32_t)(*sobj - 1)) < 0)
+					goto oom;
+				map_del(&sopen, ev.u.free.addr);
+			}
 			uint64_t *slot = map_get(&c.open, ev.u.free.addr);
 			if (!slot)
 				continue;
 			long oi = (long)*slot;
 			obj *o = &c.objs[oi];
+			if (o->req < 0 && seq < first_begin && o->pre_ordinal < r->nstartup)
+				r->startup[o->pre_ordinal] &= ~STP_STARTUP_OUTLIVES;
 			if (seq >= end) {
 				continue; /* still live at the end of the window */
 			}
@@ -571,7 +691,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 						goto oom;
 					inc = ni;
 				}
-				inc[ninc++] = (incoming){mix(o->size ^ mix(o->callsite)), tick, o->alloc_seq,
+				inc[ninc++] = (incoming){mix(o->size ^ mix(o->callsite)), o->callsite, tick, o->alloc_seq,
 				                         nphase ? phase_stack[nphase - 1] : 0, nlayer ? layer_stack[nlayer - 1] : 0, 0};
 			}
 			map_del(&c.open, ev.u.free.addr);
@@ -608,19 +728,38 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 				goto oom;
 			outg = no;
 		}
-		outg[nout++] = (outgoing){mix(o->size ^ mix(o->callsite)), o->alloc_seq, o->req};
+		outg[nout++] = (outgoing){mix(o->size ^ mix(o->callsite)), o->callsite, o->alloc_seq, o->req, 0};
 	}
-	/* pair outgoing with incoming by key, in allocation order */
+	/* the start-up sequence ends with its last persistent request */
+	uint32_t last = 0;
+	for (size_t i = 0; i < r->n; i++)
+		if ((r->req[i].flags & STP_REQ_PERSISTENT) && r->req[i].ordinal + 1 > last)
+			last = r->req[i].ordinal + 1;
+	r->nstartup = last < r->nstartup ? last : r->nstartup;
+	/* pair outgoing with incoming by key, in allocation order: first by
+	 * (size, call site), then what is left by call site alone (a tensor
+	 * whose size changes from step to step, as the batch of a loop over
+	 * sequences of varying length) */
+	for (int round = 0; round < 2; round++) {
+	if (round) {
+		for (size_t j = 0; j < ninc; j++)
+			inc[j].key = inc[j].used ? UINT64_MAX : mix(inc[j].cs);
+		for (size_t j = 0; j < nout; j++)
+			outg[j].key = outg[j].paired ? UINT64_MAX : mix(outg[j].cs);
+	}
 	if (ninc)
 		qsort(inc, ninc, sizeof *inc, cmp_incoming);
 	if (nout)
 		qsort(outg, nout, sizeof *outg, cmp_outgoing);
 	size_t a0 = 0;
 	for (size_t b0 = 0; b0 < nout; b0++) {
-		while (a0 < ninc && inc[a0].key < outg[b0].key)
+		if (outg[b0].paired || outg[b0].key == UINT64_MAX)
+			continue;
+		while (a0 < ninc && (inc[a0].key < outg[b0].key || inc[a0].used))
 			a0++;
 		stp_req *q = &r->req[outg[b0].req];
 		if (a0 < ninc && inc[a0].key == outg[b0].key) {
+			outg[b0].paired = 1;
 			/* a partner freed after this one is allocated: the previous
 			 * iteration's instance is still live when this one comes
 			 * (`loss = f(...)` in a loop).  Whole iteration (t_end stays
@@ -636,24 +775,57 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			if (outlives && stp_reqs_add(r, &spare) < 0) /* q is stale from here */
 				goto oom;
 			outlive += outlives;
-		} else {
-			unpaired_out++; /* t_end == t_start: live the whole iteration */
 		}
 	}
+	}
+	for (size_t j = 0; j < nout; j++)
+		unpaired_out += !outg[j].paired; /* t_end == t_start: live the whole iteration */
 	for (size_t j = 0; j < ninc; j++)
 		unpaired_in += !inc[j].used;
-	/* varying sizes -> dynamic */
-	uint64_t varying = 0;
+	/* varying sizes: planned at the largest seen at that position, so any
+	 * of the sizes seen fits its range (the reusable space sized from the
+	 * observed variation); a spare of the request too */
+	uint64_t varying = 0, absent = 0;
+	uint32_t compared = nits >= 3 ? (uint32_t)nits - 1 : (uint32_t)nits;
 	if (w->detect_varying && pos.cap) {
 		for (size_t s = 0; s < pos.cap; s++) {
-			if (!pos.k[s] || !(pos.v[s] & 1))
+			if (!pos.k[s])
+				continue;
+			uint64_t *si = map_get(&seen_in, pos.k[s]);
+			int missing = si && (*si & 0xffffffffu) < compared;
+			if (!(pos.v[s] & 1) && !missing)
 				continue;
 			uint64_t *ri = map_get(&occ, pos.k[s] ^ 0xA5A5A5A5A5A5A5A5ull);
-			if (ri && *ri && !(r->req[*ri - 1].flags & STP_REQ_DYNAMIC)) {
-				r->req[*ri - 1].flags |= STP_REQ_DYNAMIC;
+			if (!ri || !*ri || (r->req[*ri - 1].flags & (STP_REQ_DYNAMIC | STP_REQ_VARYING)))
+				continue;
+			stp_req *q = &r->req[*ri - 1];
+			if ((pos.v[s] & 1) && w->detect_varying == STP_VARYING_DYNAMIC) {
+				q->flags |= STP_REQ_DYNAMIC;
 				varying++;
+			} else if (pos.v[s] & 1) {
+				q->flags |= STP_REQ_VARYING;
+				q->size = pos.v[s] >> 1 > q->size ? pos.v[s] >> 1 : q->size;
+				varying++;
+			} else {
+				absent++;
 			}
 		}
+		/* a spare is its request's twin (same ordinal): same size */
+		map vsize = {0};
+		for (size_t i = 0; i < r->n; i++)
+			if ((r->req[i].flags & STP_REQ_VARYING) && !(r->req[i].flags & STP_REQ_SPARE) &&
+			    map_put(&vsize, (uint64_t)r->req[i].ordinal + 1, r->req[i].size) < 0) {
+				map_free(&vsize);
+				goto oom;
+			}
+		for (size_t i = 0; i < r->n && vsize.n; i++) {
+			const uint64_t *v = (r->req[i].flags & STP_REQ_SPARE) ? map_get(&vsize, (uint64_t)r->req[i].ordinal + 1) : NULL;
+			if (v) {
+				r->req[i].flags |= STP_REQ_VARYING;
+				r->req[i].size = *v;
+			}
+		}
+		map_free(&vsize);
 	}
 	/* open phases and layers end with the window */
 	for (uint32_t j = 1; j < r->nphases; j++)
@@ -693,10 +865,17 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		         "; %" PRIu64 " freed in the iteration but allocated before it without a partner: not planned",
 		         unpaired_in);
 	}
+	if (absent) {
+		nl = strlen(notes);
+		snprintf(notes + nl, sizeof notes - nl,
+		         "; %" PRIu64 " are not made in every iteration (the number of operations varies)", absent);
+	}
 	if (varying) {
 		nl = strlen(notes);
-		snprintf(notes + nl, sizeof notes - nl, "; %" PRIu64 " vary in size across iterations: dynamic", varying);
+		snprintf(notes + nl, sizeof notes - nl, "; %" PRIu64 " vary in size across iterations: %s", varying,
+		         w->detect_varying == STP_VARYING_DYNAMIC ? "dynamic" : "planned at the largest seen");
 	}
+	r->shapes_vary = varying + absent > 0;
 	r->notes = stp_reqs_string(r, notes);
 	r->source = stp_reqs_string(r, path);
 	rc = stp_reqs_check(r, err, errlen);
@@ -710,12 +889,18 @@ out:
 	map_free(&c.open);
 	map_free(&pos);
 	map_free(&occ);
+	map_free(&sopen);
+	map_free(&lives);
+	map_free(&seen_in);
 	free(c.objs);
 	free(c.stack_hash);
 	free(c.mods);
 	free(inc);
 	free(outg);
-	if (rc)
+	if (rc) {
 		stp_reqs_free(r);
+		if (w->stream)
+			stp_stream_free(w->stream);
+	}
 	return rc;
 }

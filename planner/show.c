@@ -45,14 +45,20 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 	if (nspare)
 		fprintf(f, ", %" PRIu64 " spare", nspare);
 	fprintf(f, ")\n");
-	fprintf(f, "pool:           %s (%" PRIu64 " bytes)\n", bytes(p->pool, b1, sizeof b1), p->pool);
-	fprintf(f, "lower bound:    %s  max over time of live bytes; pool / bound = %.4f\n",
-	        bytes(st->lower_bound, b1, sizeof b1), ratio(p->pool, st->lower_bound));
+	/* the layout: the pool less the dynamic space stprof plan may add */
+	uint64_t pool = st->dynamic_space < p->pool ? p->pool - st->dynamic_space : p->pool;
+	fprintf(f, "pool:           %s (%" PRIu64 " bytes)", bytes(p->pool, b1, sizeof b1), p->pool);
+	if (pool != p->pool)
+		fprintf(f, ": layout %s + dynamic space %s", bytes(pool, b1, sizeof b1),
+		        bytes(st->dynamic_space, b2, sizeof b2));
+	fprintf(f, "\n");
+	fprintf(f, "lower bound:    %s  max over time of live bytes; layout / bound = %.4f\n",
+	        bytes(st->lower_bound, b1, sizeof b1), ratio(pool, st->lower_bound));
 	if (st->persistent_bytes && st->lower_bound > st->persistent_bytes)
-		fprintf(f, "  non-persistent part: pool %s vs bound %s = %.4f\n",
-		        bytes(p->pool - st->persistent_bytes, b1, sizeof b1),
+		fprintf(f, "  non-persistent part: layout %s vs bound %s = %.4f\n",
+		        bytes(pool - st->persistent_bytes, b1, sizeof b1),
 		        bytes(st->lower_bound - st->persistent_bytes, b2, sizeof b2),
-		        ratio(p->pool - st->persistent_bytes, st->lower_bound - st->persistent_bytes));
+		        ratio(pool - st->persistent_bytes, st->lower_bound - st->persistent_bytes));
 	if (st->pool_stalloc)
 		fprintf(f, "STAlloc steps:  %s = %.4f x bound; improvement re-placed %" PRIu64 " requests%s\n",
 		        bytes(st->pool_stalloc, b1, sizeof b1), ratio(st->pool_stalloc, st->lower_bound),
@@ -60,7 +66,7 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 	if (greedy_pool)
 		fprintf(f, "greedy by size: %s = %.4f x bound (%.3f s)%s\n", bytes(greedy_pool, b1, sizeof b1),
 		        ratio(greedy_pool, st->lower_bound), greedy_s,
-		        greedy_pool < p->pool ? "  (smaller than this plan)" : "");
+		        greedy_pool < pool ? "  (smaller than this plan)" : "");
 	if (ndyn) {
 		fprintf(f, "dynamic:        %" PRIu64 " requests in %u HomoLayer groups; the bound with them is %s\n", ndyn,
 		        p->ngroups, bytes(st->lower_bound_all, b1, sizeof b1));
@@ -77,13 +83,17 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 	if (st->seconds > 0) {
 		/* which step's layout this is, and how good it is known to be */
 		fprintf(f, "result:         %s; ", stp_plan_step_name(st->step));
-		if (st->optimal)
-			fprintf(f, "optimal%s\n", p->pool <= st->lower_bound ? " (meets the lower bound)"
+		if (st->runtime_checked && !st->runtime_followed)
+			fprintf(f, "layout %s, but the runtime would not follow it (below)\n",
+			        st->optimal && pool <= st->lower_bound ? "at the lower bound" : "as planned");
+		else if (st->optimal)
+			fprintf(f, "%s%s\n", pool != p->pool ? "layout optimal" : "optimal",
+			        pool <= st->lower_bound ? " (meets the lower bound)"
 			                         : st->pinned_requests ? " for the cut timeline (no smaller pool exists for it)"
 			                                               : " (no smaller pool exists: the search proved it)");
 		else
 			fprintf(f, "best found, gap %.2f%% above the best proven bound %" PRIu64 "%s\n",
-			        100.0 * (ratio(p->pool, st->proven_bound) - 1), st->proven_bound,
+			        100.0 * (ratio(pool, st->proven_bound) - 1), st->proven_bound,
 			        st->search_stopped ? " (search stopped at the budget)" : "");
 		if (st->search_nodes)
 			fprintf(f, "search:         %" PRIu64 " nodes in %.3f s\n", st->search_nodes, st->search_seconds);
@@ -107,6 +117,13 @@ void stp_plan_show(FILE *f, const stp_reqs *r, const stp_plan *p, size_t max_ent
 	                                               : "host allocations");
 	if (r->min_size)
 		fprintf(f, "min size:       %" PRIu64 " bytes (smaller allocations are not planned)\n", r->min_size);
+	if (r->nstartup)
+		fprintf(f, "start-up:       %u requests before the iteration, up to its last persistent one (followed at\n"
+		           "                run time to give each persistent request its own slot)\n",
+		        r->nstartup);
+	if (r->shapes_vary)
+		fprintf(f, "shapes vary:    from one recorded iteration to the next (requests the plan does not place\n"
+		           "                take free pool space at run time)\n");
 	stp_plan_summary(f, r, p, 0, 0);
 	if (r->nphases > 1) {
 		fprintf(f, "\nphases (%u):\n", r->nphases - 1);
@@ -131,6 +148,7 @@ void stp_plan_show(FILE *f, const stp_reqs *r, const stp_plan *p, size_t max_ent
 		snprintf(ticks, sizeof ticks, "[%" PRIu64 ",%" PRIu64 ")", q->t_start, q->t_end);
 		snprintf(ph, sizeof ph, "%u..%u", q->phase_start, q->phase_end);
 		const char *kind = (q->flags & STP_REQ_DYNAMIC)      ? "dynamic"
+		                   : (q->flags & STP_REQ_VARYING)    ? "varying"
 		                   : (q->flags & STP_REQ_PERSISTENT) ? "persistent"
 		                   : (q->flags & STP_REQ_SPARE)      ? "spare"
 		                   : q->t_end <= q->t_start          ? "wraps"

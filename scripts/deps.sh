@@ -18,7 +18,7 @@ case "$what" in
   check) pkgs="$pkgs python3 python3-pip python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time
                redis-server redis-tools" ;;
   bench) pkgs="$pkgs python3 python3-torch python3-venv heaptrack time valgrind libjemalloc2 libmimalloc2.0
-               redis-server redis-tools libtcmalloc-minimal4 bc memcached libmemcached-tools" ;;
+               redis-server redis-tools libtcmalloc-minimal4 libgoogle-perftools4 bc memcached libmemcached-tools" ;;
   *) echo "usage: $0 [build|check|demo|bench]" >&2; exit 2 ;;
 esac
 missing=""

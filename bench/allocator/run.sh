@@ -13,3 +13,5 @@ if [ -f "$je" ]; then
 else
   echo "jemalloc   not installed ($je)"
 fi
+# inference latency against jemalloc, mimalloc and tcmalloc (infer.sh)
+"$(dirname "$0")/infer.sh"

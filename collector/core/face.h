@@ -11,6 +11,8 @@
  *   - clock, thread id, the process's state and options (g_cfg);
  *   - memory that is not the recorded heap (stc_mem_*);
  *   - the live GPU-visible objects every device backend shares (stc_devobj_*);
+ *   - the calling thread's Python frames (stc_py_*), which the PyTorch
+ *     and CUDA backends both add to call paths;
  *   - who records what, so no byte and no launch is recorded twice
  *     (g_torch_cuda_mode and the claims beside it);
  *   - a backend's hooks (stc_backend): start, finish, fork, flush rounds.
@@ -151,6 +153,43 @@ STC_HIDDEN void stc_out_chunk(unsigned type, uint32_t tid, uint8_t *buf, size_t 
 STC_HIDDEN extern atomic_int g_flusher_on;
 STC_HIDDEN void stc_flusher_lazy(uint64_t now);
 #define STC_BUF_SIZE (256u << 10) /* a thread buffer: the most an EVENTS chunk holds */
+
+/* ---------------------------------------------------------------- Python frames (pyframes.c ...) */
+/*
+ * The calling thread's Python frames, for the backends whose events a
+ * Python program makes (PyTorch's tensors, the CUDA libraries' own
+ * allocations): pyframes.c (which way they are read; the GIL path),
+ * pylayout.c (read in place, without the GIL, once a probe found the
+ * layout), pylines.c (the cache of their names), pypath.c (a path's Python
+ * part), pybackward.c (inside a backward pass: the forward line and module
+ * whose backward runs, or where the pass was started, for threads with no
+ * Python frames).
+ */
+/* The process runs CPython (its C API could be found). */
+STC_HIDDEN int stc_py_active(void);
+/* ip lies in the object holding the interpreter's eval loop. */
+STC_HIDDEN int stc_py_in_interpreter(uint64_t ip);
+/* Up to max Python frames of the calling thread, innermost first, as
+ * STP_PYFRAME_TAG | string id.  Read in place when the layout is known (no
+ * GIL, any thread); else a Python thread that does not hold the GIL takes it
+ * for the walk as take_gil says (STC_GIL_*), or gets none; 0 for a thread
+ * Python did not create. */
+enum {
+	STC_GIL_NEVER = 0,    /* only if the thread holds it already */
+	STC_GIL_IF_ALONE = 1, /* also when it is the interpreter's only thread (nothing can hold it) */
+	STC_GIL_WAIT = 2,     /* also by waiting: the caller holds no lock another thread may wait for with the GIL */
+};
+STC_HIDDEN uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil);
+/* How frames are read: in place (any thread, no GIL), through the GIL (the
+ * rules above), not known yet (no probe ran), or not a Python process. */
+enum { STC_PYF_NONE = 0, STC_PYF_UNKNOWN = 1, STC_PYF_IN_PLACE = 2, STC_PYF_GIL = 3 };
+STC_HIDDEN int stc_py_frames_how(void);
+/* A native path ips[0..n) (innermost first, room for max) completed with
+ * the Python part: cut where it enters the interpreter, then the thread's
+ * Python frames, or inside a backward pass on a thread with none, the
+ * frames it was started from.  Returns the new depth (n when there are no
+ * Python frames to add). */
+STC_HIDDEN uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int take_gil);
 
 /* ---------------------------------------------------------------- live device objects (devobj.c) */
 /*

@@ -14,6 +14,8 @@
  *       -> flusher -> tbuf (thread buffers, flush rounds) -> modules
  *       -> defs (strings, call paths) -> pending, output, unwind
  *       -> state, config, mem, realfn, cfi, phdr, hooks, devobj
+ * and, beside them, the Python frames the backends add to call paths:
+ *     pypath -> pyframes -> pylayout -> pylines -> defs
  *
  * Lock order, outermost first; no path takes them in another order:
  *     thread buffer (stc_tbuf.lock)  ->  output (g_out lock)  ->  defs (g_defs lock)
@@ -36,6 +38,29 @@
 #include <sys/types.h>
 
 #include "face.h"
+
+/* ---------------------------------------------------------------- Python frames (face.h; pyframes.c ...) */
+/* pylines.c: the string id cached for (code, pos, k1, k2), 0 when none;
+ * put caches id and returns the id cached (an earlier one wins). */
+STC_HIDDEN uint32_t stc_py_lines_get(const void *code, long pos, uintptr_t k1, uintptr_t k2);
+STC_HIDDEN uint32_t stc_py_lines_put(const void *code, long pos, uintptr_t k1, uintptr_t k2, uint32_t id);
+/* pylayout.c: finds and checks the layout (the GIL held): 1 when usable;
+ * its state (0 not probed yet, 1 usable, 2 not usable: the GIL path); the
+ * calling thread's frames read in place. */
+STC_HIDDEN int stc_py_layout_probe(void);
+STC_HIDDEN int stc_py_layout_state(void);
+STC_HIDDEN uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max);
+/* pybackward.c: while a backward pass runs, the Python frames it was
+ * started from after a "<backward>" frame; 0 otherwise.  The site of the
+ * module whose backward the calling thread runs (its forward line after a
+ * "<backward>:0 in MODULE" frame); 0 when none. */
+STC_HIDDEN uint32_t stc_py_backward_origin(uint64_t *ips, uint32_t max);
+STC_HIDDEN uint32_t stc_py_backward_site(uint64_t *ips, uint32_t max);
+STC_HIDDEN void stc_py_backward_atfork_child(void);
+/* In a forked child: the locks a thread that is gone may have held
+ * (pybackward.c's and pylines.c's, through stc_py_atfork_child). */
+STC_HIDDEN void stc_py_atfork_child(void);
+STC_HIDDEN void stc_py_lines_atfork_child(void);
 
 /* ---------------------------------------------------------------- config (config.c) */
 /* The host-heap depth when STPROF_HOST_DEPTH is not given: STPROF_DEPTH's,

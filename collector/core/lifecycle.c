@@ -87,6 +87,7 @@ static void fork_child(void)
 	stc_tbuf_atfork_child();
 	stc_modules_atfork_child();
 	stc_unwind_atfork_child();
+	stc_py_atfork_child();
 	stc_altstack_atfork_child();
 	stc_flusher_atfork_child();
 	stc_devobj_atfork_child();

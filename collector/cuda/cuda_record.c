@@ -48,8 +48,11 @@ static const char *const mod_prefix[M_COUNT] = {"libcupti.so", "libcuda.so", "li
 static stc_modset mods = {.prefix = mod_prefix, .n = M_COUNT};
 
 /* The call path of the CUDA call: 0 and *skip = 1 when it passes through
- * libc10_cuda in caching mode (PyTorch's segment: the shim records it). */
-static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip)
+ * libc10_cuda in caching mode (PyTorch's segment: the shim records it).
+ * With python, an allocation's: in a Python program, completed with the
+ * Python line that called (launches and copies keep their native path:
+ * a Python walk per launch would cost too much). */
+static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip, int python)
 {
 	uint64_t ips[STC_DEPTH_MAX];
 	*skip = 0;
@@ -70,6 +73,10 @@ static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip)
 	d -= first;
 	if (d > want)
 		d = want;
+	/* in a Python program, the line that called (cuBLAS's workspace at the
+	 * first matmul's line): never waiting for the GIL, under CUDA's locks */
+	if (python)
+		d = stc_py_complete(ips + first, d, STC_DEPTH_MAX - first, STC_GIL_NEVER);
 	return d ? stc_intern_stack(ips + first, d) : 0;
 }
 
@@ -141,7 +148,7 @@ static void emit_free(const stc_devobj *o, uint64_t stream)
 static void do_alloc(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 {
 	int skip;
-	uint32_t stack = call_path(caching, &skip);
+	uint32_t stack = call_path(caching, &skip, 1);
 	if (skip)
 		return;
 	stc_devobj o = {.addr = r->addr, .size = r->size, .kind = r->kind, .stack = stack};
@@ -164,7 +171,7 @@ static void do_free(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 static void do_map(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 {
 	int skip;
-	uint32_t stack = call_path(caching, &skip);
+	uint32_t stack = call_path(caching, &skip, 1);
 	if (skip)
 		return;
 	stc_devobj o = {.addr = r->addr, .size = r->size, .kind = STP_MEM_DEVICE, .segment = 1, .stack = stack};
@@ -194,7 +201,7 @@ static void do_api(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 	ev.u.api.name = r->name ? stc_intern_string(r->name, strnlen(r->name, 4096)) : 0;
 	ev.u.api.device = ctx_device(cb->context);
 	ev.u.api.stream = stream_id(cb->context, r->stream);
-	ev.u.api.stack = call_path(0, &skip);
+	ev.u.api.stack = call_path(0, &skip, 0);
 	ev.u.api.nranges = r->nranges;
 	ev.u.api.ranges = r->nranges ? r->ranges : NULL;
 	if (r->api != STP_API_SYNC && stc_cuda_activity_holds())

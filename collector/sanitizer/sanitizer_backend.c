@@ -236,11 +236,13 @@ static szctx *ctx_of(CUcontext ctx, int32_t device)
 
 /* The call path of a callback: the frames inside the sanitizer library,
  * the driver and the runtime left out, so that it starts at the caller of
- * the CUDA API (the program's line), as the CUPTI backend's paths do. */
+ * the CUDA API (the program's line), as the CUPTI backend's paths do.  With
+ * python (allocations only: a Python walk per launch would cost too much),
+ * a Python program's line completes it. */
 static const char *const cuda_libs[] = {"libsanitizer-public.so", "libcuda.so", "libcudart.so"};
 static stc_modset libs = {.prefix = cuda_libs, .n = 3};
 
-static __attribute__((noinline)) uint32_t call_path(void)
+static __attribute__((noinline)) uint32_t call_path(int python)
 {
 	uint64_t ips[STC_DEPTH_MAX];
 	uint32_t want = g_cfg.depth, walk = want + 24 < STC_DEPTH_MAX ? want + 24 : STC_DEPTH_MAX;
@@ -252,6 +254,8 @@ static __attribute__((noinline)) uint32_t call_path(void)
 	d -= first;
 	if (d > want)
 		d = want;
+	if (python && d)
+		d = stc_py_complete(ips + first, d, STC_DEPTH_MAX - first, STC_GIL_NEVER);
 	return d ? stc_intern_stack(ips + first, d) : 0;
 }
 
@@ -647,7 +651,7 @@ static void on_launch_begin(const Sanitizer_LaunchData *ld)
 {
 	uint64_t k = atomic_fetch_add(&launches, 1);
 	int sampled = stc_sz_sampled(k, sample_every);
-	uint32_t stack = call_path();
+	uint32_t stack = call_path(0);
 	const char *fn = ld->functionName ? ld->functionName : "";
 	uint32_t name = stc_intern_string(fn, strnlen(fn, 4096));
 	stp_event now_ev = {.type = STP_EV_API};
@@ -721,7 +725,7 @@ static void on_memory(Sanitizer_CallbackId cbid, const Sanitizer_ResourceMemoryD
 		kind = STP_MEM_MANAGED;
 	}
 	int emit = emits_allocations();
-	uint32_t stack = alloc && emit ? call_path() : 0;
+	uint32_t stack = alloc && emit ? call_path(1) : 0;
 	/* the table first, then the event (written now: a held launch that
 	 * came before keeps its earlier seq, and its own map) */
 	if (alloc)
@@ -816,7 +820,7 @@ static void emit_api(uint8_t kind, const char *nm, uint64_t stream, const stp_ra
 {
 	stp_event ev = {.type = STP_EV_API};
 	ev.u.api = (stp_api_info){.kind = kind, .name = stc_intern_string(nm, strlen(nm)), .device = -1,
-	                          .stream = stream, .stack = call_path(), .nranges = nr, .ranges = nr ? r : NULL};
+	                          .stream = stream, .stack = call_path(0), .nranges = nr, .ranges = nr ? r : NULL};
 	stc_emit(&ev);
 }
 

@@ -4,7 +4,9 @@
  * own definition of a function we interpose.
  *
  * A tensor's call path is the native frames up to the interpreter, then the
- * Python frames (pyframes.c), innermost first.  take_gil (STC_GIL_*) says
+ * Python frames, innermost first (stc_py_complete, core/face.h: a thread
+ * without Python frames inside a backward pass gets the frames the pass was
+ * started from).  take_gil (STC_GIL_*) says
  * when a thread without the GIL may take it for them: a caller that may run
  * under one of PyTorch's locks must not wait for the GIL (a thread holding
  * the GIL may be waiting for that lock); the CPU allocator's callers may
@@ -24,15 +26,7 @@ uint32_t stc_tensor_stack(int take_gil)
 {
 	uint64_t ips[STC_DEPTH_MAX];
 	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
-	if (d && stc_py_active()) {
-		uint32_t keep = 0;
-		while (keep < d && !stc_py_in_interpreter(ips[keep]))
-			keep++;
-		uint32_t room = STC_DEPTH_MAX - keep;
-		uint32_t np = stc_py_frames(ips + keep, room < g_cfg.depth ? room : g_cfg.depth, take_gil);
-		if (np)
-			d = keep + np;
-	}
+	d = stc_py_complete(ips, d, STC_DEPTH_MAX, take_gil);
 	return d ? stc_intern_stack(ips, d) : 0;
 }
 

@@ -78,6 +78,30 @@ static int symbolize(void *ctx, uint32_t trace, uint64_t ip, stp_export_frame *o
 	return 1;
 }
 
+static int hide_frame(void *ctx, uint32_t trace, uint64_t ip)
+{
+	stp_det *d = det_of(ctx, trace);
+	return d && stp_det_frame_hidden(d, ip);
+}
+
+/* The folded path (the user's line first, the operator beside it, then its
+ * callers), as the report shows it. */
+static size_t path_text(void *ctx, uint32_t trace, uint32_t stack, char *buf, size_t len)
+{
+	stp_det *d = det_of(ctx, trace);
+	stp_det_frame fr[12];
+	uint32_t n = d ? stp_det_stack_frames(d, stack, fr, 12) : 0;
+	size_t k = 0;
+	for (uint32_t i = 0; i < n && k + 1 < len; i++) {
+		char t[512];
+		int w = snprintf(buf + k, len - k, "%s%s", i ? " <- " : "", stp_det_frame_text(&fr[i], t, sizeof t));
+		if (w < 0)
+			break;
+		k += (size_t)w < len - k ? (size_t)w : len - k - 1;
+	}
+	return k;
+}
+
 static char *keep(stp_export_detector *x, const char *s)
 {
 	if (x->nstrs == x->strs_cap) {
@@ -211,6 +235,8 @@ stp_export_detector *stp_export_detector_attach(stp_det *const *dets, size_t nde
 	o->classify = classify;
 	o->patterns = patterns;
 	o->symbolize = symbolize;
+	o->hide_frame = hide_frame;
+	o->path_text = path_text;
 	o->findings = x->findings;
 	o->nfindings = x->nfindings;
 	o->series = x->series;

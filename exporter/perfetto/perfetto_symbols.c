@@ -7,7 +7,10 @@
  * the module's load bias, what addr2line wants) from the trace's MODULE
  * events, else as "0xIP".  A trace stack id becomes one interned Callstack
  * (outermost frame first) on the process's sequence; each distinct ip one
- * interned Frame (mapping 0: a frame known by name, file and line).
+ * interned Frame (mapping 0: a frame known by name, file and line).  With
+ * the detector's folding (opts.hide_frame, opts.path_text: the default of
+ * `stprof export`), callstacks leave framework frames out and an
+ * allocation's call path reads as the report's (the user's line first).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -99,6 +102,17 @@ uint64_t pf_callstack_iid(pf_proc *p, pf_pkt *k, uint32_t stack)
 		return iid;
 	uint64_t ips[MAX_DEPTH], frames[MAX_DEPTH];
 	uint32_t n = stp_reader_stack(p->r, stack, ips, MAX_DEPTH);
+	const stp_export_opts *o = &p->x->opts;
+	if (o->hide_frame) { /* folded: framework frames left out, unless all are */
+		uint32_t m = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (!o->hide_frame(o->ctx, p->index, ips[i]))
+				ips[m++] = ips[i];
+		if (m)
+			n = m;
+		else
+			n = stp_reader_stack(p->r, stack, ips, MAX_DEPTH);
+	}
 	if (!n)
 		return 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -122,9 +136,16 @@ uint64_t pf_call_path_iid(pf_proc *p, pf_pkt *k, uint32_t stack)
 	uint64_t *v = pf_map_get(&p->paths, stack);
 	if (v)
 		return *v;
+	char text[4096];
+	const stp_export_opts *o = &p->x->opts;
+	if (o->path_text && o->path_text(o->ctx, p->index, stack, text, sizeof text)) {
+		uint64_t iid = pf_intern_str(k, text);
+		if (pf_map_put(&p->paths, stack, iid) < 0)
+			return 0;
+		return iid;
+	}
 	uint64_t ips[PATH_FRAMES + 1];
 	uint32_t n = stp_reader_stack(p->r, stack, ips, PATH_FRAMES + 1);
-	char text[4096];
 	size_t len = 0;
 	for (uint32_t i = 0; i < n && i < PATH_FRAMES; i++) {
 		const pf_sym *s = pf_symbol(p, ips[i]);

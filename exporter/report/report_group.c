@@ -1,11 +1,13 @@
 /*
- * report_group.c - the text report's top call sites summed by function or
- * by module (`stprof report --group function|module`).  Sites that differ
+ * report_group.c - the text report's top call sites summed by function, by
+ * line or by module (`stprof report --group function|line|module`).  Sites that differ
  * only by line in one function (8 rows of tensor_zeros <- param_init)
  * become one row with the number of sites it sums.
  *
- * The key of a site is its first frame below the allocation wrappers: the
- * function's name (else module+offset), or the module's file name.  Only
+ * The key of a site is its first frame as shown (the user's own line when
+ * paths are folded, detector/fold.c): the function's name (else
+ * module+offset), the line, or the module's file name (a Python frame's
+ * file).  Only
  * the first GROUP_SITES sites (by bytes live at the peak) are read, so the
  * cost does not grow with a run's hundreds of thousands of sites; the
  * output says so when sites were left out.
@@ -38,6 +40,9 @@ static int cmp_grp(const void *a, const void *b)
 
 static int cmp_key(const void *a, const void *b) { return strcmp(((const grp *)a)->key, ((const grp *)b)->key); }
 
+/* The key of a site: of its first frame (folded: the user's own line),
+ * the function (Python: the file's name beside it), the line, or the
+ * module (Python: the file). */
 static void key_of(stp_det *d, uint32_t site, unsigned group, char *buf, size_t len)
 {
 	stp_det_frame f;
@@ -45,11 +50,18 @@ static void key_of(stp_det *d, uint32_t site, unsigned group, char *buf, size_t 
 		snprintf(buf, len, "(no call path)");
 		return;
 	}
+	f.op = NULL;
 	const char *m = f.module && *f.module ? f.module : NULL;
 	const char *base = m ? strrchr(m, '/') : NULL;
 	base = base ? base + 1 : m;
+	const char *fb = f.file ? strrchr(f.file, '/') : NULL;
+	fb = fb ? fb + 1 : f.file;
+	if (!base && fb && group != STP_GROUP_LINE) /* a Python frame: its file */
+		base = fb;
 	if (group == STP_GROUP_MODULE)
 		snprintf(buf, len, "%s", base ? base : "(unknown module)");
+	else if (group == STP_GROUP_LINE)
+		stp_det_frame_text(&f, buf, len);
 	else if (f.function)
 		snprintf(buf, len, "%s%s%s", f.function, base ? " in " : "", base ? base : "");
 	else
@@ -95,8 +107,8 @@ void report_text_grouped(stp_det *d, const stp_det_result *r, const stp_report_o
 		g[m++] = g[i];
 	}
 	qsort(g, m, sizeof *g, cmp_grp);
-	const char *what = o->group == STP_GROUP_MODULE ? "module" : "function";
-	fprintf(f, "  (grouped by %s: the first frame below the allocation wrappers; sites = call sites summed)\n",
+	const char *what = o->group == STP_GROUP_MODULE ? "module" : o->group == STP_GROUP_LINE ? "line" : "function";
+	fprintf(f, "  (grouped by %s: of the user's own frame, else the first one shown; sites = call sites summed)\n",
 	        what);
 	fprintf(f, "   #   live@peak  objects    allocs  bytes allocated  sites  %s\n", what);
 	uint32_t shown = 0;

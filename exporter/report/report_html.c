@@ -217,8 +217,8 @@ static void class_plot(const stp_det_result *r, FILE *f)
 
 static void path_html(stp_det *d, FILE *f, uint32_t site, unsigned frames)
 {
-	stp_det_frame fr[16];
-	uint32_t n = stp_det_site_frames(d, site, fr, frames > 16 ? 16 : (frames ? frames : 1));
+	stp_det_frame fr[REPORT_MAX_FRAMES];
+	uint32_t n = stp_det_site_frames(d, site, fr, frames > REPORT_MAX_FRAMES ? REPORT_MAX_FRAMES : (frames ? frames : 1));
 	char t[512];
 	fputs("<div class=path>", f);
 	if (!n)

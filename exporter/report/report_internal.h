@@ -10,6 +10,9 @@
 #include "stprof/detector.h"
 #include "stprof/report.h"
 
+/* The most frames a call path shows (--frames N). */
+#define REPORT_MAX_FRAMES 64
+
 /* ",\n\"models\":{...}" (or null) of the JSON report.  Every site index
  * it writes is marked in mark[] (nsites bytes) when mark is not NULL, so
  * that the report's bounded "sites" carries it. */
@@ -21,4 +24,7 @@ void report_html_models(stp_det *d, FILE *f);
 /* The text report's top call sites grouped by function or module
  * (o->group; report_group.c), after the section's heading. */
 void report_text_grouped(stp_det *d, const stp_det_result *r, const stp_report_options *o, FILE *f);
+/* The text report's line per reason that some of the top sites [0, rows)
+ * show no line of the program (stp_det_site_no_line). */
+void report_text_no_line(stp_det *d, const stp_det_result *r, uint32_t rows, FILE *f, const char *indent);
 #endif

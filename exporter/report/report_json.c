@@ -38,6 +38,31 @@ static void idx_or_null(FILE *f, const char *k, int64_t v)
 		fprintf(f, "\"%s\":%" PRId64 ",", k, v);
 }
 
+static void frame_json(FILE *f, const stp_det_frame *fr)
+{
+	char t[512];
+	fprintf(f, "{\"ip\":%" PRIu64 ",\"module\":", fr->ip);
+	rf_json_str(f, fr->module);
+	fprintf(f, ",\"offset\":%" PRIu64 ",\"function\":", fr->offset);
+	if (fr->function)
+		rf_json_str(f, fr->function);
+	else
+		fputs("null", f);
+	fputs(",\"file\":", f);
+	if (fr->file)
+		rf_json_str(f, fr->file);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"line\":%u,\"op\":", fr->line);
+	if (fr->op)
+		rf_json_str(f, fr->op);
+	else
+		fputs("null", f);
+	fputs(",\"text\":", f);
+	rf_json_str(f, stp_det_frame_text(fr, t, sizeof t));
+	fputc('}', f);
+}
+
 /* One finding (or one the structure explains: "expected" names why). */
 static void finding_json(stp_det *d, const stp_det_result *r, FILE *f, const stp_det_finding *x, int first)
 {
@@ -86,30 +111,25 @@ static void finding_json(stp_det *d, const stp_det_result *r, FILE *f, const stp
 		fputs("\"other_site\":null,\"other_size\":0}}", f);
 }
 
+/* "frames":[...] of a site (as the text report shows them), then
+ * "user_frame": the first of them when it is the user's own line (a
+ * Python frame of the user's code, else a native frame outside the
+ * framework), else null. */
 static void frames_json(stp_det *d, FILE *f, uint32_t site, unsigned max)
 {
-	stp_det_frame fr[16];
-	uint32_t n = stp_det_site_frames(d, site, fr, max > 16 ? 16 : (max ? max : 1));
-	fputc('[', f);
+	stp_det_frame fr[REPORT_MAX_FRAMES];
+	uint32_t n = stp_det_site_frames(d, site, fr, max > REPORT_MAX_FRAMES ? REPORT_MAX_FRAMES : (max ? max : 1));
+	fputs("\"frames\":[", f);
 	for (uint32_t i = 0; i < n; i++) {
-		char t[512];
-		fprintf(f, "%s{\"ip\":%" PRIu64 ",\"module\":", i ? "," : "", fr[i].ip);
-		rf_json_str(f, fr[i].module);
-		fprintf(f, ",\"offset\":%" PRIu64 ",\"function\":", fr[i].offset);
-		if (fr[i].function)
-			rf_json_str(f, fr[i].function);
-		else
-			fputs("null", f);
-		fputs(",\"file\":", f);
-		if (fr[i].file)
-			rf_json_str(f, fr[i].file);
-		else
-			fputs("null", f);
-		fprintf(f, ",\"line\":%u,\"text\":", fr[i].line);
-		rf_json_str(f, stp_det_frame_text(&fr[i], t, sizeof t));
-		fputc('}', f);
+		if (i)
+			fputc(',', f);
+		frame_json(f, &fr[i]);
 	}
-	fputc(']', f);
+	fputs("],\"user_frame\":", f);
+	if (n && stp_det_frame_is_user(&fr[0]))
+		frame_json(f, &fr[0]);
+	else
+		fputs("null", f);
 }
 
 static void classes_json(FILE *f, const uint64_t *objs, const uint64_t *bytes, const uint64_t *peak)
@@ -297,7 +317,7 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64_array(f, s->life_time, STP_DET_TIME_BUCKETS);
 		fputs(",\"lifetime_logical\":", f);
 		u64_array(f, s->life_logical, STP_DET_LOGICAL_BUCKETS);
-		fputs(",\"frames\":", f);
+		fputc(',', f);
 		frames_json(d, f, i, o->frames);
 		fputc('}', f);
 	}

@@ -26,19 +26,75 @@ void stp_report_options_default(stp_report_options *o)
 	o->viewer_accesses = 32;
 }
 
-static void print_path(stp_det *d, FILE *f, uint32_t site, unsigned nframes, const char *indent)
+/* The path of a site, as many frames as asked; the sites [lo, hi) are the
+ * others of its table: a path that reads as one of theirs gets the frame
+ * that tells them apart (the nearest 32 on either side are compared). */
+static void print_path(stp_det *d, FILE *f, uint32_t site, unsigned nframes, const char *indent, uint32_t lo,
+                       uint32_t hi)
 {
-	stp_det_frame fr[16];
-	if (nframes > 16)
-		nframes = 16;
+	stp_det_frame fr[REPORT_MAX_FRAMES], other[REPORT_MAX_FRAMES];
+	if (nframes > REPORT_MAX_FRAMES)
+		nframes = REPORT_MAX_FRAMES;
 	uint32_t n = stp_det_site_frames(d, site, fr, nframes ? nframes : 1);
-	char b[512];
+	char b[512], t[512];
 	if (!n) {
 		fprintf(f, "%s(no call path recorded)\n", indent);
 		return;
 	}
 	for (uint32_t i = 0; i < n; i++)
 		fprintf(f, "%s%s %s\n", indent, i ? "<-" : "at", stp_det_frame_text(&fr[i], b, sizeof b));
+	if (site > lo + 32)
+		lo = site - 32;
+	if (hi > site + 33)
+		hi = site + 33;
+	for (uint32_t j = lo; j < hi; j++) {
+		if (j == site)
+			continue;
+		uint32_t m = stp_det_site_frames(d, j, other, nframes ? nframes : 1), i = 0;
+		for (; m == n && i < n; i++)
+			if (strcmp(stp_det_frame_text(&fr[i], b, sizeof b), stp_det_frame_text(&other[i], t, sizeof t)))
+				break;
+		if (m != n || i < n)
+			continue;
+		stp_det_frame diff;
+		if (stp_det_site_difference(d, site, j, &diff))
+			fprintf(f, "%s   (through %s)\n", indent, stp_det_frame_text(&diff, b, sizeof b));
+		break;
+	}
+}
+
+/* One line for each reason some of the sites [0, rows) show no line of
+ * the program (most bytes first; at most three). */
+void report_text_no_line(stp_det *d, const stp_det_result *r, uint32_t rows, FILE *f, const char *indent)
+{
+	const char *why[3] = {0};
+	uint64_t bytes[3] = {0}, total = 0;
+	uint32_t sites[3] = {0}, nwhy = 0;
+	for (uint32_t i = 0; i < rows && i < r->nsites; i++) {
+		stp_det_site s;
+		stp_det_site_get(d, i, &s);
+		total += s.peak_bytes;
+		const char *w = stp_det_site_no_line(d, i);
+		if (!w)
+			continue;
+		uint32_t k = 0;
+		while (k < nwhy && strcmp(why[k], w))
+			k++;
+		if (k == nwhy && nwhy == 3)
+			continue;
+		if (k == nwhy)
+			why[nwhy++] = w;
+		bytes[k] += s.peak_bytes;
+		sites[k]++;
+	}
+	for (uint32_t k = 0; k < nwhy; k++) {
+		char b[64];
+		fprintf(f, "%s(no line of the program for %u of these sites, %s at the peak", indent, sites[k],
+		        rf_bytes(bytes[k], b, sizeof b));
+		if (total)
+			fprintf(f, ", %.1f%%", 100.0 * (double)bytes[k] / (double)total);
+		fprintf(f, ": %s)\n", why[k]);
+	}
 }
 
 static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
@@ -195,6 +251,14 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 		return;
 	}
 	fprintf(f, "   #   live@peak  objects    allocs  bytes allocated  class\n");
+	uint32_t rows = 0; /* the sites listed: 0 .. rows-1 */
+	while (rows < r->nsites && rows < o->top) {
+		stp_det_site site;
+		stp_det_site_get(d, rows, &site);
+		if (!site.peak_bytes && rows)
+			break;
+		rows++;
+	}
 	unsigned shown = 0;
 	for (uint32_t i = 0; i < r->nsites && shown < o->top; i++) {
 		stp_det_site site;
@@ -206,11 +270,12 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 		fprintf(f, "  %2u %11s %8s %9s %16s  %s\n", shown, rf_bytes(s->peak_bytes, b[0], 64),
 		        rf_count(s->peak_objects, b[1], 64), rf_count(s->allocs, b[2], 64),
 		        rf_bytes(s->bytes_allocated, b[3], 64), stp_det_class_name(s->dominant));
-		print_path(d, f, i, o->frames, "      ");
+		print_path(d, f, i, o->frames, "      ", 0, rows);
 	}
 	if (r->nsites > shown)
-		fprintf(f, "  (%u more call sites; --top N shows more, --group function or module sums them)\n",
+		fprintf(f, "  (%u more call sites; --top N shows more, --group function|line|module sums them)\n",
 		        r->nsites - shown);
+	report_text_no_line(d, r, rows, f, "  ");
 	fputc('\n', f);
 }
 
@@ -285,7 +350,7 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 			fprintf(f, ", distance %" PRIu64 " %s", x->max_distance,
 			        x->pattern == STP_PAT_LATE_FREE ? "segments" : r->logical_unit);
 		fputc('\n', f);
-		print_path(d, f, x->site, o->frames, "       ");
+		print_path(d, f, x->site, o->frames, "       ", 0, 0);
 		fprintf(f, "       -> %s\n", stp_det_suggestion(d, x, sug, sizeof sug));
 	}
 	if (r->nfindings > o->top)

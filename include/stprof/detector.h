@@ -91,6 +91,9 @@ typedef struct stp_det_options {
 	 * STP_DET_SPACE_AUTO = tensors or device memory when the trace has them
 	 * (a PyTorch run), else the highest peak. */
 	int space;
+	/* Call paths as recorded: no folding of framework frames, full C++
+	 * names (stprof report --all-frames); 0: folded (detector/fold.c). */
+	int all_frames;
 } stp_det_options;
 
 #define STP_DET_SPACE_AUTO 0
@@ -468,18 +471,32 @@ typedef struct stp_det_frame {
 	const char *function;     /* NULL when not symbolized */
 	const char *file;         /* NULL when unknown */
 	uint32_t line;            /* 0 when unknown */
+	const char *op;           /* folded paths: the PyTorch operator that
+	                           * allocated below this frame (aten::addmm), NULL */
 } stp_det_frame;
 
 /* Resolves one address of the trace (caller: a return address, i.e. every
  * frame but the innermost); strings valid until stp_det_free(). */
 void stp_det_resolve(stp_det *d, uint64_t ip, int caller, stp_det_frame *out);
-/* Frames of a site's call path, innermost first, after dropping the
- * profiler's and the allocator's own frames and the wrappers below; the
- * user's own Python line, when there is one, comes first.  Returns the
- * depth (<= max).  Strings stay valid until stp_det_free(). */
+/* Frames of a site's call path, after dropping the profiler's and the
+ * allocator's own frames and the wrappers below.  Folded (the default,
+ * detector/fold.c): the user's own line first (with the operator that
+ * allocated in .op), then its callers, framework frames left out, C++ names
+ * shortened; with stp_det_options.all_frames, every frame innermost first
+ * with the user's Python line put first.  Returns the depth (<= max).
+ * Strings stay valid until stp_det_free(). */
 uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max);
-/* The same for any stack id of the trace (an object's own, whole path). */
+/* The same for any stack id of the trace (an object's own, whole path;
+ * stp_det_site_frames of a site is that of its stack). */
 uint32_t stp_det_stack_frames(stp_det *d, uint32_t stack, stp_det_frame *out, uint32_t max);
+/* 1 when a folded view leaves the frame at ip out (framework: PyTorch's,
+ * CUDA's, the interpreter's native frames); 0 with all_frames.  Python
+ * frames of libraries are kept (they are lines of Python a user can read). */
+int stp_det_frame_hidden(stp_det *d, uint64_t ip);
+/* Two sites whose folded paths read the same: the frame of site's path
+ * that tells it from other's (the first that differs inward from the
+ * user's line, then outward), in *out.  Returns 0 when none does. */
+int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_frame *out);
 /* The allocation wrappers that site paths are shown below (innermost
  * first): the innermost frames nearly every call site shares (at least 80%
  * of 5 or more sites), e.g. a program's own tensor_alloc <- xmalloc.
@@ -488,6 +505,13 @@ uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max);
 /* One line for a frame: "func (file:line)", "func (module+0xoff)" or
  * "module+0xoff". */
 const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len);
+/* Why a site's path shows no line of the program (one sentence), NULL
+ * when it does (its folded path starts at the user's own frame). */
+const char *stp_det_site_no_line(stp_det *d, uint32_t site);
+/* The frame is the user's own code: a Python frame outside the standard
+ * library, installed packages and the shim, or a native frame outside the
+ * framework (PyTorch, CUDA, the interpreter, the C/C++ runtimes). */
+int stp_det_frame_is_user(const stp_det_frame *f);
 /* "where" of a site: its first frame's text ("?" when it has no stack). */
 const char *stp_det_site_where(stp_det *d, uint32_t site, char *buf, size_t len);
 

@@ -117,6 +117,12 @@ typedef struct stp_export_opts {
 	size_t (*patterns)(void *ctx, const stp_export_object *obj, const char **names, size_t max);
 	/* Symbolizes ip of trace; returns 1 if *out was filled, 0 if unknown. */
 	int (*symbolize)(void *ctx, uint32_t trace, uint64_t ip, stp_export_frame *out);
+	/* Folded call paths (optional): 1 when the frame at ip is left out of
+	 * the interned callstacks (framework frames); the one-line call path
+	 * of an allocation, written into buf (returns its length, 0: none, the
+	 * raw frames are used). */
+	int (*hide_frame)(void *ctx, uint32_t trace, uint64_t ip);
+	size_t (*path_text)(void *ctx, uint32_t trace, uint32_t stack, char *buf, size_t len);
 	const stp_export_finding *findings;
 	size_t nfindings;
 	const stp_export_series *series;

@@ -39,6 +39,11 @@ extern "C" {
  * whole iteration, never matched by the request sequence; the runtime
  * allocator takes it when the request's own range is held (plan 1.2). */
 #define STP_REQ_SPARE 4u
+/* The request's size varies across iterations at its place (sequence
+ * lengths, batch sizes): planned statically at the largest size seen there;
+ * the runtime allocator serves a request of any size up to it at its range
+ * (plan 1.3). */
+#define STP_REQ_VARYING 8u
 
 #define STP_NO_OFFSET UINT64_MAX
 #define STP_NO_GROUP UINT32_MAX
@@ -78,12 +83,32 @@ typedef struct stp_reqs {
 	int tensors;                   /* 1: PyTorch CPU tensor storages (the tensor space) */
 	uint64_t min_size;             /* allocations below it were left out (0: none); the
 	                                * runtime allocator sends them elsewhere */
+	/* The start-up sequence: the sizes of the allocations before the
+	 * iteration (of at least min_size), in order, up to the last one that is
+	 * persistent (a persistent request's ordinal is its index here); the
+	 * runtime allocator follows it to tell persistent requests from the
+	 * temporaries around them (plan 1.3; none in older files). */
+	int shapes_vary;               /* sizes or counts of requests vary from one iteration to the
+	                                * next: the runtime lends free pool space (plan 1.3) */
+	uint64_t *startup;             /* sizes, | STP_STARTUP_OUTLIVES */
+	uint32_t nstartup, startup_cap;
 } stp_reqs;
+/* In the start-up sequence: the allocation was still live when the first
+ * iteration began (persistent, or freed in one of the first iterations). */
+#define STP_STARTUP_OUTLIVES (1ull << 63)
+#define STP_STARTUP_SIZE(v) ((v) & ~STP_STARTUP_OUTLIVES)
 
 void stp_reqs_init(stp_reqs *r);
 void stp_reqs_free(stp_reqs *r);
 /* Appends a request (grows the array); returns its index or -1 (no memory). */
 long stp_reqs_add(stp_reqs *r, const stp_req *q);
+/* Appends a size to the start-up sequence; 0 or -1 (no memory). */
+int stp_reqs_add_startup(stp_reqs *r, uint64_t size);
+/* dst = src without the requests below min_size (nor their places in the
+ * start-up sequence): ordinals counted again among the rest, as a trace
+ * converted with that min size would have them; dst->min_size = min_size.
+ * 0 or -1 (no memory). */
+int stp_reqs_raise_min(const stp_reqs *src, uint64_t min_size, stp_reqs *dst);
 /* Interns nothing: appends a string, returns its offset (0 on failure). */
 uint32_t stp_reqs_string(stp_reqs *r, const char *s);
 const char *stp_reqs_str(const stp_reqs *r, uint32_t off);
@@ -187,6 +212,12 @@ typedef struct stp_plan_stats {
 	uint64_t dynamic_fit;        /* dynamic requests of the trace that fit their reusable space */
 	uint64_t dynamic_fallback_peak; /* peak bytes of those that do not (the fallback allocator's) */
 	double seconds;
+	/* set by whoever replayed the plan through the runtime allocator
+	 * (stprof plan): the summary calls a plan optimal only when it is
+	 * followed */
+	int runtime_checked, runtime_followed;
+	uint64_t dynamic_space;      /* bytes added to the pool above the layout for what the plan
+	                              * does not place where shapes vary (stprof plan's replay) */
 } stp_plan_stats;
 
 typedef struct stp_plan {
@@ -270,9 +301,40 @@ typedef struct stp_window {
 	const stp_phase_cut *cuts;    /* optional, sorted by begin_seq */
 	uint32_t ncuts;
 	int device_only;              /* keep device allocations only (host when none) */
-	int detect_varying;           /* mark requests whose size varies across iterations dynamic */
+	int detect_varying;           /* requests whose size varies across iterations: 0 taken as
+	                               * recorded, STP_VARYING_MAX (default) planned at the largest
+	                               * size seen, STP_VARYING_DYNAMIC dynamic (STAlloc's way) */
 	uint64_t host_min_size;       /* host allocations (when planned) smaller than this are left out */
+	/* Optional: the whole trace's allocations and frees of the planned
+	 * space (device, tensors or host, as chosen for the plan; of a host
+	 * space, those of at least the smaller of stream_min_size and
+	 * host_min_size bytes), with the iteration markers, in trace order:
+	 * what a runtime allocator enforcing the plan is asked (stalloc's
+	 * replay).  NULL: not collected. */
+	struct stp_stream *stream;
+	uint64_t stream_min_size;
 } stp_window;
+
+/* One event of a stream: an allocation of `size` bytes that later frees
+ * name by `obj` (objects are numbered from 0 in allocation order), its
+ * free, or the start of iteration `size` (an ITER_BEGIN marker). */
+enum { STP_SEV_ALLOC = 0, STP_SEV_FREE = 1, STP_SEV_ITER = 2 };
+typedef struct stp_sev {
+	uint64_t size;
+	uint32_t obj;
+	uint32_t kind;
+} stp_sev;
+
+typedef struct stp_stream {
+	stp_sev *ev;
+	size_t n, cap;
+	uint32_t nobj;                /* objects allocated */
+	uint32_t iterations;          /* ITER events */
+} stp_stream;
+
+void stp_stream_free(stp_stream *s);
+
+enum { STP_VARYING_OFF = 0, STP_VARYING_MAX = 1, STP_VARYING_DYNAMIC = 2 };
 
 void stp_window_init(stp_window *w);
 /* Converts one iteration of a trace to requests.  Returns 0, or -1 with a

@@ -20,12 +20,14 @@ extern "C" {
 
 typedef struct stp_report_options {
 	unsigned top;          /* call sites and findings listed (10) */
-	unsigned frames;       /* frames shown per call path (4) */
+	unsigned frames;       /* frames shown per call path (4; at most 64) */
 	unsigned width;        /* text: terminal columns (100) */
 	int models_detail;     /* text: the models' full section even when they only
 	                        * replayed host allocations (a short summary then) */
 	unsigned group;        /* text: top sites grouped: 0 by call site, 1 by
-	                        * function, 2 by module (enum stp_report_group) */
+	                        * function, 2 by module, 3 by line: of the
+	                        * path's first (folded: the user's) frame
+	                        * (enum stp_report_group) */
 	/* HTML: the interactive viewer draws at most this many objects one by
 	 * one (the rest as one band; 1,000,000; 0: no viewer) and lists at
 	 * most viewer_accesses accesses per object (32).  It reads the trace
@@ -35,7 +37,7 @@ typedef struct stp_report_options {
 	uint32_t viewer_accesses;
 } stp_report_options;
 
-enum stp_report_group { STP_GROUP_SITE = 0, STP_GROUP_FUNCTION, STP_GROUP_MODULE };
+enum stp_report_group { STP_GROUP_SITE = 0, STP_GROUP_FUNCTION, STP_GROUP_MODULE, STP_GROUP_LINE };
 
 void stp_report_options_default(stp_report_options *o);
 

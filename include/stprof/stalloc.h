@@ -19,6 +19,13 @@
  *     PyTorch's size rules (stprof/allocpolicy.h) and a pool of 512-byte
  *     slots for tiny requests, over the backend's raw allocations; or, when
  *     the caller keeps its own allocator (the host preload), NULL.
+ * Persistent requests take slots: a plan's start-up sequence (the
+ * requests before the planned iteration) is followed with the same
+ * matcher, so each takes its own slot and a temporary of its size none.
+ * An entry sized for the largest request seen at its place (a size that
+ * varies from step to step) serves any request up to it; where a plan's
+ * shapes vary, requests it does not place take free pool space before
+ * the fallback.
  * Iteration boundaries come from stalloc_step() (the marker API's
  * ITER_BEGIN, the PyTorch shim's optimizer steps) or from the sequence
  * wrapping around by itself.
@@ -63,7 +70,10 @@ typedef struct stalloc_opts {
 	uint64_t min_size;       /* requests below it are not matched (default: the plan's) */
 	uint32_t lookahead;      /* entries looked at ahead of the cursor (default 32) */
 	uint32_t resync_after;   /* misses in a row before a resync is tried (default 2) */
-	uint64_t cache_limit;    /* fallback: bytes kept cached at most (default unlimited) */
+	uint64_t cache_limit;    /* fallback: bytes kept cached at most; 0 unlimited; default
+	                          * (UINT64_MAX): unlimited for a device plan (as PyTorch's
+	                          * caching allocator), the pool's size and at least 64 MiB
+	                          * for a host plan */
 	int no_fallback_cache;   /* fallback: every free goes back to the backend */
 	int match_by_index;      /* STAlloc's published rule instead: the request's index
 	                          * in the iteration, no lookahead, no resync (to compare) */
@@ -77,11 +87,17 @@ void stalloc_opts_init(stalloc_opts *o);
 
 typedef struct stalloc_stats {
 	uint64_t pool;                 /* bytes reserved for the plan */
+	uint64_t layout;               /* the part of it the plan's ranges span (above: dynamic space) */
 	uint64_t align;
 	uint64_t entries, dynamic_entries; /* the plan's signature sequence */
 	uint64_t requests;             /* stalloc_alloc calls */
 	uint64_t hits;                 /* served at their planned offset (the iteration) */
 	uint64_t slot_hits;            /* served by a persistent entry's slot of their size */
+	uint64_t startup_hits;         /* start-up temporaries served in the pool before the first
+	                                * iteration (where its entries lie, all free then) */
+	uint64_t free_hits;            /* shapes vary: requests the plan did not serve, given free
+	                                * pool space (counted in unmatched, occupied or
+	                                * dynamic_nofit too) */
 	uint64_t dynamic_hits;         /* served from their group's reusable space */
 	uint64_t dynamic_nofit;        /* dynamic, but no free range of the group fits: fallback */
 	uint64_t skipped;              /* plan entries the program did not request in turn */
@@ -141,6 +157,35 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s);
  * FILE.old by (stprof/outfile.h). */
 #define STALLOC_STATS_HEAD "stalloc: pool "
 extern const stp_outkind stp_outkind_stalloc_stats;
+
+/* ---- replay: the allocator driven by a recorded trace (allocator/replay.c) */
+struct stp_stream;
+
+typedef struct stalloc_replay_result {
+	stalloc_stats st;              /* the allocator's statistics at the end of the trace */
+	uint64_t small_requests;       /* requests below the min size (left to the program's own
+	                                * allocator) */
+	uint64_t small_peak;           /* their peak live bytes */
+	uint64_t total_peak;           /* max over time of pool + fallback reserved + those */
+	uint64_t iterations;           /* iterations seen (markers and wraps) */
+	uint64_t steady_iterations;    /* the complete iterations after the first */
+	uint64_t steady_fallbacks;     /* requests of the plan's sizes served by the fallback in them */
+	uint64_t worst_fallbacks;      /* the most in one of them */
+	uint64_t steady_occupied, steady_unmatched, steady_nofit; /* in them: requests not served at
+	                                * their planned range, by reason (stalloc_stats') */
+} stalloc_replay_result;
+
+/* Replays stream s (stp_window.stream of the trace plan (r, p) was made
+ * from, or of another run of the program) through the allocator of plan
+ * (r, p) with options o (NULL: stalloc_replay_opts), on a simulated
+ * backend.  0, or -1 with a message. */
+int stalloc_replay(const struct stp_reqs *r, const struct stp_plan *p, const struct stp_stream *s,
+                   const stalloc_opts *o, stalloc_replay_result *res, char *err, size_t errlen);
+/* The options libstalloc.so runs plan r with (fallback caching as the
+ * preload for its kind sets it). */
+void stalloc_replay_opts(const struct stp_reqs *r, stalloc_opts *o);
+/* The alignment the preloads ask of the allocator for plan r's requests. */
+uint64_t stalloc_request_align(const struct stp_reqs *r);
 
 /* The host backend: the pool is an anonymous mapping, fallback blocks come
  * from the C library's allocator (glibc's own entry points, so it works

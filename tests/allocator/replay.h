@@ -73,6 +73,37 @@ static inline uint32_t *rp_persistent(const stp_reqs *r, size_t *n)
 	return v;
 }
 
+/* The start-up as the program made it: the plan's start-up sequence (1.3)
+ * with its persistent requests (req) and the temporaries around them (req
+ * UINT32_MAX: made and freed at once; late: it outlived start-up when
+ * recorded); without one, the persistent requests alone. */
+typedef struct rp_boot {
+	uint32_t req;
+	int late;
+	uint64_t size;
+} rp_boot;
+
+static inline rp_boot *rp_startup(const stp_reqs *r, size_t *n)
+{
+	size_t np;
+	uint32_t *pers = rp_persistent(r, &np);
+	rp_boot *v = malloc((np + r->nstartup + 1) * sizeof *v);
+	size_t k = 0, j = 0;
+	for (uint32_t i = 0; i < r->nstartup; i++) {
+		uint64_t size = STP_STARTUP_SIZE(r->startup[i]);
+		if (j < np && r->req[pers[j]].ordinal == i) {
+			v[k++] = (rp_boot){pers[j++], 0, size};
+		} else if (size) {
+			v[k++] = (rp_boot){UINT32_MAX, !!(r->startup[i] & STP_STARTUP_OUTLIVES), size};
+		}
+	}
+	for (; j < np; j++)
+		v[k++] = (rp_boot){pers[j], 0, r->req[pers[j]].size};
+	free(pers);
+	*n = k;
+	return v;
+}
+
 static inline uint64_t rp_rng(uint64_t *s)
 {
 	*s ^= *s << 13;

@@ -203,8 +203,8 @@ typedef struct run {
 	const stp_reqs *r;
 	const rp_ev *ev;
 	size_t nev;
-	const uint32_t *pers;
-	size_t npers;
+	const rp_boot *boot;
+	size_t nboot;
 	int iters;
 	perturb pt;
 	uint64_t seed;
@@ -221,8 +221,13 @@ static void *replay(void *arg)
 	size_t npend = 0;
 	long evno = 0;
 	uint64_t stamp = seed << 32;
-	for (size_t k = 0; k < R->npers; k++) {
-		uint32_t q = R->pers[k];
+	for (size_t k = 0; k < R->nboot; k++) {
+		uint32_t q = R->boot[k].req;
+		if (q == UINT32_MAX) { /* a temporary of start-up */
+			uint64_t st = ++stamp;
+			put(R->a, get(R->a, R->boot[k].size, st), R->boot[k].size, st);
+			continue;
+		}
 		psize[q] = r->req[q].size;
 		pstamp[q] = ++stamp;
 		ptr[q] = get(R->a, psize[q], pstamp[q]);
@@ -300,8 +305,9 @@ typedef struct setcase {
 	stp_plan p;
 	rp_ev *ev;
 	size_t nev;
-	uint32_t *pers;
-	size_t npers;
+	rp_boot *boot;
+	size_t nboot;
+	uint64_t npers, nlate; /* persistent requests; start-up temporaries that outlived it */
 } setcase;
 
 static int make_case(setcase *c, const char *name, int kind, uint64_t seed)
@@ -316,9 +322,7 @@ static int make_case(setcase *c, const char *name, int kind, uint64_t seed)
 			fprintf(stderr, "%s\n", err);
 			return -1;
 		}
-		c->ev = rp_events(&c->r, &c->nev);
-		c->pers = rp_persistent(&c->r, &c->npers);
-		return 0;
+		goto made;
 	}
 	if (kind == 0 || kind == 1 || kind == 2 || kind == 3) {
 		stp_gen_opts g;
@@ -347,8 +351,14 @@ static int make_case(setcase *c, const char *name, int kind, uint64_t seed)
 		fprintf(stderr, "%s: %s\n", name, err);
 		return -1;
 	}
+made:
 	c->ev = rp_events(&c->r, &c->nev);
-	c->pers = rp_persistent(&c->r, &c->npers);
+	c->boot = rp_startup(&c->r, &c->nboot);
+	c->npers = c->nlate = 0;
+	for (size_t k = 0; k < c->nboot; k++) {
+		c->npers += c->boot[k].req != UINT32_MAX;
+		c->nlate += c->boot[k].late && c->boot[k].size >= c->r.min_size;
+	}
 	return 0;
 }
 
@@ -357,7 +367,7 @@ static void free_case(setcase *c)
 	stp_reqs_free(&c->r);
 	stp_plan_free(&c->p);
 	free(c->ev);
-	free(c->pers);
+	free(c->boot);
 }
 
 static int no_wait; /* the replay makes no stalloc_step: match from the start */
@@ -389,7 +399,7 @@ static stalloc_stats replay_case(setcase *c, perturb pt, int iters, int threads,
 	run R[8];
 	pthread_t th[8];
 	for (int t = 0; t < threads; t++) {
-		R[t] = (run){a, &c->r, c->ev, c->nev, c->pers, c->npers, iters, pt, seed + (uint64_t)t * 7919};
+		R[t] = (run){a, &c->r, c->ev, c->nev, c->boot, c->nboot, iters, pt, seed + (uint64_t)t * 7919};
 		if (threads == 1)
 			replay(&R[t]);
 		else
@@ -442,7 +452,11 @@ int main(int argc, char **argv)
 		CHECK_EQ_U(s.slot_hits, c.npers); /* persistent requests take their slots */
 		if (!dyn) {
 			CHECK_EQ_U(s.hits, stat_reqs * (uint64_t)iters);
-			CHECK_EQ_U(s.unmatched, 0);
+			/* start-up temporaries that were still live when the first
+			 * iteration began stay off its ranges but for a spare or an
+			 * entry of their size among its first: the rest go to the
+			 * fallback */
+			CHECK(s.unmatched <= c.nlate);
 			CHECK_EQ_U(s.occupied, 0);
 		} else {
 			/* size-varying requests between static ones of other sizes
@@ -451,7 +465,7 @@ int main(int argc, char **argv)
 		}
 		CHECK(s.pool_peak <= c.p.pool);
 		if (!dyn)
-			CHECK_EQ_U(s.fallbacks, 0);
+			CHECK(s.fallbacks <= c.nlate);
 		printf("%-20s %6zu requests/iteration, pool %8.2f MiB: clean %d iterations: hits %llu, dynamic %llu, "
 		       "fallbacks %llu\n",
 		       c.name, c.nev / 2, (double)c.p.pool / 1048576.0, iters, (unsigned long long)s.hits,
@@ -463,7 +477,9 @@ int main(int argc, char **argv)
 		s = replay_case(&c, nomark, iters / 4 + 2, 1, 32, 2, 2);
 		no_wait = 0;
 		if (!dyn) {
-			CHECK_EQ_U(s.unmatched, 0);
+			/* the iteration's requests all hit; start-up temporaries (in
+			 * a plan with a start-up sequence) are in no iteration */
+			CHECK(s.unmatched <= c.nboot - c.npers);
 			CHECK_EQ_U(s.occupied, 0);
 		} else {
 			/* where the wrap falls among size-varying requests, a few go astray */

@@ -9,7 +9,15 @@
  *     the optimizer's first state of its size: the gradient takes its
  *     iteration entry, the state its persistent slot (the state on the
  *     gradient's range pushed that entry's request elsewhere in every later
- *     iteration: seen on an H100 and on PyTorch CPU).
+ *     iteration: seen on an H100 and on PyTorch CPU);
+ *   - a start-up temporary of a persistent object's size made just before
+ *     it (the `torch.ones` a causal mask is made from): with the plan's
+ *     start-up sequence each persistent request takes its own slot (the
+ *     mask, then the optimizer's state made in the first iteration) and the
+ *     temporary none; before plans had one, the temporary took the mask's
+ *     slot on a checkpointed GPT, the mask an AdamW state's, and the
+ *     drift measured there let temporaries hold every state's slot
+ *     (tests/allocator/test_stalloc_loops.sh).
  */
 #include "check.h"
 #include "stprof/plan.h"
@@ -170,9 +178,83 @@ static void test_gradient_before_state(void)
 	stp_reqs_free(&r);
 }
 
+/* Start-up: W (65536) persistent, T (1024) a temporary, M (1024)
+ * persistent; the first iteration makes A (1024, the iteration's
+ * temporary) and then S (1024, the optimizer's state, persistent).  The
+ * start-up sequence is W T M A S (ordinals 0 to 4; with_sequence 0: none,
+ * as in plans before 1.3).  Runs the program for 8 iterations; *slots gets
+ * the slot hits, *astray what was not served at its own range. */
+static void run_startup(int with_sequence, uint64_t *slots, uint64_t *astray)
+{
+	stp_reqs r;
+	stp_reqs_init(&r);
+	r.period = 10;
+	r.iteration = 3;
+	add(&r, 1024, 2, 6, 0, 0);                   /* A */
+	add(&r, 65536, 0, 0, STP_REQ_PERSISTENT, 0); /* W */
+	add(&r, 1024, 0, 0, STP_REQ_PERSISTENT, 2);  /* M */
+	add(&r, 1024, 0, 0, STP_REQ_PERSISTENT, 4);  /* S */
+	if (with_sequence) {
+		uint64_t seq[] = {65536, 1024, 1024, 1024, 1024};
+		for (int k = 0; k < 5; k++)
+			CHECK(stp_reqs_add_startup(&r, seq[k] | (k == 1 ? 0 : STP_STARTUP_OUTLIVES)) == 0);
+	}
+	stp_plan p;
+	stalloc *a = open_plan(&r, &p);
+	if (!a) {
+		stp_reqs_free(&r);
+		return;
+	}
+	void *base;
+	uint64_t pool;
+	stalloc_pool(a, &base, &pool);
+	void *w = stalloc_alloc(a, 65536, 0), *t = stalloc_alloc(a, 1024, 0), *m = stalloc_alloc(a, 1024, 0);
+	stalloc_free(a, t);
+	CHECK(w == (char *)base + p.offset[1]);
+	if (with_sequence)
+		CHECK(m == (char *)base + p.offset[2]);
+	void *state = NULL;
+	for (int it = 0; it < 8; it++) {
+		stalloc_step(a);
+		void *x = stalloc_alloc(a, 1024, 0);
+		if (!it)
+			state = stalloc_alloc(a, 1024, 0);
+		if (with_sequence) {
+			CHECK(x == (char *)base + p.offset[0]);
+			CHECK(state == (char *)base + p.offset[3]);
+		}
+		stalloc_free(a, x);
+	}
+	stalloc_free(a, state);
+	stalloc_free(a, m);
+	stalloc_free(a, w);
+	stalloc_stats s;
+	stalloc_stats_get(a, &s);
+	printf("start-up %s the sequence: slots %llu, hits %llu, start-up temporaries %llu, rehomed %llu, fallbacks %llu\n",
+	       with_sequence ? "with" : "without", (unsigned long long)s.slot_hits, (unsigned long long)s.hits,
+	       (unsigned long long)s.startup_hits, (unsigned long long)s.rehomed, (unsigned long long)s.fallbacks);
+	*slots = s.slot_hits;
+	*astray = s.rehomed + s.fallbacks + s.occupied;
+	stalloc_destroy(a);
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+}
+
+static void test_startup_sequence(void)
+{
+	uint64_t slots, astray;
+	run_startup(1, &slots, &astray);
+	CHECK_EQ_U(slots, 3);
+	CHECK_EQ_U(astray, 0);
+	/* a plan without the sequence still runs (the ordinal rule) */
+	run_startup(0, &slots, &astray);
+	CHECK(slots >= 3);
+}
+
 int main(void)
 {
 	test_spare();
 	test_gradient_before_state();
+	test_startup_sequence();
 	return check_done();
 }

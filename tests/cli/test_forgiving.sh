@@ -50,7 +50,7 @@ one_error() { # WHAT PATTERN CMD...
 	grep -q -- "--help" err || fail "$what: no pointer to --help"
 }
 one_error "report -n abc" "-n/--top wants a number from 0 to 1000000, not 'abc'" "$S" report -n abc a.stp
-one_error "report --frames 32" "--frames wants a number from 0 to 16, not '32'" "$S" report --frames 32 a.stp
+one_error "report --frames 65" "--frames wants a number from 0 to 64, not '65'" "$S" report --frames 65 a.stp
 one_error "report --iterations x" "--iterations wants auto, markers, detect or none" "$S" report --iterations x a.stp
 one_error "report no trace" "wants a TRACE" "$S" report
 one_error "report --bogus" "bogus" "$S" report --bogus a.stp

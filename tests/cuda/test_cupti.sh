@@ -70,6 +70,15 @@ if [ -r "$FAKE_SZ" ]; then
 	[ "$n" -gt 0 ] || fail "--accesses=exact: CUPTI recorded no syncs"
 	n=$(grep -c " alloc .*kind=device" "$T/p9.txt" || true)
 	[ "$n" -gt 0 ] || fail "--accesses=exact: CUPTI recorded no device objects"
+	# call paths begin at the program's frames: each cudaMalloc at its own
+	# line of main, no frame of the sanitizer's or the driver's shown
+	"$STPROF" report -n 20 "$T/p9.stp" 2>/dev/null | sed -n '/^Top call sites/,/^$/p' >"$T/sites9.txt"
+	for l in 105 107 109 111; do
+		grep -q "^      at main (cuda_prog.cu:$l)$" "$T/sites9.txt" ||
+			fail "--accesses=exact: cudaMalloc of line $l: $(cat "$T/sites9.txt")"
+	done
+	grep -q "cuda_runtime.h\|libcuda\|libsz_\|sanitizer\|no line of the program" "$T/sites9.txt" &&
+		fail "--accesses=exact: framework frames shown: $(cat "$T/sites9.txt")"
 fi
 
 # the records come before the EXIT callback of the call that made them (a
@@ -103,6 +112,13 @@ expect_eq "threads with memsets" "$tids" 5
 # report and export read it, and show the device memory
 "$STPROF" report "$T/p.stp" >"$T/report.txt" 2>&1 || fail "report: $(tail -3 "$T/report.txt")"
 grep -qi "device" "$T/report.txt" || fail "report names no device memory: $(head -30 "$T/report.txt")"
+# each cudaMalloc at its own line of main (the runtime's inline template
+# cudaMalloc<float> from cuda_runtime.h folded away: its caller's line shows)
+"$STPROF" report -n 20 "$T/p.stp" 2>/dev/null | sed -n '/^Top call sites/,/^$/p' >"$T/sites.txt"
+for l in 105 107 109 111; do
+	grep -q "^      at main (cuda_prog.cu:$l)$" "$T/sites.txt" || fail "cudaMalloc of line $l: $(cat "$T/sites.txt")"
+done
+grep -q "cuda_runtime.h\|libcuda\|no line of the program" "$T/sites.txt" && fail "framework frames shown: $(cat "$T/sites.txt")"
 "$STPROF" export "$T/p.stp" -o "$T/p.pftrace" >/dev/null 2>&1 || fail "export failed"
 [ -s "$T/p.pftrace" ] || fail "export wrote nothing"
 "$STPROF" lint-perfetto "$T/p.pftrace" >/dev/null 2>&1 || fail "lint-perfetto on the export"

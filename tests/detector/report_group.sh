@@ -1,7 +1,7 @@
 #!/bin/sh
 # The text report's polish on a real program (leak_program.c, whose call
 # sites differ only by line in main): --group function sums them into one
-# row, --group module by module; a CPU-only trace gets a short models
+# row, --group line one row per line, --group module by module; a CPU-only trace gets a short models
 # summary (--models-detail: the full section, with M_a/M_r/E explained);
 # findings explain their units.
 set -eu
@@ -18,7 +18,11 @@ sites=$(echo "$row" | awk '{print $(NF-3)}')
 grep -q "more functions" "$T/f.txt" && fail "one function only, yet more listed"
 "$S" report --group module "$T/l.stp" | grep -qE "^ +1 .* det_leak_program$" || fail "module row"
 "$S" report --group nonsense "$T/l.stp" 2>"$T/e" && fail "--group nonsense accepted"
-grep -q -- "--group wants site, function or module" "$T/e" || fail "--group error: $(cat "$T/e")"
+grep -q -- "--group wants site, function, line or module" "$T/e" || fail "--group error: $(cat "$T/e")"
+# by line: main's sites are on different lines, each its own row
+"$S" report --group line "$T/l.stp" >"$T/g.txt"
+nl=$(grep -cE "^ +[0-9]+ .* main \(leak_program\.c:[0-9]+\)$" "$T/g.txt") || true
+[ "$nl" -ge 2 ] || fail "--group line: $nl rows of main's lines: $(sed -n '/Top call/,/^$/p' "$T/g.txt")"
 # models: a short summary on a CPU-only trace, everything on request
 "$S" report "$T/l.stp" >"$T/r.txt"
 n=$(sed -n '/^Allocator models/,$p' "$T/r.txt" | wc -l)

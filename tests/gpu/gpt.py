@@ -1,12 +1,18 @@
 """gpt.py STATS.json [ITERS] - the small GPT the GPU checks train on CUDA
-(tests/gpu/check_40_torch_cuda.sh, check_60_viewer.sh): 4 blocks of 256,
-sequences of 128, batches of 16, AdamW; prints each iteration's loss and
-writes the loop's time and torch.cuda's peaks to STATS.json."""
-import json, sys, time, torch
+(tests/gpu/check_40_torch_cuda.sh, check_60_viewer.sh, check_65_lines.sh):
+4 blocks of 256, sequences of 128, batches of 16, AdamW; prints each
+iteration's loss and writes the loop's time and torch.cuda's peaks to
+STATS.json.  The environment adds what training runs often use:
+GPT_AMP=1 bf16 autocast, GPT_CKPT=1 activation checkpointing of every other
+block, GPT_MICRO=N micro-batches per step (gradients accumulated)."""
+import json, os, sys, time, torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 torch.manual_seed(0)
 V, D, H, L, S, B = 2048, 256, 4, 4, 128, 16
+AMP, CKPT = os.environ.get("GPT_AMP") == "1", os.environ.get("GPT_CKPT") == "1"
+MICRO = int(os.environ.get("GPT_MICRO", "1"))
 
 class Block(nn.Module):
     def __init__(self):
@@ -32,8 +38,8 @@ class GPT(nn.Module):
         self.ln, self.head = nn.LayerNorm(D), nn.Linear(D, V, bias=False)
     def forward(self, idx):
         x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-        for blk in self.blocks:
-            x = blk(x)
+        for i, blk in enumerate(self.blocks):
+            x = checkpoint(blk, x, use_reentrant=False) if CKPT and i % 2 else blk(x)
         return self.head(self.ln(x))
 
 model = GPT().cuda()
@@ -44,9 +50,15 @@ torch.cuda.synchronize()
 t0 = time.perf_counter()
 for it in range(ITERS):
     x, y = data[it, :, :-1], data[it, :, 1:]
-    loss = F.cross_entropy(model(x).view(-1, V), y.reshape(-1))
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
+    for mb in range(MICRO):
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=AMP):
+            logits = model(x)
+        loss = F.cross_entropy(logits.float().view(-1, V), y.reshape(-1))
+        if MICRO > 1:
+            loss = loss / MICRO
+        if mb == 0:
+            opt.zero_grad(set_to_none=True)
+        loss.backward()
     opt.step()
     print(f"iter {it} loss {loss.item():.6f}")
 torch.cuda.synchronize()

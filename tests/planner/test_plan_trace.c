@@ -189,11 +189,12 @@ int main(void)
 	printf("notes: %s\n", stp_reqs_str(&r, r.notes));
 	CHECK_EQ_I(r.iteration, 3);
 	CHECK(r.device == 1);
-	size_t pers = 0, wraps = 0, dyn = 0, stat = 0;
+	size_t pers = 0, wraps = 0, dyn = 0, stat = 0, vary = 0;
 	uint64_t site_l0 = 0;
 	int same_site = 1;
 	for (size_t i = 0; i < r.n; i++) {
 		const stp_req *q = &r.req[i];
+		vary += (q->flags & STP_REQ_VARYING) != 0;
 		if (q->flags & STP_REQ_PERSISTENT)
 			pers++;
 		else if (q->flags & STP_REQ_DYNAMIC)
@@ -210,11 +211,18 @@ int main(void)
 		}
 	}
 	/* 6 weights; per iteration: batch, 3 mb x (6 act + 6 transient + 1 varying),
-	 * 3 mb x 6 grads, optimizer temp, loss */
+	 * 3 mb x 6 grads, optimizer temp, loss; the varying ones are planned at
+	 * the largest size seen at their place in iterations 1-3 (4096 x 5, 5
+	 * and 4), in iteration 3, the one with the most bytes live */
 	CHECK_EQ_U(pers, 6);
 	CHECK_EQ_U(wraps, 1);
-	CHECK_EQ_U(dyn, 3);
-	CHECK_EQ_U(stat, 1 + 3 * 12 + 18 + 1);
+	CHECK_EQ_U(dyn, 0);
+	CHECK_EQ_U(vary, 3);
+	for (size_t i = 0, k = 0; i < r.n; i++)
+		if (r.req[i].flags & STP_REQ_VARYING)
+			CHECK_EQ_U(r.req[i].size, 4096 * (uint64_t)(k++ < 2 ? 5 : 4));
+	CHECK_EQ_U(stat, 1 + 3 * 13 + 18 + 1);
+	CHECK(r.shapes_vary);
 	CHECK(same_site && site_l0);
 	/* phases: 3 forward, 3 backward, optimizer; layers: 6 x 3 x 2 */
 	CHECK_EQ_U(r.nphases, 1 + 7);
@@ -229,6 +237,16 @@ int main(void)
 		}
 	plan_and_verify(&r, 1.01);
 	stp_reqs_free(&r);
+	/* STAlloc's way: the varying ones dynamic, with reusable space */
+	w.detect_varying = STP_VARYING_DYNAMIC;
+	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) == 0);
+	size_t ndyn = 0;
+	for (size_t i = 0; i < r.n; i++)
+		ndyn += (r.req[i].flags & STP_REQ_DYNAMIC) != 0;
+	CHECK_EQ_U(ndyn, 3);
+	plan_and_verify(&r, 1.01);
+	stp_reqs_free(&r);
+	w.detect_varying = STP_VARYING_MAX;
 
 	/* a chosen iteration, and one that does not exist */
 	w.iteration = 1;

@@ -32,7 +32,8 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert all(d['patterns'][p]['available'] for p in ('early-allocation', 'late-deallocation', 'unused-allocation'))
 sites = {s['id']: s for s in d['sites']}  # schema 2: sites by id, not position
-where = lambda f: sites[f['site']]['frames'][0]['text'] if sites[f['site']]['frames'] else '?'
+# the user's line (its text less the operator the report names beside it)
+where = lambda f: sites[f['site']]['frames'][0]['text'].split(' (aten::')[0] if sites[f['site']]['frames'] else '?'
 got = {(f['pattern'], where(f)) for f in d['findings']}
 for want in [('early-allocation', 'planted.py:16 in main'), ('late-deallocation', 'planted.py:20 in main'),
              ('unused-allocation', 'planted.py:23 in main')]:

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A tensor's Python frames never wait for the GIL (collector/torch/pyframes.c):
+# A tensor's Python frames never wait for the GIL (collector/core/pyframes.c):
 # gil_rng.py, whose main thread allocates under PyTorch's generator lock
 # while another Python thread holds the GIL and waits for that lock, ends
 # under stprof as it does natively (it deadlocked when the collector took the

@@ -52,9 +52,12 @@ expect_eq "1.13 segments" "$(echo "$d" | grep -c segment_reserve)" 2
 # report, plan, export and info take the pickle directly
 r=$("$STPROF" report --no-progress "$T/v2_p4.pickle" 2>&1) || fail "report on a pickle: $r"
 echo "$r" | grep -q "reserved  22.0 MiB at most (allocator segments)" || fail "report: actual reserved"
-echo "$r" | grep -q "<- adam.py:155 in _single_tensor_adam" || fail "report: Python frames"
-# the user's line first (docs/python.md), the library frames below it
+# the user's line first (docs/python.md); the library's Python frames inside
+# it are folded away by default, all there with --all-frames
 echo "$r" | grep -q "at train.py:12 in step" || fail "report: caller frames"
+echo "$r" | grep -q "<- adam.py:155 in _single_tensor_adam" && fail "report: library frames not folded"
+a=$("$STPROF" report --no-progress --all-frames --frames 8 "$T/v2_p4.pickle" 2>&1) || fail "report --all-frames: $a"
+echo "$a" | grep -q "<- adam.py:155 in _single_tensor_adam" || fail "report: Python frames"
 echo "$r" | grep -q "^  pytorch  " || fail "report: the PyTorch model beside the actual figures"
 "$STPROF" plan -q "$T/v2_p4.pickle" -o "$T/p.plan" || fail "plan on a pickle"
 [ -s "$T/p.plan" ] || fail "plan wrote nothing"

@@ -61,10 +61,27 @@ def annotate(name, value=0):
     mark(ANNOTATION, name, value)
 
 
+def _probe():
+    """Lets the collector find where this Python keeps its frames, so that it
+    reads every thread's frames without the GIL (called with the GIL held:
+    PyDLL), and records how it reads them (annotation stprof.python_frames:
+    2 in place, 3 only with the GIL; docs/python.md).  Returns True when in
+    place."""
+    try:
+        f = ctypes.PyDLL(None).stprof_py_probe_v1
+    except (AttributeError, OSError):
+        return False
+    f.restype = ctypes.c_int
+    how = f()
+    annotate("stprof.python_frames", how)
+    return how == 2
+
+
 def _arm():
     """Installs the PyTorch markers when torch is imported (or now, if it is)."""
     if not active():
         return
+    _probe()
     from . import torch_markers
     if "torch" in sys.modules and hasattr(sys.modules["torch"], "optim"):
         torch_markers.install(sys.modules["torch"])

@@ -21,7 +21,17 @@ the backward):
                             an open iteration that follows an ended one)
 
 One phase is open at a time (the next one closes it); markers never change
-what the program computes.  Works with PyTorch 1.13 (optimizer classes'
+what the program computes.
+
+For the tensors a backward makes, the forward hook also hands the collector
+each module's output nodes (stprof_py_module_site_v1: the module's name and
+the line that called it) and hooks each such node so that the thread that
+runs it in the backward says so first (stprof_py_backward_site_v1): the
+tensors it makes then are charged to that module and line
+(collector/core/pybackward.c).  A node is tagged once, by the innermost
+module whose output it is; a module run inside a backward (a checkpoint's
+recomputation) clears the thread's site.  The hook returns None: the
+gradients are not touched.  Works with PyTorch 1.13 (optimizer classes'
 step wrapped once, at the first construction) and 2.x (the global optimizer
 step hooks).
 """
@@ -47,6 +57,7 @@ class _State:
         self.recompute_depth = 0
         self.lock = threading.RLock()
         self.grad_enabled = lambda: True
+        self.tensor_type = ()
 
     # ---- iterations and phases
     def begin_iteration(self):
@@ -117,6 +128,8 @@ class _State:
                 self.open_phase("forward", self.micro_batch)
             if not top or self.bwd_depth or self.root is None or self.root() is not module:
                 mark(MODULE_ENTER, self.name_of(module), 0)
+            if self.bwd_depth and _USE_SITE is not None:
+                _USE_SITE(0)  # a recomputation's tensors keep their own lines
 
     def post(self, module, inputs, output):
         with self.lock:
@@ -132,6 +145,39 @@ class _State:
                 self.recompute_depth -= 1
                 if not self.recompute_depth:
                     mark(PHASE_END, "recompute", max(self.micro_batch, 0))
+        if _MODULE_SITE is not None and self.grad_enabled():
+            self.tag_backward(module, output)
+
+    def tag_backward(self, module, output):
+        """Hooks the autograd nodes of module's output not tagged yet (an
+        inner module's output is tagged by it first)."""
+        T = self.tensor_type
+        if isinstance(output, T):
+            outs = (output,)
+        elif isinstance(output, (tuple, list)):
+            outs = output
+        elif isinstance(output, dict):
+            outs = output.values()
+        else:
+            return
+        site = 0
+        for t in outs:
+            node = t.grad_fn if isinstance(t, T) else None
+            if node is None:
+                continue
+            try:
+                md = node.metadata
+                if "stprof" in md:
+                    continue
+                if not site:
+                    site = _MODULE_SITE(self.name_of(module).encode())
+                    if not site:
+                        return
+                md["stprof"] = site
+                node.register_prehook(_site_hook(site))
+            except (AttributeError, RuntimeError, TypeError):
+                _disable_sites()  # a PyTorch whose nodes take no pre-hooks
+                return
 
     # ---- autograd
     def backward_begin(self):
@@ -160,13 +206,62 @@ STATE = _State()
 _installed = False
 
 
+def _backward_fn():
+    """The collector's stprof_py_backward_v1 (called with the GIL: PyDLL),
+    or None: where a backward pass began, for the tensors autograd's own
+    threads make (collector/core/pybackward.c)."""
+    try:
+        import ctypes
+        f = ctypes.PyDLL(None).stprof_py_backward_v1
+        f.argtypes = [ctypes.c_int]
+        f.restype = None
+        return f
+    except (AttributeError, OSError):
+        return None
+
+
+_BACKWARD = _backward_fn()
+
+
+def _site_fns():
+    """The collector's stprof_py_module_site_v1 and
+    stprof_py_backward_site_v1 (called with the GIL: PyDLL), or None."""
+    try:
+        import ctypes
+        lib = ctypes.PyDLL(None)
+        make, use = lib.stprof_py_module_site_v1, lib.stprof_py_backward_site_v1
+        make.argtypes, make.restype = [ctypes.c_char_p], ctypes.c_uint32
+        use.argtypes, use.restype = [ctypes.c_uint32], None
+        return make, use
+    except (AttributeError, OSError):
+        return None, None
+
+
+_MODULE_SITE, _USE_SITE = _site_fns()
+
+
+def _disable_sites():
+    global _MODULE_SITE
+    _MODULE_SITE = None
+
+
+def _site_hook(site):
+    def hook(grad_outputs):
+        _USE_SITE(site)
+    return hook
+
+
 def _wrap_backward(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         STATE.backward_begin()
+        if _BACKWARD:
+            _BACKWARD(1)
         try:
             return fn(*args, **kwargs)
         finally:
+            if _BACKWARD:
+                _BACKWARD(0)
             STATE.backward_end()
     wrapper._stprof = True
     return wrapper
@@ -196,6 +291,7 @@ def install(torch):
     except Exception as e:  # never break the program
         sys.stderr.write("stprof: PyTorch CUDA recording disabled: %s\n" % (e,))
     STATE.grad_enabled = torch.is_grad_enabled
+    STATE.tensor_type = torch.Tensor
     mm = torch.nn.modules.module
     mm.register_module_forward_pre_hook(STATE.pre)
     mm.register_module_forward_hook(STATE.post)

@@ -2,42 +2,46 @@
  * pyframes.c - the Python frames of the calling thread, as synthetic call-path
  * frames, for merging with the native path (as memray's native mode does).
  *
- * The CPython functions are found at run time with dlsym (the collector is
- * preloaded into every program and links no libpython); where they are
- * missing (not a Python process) nothing is added.  Frames are read with the
- * GIL held (PyEval_GetFrame materializes frame objects).  PyTorch's bindings
- * release the GIL around every op, so a Python thread (one with a thread
- * state) that does not hold it takes it for the walk and gives it back;
- * its own frames cannot have changed meanwhile (the thread is here).
- * For a CPU tensor it does so only when it is the interpreter's only
- * thread (STC_GIL_IF_ALONE): then no other thread can hold the GIL, so
- * taking it cannot wait.  With other Python threads it could deadlock: the
- * op that allocates may hold one of PyTorch's locks (the CPU generator's,
- * under torch.multinomial) that a thread holding the GIL waits for
- * (torch.get_rng_state does); tests/python/test_torch_gil.sh runs that
- * program.  Such a thread's tensors get their native frames only.  The
- * CUDA pluggable allocator waits for the GIL (STC_GIL_WAIT): CUDA ops hold
- * the generator's lock only while they take a seed, and PyTorch calls that
- * allocator holding no lock of its own.  (A thread created between the
- * check and the take could still take the GIL first: it would have to wait
- * for a lock this thread holds in that instant, before running any code.)
+ * Two ways to read them:
+ *   - in place, without the GIL (pylayout.c): the thread's own frame chain,
+ *     read where the interpreter keeps it, once a probe has found and checked
+ *     the layout (Python 3.11+).  Any thread, in any mode (CPU tensors, the
+ *     caching allocator's reports under its lock, the pluggable allocator),
+ *     whatever other threads hold: nothing is waited for.  The probe runs the
+ *     first time frames are read with the GIL held (the shim asks for it at
+ *     start-up through stprof_py_probe_v1, called from Python with the GIL).
+ *   - through the C API with the GIL (PyEval_GetFrame materializes frame
+ *     objects), when the layout is unknown (Python 3.10, free-threaded
+ *     builds, a probe that failed).  PyTorch's bindings release the GIL
+ *     around every op, so a Python thread that does not hold it takes it for
+ *     the walk as take_gil allows: STC_GIL_IF_ALONE (CPU tensors) only when
+ *     it is the interpreter's only thread, since with other Python threads it
+ *     could deadlock (the op may hold one of PyTorch's locks, the CPU
+ *     generator's under torch.multinomial, that a thread holding the GIL
+ *     waits for: torch.get_rng_state; tests/python/test_torch_gil.sh);
+ *     STC_GIL_WAIT (the CUDA pluggable allocator, called under no lock of
+ *     PyTorch's); STC_GIL_NEVER (the caching allocator's reports, under its
+ *     lock).  (A thread created between the check and the take could still
+ *     take the GIL first: it would have to wait for a lock this thread holds
+ *     in that instant, before running any code.)  Caveat: materializing a
+ *     frame object may start the cyclic GC, whose frees then happen while the
+ *     collector is busy (not recorded).
  * Threads Python did not create, and an interpreter that is finalizing, get
- * no Python frames.  Caveat: materializing a frame object may start the
- * cyclic GC, whose frees then happen while the collector is busy (not
- * recorded).
+ * no Python frames either way.  stc_py_frames_how() tells which way is used
+ * (the trace says so, for the report).
  *
  * A Python frame is an "address" STP_PYFRAME_TAG | id where id is the string
  * id of "FILE:LINE in FUNCTION" in the trace (readers map it back, see
- * docs/trace-format.md).  Strings are interned once per (code object, line):
- * the cache holds a reference to each code object it keys, so a key's pointer
- * is never reused by another code object.
+ * docs/trace-format.md), named once per (code object, position) by the
+ * cache of pylines.c.
  */
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "torch.h"
+#include "internal.h"
 #include "stprof/trace.h"
 
 typedef void PyObj;
@@ -112,15 +116,7 @@ int stc_py_active(void)
 
 int stc_py_in_interpreter(uint64_t ip) { return ip >= interp_lo && ip < interp_hi; }
 
-/* ---- (code object, position) -> string id; guarded by the GIL the caller
- * holds.  The position is the frame's last instruction where the
- * interpreter tells it (3.11+), so a known one costs no line-table search
- * (PyCode_Addr2Line scans the table: microseconds per tensor on deep
- * stacks); else the line. */
-typedef struct { PyObj *code; int line; uint32_t id; } line_slot; /* line: the position */
-static line_slot *lines;
-static size_t lines_cap, nlines;
-
+/* "FILE:LINE in NAME" of a code object (the GIL held). */
 static uint32_t name_of(PyObj *code, int line)
 {
 	PyObj *fn = py.getattr(code, "co_filename");
@@ -142,35 +138,16 @@ static uint32_t name_of(PyObj *code, int line)
 	return stc_intern_string(buf, (size_t)len < sizeof buf ? (size_t)len : sizeof buf - 1);
 }
 
+/* A frame of the GIL path (the caller holds the GIL): the cache of
+ * pylines.c, which this path pins each code object of (a reference). */
 static uint32_t line_id(PyObj *code, int line, PyObj *frame)
 {
-	if ((nlines + 1) * 2 > lines_cap) {
-		size_t nc = lines_cap ? lines_cap * 2 : 4096;
-		line_slot *nt = stc_mem_alloc(nc * sizeof *nt);
-		if (!nt)
-			return 0;
-		for (size_t i = 0; i < lines_cap; i++)
-			if (lines[i].code) {
-				size_t j = (((uintptr_t)lines[i].code >> 4) * 31 + (size_t)lines[i].line) & (nc - 1);
-				while (nt[j].code)
-					j = (j + 1) & (nc - 1);
-				nt[j] = lines[i];
-			}
-		if (lines)
-			stc_mem_free(lines, lines_cap * sizeof *lines);
-		lines = nt;
-		lines_cap = nc;
-	}
-	size_t j = (((uintptr_t)code >> 4) * 31 + (size_t)line) & (lines_cap - 1);
-	for (; lines[j].code; j = (j + 1) & (lines_cap - 1))
-		if (lines[j].code == code && lines[j].line == line)
-			return lines[j].id;
-	uint32_t id = name_of(code, py.frame_lasti ? py.frame_line(frame) : line);
-	if (!id)
-		return 0;
-	py.incref(code); /* keeps the key's address unique */
-	lines[j] = (line_slot){code, line, id};
-	nlines++;
+	uint32_t id = stc_py_lines_get(code, line, 0, 0);
+	if (id)
+		return id;
+	id = name_of(code, py.frame_lasti ? py.frame_line(frame) : line);
+	if (id && stc_py_lines_put(code, line, 0, 0, id) == id)
+		py.incref(code); /* keeps the key's address unique */
 	return id;
 }
 
@@ -186,16 +163,46 @@ static int only_thread(void *ts)
 	return interp && py.thread_head(interp) == ts && !py.thread_next(ts);
 }
 
+int stc_py_frames_how(void)
+{
+	if (!stc_py_active())
+		return STC_PYF_NONE;
+	switch (stc_py_layout_state()) {
+	case 1:
+		return STC_PYF_IN_PLACE;
+	case 2:
+		return STC_PYF_GIL;
+	default:
+		return STC_PYF_UNKNOWN;
+	}
+}
+
+/* Called with the GIL held: the layout probe, once. */
+static void probe_if_due(void)
+{
+	if (!stc_py_layout_state())
+		stc_py_layout_probe();
+}
+
 uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 {
 	if (!max || !stc_py_active())
 		return 0;
+	if (STC_LIKELY(stc_py_layout_state() == 1))
+		return stc_py_layout_walk(ips, max);
 	int held = py.gil_check(), st = 0;
 	if (!held) {
 		void *ts = take_gil != STC_GIL_NEVER ? py.this_tstate() : NULL;
 		if (!ts || (py.finalizing && py.finalizing()) || (take_gil != STC_GIL_WAIT && !only_thread(ts)))
 			return 0;
 		st = py.ensure();
+	}
+	probe_if_due();
+	if (stc_py_layout_state() == 1) {
+		uint32_t n = stc_py_layout_walk(ips, max);
+		if (!held)
+			py.release(st);
+		return n;
 	}
 	PyObj *f = py.get_frame();
 	if (!f) {
@@ -222,4 +229,20 @@ uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 	if (!held)
 		py.release(st);
 	return n;
+}
+
+/* The shim's probe (ctypes.PyDLL: the GIL is held): how frames are read
+ * from now on (STC_PYF_IN_PLACE, or STC_PYF_GIL when this Python's layout
+ * could not be found); the shim records it as the annotation
+ * stprof.python_frames for the report. */
+STC_EXPORT int stprof_py_probe_v1(void);
+int stprof_py_probe_v1(void)
+{
+	if (!stc_py_active() || !py.gil_check())
+		return stc_py_frames_how();
+	int was = t_busy;
+	t_busy = 1;
+	probe_if_due();
+	t_busy = was;
+	return stc_py_frames_how();
 }
