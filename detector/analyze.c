@@ -690,6 +690,8 @@ int det_analyze(stp_det *d)
 				for (uint32_t i = 0; i < d->nspaces; i++)
 					d->sstate[i].iter_begin_live = d->sstate[i].live_bytes;
 			det_modbytes_marker(d, &ev);
+			if (d->simc && ev.u.marker.kind == STP_MARK_ANNOTATION)
+				det_sim_xla_marker(d, &ev);
 			break;
 		case STP_EV_FOLD:
 			if (on_fold(d, &p, &ev) < 0)

@@ -282,11 +282,12 @@ int det_scan(stp_det *d)
 			/* a sampled heap object counts for the bytes it stands for */
 			double w = det_alloc_weight(heap_interval, a);
 			uint64_t bytes = det_weighted(a->size, w);
-			d->p1_size[slot] = bytes | (a->kind == STP_MEM_DEVICE && a->pool == STP_POOL_TENSORS ? P1_POOL : 0);
+			d->p1_size[slot] = bytes | (a->kind == STP_MEM_DEVICE && stp_pool_framework(a->pool) ? P1_POOL : 0);
 			d->p1_space[slot] = (uint8_t)si;
 			device_split(d, (uint32_t)si, d->p1_size[slot], 1);
 			stp_det_space *sp = &d->spaces[si];
 			det_space_state *ss = &d->sstate[si];
+			sp->jax |= a->pool == STP_POOL_JAX;
 			sp->allocs++;
 			sp->est_allocs += w;
 			if (w != 1.0 || (heap_interval && a->kind == STP_MEM_HOST && a->pool == 0 && a->size < heap_interval))
