@@ -535,6 +535,8 @@ int det_analyze(stp_det *d)
 			break;
 		case STP_EV_MARKER:
 			det_modbytes_marker(d, &ev);
+			if (d->simc && ev.u.marker.kind == STP_MARK_ANNOTATION)
+				det_sim_xla_marker(d, &ev);
 			break;
 		case STP_EV_SEGMENT_RESERVE:
 		case STP_EV_SEGMENT_RELEASE: {

@@ -228,8 +228,9 @@ struct stp_det {
 	allocsim_collector *simc;
 	allocsim_report sim;
 	int sim_device, sim_ran;
-	int sim_pool_only; /* device: only pool 1 is fed (simfeed.c) */
+	int sim_pool_only; /* device: only a framework's pool (1 or 2) is fed (simfeed.c) */
 	char *sim_error;
+	allocsim_xla_settings sim_xla; /* a JAX run's XLA_PYTHON_CLIENT_* (xlafeed.c) */
 
 	/* per-object class and patterns (objinfo.c, opt.keep_objects) */
 	uint64_t *ko_seq;
@@ -333,6 +334,9 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev);
 void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
 void det_sim_segment(stp_det *d, const stp_event *ev);
 void det_sim_finish(stp_det *d);
+/* xlafeed.c: a JAX run's annotations of XLA's statistics and settings (an
+ * ANNOTATION marker) into the allocator models */
+void det_sim_xla_marker(stp_det *d, const stp_event *ev);
 /* simsites.c: merges the worst moments' rows of one call site. */
 void det_sim_merge_sites(stp_det *d);
 void det_sim_free_all(stp_det *d);

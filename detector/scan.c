@@ -279,11 +279,12 @@ int det_scan(stp_det *d)
 				if (d->want_slots && push_reuse(d, ev.seq, slot) < 0)
 					goto oom;
 			}
-			d->p1_size[slot] = a->size | (a->kind == STP_MEM_DEVICE && a->pool == STP_POOL_TENSORS ? P1_POOL : 0);
+			d->p1_size[slot] = a->size | (a->kind == STP_MEM_DEVICE && stp_pool_framework(a->pool) ? P1_POOL : 0);
 			d->p1_space[slot] = (uint8_t)si;
 			device_split(d, (uint32_t)si, d->p1_size[slot], 1);
 			stp_det_space *sp = &d->spaces[si];
 			det_space_state *ss = &d->sstate[si];
+			sp->jax |= a->pool == STP_POOL_JAX;
 			sp->allocs++;
 			sp->bytes_allocated += a->size;
 			ss->live_bytes += a->size;

@@ -1,9 +1,9 @@
 /*
  * space.h - which memory space an allocation counts in.  Spaces are keyed
  * by (memory kind, device); every host allocation is one space ("host",
- * device -1) except a framework's tensor storages (host pool
- * STP_POOL_TENSORS), which are a space of their own, keyed by the device
- * DET_DEV_TENSORS.
+ * device -1) except a framework's own buffers (host pools STP_POOL_TENSORS,
+ * PyTorch's CPU tensors, and STP_POOL_JAX, JAX's CPU buffers), which are a
+ * space of their own, keyed by the device DET_DEV_TENSORS.
  */
 #ifndef STP_DET_SPACE_H
 #define STP_DET_SPACE_H
@@ -18,7 +18,7 @@ static inline int32_t det_space_device(uint8_t kind, int32_t device, uint32_t po
 {
 	if (kind != STP_MEM_HOST)
 		return device;
-	return pool == STP_POOL_TENSORS ? DET_DEV_TENSORS : -1;
+	return stp_pool_framework(pool) ? DET_DEV_TENSORS : -1;
 }
 #define DET_ALLOC_DEVICE(a) det_space_device((a)->kind, (a)->device, (a)->pool)
 

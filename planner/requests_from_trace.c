@@ -352,7 +352,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	size_t ninc = 0, capinc = 0, nout = 0, capout = 0;
 	char notes[512] = "";
 	stp_event ev;
-	int any_device = 0, any_tensors = 0, any_device_tensors = 0;
+	int any_device = 0, any_tensors = 0, any_device_tensors = 0, any_jax = 0;
 	uint64_t last_seq = 0, events = 0, others_left_out = 0;
 
 	/* ---- pass 1: iterations */
@@ -393,10 +393,12 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		}
 		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_DEVICE) {
 			any_device = 1;
-			any_device_tensors |= ev.u.alloc.pool == STP_POOL_TENSORS;
+			any_device_tensors |= stp_pool_framework(ev.u.alloc.pool);
 		}
-		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_HOST && ev.u.alloc.pool == STP_POOL_TENSORS)
+		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_HOST && stp_pool_framework(ev.u.alloc.pool))
 			any_tensors = 1;
+		if (ev.type == STP_EV_ALLOC && ev.u.alloc.pool == STP_POOL_JAX)
+			any_jax = 1;
 		if (ev.type != STP_EV_MARKER)
 			continue;
 		if (ev.u.marker.kind == STP_MARK_ITER_BEGIN) {
@@ -577,9 +579,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			/* the planned space: what the runtime allocator will be asked */
 			if (want_device && a->kind != STP_MEM_DEVICE)
 				continue;
-			if (want_tensors && (a->kind != STP_MEM_HOST || a->pool != STP_POOL_TENSORS))
+			if (want_tensors && (a->kind != STP_MEM_HOST || !stp_pool_framework(a->pool)))
 				continue;
-			if (want_device_tensors && a->pool != STP_POOL_TENSORS) {
+			if (want_device_tensors && !stp_pool_framework(a->pool)) {
 				others_left_out++;
 				continue;
 			}
@@ -836,14 +838,14 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			r->layers[j].t_end = r->period;
 	size_t nl = strlen(notes);
 	if (want_tensors)
-		snprintf(notes + nl, sizeof notes - nl, "; tensor allocations");
+		snprintf(notes + nl, sizeof notes - nl, any_jax ? "; JAX's buffers" : "; tensor allocations");
 	else if (!want_device && w->host_min_size)
 		snprintf(notes + nl, sizeof notes - nl, "; host allocations of %" PRIu64 " B or more", w->host_min_size);
 	else if (want_device_tensors)
 		snprintf(notes + nl, sizeof notes - nl,
-		         "; device tensors (PyTorch's allocator); %" PRIu64
+		         "; device tensors (%s); %" PRIu64
 		         " device allocations of other libraries (cuBLAS's workspaces, ...) not planned",
-		         others_left_out);
+		         any_jax ? "JAX's buffers" : "PyTorch's allocator", others_left_out);
 	else
 		snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");
 	if (unpaired_out) {

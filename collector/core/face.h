@@ -1,7 +1,7 @@
 /*
  * face.h - what the collector's core (collector/core/) shows its backends
- * (collector/cuda/, collector/sanitizer/, collector/torch/): the one header
- * a backend includes from the core.  Everything else of the core is its own
+ * (collector/cuda/, collector/sanitizer/, collector/torch/, collector/jax/):
+ * the one header a backend includes from the core.  Everything else of the core is its own
  * (core/internal.h).
  *
  *   - recording an event: stc_emit (now), stc_emit_span (an API call that
@@ -278,7 +278,10 @@ STC_HIDDEN void stc_devobj_reset(void);
  *                             segments).
  *
  * In every mode the CUPTI backend ignores calls made while t_busy is set
- * (the collector's own, and the pluggable allocator's).
+ * (the collector's own, and the pluggable allocator's), and records a
+ * device allocation made by XLA's own code (JAX's CUDA plugin) as a segment
+ * of pool STP_POOL_JAX: JAX's buffers inside it are the JAX backend's (the
+ * shim's, through collector/jax/), at stand-in addresses.
  *
  * The two device backends' claims:
  *   g_cupti_records_memory  the CUPTI backend records device allocations

@@ -172,7 +172,8 @@ static int add_series(stp_export_detector *x, uint32_t trace, stp_det *d)
 	for (size_t i = 0; i < r->sim->ndevices; i++) {
 		const allocsim_device_report *dr = &r->sim->devices[i];
 		char sp[32], name[160];
-		stp_export_space_name(dr->device < 0 ? STP_MEM_HOST : STP_MEM_DEVICE, dr->device, sp, sizeof sp);
+		stp_export_space_name(dr->device < 0 ? STP_MEM_HOST : STP_MEM_DEVICE,
+		                      dr->device < 0 && dr->xla ? STP_EXPORT_DEV_JAX : dr->device, sp, sizeof sp);
 		const char *space = keep(x, sp);
 		if (!space)
 			return -1;

@@ -34,7 +34,10 @@
 #include "stprof/trace.h"
 
 #define PF_NONE UINT32_MAX
-#define PF_DEV_TENSORS (-2) /* the device of host pool 1 (a framework's tensors) */
+#define PF_DEV_TENSORS STP_EXPORT_DEV_TENSORS /* the device of host pool 1 (a framework's tensors) */
+#define PF_DEV_JAX STP_EXPORT_DEV_JAX         /* the device of host pool 2 (JAX's CPU buffers) */
+/* the host's framework spaces (a framework's buffers, not the heap) */
+#define PF_DEV_FRAMEWORK(d) ((d) == PF_DEV_TENSORS || (d) == PF_DEV_JAX)
 
 /* ---- objects */
 enum {

@@ -135,7 +135,9 @@ const char *rf_end(const stp_det_result *r, char *buf, size_t len)
 const char *rf_space(const stp_det_space *s, char *buf, size_t len)
 {
 	if (s->kind == STP_MEM_HOST && s->tensors)
-		snprintf(buf, len, "cpu tensors");
+		snprintf(buf, len, s->jax ? "jax buffers (cpu)" : "cpu tensors");
+	else if (s->jax && s->device >= 0)
+		snprintf(buf, len, "jax buffers (%s %d)", stp_mem_kind_name(s->kind), s->device);
 	else if (s->kind == STP_MEM_HOST)
 		snprintf(buf, len, "host");
 	else if (s->device >= 0)

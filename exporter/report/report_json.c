@@ -184,8 +184,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	fputs("},\n\"spaces\":[", f);
 	for (uint32_t i = 0; i < r->nspaces; i++) {
 		const stp_det_space *s = &r->spaces[i];
-		fprintf(f, "%s\n{\"kind\":\"%s\",\"device\":%d,\"tensors\":%s,\"primary\":%s,", i ? "," : "",
+		fprintf(f, "%s\n{\"kind\":\"%s\",\"device\":%d,\"tensors\":%s,\"jax\":%s,\"primary\":%s,", i ? "," : "",
 		        stp_mem_kind_name(s->kind), s->tensors ? -1 : s->device, s->tensors ? "true" : "false",
+		        s->jax ? "true" : "false",
 		        (int32_t)i == r->primary ? "true" : "false");
 		u64(f, "allocs", s->allocs, 1);
 		u64(f, "frees", s->frees, 1);

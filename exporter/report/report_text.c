@@ -394,13 +394,18 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 static void models_summary(const stp_det_result *r, FILE *f)
 {
 	char b[3][64];
-	fprintf(f, "\nAllocator models (what-if: these host allocations on a GPU; docs/allocator-models.md)\n");
+	int xla = r->sim->ndevices && r->sim->devices[0].xla;
+	fprintf(f, "\nAllocator models (what-if: these %s on a GPU; docs/allocator-models.md)\n",
+	        xla ? "JAX CPU buffers" : "host allocations");
 	for (size_t i = 0; i < r->sim->ndevices; i++) {
 		const allocsim_device_report *dr = &r->sim->devices[i];
-		fprintf(f, "  %s host allocations of %s or more replayed; peak reserved by model\n"
-		           "  (reserved: what the allocator would hold from the device; used: the share of it\n"
-		           "  the program's objects fill at that peak):\n",
-		        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64));
+		if (dr->xla)
+			fprintf(f, "  %s buffers replayed; peak reserved by model\n", rf_count(r->sim_fed_allocs, b[0], 64));
+		else
+			fprintf(f, "  %s host allocations of %s or more replayed; peak reserved by model\n",
+			        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64));
+		fprintf(f, "  (reserved: what the allocator would hold from the device; used: the share of it\n"
+		           "  the program's objects fill at that peak):\n");
 		for (size_t k = 0; k < dr->nresults; k++)
 			fprintf(f, "    %-40s %10s reserved, %5.1f%% used\n", dr->results[k].label,
 			        rf_bytes(dr->results[k].peak_reserved, b[2], 64), 100 * dr->results[k].efficiency);
@@ -428,21 +433,27 @@ static void section_models(stp_det *d, const stp_det_result *r, const stp_report
 	           "  1-E: fragmentation; segs: device allocations (cudaMalloc calls or mappings))\n");
 	if (!r->sim->ndevices)
 		fprintf(f, "  no allocations to replay\n");
+	else if (r->sim_host && r->sim->devices[0].xla)
+		fprintf(f, "  fed       %s of JAX's CPU buffers, as if they were a GPU's\n", rf_count(r->sim_fed_allocs, b[0], 64));
 	else if (r->sim_host)
 		fprintf(f, "  fed       %s host allocations of %s or more; %s smaller ones left out\n"
 		           "            (interpreter and library objects a GPU allocator never sees; --sim-min-size)\n",
 		        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64),
 		        rf_count(r->sim_skipped, b[2], 64));
 	else {
-		int actual = 0;
-		for (size_t i = 0; i < r->sim->ndevices; i++)
+		int actual = 0, xla = 0;
+		for (size_t i = 0; i < r->sim->ndevices; i++) {
 			actual |= r->sim->devices[i].actual.present;
+			xla |= r->sim->devices[i].xla;
+		}
 		fprintf(f, "  fed       %s device allocations%s\n", rf_count(r->sim_fed_allocs, b[0], 64),
-		        actual ? "; the allocator's segment events give the actual figures"
-		               : " (no segment events in the trace: no actual figures)");
+		        actual && xla ? "; XLA's own statistics (memory_stats) give the actual figures"
+		        : actual      ? "; the allocator's segment events give the actual figures"
+		        : xla         ? " (no XLA statistics in the trace: no actual figures)"
+		                      : " (no segment events in the trace: no actual figures)");
 		if (r->sim_skipped_other)
-			fprintf(f, "            (PyTorch's allocator's; %s made by other libraries with cudaMalloc left out)\n",
-			        rf_count(r->sim_skipped_other, b[0], 64));
+			fprintf(f, "            (%s; %s made by other libraries with cudaMalloc left out)\n",
+			        xla ? "JAX's buffers" : "PyTorch's allocator's", rf_count(r->sim_skipped_other, b[0], 64));
 	}
 	if (r->sim->ndevices)
 		allocsim_report_print(f, r->sim, stp_det_stack_name, d);

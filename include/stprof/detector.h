@@ -211,7 +211,8 @@ typedef enum stp_det_expect {
 
 typedef struct stp_det_space {
 	uint8_t kind;             /* stp_mem_kind */
-	uint8_t tensors;          /* a framework's tensor storages (host pool 1) */
+	uint8_t tensors;          /* a framework's tensor storages (host pool 1 or 2) */
+	uint8_t jax;              /* it holds JAX's buffers (pool 2) */
 	int32_t device;           /* -1 host heap; -2 host tensors */
 	uint64_t allocs, frees, bytes_allocated, bytes_freed;
 	uint64_t live_objects_end, live_bytes_end;

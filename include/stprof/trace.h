@@ -59,6 +59,17 @@ typedef enum stp_mem_kind {
  * allocator), recorded apart from the heap allocations of the interpreter
  * and libraries; readers treat it as a memory space of its own. */
 #define STP_POOL_TENSORS 1u
+/* Pool 2, of host or device memory: JAX's buffers (the storage of its
+ * arrays and the temporary buffers of its compiled XLA programs), recorded
+ * apart from the heap (host) and from other libraries' device memory; a
+ * memory space of its own (docs/jax.md). */
+#define STP_POOL_JAX 2u
+/* 1 for the pools of a framework's own buffers (1 and 2): what allocator
+ * models, plans and reports take as the program's tensors. */
+static inline int stp_pool_framework(uint32_t pool)
+{
+	return pool == STP_POOL_TENSORS || pool == STP_POOL_JAX;
+}
 
 /* A call-path frame that is not a machine address but a Python frame: the
  * low 32 bits are the string id of "FILE:LINE in FUNCTION". */
