@@ -38,6 +38,7 @@
 
 typedef struct det_space_state {
 	uint64_t live_bytes, live_objects, reserved;
+	uint64_t iter_begin_live; /* live bytes at the last ITER_BEGIN (a FOLD's peak is above it) */
 	uint64_t pool_live, other_live; /* device: pool 1 and the rest (stp_det_space) */
 } det_space_state;
 
@@ -52,7 +53,13 @@ typedef struct det_obj {
 	uint8_t flags;     /* DET_OBJ_* */
 	uint8_t pad;
 	uint32_t ko;       /* objinfo.c record (keep_objects) */
+	float w;           /* what it stands for: 1, or 1/p for a sampled heap object */
 } det_obj;
+/* The bytes an object counts for in sums (its size, weighted when sampled). */
+static inline uint64_t det_obj_bytes(const det_obj *o)
+{
+	return o->w == 1.0f ? o->size : (uint64_t)((double)o->size * (double)o->w + 0.5);
+}
 #define DET_OBJ_AT_PEAK 1u
 #define DET_OBJ_ACCESSED 2u
 #define DET_OBJ_SIM 4u      /* fed to the allocator models */
@@ -64,6 +71,9 @@ typedef struct det_site {
 	uint64_t live_bytes, live_objects;
 	uint64_t freed_in_loop;     /* freed objects allocated inside an iteration */
 	int64_t leak_last_iter;     /* distinct-iteration count of never-freed objects */
+	int64_t leak_first_iter;    /* the first of those iterations */
+	uint64_t leak_objects;      /* never-freed objects allocated in complete iterations */
+	uint64_t freed_crossed;     /* objects allocated in the loop, freed in a later iteration */
 	uint32_t leak_iters;
 	uint32_t out_index;         /* index in the result's sites */
 } det_site;
@@ -100,6 +110,14 @@ typedef struct det_finding_acc {
 	stp_det_finding f;
 	double worst_waste;
 } det_finding_acc;
+
+/* An object allocated in a complete iteration and freed only after the
+ * loop (teardown): judged a leak with the never-freed ones (analyze.c). */
+typedef struct det_survivor {
+	uint64_t addr, size, bytes, alloc_seq, alloc_ns, free_seq, free_ns, logical;
+	int64_t iter;
+	uint32_t site;
+} det_survivor;
 
 /* An allocation at a live address (a lost free): pass 2 ends the object in
  * `slot` there. */
@@ -210,6 +228,9 @@ struct stp_det {
 	uint32_t *site_of_stack;            /* stack id -> site index + 1 */
 	uint32_t site_of_stack_cap;
 	det_map site_paths;                 /* cut call path -> site index */
+	det_survivor *surv;                 /* loop survivors freed after the loop */
+	uint64_t nsurv, surv_cap;
+	int survivors_oom;
 	det_finding_acc *facc;
 	uint32_t nfacc, facc_cap;
 	det_map fidx;                       /* (pattern, site) -> facc index */
@@ -294,6 +315,8 @@ int det_crosses_iterations(const stp_det *d, uint32_t ib_alloc, uint32_t ib_free
  * actionable), det_finding_add without */
 void det_finding_add(stp_det *d, stp_det_pattern p, uint32_t site, uint64_t objects, uint64_t bytes,
                      double waste, uint64_t distance, const stp_det_instance *inst);
+/* A leak finding's iterations (after det_finding_add of the site's leak). */
+void det_finding_leak_span(stp_det *d, uint32_t site, uint32_t iters, int64_t first, int64_t last, int after_loop);
 void det_finding_add_x(stp_det *d, stp_det_pattern p, stp_det_expect why, uint32_t site, uint64_t objects,
                        uint64_t bytes, double waste, uint64_t distance, const stp_det_instance *inst);
 

@@ -30,6 +30,29 @@ static inline int det_space_in_view(const stp_det *d, uint32_t si)
 	return p < 0 || (uint32_t)p == si || !d->spaces[p].tensors;
 }
 
+/* Host-heap sampling (trace.h, STP_HEAP_SAMPLE_ANNOTATION): a pass keeps
+ * the interval in force (*interval, from 0: every allocation) up to date
+ * from the annotations it reads; an allocation's weight (1/p, what it
+ * stands for) under it: above 1 only for a sampled host-heap allocation. */
+void det_heap_sample_note(const stp_reader *r, const stp_event *ev, uint64_t *interval);
+static inline double det_alloc_weight(uint64_t interval, const stp_alloc_info *a)
+{
+	if (!interval || a->kind != STP_MEM_HOST || a->pool != 0)
+		return 1.0;
+	return stp_heap_weight(a->size, interval);
+}
+/* The bytes an allocation of size with weight w stands for. */
+static inline uint64_t det_weighted(uint64_t size, double w)
+{
+	return w == 1.0 ? size : (uint64_t)((double)size * w + 0.5);
+}
+
+/* The space of a FOLD event's space entry. */
+static inline int det_fold_space_index(stp_det *d, const stp_fold_space *x)
+{
+	return det_space_index(d, x->kind, det_space_device(x->kind, x->device, x->pool));
+}
+
 /* modbytes.c: pass 2's feed of the bytes-by-module table. */
 void det_modbytes_marker(stp_det *d, const stp_event *ev);
 void det_modbytes_alloc(stp_det *d, uint64_t size);

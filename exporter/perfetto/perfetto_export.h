@@ -263,6 +263,9 @@ int pf_draw_end(pf_proc *p, pf_obj *o, uint64_t t, int freed);
 
 /* perfetto_markers.c */
 int pf_on_marker(pf_proc *p, const stp_event *ev, uint64_t t);
+/* A folded iteration (FOLD event): an instant on the training track that
+ * says what it stands for. */
+int pf_on_fold(pf_proc *p, const stp_event *ev, uint64_t t);
 int pf_open_marks(pf_proc *p, pf_mtrack *mt, uint64_t t); /* BEGINs not yet written */
 int pf_mark_pop_to(pf_proc *p, pf_mtrack *mt, size_t i, uint64_t t);
 

@@ -7,6 +7,7 @@
  * trace cannot show.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "report_fmt.h"
@@ -155,8 +156,19 @@ static void section_memory(const stp_det_result *r, FILE *f)
 		fprintf(f, "  objects   %s allocated (%s), %s freed, %s still live at the end (%s)\n",
 		        rf_count(s->allocs, b[1], 64), rf_bytes(s->bytes_allocated, b[2], 64), rf_count(s->frees, b[3], 64),
 		        rf_count(s->live_objects_end, b[4], 64), rf_bytes(s->live_bytes_end, b[5], 64));
-		fprintf(f, "  peak      %s live in %s objects at %s", rf_bytes(s->peak_bytes, b[1], 64),
-		        rf_count(s->peak_objects, b[2], 64), rf_ns(s->peak_ns, b[3], 64));
+		if (s->sample_interval) {
+			/* one standard error of a byte sum B under Poisson sampling
+			 * at interval R is at most sqrt(R * B) (docs/record.md) */
+			double se = s->peak_bytes ? sqrt((double)s->sample_interval / (double)s->peak_bytes) : 0;
+			fprintf(f, "  sampled   %s of them stand for about %s allocations (host-heap sampling: one per %s\n"
+			        "            allocated below %s, every larger one, every one in the loop's first iterations);\n"
+			        "            bytes are estimates (the peak within about %.1f%%, one standard error;\n"
+			        "            stprof record --full records every allocation)\n",
+			        rf_count(s->sampled_allocs, b[1], 64), rf_count((uint64_t)(s->est_allocs + 0.5), b[2], 64),
+			        rf_bytes(s->sample_interval, b[3], 64), rf_bytes(s->sample_interval, b[4], 64), 100.0 * se);
+		}
+		fprintf(f, "  peak      %s live in %s %sobjects at %s", rf_bytes(s->peak_bytes, b[1], 64),
+		        rf_count(s->peak_objects, b[2], 64), s->sample_interval ? "recorded " : "", rf_ns(s->peak_ns, b[3], 64));
 		if ((int32_t)i == r->primary) {
 			char w[256];
 			if (*rf_peak_where(r, w, sizeof w))
@@ -178,6 +190,48 @@ static void section_memory(const stp_det_result *r, FILE *f)
 			        rf_bytes(s->other_peak_bytes, b[3], 64), rf_bytes(s->pool_peak_bytes, b[4], 64));
 	}
 	fputc('\n', f);
+}
+
+/* What the collector folded: how many iterations, what they stand for,
+ * which ones were written in full (ranges, the first few). */
+static void section_folded(const stp_det_result *r, FILE *f)
+{
+	const stp_det_timeline *t = &r->timeline;
+	char b[3][64], full[256] = "", likes[128] = "";
+	size_t n = 0, nl = 0;
+	unsigned ranges = 0, nlikes = 0;
+	int64_t seen[4];
+	for (uint32_t i = 0; i < t->niterations; i++) {
+		const stp_det_iteration *it = &t->iterations[i];
+		if (it->folded) {
+			int known = 0;
+			for (unsigned k = 0; k < nlikes && k < 4; k++)
+				known |= seen[k] == it->like;
+			if (!known && nlikes < 4) {
+				seen[nlikes++] = it->like;
+				nl += (size_t)snprintf(likes + nl, sizeof likes - nl, "%s%" PRId64, nlikes > 1 ? ", " : "", it->like);
+			}
+			continue;
+		}
+		uint32_t j = i;
+		while (j + 1 < t->niterations && !t->iterations[j + 1].folded)
+			j++;
+		if (ranges++ < 8 && n < sizeof full - 40) {
+			if (j > i)
+				n += (size_t)snprintf(full + n, sizeof full - n, "%s%" PRId64 "-%" PRId64, ranges > 1 ? ", " : "",
+				                      it->index, t->iterations[j].index);
+			else
+				n += (size_t)snprintf(full + n, sizeof full - n, "%s%" PRId64, ranges > 1 ? ", " : "", it->index);
+		}
+		i = j;
+	}
+	if (ranges > 8 && n < sizeof full - 8)
+		snprintf(full + n, sizeof full - n, ", ...");
+	fprintf(f, "  folded    %s steady iterations kept as counters by the collector, each like iteration%s %s\n"
+	        "            (%s events, %s allocations: in the totals, not in the call sites, classes and\n"
+	        "            findings); every event of iterations %s (stprof record --full keeps all)\n",
+	        rf_count(r->folded_iterations, b[0], 64), nlikes > 1 ? "s" : "", likes,
+	        rf_count(r->folded_events, b[1], 64), rf_count(r->folded_allocs, b[2], 64), full);
 }
 
 static void section_timeline(const stp_det_result *r, FILE *f)
@@ -208,6 +262,8 @@ static void section_timeline(const stp_det_result *r, FILE *f)
 			fprintf(f, "%s (%s)\n", it->nphases > 12 ? " ..." : "", stp_det_source_name(t->phase_source));
 		}
 	}
+	if (r->folded_iterations)
+		section_folded(r, f);
 	fputc('\n', f);
 }
 

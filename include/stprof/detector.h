@@ -132,6 +132,9 @@ typedef struct stp_det_iteration {
 	uint64_t allocs;          /* allocations inside */
 	uint64_t peak_bytes;      /* highest live bytes inside (primary space) */
 	uint32_t first_phase, nphases; /* its phases: phases[first_phase ..] */
+	int folded;               /* kept as counters (a FOLD event): no phases, its
+	                           * temporaries not objects; allocs and peak from it */
+	int64_t like;             /* folded: the index of the iteration it repeats */
 } stp_det_iteration;
 
 typedef struct stp_det_phase {
@@ -224,6 +227,14 @@ typedef struct stp_det_space {
 	 * which the allocator's segments do not hold */
 	uint64_t pool_allocs, pool_peak_bytes;
 	uint64_t other_allocs, other_bytes_allocated, other_peak_bytes;
+	/* the host heap recorded under sampling (docs/record.md, "Host heap"):
+	 * the largest interval in force (0: every allocation recorded), how
+	 * many of allocs were sampled ones, and the allocations they stand for
+	 * (the estimate of the program's count).  Bytes of a sampled space are
+	 * estimates throughout (each sampled object weighs 1/p); object counts
+	 * are those recorded. */
+	uint64_t sample_interval, sampled_allocs;
+	double est_allocs;
 } stp_det_space;
 
 typedef struct stp_det_site {
@@ -264,6 +275,12 @@ typedef struct stp_det_finding {
 	double waste_byte_ns;     /* bytes x time wasted, summed */
 	uint64_t max_distance;
 	stp_det_instance worst;   /* the instance with the most waste */
+	/* memory-leak: the iterations its objects come from (how many, the
+	 * first and the last; 0 iters: no iterations), and how many of its
+	 * objects were freed after the loop (at exit) rather than never */
+	uint32_t leak_iters;
+	int64_t leak_first_iter, leak_last_iter;
+	uint64_t leak_freed_after;
 	uint8_t expected;         /* stp_det_expect: 0 in result->findings */
 } stp_det_finding;
 
@@ -290,6 +307,11 @@ typedef struct stp_det_result {
 	uint64_t unknown_frees;   /* frees of addresses not live */
 	uint64_t reused_live;     /* allocations at a live address (lost free) */
 	uint64_t small_ignored;   /* allocations under min_size */
+	/* steady iterations folded by the collector (FOLD events,
+	 * docs/trace-format.md): how many, the events and allocations they
+	 * stand for (in the spaces' counts; not objects, sites or classes
+	 * except the sampled heap's per-site counts) */
+	uint64_t folded_iterations, folded_events, folded_allocs;
 
 	/* objects */
 	uint32_t nspaces;
