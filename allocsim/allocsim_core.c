@@ -1,8 +1,9 @@
 /*
  * allocsim_core.c - the replay driver: feeds events to a model, tracks the
  * peaks (allocated, reserved, requested), the first OOM and a decimated time
- * series; and the two ways in that use it: allocsim_model_* (one model, event
- * by event) and allocsim_run / allocsim_explain (a recorded event log).
+ * series; and the ways in that use it: allocsim_model_* (one model, event
+ * by event), allocsim_run / allocsim_explain (a recorded event log), and
+ * sim_run_configs (a device report's configs, the first one explained).
  *
  * The series keeps at most max_samples points; each point covers `stride`
  * consecutive events and holds the maxima over them, so peaks survive
@@ -464,4 +465,28 @@ void allocsim_model_destroy(allocsim_model *am)
 	free(am->streams.handles);
 	free(am->t.s);
 	free(am);
+}
+
+/* ---------------------------------------------------------------- a device's configs */
+
+int sim_run_configs(const allocsim_events *e, const allocsim_config *cfgs, size_t nc, const allocsim_replay_opts *o,
+                    allocsim_device_report *dr, char *err, size_t errlen)
+{
+	dr->results = calloc(nc, sizeof *dr->results);
+	if (!dr->results) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	allocsim_run_opts ro = {.max_samples = o->max_samples};
+	for (size_t i = 0; i < nc; i++) {
+		int rc = i == 0 && !o->no_explain
+		             ? allocsim_run_explained(e, &cfgs[i], &ro, &dr->results[i], &dr->worst, err, errlen)
+		             : allocsim_run(e, &cfgs[i], &ro, &dr->results[i], err, errlen);
+		if (rc)
+			return -1;
+		dr->nresults++;
+		if (i == 0 && !o->no_explain)
+			dr->has_worst = 1;
+	}
+	return 0;
 }

@@ -399,6 +399,15 @@ struct allocsim_events {
 	uint64_t allocs, frees, unmatched_frees, duplicate_allocs;
 };
 
+/* Runs the nc configs on a device's log into dr->results, the first one
+ * explained at its peak (unless o->no_explain) (allocsim_core.c). */
+int sim_run_configs(const allocsim_events *e, const allocsim_config *cfgs, size_t nc, const allocsim_replay_opts *o,
+                    allocsim_device_report *dr, char *err, size_t errlen);
+/* The report of a device holding JAX's buffers (allocsim_xla.c): models,
+ * the as-run one probed at XLA's samples, XLA_PYTHON_CLIENT_* advice. */
+int sim_xla_report(const allocsim_events *e, allocsim_xla_probe *probes, size_t nprobes,
+                   const allocsim_replay_opts *o, allocsim_device_report *dr, char *err, size_t errlen);
+
 /* Internal: appends and returns the slot used (or -1); for the trace
  * collector's actual-size tracking. */
 int64_t sim_events_alloc_slot(allocsim_events *e, uint64_t id, uint64_t size, uint64_t stream,

@@ -146,12 +146,16 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 	}
 	for (size_t d = 0; d < r->ndevices; d++) {
 		const allocsim_device_report *dr = &r->devices[d];
-		const char *host = r->host_name ? r->host_name : "host heap";
+		const char *what = dr->xla ? "JAX buffers, " : "";
+		const char *host = dr->xla ? "host" : r->host_name ? r->host_name : "host heap";
 		if (dr->device < 0)
-			fprintf(f, "Fragmentation (%s, %" PRIu64 " allocations):\n", host, dr->allocs);
+			fprintf(f, "Fragmentation (%s%s, %" PRIu64 " allocations):\n", what, host, dr->allocs);
 		else
-			fprintf(f, "Fragmentation (device %d, %" PRIu64 " allocations):\n", dr->device, dr->allocs);
-		if (dr->host_fallback && r->host_name)
+			fprintf(f, "Fragmentation (%sdevice %d, %" PRIu64 " allocations):\n", what, dr->device, dr->allocs);
+		if (dr->host_fallback && dr->xla)
+			fprintf(f, "  No device allocations in this trace: these are JAX's CPU buffers replayed as\n"
+			           "  if they were made on a GPU (what-if).\n");
+		else if (dr->host_fallback && r->host_name)
 			fprintf(f, "  No device allocations in this trace: these are its %s,\n"
 			           "  replayed as if they were made on a GPU (what-if).\n", r->host_name);
 		else if (dr->host_fallback)
@@ -160,7 +164,30 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 		print_table_head(f);
 		for (size_t i = 0; i < dr->nresults; i++)
 			allocsim_result_print(f, &dr->results[i]);
-		if (dr->actual.present && dr->actual.over_reserved) {
+		if (dr->actual.present && dr->actual.xla) {
+			const allocsim_actual *ac = &dr->actual;
+			char lab[64];
+			snprintf(lab, sizeof lab, "actual (XLA's statistics, %" PRIu64 " samples)", ac->xla_samples);
+			if (ac->peak_allocated)
+				fprintf(f, "  %-44s %10s %10s %6.1f%% %6.1f%%\n", lab, sim_fmt_bytes(ac->peak_allocated, a, sizeof a),
+				        sim_fmt_bytes(ac->peak_reserved, b, sizeof b), 100 * ac->efficiency,
+				        100 * (1 - ac->efficiency));
+			else /* no peak_bytes_in_use: M_a and E unknown, not 0 */
+				fprintf(f, "  %-44s %10s %10s %7s %7s\n", lab, "-", sim_fmt_bytes(ac->peak_reserved, b, sizeof b),
+				        "-", "-");
+			if (dr->nresults && ac->peak_allocated)
+				fprintf(f, "  model error vs actual: M_a %+.1f%%, M_r %+.1f%% (%s)\n", 100 * ac->allocated_error,
+				        100 * ac->reserved_error, dr->results[0].label);
+			else if (dr->nresults)
+				fprintf(f, "  model error vs actual: M_a not measured (no peak_bytes_in_use), M_r %+.1f%% (%s)\n",
+				        100 * ac->reserved_error, dr->results[0].label);
+			if (ac->in_use_samples)
+				fprintf(f, "  bytes in use at XLA's %" PRIu64 " samples: the model within %.1f%% of XLA's\n",
+				        ac->in_use_samples, 100 * ac->in_use_error);
+			if (ac->has_largest_free)
+				fprintf(f, "  largest free chunk at the last sample: model %s, XLA %s\n",
+				        sim_fmt_bytes(ac->model_largest_free, a, sizeof a), sim_fmt_bytes(ac->largest_free, b, sizeof b));
+		} else if (dr->actual.present && dr->actual.over_reserved) {
 			fprintf(f, "  actual: not given: %" PRIu64 " allocations took the bytes allocated above the bytes\n"
 			           "  the segment events reserve (the segments are not the allocator's whole state)\n",
 			        dr->actual.over_reserved);
@@ -172,6 +199,8 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 			if (dr->nresults)
 				fprintf(f, "  model error vs actual: M_a %+.1f%%, M_r %+.1f%% (%s)\n", 100 * ac->allocated_error,
 				        100 * ac->reserved_error, dr->results[0].label);
+		} else if (dr->xla) {
+			fprintf(f, "  (no XLA statistics in the trace: a CPU run, or JAX's memory_stats() gave none)\n");
 		}
 		for (size_t i = 0; i < dr->nresults; i++) {
 			const allocsim_result *res = &dr->results[i];
@@ -189,7 +218,22 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 			fprintf(f, "Worst moment (%s, at its peak reserved):\n", dr->results[0].label);
 			allocsim_snapshot_print(f, &dr->worst, r->start_time, 5, namer, ctx);
 		}
-		if (dr->nrecs) {
+		if (dr->nrecs && dr->xla) {
+			fprintf(f, "XLA_PYTHON_CLIENT_* settings (simulated on these buffers, %s of device memory):\n",
+			        sim_fmt_bytes(dr->xla_capacity, a, sizeof a));
+			for (size_t i = 0; i < dr->nrecs; i++) {
+				const allocsim_recommendation *rc = &dr->recs[i];
+				fprintf(f, "  %s\n      peak reserved %s (%s vs as run), ", rc->settings,
+				        sim_fmt_bytes(rc->peak_reserved, a, sizeof a), sim_fmt_sbytes(rc->reserved_delta, b, sizeof b));
+				if (rc->ooms)
+					fprintf(f, "OOM: %" PRIu64 " request%s would fail\n", rc->ooms, rc->ooms == 1 ? "" : "s");
+				else
+					fprintf(f, "no OOM\n");
+			}
+		} else if (dr->xla && !dr->xla_capacity) {
+			fprintf(f, "XLA_PYTHON_CLIENT_* settings: the device's memory is not known (no bytes_limit in the\n"
+			           "  trace); give --capacity to simulate MEM_FRACTION values.\n");
+		} else if (dr->nrecs) {
 			fprintf(f, "Recommended settings (simulated):\n");
 			for (size_t i = 0; i < dr->nrecs; i++) {
 				const allocsim_recommendation *rc = &dr->recs[i];

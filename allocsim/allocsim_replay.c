@@ -6,6 +6,8 @@
  * measures the actual M_a / M_r / E from the allocator's own segment events
  * (SEGMENT_RESERVE / SEGMENT_RELEASE) when the trace has them; then runs the
  * models, explains the PyTorch model's worst moment and tries settings.
+ * A device holding JAX's buffers goes to allocsim_xla.c instead, with the
+ * XLA statistics the trace sampled (allocsim_collector_xla_stat).
  *
  * The model is fed what the program asked for (alloc.requested, or size when
  * requested is 0); the actual M_a uses alloc.size (what the real allocator
@@ -27,6 +29,9 @@ typedef struct dev_state {
 	uint64_t over_reserved; /* allocations that took cur_alloc above cur_res */
 	sim_idmap segs; /* live segments: addr -> size */
 	int segs_init;
+	int jax;        /* JAX's buffers (pool STP_POOL_JAX): the XLA report */
+	allocsim_xla_probe *probes; /* XLA's statistics, in event order */
+	size_t nprobes, capprobes;
 } dev_state;
 
 struct allocsim_collector {
@@ -52,6 +57,7 @@ static void dev_release(dev_state *d)
 	free(d->actual);
 	if (d->segs_init)
 		sim_idmap_release(&d->segs);
+	free(d->probes);
 	memset(d, 0, sizeof *d);
 }
 
@@ -112,6 +118,7 @@ static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev, i
 		c->failed = 1;
 		return;
 	}
+	d->jax |= a->pool == STP_POOL_JAX;
 	/* an address allocated again without a free seen frees the old object
 	 * first (in the log and in the actual figures) */
 	uint64_t size = a->requested ? a->requested : a->size;
@@ -230,6 +237,37 @@ void allocsim_collector_event_slot(allocsim_collector *c, const stp_event *ev, u
 	collect(c, ev, slot < SIM_EV_FREE ? (int64_t)slot : -1);
 }
 
+void allocsim_collector_xla_stat(allocsim_collector *c, int32_t device, uint64_t time, int key, uint64_t value)
+{
+	if (key < 0 || key >= ALLOCSIM_XLA_NKEYS)
+		return;
+	dev_state *d = device < 0 ? &c->host : dev_get(c, device);
+	if (!d || dev_ready(d)) {
+		c->failed = 1;
+		return;
+	}
+	uint64_t at = d->ev->n;
+	allocsim_xla_probe *p = d->nprobes ? &d->probes[d->nprobes - 1] : NULL;
+	if (!p || p->events != at) {
+		if (d->nprobes == d->capprobes) {
+			size_t cap = d->capprobes ? d->capprobes * 2 : 64;
+			allocsim_xla_probe *np = realloc(d->probes, cap * sizeof *np);
+			if (!np) {
+				c->failed = 1;
+				return;
+			}
+			d->probes = np;
+			d->capprobes = cap;
+		}
+		p = &d->probes[d->nprobes++];
+		memset(p, 0, sizeof *p);
+		p->events = at;
+	}
+	p->time = time;
+	p->value[key] = value;
+	p->have |= 1u << key;
+}
+
 static int parse_cfg(allocsim_config *c, const char *what, const char *text, uint64_t capacity, char *err,
                      size_t errlen)
 {
@@ -251,6 +289,13 @@ static int parse_cfg(allocsim_config *c, const char *what, const char *text, uin
 static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_device_report *dr, char *err,
                          size_t errlen)
 {
+	if (d->jax) {
+		dr->device = d->device;
+		dr->allocs = d->ev->allocs;
+		dr->frees = d->ev->frees;
+		dr->unmatched_frees = d->ev->unmatched_frees;
+		return sim_xla_report(d->ev, d->probes, d->nprobes, o, dr, err, errlen);
+	}
 	allocsim_config cfgs[16];
 	size_t nc = 0;
 	if (parse_cfg(&cfgs[nc++], "as_run", o->as_run, o->capacity, err, errlen))
@@ -282,22 +327,8 @@ static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_d
 	dr->allocs = d->ev->allocs;
 	dr->frees = d->ev->frees;
 	dr->unmatched_frees = d->ev->unmatched_frees;
-	dr->results = calloc(nc, sizeof *dr->results);
-	if (!dr->results) {
-		snprintf(err, errlen, "out of memory");
+	if (sim_run_configs(d->ev, cfgs, nc, o, dr, err, errlen))
 		return -1;
-	}
-	allocsim_run_opts ro = {.max_samples = o->max_samples};
-	for (size_t i = 0; i < nc; i++) {
-		int rc = i == 0 && !o->no_explain
-		             ? allocsim_run_explained(d->ev, &cfgs[i], &ro, &dr->results[i], &dr->worst, err, errlen)
-		             : allocsim_run(d->ev, &cfgs[i], &ro, &dr->results[i], err, errlen);
-		if (rc)
-			return -1;
-		dr->nresults++;
-		if (i == 0 && !o->no_explain)
-			dr->has_worst = 1;
-	}
 	if (d->reserves) {
 		allocsim_actual *ac = &dr->actual;
 		ac->present = 1;
@@ -420,6 +451,7 @@ void allocsim_report_clear(allocsim_report *r)
 		free(d->results);
 		allocsim_snapshot_clear(&d->worst);
 		free(d->recs);
+		free(d->probes);
 	}
 	free(r->devices);
 	memset(r, 0, sizeof *r);

@@ -144,6 +144,23 @@ int cmd_dump(int argc, char **argv)
 			printf(" kind=%s name=\"%s\" value=%" PRId64, stp_marker_kind_name(ev.u.marker.kind),
 			       stp_reader_string(r, ev.u.marker.name), ev.u.marker.value);
 			break;
+		case STP_EV_FOLD: {
+			const stp_fold_info *f = &ev.u.fold;
+			printf(" iteration=%" PRId64 " like=%" PRId64 " last_seq=%" PRIu64 " elided=%" PRIu64 " apis=%" PRIu64
+			       " markers=%" PRIu64 " digest=%016" PRIx64,
+			       f->iteration, f->like, f->last_seq, f->elided, f->apis, f->markers, f->digest);
+			for (uint32_t i = 0; i < f->nspaces; i++) {
+				const stp_fold_space *x = &f->spaces[i];
+				printf(" space=%s/%d/%u:allocs=%" PRIu64 ",bytes=%" PRIu64 ",peak=%" PRIu64 ",in=%" PRIu64
+				       ",out=%" PRIu64 ",sampled=%" PRIu64 ",est=%" PRIu64,
+				       stp_mem_kind_name(x->kind), x->device, x->pool, x->allocs, x->bytes, x->peak, x->carried_in,
+				       x->carried_out, x->sampled, x->sampled_est);
+			}
+			for (uint32_t i = 0; i < f->nsites; i++)
+				printf(" site=%u:allocs=%" PRIu64 ",bytes=%" PRIu64, f->sites[i].stack, f->sites[i].allocs,
+				       f->sites[i].bytes);
+			break;
+		}
 		}
 		putchar('\n');
 	}

@@ -1,8 +1,8 @@
 /*
- * cmd_import.c - `stprof import SNAPSHOT.pickle [-o TRACE.stp]`: turns a
- * PyTorch memory snapshot into a trace (docs/snapshot.md).  Exit 0 on
- * success, 1 when the pickle cannot be read or the trace written, 2 on
- * usage errors.
+ * cmd_import.c - `stprof import SNAPSHOT [-o TRACE.stp]`: turns a PyTorch
+ * memory snapshot (pickle; docs/snapshot.md) or a JAX device memory profile
+ * (gzip'd pprof; docs/jax.md) into a trace.  Exit 0 on success, 1 when the
+ * snapshot cannot be read or the trace written, 2 on usage errors.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,7 +20,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: stprof import [OPTIONS] SNAPSHOT.pickle [-o TRACE.stp]\n\n"
+	        "usage: stprof import [OPTIONS] SNAPSHOT [-o TRACE.stp]\n\n"
 	        "Reads a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot, the file\n"
 	        "https://pytorch.org/memory_viz opens; PyTorch 1.13's memory_snapshot() list\n"
 	        "too) and writes an stprof trace: the allocator's segments and blocks, every\n"
@@ -28,8 +28,12 @@ static void usage(FILE *f)
 	        "snapshot) as an event with its Python/C++ frames as the call path, and the\n"
 	        "state before the ring buffer's first entry, rebuilt by replaying the trace\n"
 	        "backwards from the segments.  The pickle is only read as data: an opcode\n"
-	        "that could import or run code is refused.  report, export and plan also\n"
-	        "take a snapshot where they take a trace.  See docs/snapshot.md.\n\n"
+	        "that could import or run code is refused.  See docs/snapshot.md.\n\n"
+	        "Or reads a JAX device memory profile (jax.profiler.save_device_memory_profile:\n"
+	        "gzip'd pprof) and writes the trace of that moment: one allocation per live\n"
+	        "buffer and executable, in the JAX buffer space of its device, with the\n"
+	        "Python traceback that made it as the call path.  See docs/jax.md.\n\n"
+	        "report, export and plan also take a snapshot where they take a trace.\n\n"
 	        "Options:\n"
 	        "  -o, --output FILE    the trace to write (default: SNAPSHOT with its suffix\n"
 	        "                       replaced by .stp); an earlier trace there is kept as\n"
@@ -88,14 +92,28 @@ int cmd_import(int argc, char **argv)
 		return 1;
 	}
 	stp_snapshot_import_stats st;
-	int rc = stp_snapshot_import(in, out, &st, err, sizeof err);
+	stp_pprof_import_stats ps;
+	int pprof = !stp_snapshot_is_pickle(in) && stp_snapshot_is_pprof(in);
+	int rc = pprof ? stp_pprof_import(in, out, &ps, err, sizeof err) : stp_snapshot_import(in, out, &st, err, sizeof err);
 	if (rc < 0) {
 		stprof_err("import: %s", err);
 		free(def);
 		return 1;
 	}
-	stprof_snapshot_warn(in, &st);
-	if (!quiet) {
+	if (!pprof)
+		stprof_snapshot_warn(in, &st);
+	if (!quiet && pprof) {
+		printf("wrote %s from %s (JAX device memory profile, pprof)\n", out, in);
+		printf("  %" PRIu64 " samples: %" PRIu64 " buffers, %" PRIu64 " executables", ps.samples, ps.buffers,
+		       ps.executables);
+		if (ps.other)
+			printf(", %" PRIu64 " of another kind", ps.other);
+		if (ps.skipped)
+			printf(" (%" PRIu64 " sample%s of 0 bytes: no allocation)", ps.skipped, ps.skipped == 1 ? "" : "s");
+		printf("\n  %" PRIu64 " allocations, %" PRIu64 " bytes on %" PRIu64 " device%s; %" PRIu64
+		       " distinct frames\n",
+		       ps.allocations, ps.bytes, ps.devices, ps.devices == 1 ? "" : "s", ps.frames);
+	} else if (!quiet) {
 		printf("wrote %s from %s (PyTorch %s layout, pickle protocol %d)\n", out, in,
 		       st.layout == 113 ? "1.13" : "2.x", st.protocol);
 		printf("  %" PRIu64 " segments, %" PRIu64 " blocks%s; %" PRIu64 " trace entries", st.segments, st.blocks,

@@ -108,6 +108,9 @@ int cmd_info(int argc, char **argv)
 		printf("modules:      %u\n", modules);
 		printf("strings:      %" PRIu64 "\n", s->strings);
 		printf("stack nodes:  %" PRIu64 "\n", s->stack_nodes);
+		if (s->folded_iterations)
+			printf("folded:       %" PRIu64 " steady iterations, standing for %" PRIu64 " events (docs/trace-format.md)\n",
+			       s->folded_iterations, s->folded_events);
 		if (s->lost_events)
 			printf("lost events:  %" PRIu64 " (gaps in sequence numbers)\n", s->lost_events);
 		if (rc < 0)

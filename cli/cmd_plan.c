@@ -513,6 +513,13 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 		stp_stream_free(&stream);
 		return 1;
 	}
+	/* the library completes greedy-by-size after the search when its
+	 * improvement step dropped it (so the plan is never larger than the
+	 * baseline printed); the same switches as the baseline's */
+	if (greedy == 0 || (greedy == -1 && r.n > GREEDY_AUTO_MAX))
+		po->no_greedy_check = 1;
+	else if (greedy == 1)
+		po->greedy_seconds = 1e12; /* to the end */
 	stp_plan p;
 	double cpu0 = cpu_seconds();
 	if (stp_plan_build(&r, po, &p, err, sizeof err) < 0) {
@@ -530,7 +537,13 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 	}
 	uint64_t gpool = 0, stalloc_pool = 0;
 	double gsec = 0, glimit = 0;
-	if (po->algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
+	if (p.stats.pool_greedy_plain) { /* the planning computed it: not twice */
+		gpool = p.stats.pool_greedy_plain;
+		gsec = p.stats.greedy_seconds;
+	} else if (p.stats.greedy_limit > 0) {
+		gsec = -1; /* stopped: said in the summary */
+		glimit = p.stats.greedy_limit;
+	} else if (po->algo != STP_ALGO_GREEDY && (greedy == 1 || (greedy == -1 && r.n <= GREEDY_AUTO_MAX))) {
 		stp_plan_opts go = *po;
 		go.algo = STP_ALGO_GREEDY;
 		go.verbose = 0;
@@ -600,8 +613,9 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 		if (greedy == -1 && r.n > GREEDY_AUTO_MAX && po->algo != STP_ALGO_GREEDY)
 			fprintf(f, "greedy by size: skipped above %d requests (--greedy runs it)\n", GREEDY_AUTO_MAX);
 		if (gsec < 0)
-			fprintf(f, "greedy by size: stopped at its limit, %.2f CPU s (half the planning's, at least %g;\n"
-			           "                --greedy runs it to the end)\n",
+			fprintf(f, "greedy by size: stopped at its limit, %.2f CPU s (half the planning's or, after\n"
+			           "                the search, half the budget, at least %g; --greedy runs it\n"
+			           "                to the end)\n",
 			        glimit, GREEDY_MIN_SECONDS);
 		fprintf(f, "verified:       no two requests overlap in time and address\n");
 		if (replayed) {

@@ -30,7 +30,7 @@ static void usage(FILE *f)
 
 int cmd_record(int argc, char **argv)
 {
-	record_opts o = {.depth = -1, .host_depth = -1, .flush_ms = -1};
+	record_opts o = {.depth = -1, .host_depth = -1, .flush_ms = -1, .heap_sample = -1};
 	int c;
 	while ((c = getopt_long(argc, argv, record_optstring, record_longopts, NULL)) != -1) {
 		if (c == 'h') {

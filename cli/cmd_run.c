@@ -281,7 +281,7 @@ int cmd_run(int argc, char **argv)
 	longopts[n++] = (struct option){"stalloc-stats", required_argument, 0, RUN_STALLOC_STATS};
 	longopts[n] = (struct option){0, 0, 0, 0};
 
-	record_opts o = {.depth = -1, .host_depth = -1, .flush_ms = -1, .sidecars = 1};
+	record_opts o = {.depth = -1, .host_depth = -1, .flush_ms = -1, .heap_sample = -1, .sidecars = 1};
 	const char *enforce = NULL, *enforce_stats = NULL;
 	int report = 1, timeline = 1, plan = 1, full = 0, html = 1, c;
 	while ((c = getopt_long(argc, argv, record_optstring, longopts, NULL)) != -1) {

@@ -43,6 +43,8 @@ const struct option record_longopts[] = {
 	{"torch-cuda", required_argument, 0, 'C'},
 	{"cuda", no_argument, 0, 'G'},
 	{"no-cuda", no_argument, 0, 'g'},
+	{"full", no_argument, 0, 'U'},
+	{"heap-sample", required_argument, 0, 'H'},
 	{"quiet", no_argument, 0, 'q'},
 	{"help", no_argument, 0, 'h'},
 	{0, 0, 0, 0},
@@ -64,6 +66,15 @@ const char record_help[] =
 	"                       when --depth is not given; tensors keep --depth's)\n"
 	"      --flush-ms N     write buffered events at least every N ms, 1-100\n"
 	"                       (default 50); bounds what a SIGKILL can lose\n"
+	"      --heap-sample SIZE\n"
+	"                       host-heap allocations below SIZE are sampled, one per\n"
+	"                       SIZE bytes allocated on average, each weighed by what\n"
+	"                       it stands for; larger ones always recorded (0: every\n"
+	"                       allocation; default 64k in a Python process, 0\n"
+	"                       elsewhere; docs/record.md, \"Host heap\")\n"
+	"      --full           record every event: no host-heap sampling, no folding\n"
+	"                       of steady iterations (docs/record.md, \"Long runs\";\n"
+	"                       tensors and device memory are never sampled)\n"
 	"  -q, --quiet          print nothing of stprof's own\n"
 	"      --accesses[=ops|exact]\n"
 	"                       record which objects each operation read and wrote,\n"
@@ -172,6 +183,16 @@ int record_apply_option(record_opts *o, int c, const char *arg)
 #endif
 	case 'g':
 		o->cuda = -1;
+		return 0;
+	case 'U':
+		o->full = 1;
+		return 0;
+	case 'H':
+		if (stprof_parse_size(arg, &v) || v > (1ull << 40)) {
+			stprof_err("--heap-sample: '%s' is not a size up to 1T (examples: 0, 64k, 1M)", arg);
+			return -1;
+		}
+		o->heap_sample = (int64_t)v;
 		return 0;
 	}
 	return 1;
@@ -370,6 +391,12 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	if (o->flush_ms > 0) {
 		snprintf(buf, sizeof buf, "%d", o->flush_ms);
 		setenv("STPROF_FLUSH_MS", buf, 1);
+	}
+	if (o->full)
+		setenv("STPROF_FULL", "1", 1);
+	if (o->heap_sample >= 0) {
+		snprintf(buf, sizeof buf, "%lld", (long long)o->heap_sample);
+		setenv("STPROF_HEAP_SAMPLE", buf, 1);
 	}
 
 	fflush(NULL);

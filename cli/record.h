@@ -20,6 +20,8 @@ typedef struct record_opts {
 	int sample_launches;  /* --sample-launches N, 0: collector default */
 	const char *torch_cuda; /* --torch-cuda: caching, pluggable, off; NULL: the shim's default */
 	int cuda;             /* 1 --cuda, -1 --no-cuda, 0 default (on when built in) */
+	int full;             /* --full: every event (no sampling, no folding) */
+	int64_t heap_sample;  /* --heap-sample SIZE; -1: collector default */
 } record_opts;
 enum { RECORD_ACCESSES_NONE = 0, RECORD_ACCESSES_OPS = 1, RECORD_ACCESSES_EXACT = 2 };
 

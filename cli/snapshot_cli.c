@@ -45,7 +45,8 @@ void stprof_snapshot_warn(const char *pickle, const stp_snapshot_import_stats *s
 
 int stprof_pickle_input(const char **path, int quiet)
 {
-	if (!stp_snapshot_is_pickle(*path))
+	int pprof = 0;
+	if (!stp_snapshot_is_pickle(*path) && !(pprof = stp_snapshot_is_pprof(*path)))
 		return 0;
 	const char *base = strrchr(*path, '/');
 	char name[NAME_MAX + 1];
@@ -59,7 +60,10 @@ int stprof_pickle_input(const char **path, int quiet)
 		return 1;
 	char err[1024];
 	stp_snapshot_import_stats st;
-	if (stp_snapshot_import(*path, out, &st, err, sizeof err) < 0) {
+	stp_pprof_import_stats ps;
+	int rc = pprof ? stp_pprof_import(*path, out, &ps, err, sizeof err)
+	               : stp_snapshot_import(*path, out, &st, err, sizeof err);
+	if (rc < 0) {
 		stprof_err("%s", err);
 		return 1;
 	}
@@ -67,8 +71,13 @@ int stprof_pickle_input(const char **path, int quiet)
 		imported[nimported] = out;
 		origin[nimported++] = *path;
 	}
-	stprof_snapshot_warn(*path, &st);
-	if (!quiet)
+	if (!pprof)
+		stprof_snapshot_warn(*path, &st);
+	if (!quiet && pprof)
+		fprintf(stderr, "stprof: %s: JAX device memory profile: %" PRIu64 " buffers, %" PRIu64
+		                " executables imported\n",
+		        *path, ps.buffers + ps.other, ps.executables);
+	else if (!quiet)
 		fprintf(stderr, "stprof: %s: PyTorch memory snapshot (%s layout): %" PRIu64 " segments, %" PRIu64
 		                " trace entries imported\n",
 		        *path, st.layout == 113 ? "1.13" : "2.x", st.segments, st.entries);

@@ -1,14 +1,16 @@
 /*
- * snapshot_cli.h - PyTorch memory snapshots in the stprof command: `stprof
- * import`, `export --format torch-snapshot`, and pickles given where a trace
- * is expected (report, export, plan, info, dump).
+ * snapshot_cli.h - memory snapshots in the stprof command: `stprof import`,
+ * `export --format torch-snapshot`, and PyTorch snapshot pickles or JAX
+ * device memory profiles given where a trace is expected (report, export,
+ * plan, info, dump).
  */
 #ifndef STPROF_CLI_SNAPSHOT_H
 #define STPROF_CLI_SNAPSHOT_H
 
-/* When *path is a pickle, imports it into a temporary .stp (same base name,
- * removed at exit) and points *path at it.  0, or 1 after printing the
- * error (the pickle cannot be read). */
+/* When *path is a pickle (a PyTorch memory snapshot) or a gzip'd pprof
+ * profile (a JAX device memory profile), imports it into a temporary .stp
+ * (same base name, removed at exit) and points *path at it.  0, or 1 after
+ * printing the error (the file cannot be read). */
 int stprof_pickle_input(const char **path, int quiet);
 /* What to call a trace in messages: the pickle a temporary trace was
  * imported from, else path itself. */

@@ -5,6 +5,8 @@ find_package(PkgConfig REQUIRED)
 
 pkg_check_modules(LIBUNWIND REQUIRED IMPORTED_TARGET libunwind)
 pkg_check_modules(LIBELF REQUIRED IMPORTED_TARGET libelf)
+# zlib (zlib1g-dev): gunzip of the pprof profiles JAX writes (snapshot/)
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
 pkg_check_modules(LIBDWARF IMPORTED_TARGET libdwarf)
 if(NOT LIBDWARF_FOUND)
   # Debian 12's libdwarf-dev (20210528) ships no pkg-config file: find it by

@@ -24,6 +24,7 @@
  *               the first iteration by a site that frees its other objects;
  *               live-at-end instead of the latter when the trace was cut.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,6 +82,7 @@ typedef struct pass2 {
 	uint64_t *sl, *sr; /* series: max live, max reserved per point */
 	uint32_t npts;
 	uint64_t reserved;
+	uint64_t heap_interval; /* host-heap sampling in force (space.h) */
 	det_map segs;
 } pass2;
 
@@ -162,7 +164,7 @@ static det_site *site_for(stp_det *d, uint32_t stack, uint8_t kind, uint32_t *in
 		}
 		det_site *st = &d->sites[d->nsites];
 		memset(st, 0, sizeof *st);
-		st->leak_last_iter = INT64_MIN;
+		st->leak_last_iter = st->leak_first_iter = INT64_MIN;
 		det_site_rec *sp = &d->spub[d->nsites];
 		memset(sp, 0, sizeof *sp);
 		sp->stack = stack;
@@ -279,6 +281,61 @@ static void finish_other(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_
 	release_obj(d, slot, c, UINT32_MAX, freed ? free_seq : UINT64_MAX);
 }
 
+/* The complete iterations of the loop (the last one when the trace was cut
+ * or the iteration left open does not count). */
+static int64_t complete_iters(const stp_det *d)
+{
+	return (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
+}
+
+/* A site leaks (finish_live counted its loop survivors: objects allocated
+ * in a complete iteration and never freed, or freed only after the loop)
+ * when its survivors keep coming: from two or more complete iterations and
+ * from at least half of them; or, a slow leak or a growth that starts late,
+ * from three iterations or more, still coming in the second half of the
+ * loop, at a site that does not free such objects in a later iteration
+ * (a window of the last N, a cache that evicts: it frees as many as it
+ * keeps). */
+static int site_leaks(const stp_det *d, const det_site *s)
+{
+	int64_t complete = complete_iters(d);
+	if (s->leak_iters >= 2 && 2 * (int64_t)s->leak_iters >= complete)
+		return 1;
+	return s->leak_iters >= 3 && 2 * s->leak_last_iter >= complete && s->freed_crossed < s->leak_objects;
+}
+
+/* The leak finding of one survivor of the loop (never freed: free_seq
+ * UINT64_MAX). */
+static void leak_finding(stp_det *d, const det_site *s, uint32_t site, uint64_t addr, uint64_t size,
+                         uint64_t bytes, uint64_t alloc_seq, uint64_t alloc_ns, uint64_t free_seq, uint64_t free_ns, uint64_t logical)
+{
+	uint64_t until = free_seq == UINT64_MAX ? d->end_ns : free_ns;
+	uint64_t life = until > alloc_ns ? until - alloc_ns : 0;
+	stp_det_instance in = {.alloc_seq = alloc_seq, .free_seq = free_seq, .alloc_ns = alloc_ns, .free_ns = free_ns,
+	                       .addr = addr, .size = size, .distance = logical, .at_ns = alloc_ns, .until_ns = until,
+	                       .other_site = UINT32_MAX};
+	det_finding_add(d, STP_PAT_LEAK, site, 1, bytes, (double)bytes * (double)life, logical, &in);
+	det_finding_leak_span(d, site, s->leak_iters, s->leak_first_iter, s->leak_last_iter,
+	                      free_seq != UINT64_MAX);
+}
+
+static int survivor_push(stp_det *d, const det_obj *o, const pass2 *p, uint64_t logical)
+{
+	if (d->nsurv == d->surv_cap) {
+		uint64_t nc = d->surv_cap ? d->surv_cap * 2 : 256;
+		det_survivor *n = realloc(d->surv, nc * sizeof *n);
+		if (!n)
+			return -1;
+		d->surv = n;
+		d->surv_cap = nc;
+	}
+	d->surv[d->nsurv++] = (det_survivor){.addr = o->addr, .size = o->size, .bytes = det_obj_bytes(o),
+	                                     .alloc_seq = o->alloc_seq,
+	                                     .alloc_ns = o->alloc_ns, .free_seq = p->seq, .free_ns = p->ns,
+	                                     .logical = logical, .iter = iter_of_ib(d, o->ib), .site = o->site};
+	return 0;
+}
+
 /* Ends an object's life: at a free (freed = 1) or at the end of the trace. */
 static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t free_seq)
 {
@@ -289,6 +346,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	}
 	det_site *s = &d->sites[o->site];
 	det_site_rec *sp = &d->spub[o->site];
+	uint64_t bytes = det_obj_bytes(o);
 	uint64_t life = (freed ? p->ns : d->end_ns) - o->alloc_ns;
 	if ((int64_t)life < 0)
 		life = 0;
@@ -307,16 +365,14 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 		 * freed (a cache filled once, libc's stdio buffers, the
 		 * interpreter's objects that exit does not free, teardown's
 		 * allocations) is set aside, counted, not a finding. */
-		int64_t complete = (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
-		if (s->leak_iters >= 2 && 2 * (int64_t)s->leak_iters >= complete)
-			leak = 1; /* a site that keeps leaking, cut trace or not */
+		leak = site_leaks(d, s);
 		if (leak) {
 			c = STP_CLASS_LEAKED;
 		} else {
 			if (c == STP_CLASS_LEAKED) /* not persistent, not a leak */
 				c = STP_CLASS_LIVE_AT_END;
 			d->res.leaks_set_aside++;
-			d->res.leaks_set_aside_bytes += o->size;
+			d->res.leaks_set_aside_bytes += bytes;
 		}
 	} else if (!freed) {
 		/* no iterations: DrGPUM's leak for device memory never freed; host
@@ -325,39 +381,59 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 			leak = 1;
 		else {
 			d->res.leaks_set_aside++;
-			d->res.leaks_set_aside_bytes += o->size;
+			d->res.leaks_set_aside_bytes += bytes;
 		}
 	}
 	d->res.class_objects[c]++;
-	d->res.class_bytes[c] += o->size;
+	d->res.class_bytes[c] += bytes;
 	if (o->flags & DET_OBJ_AT_PEAK)
-		d->res.peak_class_bytes[c] += o->size;
+		d->res.peak_class_bytes[c] += bytes;
 	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
 	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
 	unsigned tb = freed ? det_time_bucket(life) : STP_DET_TIME_BUCKETS - 1;
 	unsigned lb = freed ? det_logical_bucket(logical) : STP_DET_LOGICAL_BUCKETS - 1;
-	site_add_obj(d, sp, c, o->size, (o->flags & DET_OBJ_AT_PEAK) != 0, tb, lb);
+	site_add_obj(d, sp, c, bytes, (o->flags & DET_OBJ_AT_PEAK) != 0, tb, lb);
 	if (freed) {
 		sp->frees++;
-		sp->byte_ns += (double)o->size * (double)life;
+		sp->byte_ns += (double)bytes * (double)life;
 		if (o->ib & 1)
 			s->freed_in_loop++;
+		int64_t ia = iter_of_ib(d, o->ib), iff = iter_of_ib(d, p->ib);
+		if (ia >= 0 && iff > ia && iff < (int64_t)d->niters) /* in a later iteration of the loop */
+			s->freed_crossed++;
 	} else {
-		sp->end_bytes += o->size;
+		sp->end_bytes += bytes;
 		sp->end_objects++;
 	}
-	s->live_bytes -= o->size;
+	s->live_bytes -= bytes;
 	s->live_objects--;
-	if (leak) {
-		stp_det_instance in = {.alloc_seq = o->alloc_seq, .free_seq = UINT64_MAX, .alloc_ns = o->alloc_ns,
-		                       .free_ns = UINT64_MAX, .addr = o->addr, .size = o->size, .distance = logical,
-		                       .at_ns = o->alloc_ns, .until_ns = d->end_ns, .other_site = UINT32_MAX};
-		det_finding_add(d, STP_PAT_LEAK, o->site, 1, o->size, (double)o->size * (double)life, logical, &in);
+	if (leak)
+		leak_finding(d, s, o->site, o->addr, o->size, bytes, o->alloc_seq, o->alloc_ns, UINT64_MAX, UINT64_MAX, logical);
+	/* allocated in a complete iteration, freed only after the loop: a
+	 * survivor finish_live judges with the never-freed ones (not at a
+	 * snapshot: its blocks are live, not leaked) */
+	if (freed && !d->snapshot && d->niters && p->ib >= 2 * d->niters) {
+		int64_t ia = iter_of_ib(d, o->ib);
+		if (ia >= 0 && ia < complete_iters(d) && survivor_push(d, o, p, logical) < 0)
+			d->survivors_oom = 1;
 	}
 	uint32_t lfe = UINT32_MAX;
 	if (freed && d->niters)
 		det_latefree_object(d, o, p->ns, p->ib, p->seg, &lfe);
 	release_obj(d, slot, c, lfe, freed ? free_seq : UINT64_MAX);
+}
+
+/* The primary peak: mark what is live. */
+static void mark_peak(stp_det *d, uint32_t si)
+{
+	for (uint32_t v = 0; v < d->nobjs; v++) {
+		det_obj *x = &d->objs[v];
+		if (!(x->flags & DET_OBJ_LIVE) || x->space != si)
+			continue;
+		x->flags |= DET_OBJ_AT_PEAK;
+		d->spub[x->site].peak_bytes += det_obj_bytes(x);
+		d->spub[x->site].peak_objects++;
+	}
 }
 
 static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
@@ -368,8 +444,10 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 	if (si < 0)
 		return -1;
+	double w = det_alloc_weight(p->heap_interval, a);
+	uint64_t bytes = det_weighted(a->size, w);
 	if (si == p->primary)
-		det_modbytes_alloc(d, a->size);
+		det_modbytes_alloc(d, bytes);
 	if (d->reuse_i < d->nreuse && d->reuse[d->reuse_i].seq == ev->seq) { /* lost free: end the old one here */
 		uint32_t old = d->reuse[d->reuse_i++].slot;
 		det_obj *o = &d->objs[old];
@@ -378,7 +456,7 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 			fe.u.free = (stp_free_info){.addr = a->addr, .kind = a->kind, .device = a->device, .stream = a->stream};
 			det_sim_free(d, &fe, old);
 		}
-		d->sstate[o->space].live_bytes -= o->size;
+		d->sstate[o->space].live_bytes -= det_obj_bytes(o);
 		d->sstate[o->space].live_objects--;
 		finish_obj(d, p, old, 1, ev->seq);
 	}
@@ -393,18 +471,18 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
 	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si,
 	               .flags = (uint8_t)(DET_OBJ_LIVE | (a->pool == STP_POOL_TENSORS ? DET_OBJ_POOL : 0)),
-	               .ko = UINT32_MAX};
+	               .ko = UINT32_MAX, .w = (float)w};
 	if (s) {
 		det_site_rec *sp = &d->spub[site_idx];
 		sp->allocs++;
-		sp->bytes_allocated += a->size;
+		sp->bytes_allocated += bytes;
 		if (a->size > sp->max_size)
 			sp->max_size = a->size;
-		s->live_bytes += a->size;
+		s->live_bytes += bytes;
 		s->live_objects++;
 	}
 	det_space_state *ss = &d->sstate[si];
-	ss->live_bytes += a->size;
+	ss->live_bytes += bytes;
 	ss->live_objects++;
 	if (si == p->primary) {
 		if ((p->ib & 1) && p->ib / 2 < d->niters) {
@@ -417,16 +495,8 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 			}
 		}
 		series_note(d, p, ss->live_bytes);
-		if (ev->seq == p->peak_seq) { /* the peak: mark what is live */
-			for (uint32_t v = 0; v < d->nobjs; v++) {
-				det_obj *x = &d->objs[v];
-				if (!(x->flags & DET_OBJ_LIVE) || x->space != si)
-					continue;
-				x->flags |= DET_OBJ_AT_PEAK;
-				d->spub[x->site].peak_bytes += x->size;
-				d->spub[x->site].peak_objects++;
-			}
-		}
+		if (ev->seq == p->peak_seq)
+			mark_peak(d, (uint32_t)si);
 	}
 	if (d->simc)
 		det_sim_alloc(d, o, slot, ev);
@@ -437,6 +507,51 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 	}
 	if (d->have_ranges && det_access_alloc(d, slot, ev) < 0)
 		return -1;
+	return 0;
+}
+
+/* A folded iteration: its allocations and peak in the primary space count
+ * for the iteration and the series; the sampled heap's per-site counts for
+ * their sites (transient objects: allocated and freed). */
+static int on_fold(stp_det *d, pass2 *p, const stp_event *ev)
+{
+	const stp_fold_info *f = &ev->u.fold;
+	for (uint32_t k = 0; k < f->nspaces; k++) {
+		int si = det_fold_space_index(d, &f->spaces[k]);
+		if (si < 0)
+			return -1;
+		if (si != p->primary)
+			continue;
+		const stp_fold_space *x = &f->spaces[k];
+		uint64_t peak = d->sstate[si].iter_begin_live + x->carried_in + x->peak;
+		if ((p->ib & 1) && p->ib / 2 < d->niters) {
+			stp_det_iteration *it = &d->iters[p->ib / 2];
+			it->allocs += x->allocs;
+			if (peak > it->peak_bytes)
+				it->peak_bytes = peak;
+		}
+		series_note(d, p, peak);
+		/* the peak inside a folded iteration: the objects live then are
+		 * the ones with events (its temporaries are counters) */
+		if (ev->seq == p->peak_seq)
+			mark_peak(d, (uint32_t)si);
+	}
+	for (uint32_t k = 0; k < f->nsites; k++) {
+		const stp_fold_site *x = &f->sites[k];
+		int si = det_space_index(d, x->kind, det_space_device(x->kind, x->device, x->pool));
+		if (si < 0)
+			return -1;
+		if (!det_space_in_view(d, (uint32_t)si)) /* only the analyzed space has call sites */
+			continue;
+		uint32_t site_idx = 0;
+		det_site *s = site_for(d, x->stack, x->kind, &site_idx);
+		if (!s)
+			return -1;
+		det_site_rec *sp = &d->spub[site_idx];
+		sp->allocs += x->allocs;
+		sp->frees += x->allocs;
+		sp->bytes_allocated += x->bytes;
+	}
 	return 0;
 }
 
@@ -451,7 +566,7 @@ static void on_free(stp_det *d, pass2 *p, const stp_event *ev)
 	if (!(o->flags & DET_OBJ_LIVE) || o->addr != ev->u.free.addr)
 		return; /* cannot happen: pass 1 and pass 2 hand out the same slots */
 	det_space_state *ss = &d->sstate[o->space];
-	ss->live_bytes -= o->size;
+	ss->live_bytes -= det_obj_bytes(o);
 	ss->live_objects--;
 	if (o->space == p->primary)
 		series_note(d, p, ss->live_bytes);
@@ -470,8 +585,21 @@ static int cmp_slot(const void *a, const void *b)
 	return x->alloc_seq < y->alloc_seq ? -1 : x->alloc_seq > y->alloc_seq;
 }
 
-/* Objects never freed: first the per-site count of distinct iterations
- * they come from (in allocation order), then each one's class. */
+/* Objects never freed, and the loop's survivors freed after it: first the
+ * per-site count of distinct iterations they come from (in allocation
+ * order), then the survivors' leak findings, then each never-freed
+ * object's class. */
+typedef struct surv_key {
+	uint64_t seq;
+	int64_t iter;
+	uint32_t site;
+} surv_key;
+static int cmp_surv(const void *a, const void *b)
+{
+	const surv_key *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static int finish_live(stp_det *d, pass2 *p)
 {
 	uint64_t m = 0;
@@ -483,17 +611,43 @@ static int finish_live(stp_det *d, pass2 *p)
 			slots[m++] = v;
 	sort_ctx = d;
 	qsort(slots, m, sizeof *slots, cmp_slot);
-	int64_t last_complete = (int64_t)d->niters - (d->last_iter_cut || !d->stats.whole ? 1 : 0);
+	int64_t last_complete = complete_iters(d);
+	surv_key *keys = malloc((m + d->nsurv + 1) * sizeof *keys);
+	if (!keys) {
+		free(slots);
+		return -1;
+	}
+	uint64_t nk = 0;
 	for (uint64_t j = 0; j < m; j++) {
 		det_obj *o = &d->objs[slots[j]];
 		if (o->site == DET_NO_SITE)
 			continue;
-		det_site *s = &d->sites[o->site];
-		int64_t it = iter_of_ib(d, o->ib);
-		if (it >= 0 && it < last_complete && it != s->leak_last_iter) {
-			s->leak_iters++;
-			s->leak_last_iter = it;
+		keys[nk++] = (surv_key){.seq = o->alloc_seq, .iter = iter_of_ib(d, o->ib), .site = o->site};
+	}
+	for (uint64_t j = 0; j < d->nsurv; j++)
+		keys[nk++] = (surv_key){.seq = d->surv[j].alloc_seq, .iter = d->surv[j].iter, .site = d->surv[j].site};
+	if (d->nsurv)
+		qsort(keys, nk, sizeof *keys, cmp_surv);
+	for (uint64_t j = 0; j < nk; j++) {
+		det_site *s = &d->sites[keys[j].site];
+		int64_t it = keys[j].iter;
+		if (it >= 0 && it < last_complete) {
+			s->leak_objects++;
+			if (it != s->leak_last_iter) {
+				s->leak_iters++;
+				s->leak_last_iter = it;
+				if (s->leak_first_iter == INT64_MIN)
+					s->leak_first_iter = it;
+			}
 		}
+	}
+	free(keys);
+	for (uint64_t j = 0; j < d->nsurv; j++) {
+			const det_survivor *v = &d->surv[j];
+		const det_site *s = &d->sites[v->site];
+		if (site_leaks(d, s))
+			leak_finding(d, s, v->site, v->addr, v->size, v->bytes, v->alloc_seq, v->alloc_ns, v->free_seq, v->free_ns,
+			             v->logical);
 	}
 	p->ib = d->nibounds;
 	p->seg = d->ncuts;
@@ -571,7 +725,17 @@ int det_analyze(stp_det *d)
 				goto oom;
 			break;
 		case STP_EV_MARKER:
+			det_heap_sample_note(d->rd, &ev, &p.heap_interval);
+			if (ev.u.marker.kind == STP_MARK_ITER_BEGIN)
+				for (uint32_t i = 0; i < d->nspaces; i++)
+					d->sstate[i].iter_begin_live = d->sstate[i].live_bytes;
 			det_modbytes_marker(d, &ev);
+			if (d->simc && ev.u.marker.kind == STP_MARK_ANNOTATION)
+				det_sim_xla_marker(d, &ev);
+			break;
+		case STP_EV_FOLD:
+			if (on_fold(d, &p, &ev) < 0)
+				goto oom;
 			break;
 		case STP_EV_SEGMENT_RESERVE:
 		case STP_EV_SEGMENT_RELEASE: {

@@ -183,6 +183,7 @@ void stp_det_free(stp_det *d)
 	free(d->site_of_stack);
 	det_map_destroy(&d->site_paths);
 	free(d->facc);
+	free(d->surv);
 	det_map_destroy(&d->fidx);
 	free(d->spub);
 	free(d->cold);

@@ -38,6 +38,7 @@
 
 typedef struct det_space_state {
 	uint64_t live_bytes, live_objects, reserved;
+	uint64_t iter_begin_live; /* live bytes at the last ITER_BEGIN (a FOLD's peak is above it) */
 	uint64_t pool_live, other_live; /* device: pool 1 and the rest (stp_det_space) */
 } det_space_state;
 
@@ -52,6 +53,7 @@ typedef struct det_obj {
 	uint8_t flags;     /* DET_OBJ_* */
 	uint8_t pad;
 	uint32_t ko;       /* objinfo.c record (keep_objects) */
+	float w;           /* what it stands for: 1, or 1/p for a sampled heap object */
 } det_obj;
 /* An allocation larger than this (64 PiB, past any address space: x86-64
  * and AArch64 address at most 2^57 bytes) cannot have happened; it is
@@ -61,6 +63,11 @@ typedef struct det_obj {
 /* Whether the detector analyzes an allocation of this size. */
 #define DET_KEEPS(d, size) ((size) >= (d)->opt.min_size && (size) <= DET_MAX_SIZE)
 #define DET_NO_SITE UINT32_MAX /* det_obj.site of an object outside the analyzed space */
+/* The bytes an object counts for in sums (its size, weighted when sampled). */
+static inline uint64_t det_obj_bytes(const det_obj *o)
+{
+	return o->w == 1.0f ? o->size : (uint64_t)((double)o->size * (double)o->w + 0.5);
+}
 #define DET_OBJ_AT_PEAK 1u
 #define DET_OBJ_ACCESSED 2u
 #define DET_OBJ_SIM 4u      /* fed to the allocator models */
@@ -72,6 +79,9 @@ typedef struct det_site {
 	uint64_t live_bytes, live_objects;
 	uint64_t freed_in_loop;     /* freed objects allocated inside an iteration */
 	int64_t leak_last_iter;     /* distinct-iteration count of never-freed objects */
+	int64_t leak_first_iter;    /* the first of those iterations */
+	uint64_t leak_objects;      /* never-freed objects allocated in complete iterations */
+	uint64_t freed_crossed;     /* objects allocated in the loop, freed in a later iteration */
 	uint32_t leak_iters;
 	uint32_t out_index;         /* index in the result's sites */
 } det_site;
@@ -108,6 +118,14 @@ typedef struct det_finding_acc {
 	stp_det_finding f;
 	double worst_waste;
 } det_finding_acc;
+
+/* An object allocated in a complete iteration and freed only after the
+ * loop (teardown): judged a leak with the never-freed ones (analyze.c). */
+typedef struct det_survivor {
+	uint64_t addr, size, bytes, alloc_seq, alloc_ns, free_seq, free_ns, logical;
+	int64_t iter;
+	uint32_t site;
+} det_survivor;
 
 /* An allocation at a live address (a lost free): pass 2 ends the object in
  * `slot` there. */
@@ -220,6 +238,9 @@ struct stp_det {
 	uint32_t *site_of_stack;            /* stack id -> site index + 1 */
 	uint32_t site_of_stack_cap;
 	det_map site_paths;                 /* cut call path -> site index */
+	det_survivor *surv;                 /* loop survivors freed after the loop */
+	uint64_t nsurv, surv_cap;
+	int survivors_oom;
 	det_finding_acc *facc;
 	uint32_t nfacc, facc_cap;
 	det_map fidx;                       /* (pattern, site) -> facc index */
@@ -238,8 +259,9 @@ struct stp_det {
 	allocsim_collector *simc;
 	allocsim_report sim;
 	int sim_device, sim_ran;
-	int sim_pool_only; /* device: only pool 1 is fed (simfeed.c) */
+	int sim_pool_only; /* device: only a framework's pool (1 or 2) is fed (simfeed.c) */
 	char *sim_error;
+	allocsim_xla_settings sim_xla; /* a JAX run's XLA_PYTHON_CLIENT_* (xlafeed.c) */
 
 	/* per-object class and patterns (objinfo.c, opt.keep_objects) */
 	uint64_t *ko_seq;
@@ -303,6 +325,8 @@ int det_crosses_iterations(const stp_det *d, uint32_t ib_alloc, uint32_t ib_free
  * actionable), det_finding_add without */
 void det_finding_add(stp_det *d, stp_det_pattern p, uint32_t site, uint64_t objects, uint64_t bytes,
                      double waste, uint64_t distance, const stp_det_instance *inst);
+/* A leak finding's iterations (after det_finding_add of the site's leak). */
+void det_finding_leak_span(stp_det *d, uint32_t site, uint32_t iters, int64_t first, int64_t last, int after_loop);
 void det_finding_add_x(stp_det *d, stp_det_pattern p, stp_det_expect why, uint32_t site, uint64_t objects,
                        uint64_t bytes, double waste, uint64_t distance, const stp_det_instance *inst);
 
@@ -343,6 +367,9 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev);
 void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
 void det_sim_segment(stp_det *d, const stp_event *ev);
 void det_sim_finish(stp_det *d);
+/* xlafeed.c: a JAX run's annotations of XLA's statistics and settings (an
+ * ANNOTATION marker) into the allocator models */
+void det_sim_xla_marker(stp_det *d, const stp_event *ev);
 /* simsites.c: merges the worst moments' rows of one call site. */
 void det_sim_merge_sites(stp_det *d);
 void det_sim_free_all(stp_det *d);

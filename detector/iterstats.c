@@ -28,7 +28,7 @@ int det_iter_stats(stp_det *d)
 	}
 	int32_t primary = d->res.primary;
 	const stp_det_space *ps = primary >= 0 ? &d->spaces[primary] : NULL;
-	uint64_t bytes = 0, seg = 0, ib = 0;
+	uint64_t bytes = 0, seg = 0, ib = 0, heap_interval = 0, begin_bytes = 0;
 	stp_event ev;
 	int rc = 0;
 	while (ps && (rc = stp_reader_next(r, &ev)) > 0) {
@@ -46,18 +46,34 @@ int det_iter_stats(stp_det *d)
 			    DET_ALLOC_DEVICE(a) != ps->device)
 				continue;
 			uint64_t old;
-			int put = det_map_put(&live, a->addr, a->size, &old);
+			uint64_t b = det_weighted(a->size, det_alloc_weight(heap_interval, a));
+			int put = det_map_put(&live, a->addr, b, &old);
 			if (put < 0)
 				goto oom;
 			if (put == 0)
 				bytes -= old;
-			bytes += a->size;
+			bytes += b;
 			if ((ib & 1) && ib / 2 < d->niters) {
 				stp_det_iteration *it = &d->iters[ib / 2];
 				it->allocs++;
 				if (bytes > it->peak_bytes)
 					it->peak_bytes = bytes;
 			}
+		} else if (ev.type == STP_EV_FOLD) {
+			for (uint32_t k = 0; k < ev.u.fold.nspaces; k++) {
+				const stp_fold_space *x = &ev.u.fold.spaces[k];
+				if (x->kind != ps->kind || det_space_device(x->kind, x->device, x->pool) != ps->device ||
+				    !((ib & 1) && ib / 2 < d->niters))
+					continue;
+				stp_det_iteration *it = &d->iters[ib / 2];
+				it->allocs += x->allocs;
+				if (begin_bytes + x->carried_in + x->peak > it->peak_bytes)
+					it->peak_bytes = begin_bytes + x->carried_in + x->peak;
+			}
+		} else if (ev.type == STP_EV_MARKER) {
+			if (ev.u.marker.kind == STP_MARK_ITER_BEGIN)
+				begin_bytes = bytes;
+			det_heap_sample_note(r, &ev, &heap_interval);
 		} else if (ev.type == STP_EV_FREE) {
 			uint64_t v;
 			if (det_map_del(&live, ev.u.free.addr, &v))

@@ -16,7 +16,8 @@
  *                late_free_min_peers (5) objects from the other sites
  *
  * Candidates are freed objects allocated and freed inside the loop that do
- * not cover a whole iteration (those are persistent state, not late frees).
+ * not cover a whole iteration (those are persistent state, not late frees),
+ * neither end in an iteration the collector folded (no phases there).
  * Distance = rel - R segments.  Waste = size x lifetime x (rel - R) / rel
  * summed (the share of the lifetime past the expected death; exact for the
  * worst instance, whose wasted interval starts at the end of segment
@@ -103,6 +104,10 @@ int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t
 	/* covers a whole iteration: persistent state, not a late free */
 	if (ib_free >= ((o->ib + 1) / 2) * 2 + 2)
 		return 0;
+	/* allocated or freed in a folded iteration (FOLD events): its phases
+	 * and most of its peers are counters, the segments say nothing */
+	if (((o->ib & 1) && d->iters[o->ib / 2].folded) || ((ib_free & 1) && d->iters[ib_free / 2].folded))
+		return 0;
 	uint32_t rel = seg_free - o->seg;
 	if (rel > 0xffff)
 		rel = 0xffff;
@@ -126,9 +131,9 @@ int det_latefree_object(stp_det *d, const det_obj *o, uint64_t free_ns, uint32_t
 	}
 	lf_entry *e = &lf->e[i];
 	*entry = (uint32_t)i;
-	double lb = (double)o->size * (double)(free_ns - o->alloc_ns);
+	double lb = (double)det_obj_bytes(o) * (double)(free_ns - o->alloc_ns);
 	e->count++;
-	e->bytes += o->size;
+	e->bytes += det_obj_bytes(o);
 	e->life_bytes += lb;
 	if (lb > e->worst) {
 		e->worst = lb;

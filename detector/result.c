@@ -582,6 +582,20 @@ const char *stp_det_source_name(unsigned s)
 	return s <= STP_DET_SRC_DETECTED ? n[s] : "?";
 }
 
+/* A rate of bytes (per iteration), 3 significant digits: "4 KiB". */
+static const char *fmt_rate_bytes(double v, char *b, size_t n)
+{
+	if (v >= 1024.0 * 1024.0 * 1024.0)
+		snprintf(b, n, "%.3g GiB", v / (1024.0 * 1024.0 * 1024.0));
+	else if (v >= 1024.0 * 1024.0)
+		snprintf(b, n, "%.3g MiB", v / (1024.0 * 1024.0));
+	else if (v >= 1024.0)
+		snprintf(b, n, "%.3g KiB", v / 1024.0);
+	else
+		snprintf(b, n, "%.0f B", v);
+	return b;
+}
+
 static const char *fmt_ns(uint64_t ns, char *b, size_t n)
 {
 	if (ns >= 1000000000ull)
@@ -644,11 +658,31 @@ const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, 
 		snprintf(buf, len, "Nothing ever touched it (%" PRIu64 " %s ran while it lived): remove the allocation.",
 		         w->distance, d->res.logical_unit);
 		break;
-	case STP_PAT_LEAK:
-		snprintf(buf, len, "Never freed: %" PRIu64 " object%s from this call site %s still live at the end. "
-		         "Free each one when its last user is done with it.", f->objects, f->objects == 1 ? "" : "s",
-		         f->objects == 1 ? "is" : "are");
+	case STP_PAT_LEAK: {
+		char grow[240] = "";
+		if (f->leak_iters >= 2) {
+			int64_t span_it = f->leak_last_iter - f->leak_first_iter;
+			uint64_t every = (uint64_t)span_it / (f->leak_iters - 1);
+			char every_s[48] = "";
+			if (every > 1)
+				snprintf(every_s, sizeof every_s, ", about every %" PRIu64 " iterations", every);
+			char per[32];
+			snprintf(grow, sizeof grow, " It grows from iteration %" PRId64 " to %" PRId64 ": kept in %u "
+			         "iterations%s, %s per iteration on average.", f->leak_first_iter, f->leak_last_iter,
+			         f->leak_iters, every_s, fmt_rate_bytes((double)f->bytes / (double)(span_it + 1), per, sizeof per));
+		}
+		uint64_t never = f->objects - (f->leak_freed_after < f->objects ? f->leak_freed_after : f->objects);
+		if (!f->leak_freed_after)
+			snprintf(buf, len, "Never freed: %" PRIu64 " object%s from this call site %s still live at the end.%s "
+			         "Free each one when its last user is done with it.", f->objects, f->objects == 1 ? "" : "s",
+			         f->objects == 1 ? "is" : "are", grow);
+		else
+			snprintf(buf, len, "Kept past the loop: %" PRIu64 " object%s from this call site outlived the last "
+			         "iteration (%" PRIu64 " freed only at exit, %" PRIu64 " never).%s Drop each reference "
+			         "(a list, a dict, a tensor holding its graph) when its last user is done with it.",
+			         f->objects, f->objects == 1 ? "" : "s", f->leak_freed_after, never, grow);
 		break;
+	}
 	case STP_PAT_TEMP_IDLE:
 		snprintf(buf, len, "Idle for %s (%s) between two uses: offload it to host memory or recompute "
 		         "it, or move the two uses closer together.", fmt_ns(span, t, sizeof t), apart(d, w, ap, sizeof ap));

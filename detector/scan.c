@@ -218,7 +218,7 @@ int det_scan(stp_det *d)
 	}
 	int want_tokens = d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_DETECT;
 	int tensor_tokens = 0; /* tokens are the tensor space's only */
-	uint64_t live_total = 0, nev = 0;
+	uint64_t live_total = 0, nev = 0, heap_interval = 0;
 	int have_t0 = 0, rc;
 	d->p1_free = UINT32_MAX;
 	stp_event ev;
@@ -288,16 +288,25 @@ int det_scan(stp_det *d)
 				if (d->want_slots && push_reuse(d, ev.seq, slot) < 0)
 					goto oom;
 			}
-			d->p1_size[slot] = a->size | (a->kind == STP_MEM_DEVICE && a->pool == STP_POOL_TENSORS ? P1_POOL : 0);
+			/* a sampled heap object counts for the bytes it stands for */
+			double w = det_alloc_weight(heap_interval, a);
+			uint64_t bytes = det_weighted(a->size, w);
+			d->p1_size[slot] = bytes | (a->kind == STP_MEM_DEVICE && stp_pool_framework(a->pool) ? P1_POOL : 0);
 			d->p1_space[slot] = (uint8_t)si;
 			device_split(d, (uint32_t)si, d->p1_size[slot], 1);
 			stp_det_space *sp = &d->spaces[si];
 			det_space_state *ss = &d->sstate[si];
+			sp->jax |= a->pool == STP_POOL_JAX;
 			sp->allocs++;
-			sp->bytes_allocated += a->size;
-			ss->live_bytes += a->size;
+			sp->est_allocs += w;
+			if (w != 1.0 || (heap_interval && a->kind == STP_MEM_HOST && a->pool == 0 && a->size < heap_interval))
+				sp->sampled_allocs++;
+			if (heap_interval > sp->sample_interval && a->kind == STP_MEM_HOST && a->pool == 0)
+				sp->sample_interval = heap_interval;
+			sp->bytes_allocated += bytes;
+			ss->live_bytes += bytes;
 			ss->live_objects++;
-			live_total += a->size;
+			live_total += bytes;
 			/* the allocator's blocks lie inside its segments (pool 1's,
 			 * when it is recorded): more than reserved means segment
 			 * events are missing (stp_det_space.over_reserved) */
@@ -384,12 +393,59 @@ int det_scan(stp_det *d)
 			}
 			break;
 		case STP_EV_MARKER:
+			det_heap_sample_note(r, &ev, &heap_interval);
+			if (ev.u.marker.kind == STP_MARK_ITER_BEGIN)
+				for (uint32_t i = 0; i < d->nspaces; i++)
+					d->sstate[i].iter_begin_live = d->sstate[i].live_bytes;
 			if (ev.u.marker.kind == STP_MARK_ANNOTATION)
 				note_annotation(d, stp_reader_string(r, ev.u.marker.name), ev.u.marker.value);
 			det_marker(d, r, &ev, live_total);
 			if (d->have_iter_markers && d->opt.iter_mode == STP_DET_ITER_AUTO && d->tok)
 				det_tokens_free(d);
 			break;
+		case STP_EV_FOLD: {
+			/* a steady iteration kept as counters: its temporaries count
+			 * in the spaces' totals, its peak (above the live bytes at its
+			 * start, with what the iteration before left it) in theirs */
+			const stp_fold_info *f = &ev.u.fold;
+			d->res.folded_iterations++;
+			d->res.folded_events += f->elided;
+			if (d->iter_open) {
+				d->iters[d->iter_open - 1].folded = 1;
+				d->iters[d->iter_open - 1].like = f->like;
+			}
+			uint64_t top = 0;
+			for (uint32_t k = 0; k < f->nspaces; k++) {
+				const stp_fold_space *x = &f->spaces[k];
+				int si = det_fold_space_index(d, x);
+				if (si < 0)
+					goto oom;
+				stp_det_space *sp = &d->spaces[si];
+				det_space_state *ss = &d->sstate[si];
+				sp->allocs += x->allocs;
+				sp->frees += x->allocs;
+				/* the sampled ones stand for more */
+				sp->est_allocs += (double)(x->allocs - x->sampled) + (double)x->sampled_est;
+				sp->sampled_allocs += x->sampled;
+				sp->bytes_allocated += x->bytes;
+				sp->bytes_freed += x->bytes;
+				d->res.folded_allocs += x->allocs;
+				sp->folded_allocs += x->allocs;
+				sp->folded_bytes += x->bytes;
+				uint64_t peak = ss->iter_begin_live + x->carried_in + x->peak;
+				top += x->carried_in + x->peak;
+				if (peak > sp->peak_bytes &&
+				    (!d->opt.has_window || (ns >= d->opt.window_begin_ns && ns < d->opt.window_end_ns))) {
+					sp->peak_bytes = peak;
+					sp->peak_objects = ss->live_objects;
+					sp->peak_seq = ev.seq;
+					sp->peak_ns = ns;
+				}
+			}
+			if (d->have_iter_markers)
+				det_marker_live(d, ev.seq, live_total + top);
+			break;
+		}
 		case STP_EV_MODULE: {
 			const stp_module_info *m = &ev.u.module;
 			if (det_frames_add_module(d->frames, stp_reader_string(r, m->path), m->base, m->size, m->bias,

@@ -68,6 +68,7 @@ int det_sim_init(stp_det *d)
 			d->sim_device = 1;
 			d->sim_pool_only |= d->spaces[i].pool_allocs > 0;
 		}
+	allocsim_xla_settings_default(&d->sim_xla);
 	d->simc = allocsim_collector_new();
 	return d->simc ? 0 : -1;
 }
@@ -81,7 +82,7 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 		/* PyTorch's allocator recorded (its tensors, pool 1): what it
 		 * allocated is what the models replay; other libraries' own
 		 * cudaMalloc calls never went through it */
-		if (d->sim_pool_only && a->pool != STP_POOL_TENSORS) {
+		if (d->sim_pool_only && !stp_pool_framework(a->pool)) {
 			d->res.sim_skipped_other++;
 			return;
 		}
@@ -92,6 +93,8 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 		if (d->res.primary >= 0 && d->spaces[d->res.primary].kind == STP_MEM_HOST &&
 		    (d->spaces[d->res.primary].device == DET_DEV_TENSORS) != (DET_ALLOC_DEVICE(a) == DET_DEV_TENSORS))
 			return;
+		/* a framework's buffers (PyTorch's CPU tensors; JAX's buffers,
+		 * all device buffers on a GPU) count, the small ones too */
 		if (a->size < d->opt.sim_host_min_size && DET_ALLOC_DEVICE(a) != DET_DEV_TENSORS) {
 			d->res.sim_skipped++;
 			return;
@@ -116,6 +119,7 @@ void det_sim_finish(stp_det *d)
 		return;
 	allocsim_replay_opts ro = {
 		.as_run = d->opt.sim_alloc_conf,
+		.xla = &d->sim_xla,
 		.capacity = d->opt.sim_capacity,
 		.no_recommend = d->opt.sim_no_recommend,
 		.no_bfc = !(d->opt.sim_models & STP_DET_SIM_BFC),

@@ -26,7 +26,9 @@ int stp_det_space_parse(const char *name, int *space)
 const char *stp_det_space_name(const stp_det_space *s, char *buf, size_t len)
 {
 	if (s->kind == STP_MEM_HOST && s->tensors)
-		snprintf(buf, len, "cpu tensors");
+		snprintf(buf, len, s->jax ? "jax buffers (cpu)" : "cpu tensors");
+	else if (s->jax && s->device >= 0)
+		snprintf(buf, len, "jax buffers (%s %d)", stp_mem_kind_name(s->kind), s->device);
 	else if (s->kind == STP_MEM_HOST)
 		snprintf(buf, len, "host");
 	else if (s->device >= 0)

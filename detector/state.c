@@ -121,3 +121,10 @@ unsigned det_logical_bucket(uint64_t dist)
 	}
 	return b;
 }
+
+void det_heap_sample_note(const stp_reader *r, const stp_event *ev, uint64_t *interval)
+{
+	if (ev->type == STP_EV_MARKER && ev->u.marker.kind == STP_MARK_ANNOTATION && ev->u.marker.value >= 0 &&
+	    !strcmp(stp_reader_string(r, ev->u.marker.name), STP_HEAP_SAMPLE_ANNOTATION))
+		*interval = (uint64_t)ev->u.marker.value;
+}

@@ -298,8 +298,10 @@ int det_windows_finish(stp_det *d)
 }
 
 /* Steady state: the first iteration after the first whose allocation count
- * equals its predecessor's and whose peak is within 1% of it; else the last
- * complete iteration. */
+ * equals its predecessor's and whose peak is within 1% of it; in a folded
+ * trace (FOLD events) only iterations written in full count, and one that
+ * the next, folded one repeats (its `like`) and agrees with is steady; else
+ * the last complete iteration written in full. */
 void det_choose_steady(stp_det *d)
 {
 	stp_det_timeline *t = &d->res.timeline;
@@ -310,17 +312,35 @@ void det_choose_steady(stp_det *d)
 	}
 	for (uint32_t k = 1; k < complete; k++) {
 		const stp_det_iteration *a = &d->iters[k - 1], *b = &d->iters[k];
+		if (a->folded)
+			continue; /* the steady iteration is one with its events (plans need them) */
 		uint64_t hi = a->peak_bytes > b->peak_bytes ? a->peak_bytes : b->peak_bytes;
 		uint64_t diff = a->peak_bytes > b->peak_bytes ? a->peak_bytes - b->peak_bytes : b->peak_bytes - a->peak_bytes;
-		if (a->allocs == b->allocs && diff * 100 <= hi) {
+		int agree = a->allocs == b->allocs && diff * 100 <= hi;
+		if (b->folded) {
+			/* the next one folded as a repeat of this one: this one is
+			 * the steady iteration, with its events */
+			if (agree && b->like == a->index) {
+				t->steady = (int32_t)(k - 1);
+				snprintf(d->steady_why, sizeof d->steady_why,
+				         "the iteration the next ones repeat (folded by the collector; same allocation "
+				         "count and peak within 1%%)");
+				return;
+			}
+			continue;
+		}
+		if (agree) {
 			t->steady = (int32_t)k;
 			snprintf(d->steady_why, sizeof d->steady_why,
 			         "first iteration with the same allocation count and peak (within 1%%) as the one before");
 			return;
 		}
 	}
-	t->steady = (int32_t)complete - 1;
+	uint32_t last = complete - 1;
+	while (last > 0 && d->iters[last].folded)
+		last--;
+	t->steady = (int32_t)last;
 	snprintf(d->steady_why, sizeof d->steady_why,
-	         complete > 1 ? "no two consecutive iterations agree; the last complete one"
+	         complete > 1 ? "no two consecutive iterations agree; the last complete one written in full"
 	                      : "the only complete iteration");
 }

@@ -3,11 +3,17 @@
  *
  *   work view (work.c) -> static plan (stalloc.c or greedy.c)
  *   -> improvement (greedy.c: pl_improve; greedy-by-size kept when smaller)
- *   -> budgeted search (best.c: pl_best) -> dynamic space (dynamic.c)
+ *   -> budgeted search (best.c: pl_best)
+ *   -> greedy-by-size completed when the improvement step dropped it
+ *   -> dynamic space (dynamic.c)
  *
  * Every step after the first keeps its layout only when its pool is smaller
  * than the best so far, so the plan holds the best layout of all steps
- * (stats.step says whose).
+ * (stats.step says whose).  When no search layout was kept, the plan is
+ * never larger than greedy-by-size's layout unless greedy-by-size was
+ * stopped at its CPU limit (stats.greedy_limit) or not asked for
+ * (no_greedy_check); the pool it computed (stats.pool_greedy_plain) is the
+ * CLI's baseline, and the CLI keeps the smaller of the two otherwise.
  * The plan owns its arrays; stp_plan_free releases them.
  */
 #include <stdio.h>
@@ -15,6 +21,8 @@
 #include <string.h>
 
 #include "internal.h"
+
+#define GREEDY_MIN_SECONDS 0.02 /* the least CPU limit of greedy-by-size after the search */
 
 void stp_plan_opts_init(stp_plan_opts *o)
 {
@@ -41,7 +49,12 @@ static int try_greedy(const pl_work *w, stp_plan_stats *st, uint64_t *off, uint6
 	uint64_t *alt = malloc((w->n + 1) * sizeof *alt), moved = 0;
 	if (!alt)
 		return -1;
+	double c0 = pl_cpu_now();
 	int rc = pl_greedy(w, alt, budget, 0), complete = rc == 0;
+	if (rc == 0) {
+		st->pool_greedy_plain = pl_pool(w, alt);
+		st->greedy_seconds = pl_cpu_now() - c0;
+	}
 	if (rc == 0)
 		rc = pl_improve(w, st->lower_bound, alt, &moved, budget);
 	else if (rc == 1)
@@ -58,9 +71,37 @@ static int try_greedy(const pl_work *w, stp_plan_stats *st, uint64_t *off, uint6
 	return rc;
 }
 
+/* Greedy-by-size alone when the improvement step dropped it (its work
+ * budget ran out) and the search kept no layout (a busy machine, a short
+ * budget), while the pool is above the proven bound:
+ * kept when smaller, so the plan is never larger than the greedy baseline.
+ * Bounded in CPU seconds (limit), so a busy machine does not stretch it. */
+static int complete_greedy(const pl_work *w, stp_plan_stats *st, uint64_t *off, double limit)
+{
+	uint64_t *alt = malloc((w->n + 1) * sizeof *alt);
+	if (!alt)
+		return -1;
+	double c0 = pl_cpu_now();
+	if (pl_greedy(w, alt, NULL, c0 + limit) == 0) {
+		st->pool_greedy_plain = pl_pool(w, alt);
+		st->greedy_seconds = pl_cpu_now() - c0;
+		if (st->pool_greedy_plain < pl_pool(w, off)) {
+			memcpy(off, alt, w->n * sizeof *off);
+			st->greedy_layout = 1;
+			st->step = STP_STEP_GREEDY;
+			st->improved_requests = 0; /* greedy's own layout, not re-placed */
+			st->found_seconds = pl_now();
+		}
+	} else {
+		st->greedy_limit = limit;
+	}
+	free(alt);
+	return 0;
+}
+
 int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char *err, size_t errlen)
 {
-	double t0 = pl_now();
+	double t0 = pl_now(), c0 = pl_cpu_now();
 	memset(p, 0, sizeof *p);
 	if (stp_reqs_check(r, err, errlen) < 0)
 		return -1;
@@ -85,7 +126,6 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 	st->pinned_requests = w.pinned_extra;
 	int rc;
 	if (o->algo == STP_ALGO_GREEDY) {
-		double c0 = pl_cpu_now();
 		rc = pl_greedy(&w, p->offset, NULL, o->greedy_seconds > 0 ? c0 + o->greedy_seconds : 0);
 		if (rc == 1) { /* stopped at greedy_seconds */
 			pl_work_free(&w);
@@ -106,7 +146,7 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 			        (unsigned long long)st->phase_groups, (unsigned long long)st->fused_groups,
 			        (unsigned long long)st->units, (unsigned long long)st->size_groups,
 			        (unsigned long long)st->pool_stalloc, (unsigned long long)st->lower_bound, pl_now() - t0);
-		uint64_t budget = pl_improve_budget(r->n);
+		uint64_t budget = o->improve_work ? o->improve_work : pl_improve_budget(r->n);
 		if (!rc && o->algo == STP_ALGO_STALLOC)
 			rc = pl_improve(&w, st->lower_bound, p->offset, &st->improved_requests, &budget);
 		if (!rc && st->improved_requests && pl_pool(&w, p->offset) < st->pool_stalloc)
@@ -115,6 +155,21 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 			rc = try_greedy(&w, st, p->offset, &budget);
 		if (!rc && o->algo == STP_ALGO_STALLOC && o->budget > 0 && pl_pool(&w, p->offset) > st->lower_bound)
 			rc = pl_best(&w, p->offset, pl_now() + o->budget, o->verbose, st);
+		if (!rc && o->algo == STP_ALGO_STALLOC && !o->no_greedy_check && !st->pool_greedy_plain &&
+		    st->step < STP_STEP_SEARCH && /* the search kept nothing */
+		    pl_pool(&w, p->offset) > (st->proven_bound > st->lower_bound ? st->proven_bound : st->lower_bound)) {
+			double limit = o->greedy_seconds;
+			if (limit <= 0) {
+				double half = (pl_cpu_now() - c0) / 2;
+				limit = o->budget / 2 > half ? o->budget / 2 : half;
+				if (limit < GREEDY_MIN_SECONDS)
+					limit = GREEDY_MIN_SECONDS;
+			}
+			rc = complete_greedy(&w, st, p->offset, limit);
+			if (o->verbose)
+				fprintf(stderr, "plan: greedy by size after the search: %s\n",
+				        st->greedy_limit > 0 ? "stopped at its CPU limit" : "done");
+		}
 	}
 	if (st->proven_bound < st->lower_bound)
 		st->proven_bound = st->lower_bound;

@@ -28,6 +28,8 @@
  * at its allocation and at its free.  With detect_varying, a request whose
  * size differs between complete iterations at the same position (call site
  * and occurrence of that call site within the iteration) is dynamic.
+ * Iterations the collector folded (FOLD events: their temporaries are
+ * counters) are never the one planned and take no part in detect_varying.
  *
  * With w->stream, pass 2 also keeps every allocation and free of the
  * planned space (whatever its size, from stream_min_size up) and the
@@ -303,6 +305,7 @@ static unsigned spaces_of(const stp_alloc_info *a, uint64_t host_min)
 typedef struct iterwin {
 	uint64_t begin, end;
 	int64_t index;
+	int64_t like;   /* folded by the collector (a FOLD event): the iteration it repeats; else -1 */
 	uint64_t peak[SP_N]; /* the most bytes live in it, per space */
 } iterwin;
 
@@ -352,7 +355,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	size_t ninc = 0, capinc = 0, nout = 0, capout = 0;
 	char notes[512] = "";
 	stp_event ev;
-	int any_device = 0, any_tensors = 0, any_device_tensors = 0;
+	int any_device = 0, any_tensors = 0, any_device_tensors = 0, any_jax = 0;
 	uint64_t last_seq = 0, events = 0, others_left_out = 0;
 
 	/* ---- pass 1: iterations */
@@ -360,7 +363,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	if (!rd)
 		return -1;
 	uint64_t open_begin = UINT64_MAX, first_begin = UINT64_MAX; /* the first ITER_BEGIN */
-	int64_t open_index = 0;
+	int64_t open_index = 0, open_like = -1;
 	uint64_t live[SP_N] = {0}, open_peak[SP_N] = {0};
 	int k;
 	while ((k = stp_reader_next(rd, &ev)) > 0) {
@@ -393,10 +396,14 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		}
 		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_DEVICE) {
 			any_device = 1;
-			any_device_tensors |= ev.u.alloc.pool == STP_POOL_TENSORS;
+			any_device_tensors |= stp_pool_framework(ev.u.alloc.pool);
 		}
-		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_HOST && ev.u.alloc.pool == STP_POOL_TENSORS)
+		if (ev.type == STP_EV_ALLOC && ev.u.alloc.kind == STP_MEM_HOST && stp_pool_framework(ev.u.alloc.pool))
 			any_tensors = 1;
+		if (ev.type == STP_EV_FOLD && open_begin != UINT64_MAX)
+			open_like = ev.u.fold.like;
+		if (ev.type == STP_EV_ALLOC && ev.u.alloc.pool == STP_POOL_JAX)
+			any_jax = 1;
 		if (ev.type != STP_EV_MARKER)
 			continue;
 		if (ev.u.marker.kind == STP_MARK_ITER_BEGIN) {
@@ -405,6 +412,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			if (first_begin == UINT64_MAX)
 				first_begin = ev.seq;
 			open_index = ev.u.marker.value;
+			open_like = -1;
 		} else if (ev.u.marker.kind == STP_MARK_ITER_END && open_begin != UINT64_MAX) {
 			if (nits == capits) {
 				capits = capits ? 2 * capits : 64;
@@ -413,7 +421,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 					goto oom;
 				its = ni;
 			}
-			its[nits] = (iterwin){open_begin, ev.seq + 1, open_index, {0}};
+			its[nits] = (iterwin){open_begin, ev.seq + 1, open_index, open_like, {0}};
 			memcpy(its[nits++].peak, open_peak, sizeof open_peak);
 			open_begin = UINT64_MAX;
 		}
@@ -457,8 +465,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		 * the first complete one (lazily made state) only when there are
 		 * fewer than 3; ties go to the later one (fixed shapes: the last) */
 		size_t pick = nits - 1;
-		for (size_t j = nits >= 3 ? 1 : 0; j < nits; j++)
-			if (its[j].peak[space] > its[pick].peak[space])
+		for (size_t j = nits >= 3 ? 1 : 0; j < nits; j++) /* a folded one repeats one written in full */
+			if (its[j].like < 0 && its[j].peak[space] > its[pick].peak[space])
 				pick = j;
 		if (w->iteration >= 0) {
 			size_t j;
@@ -469,7 +477,17 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 				         path, w->iteration, nits, its[nits - 1].index);
 				goto out;
 			}
+			if (its[j].like >= 0) {
+				snprintf(err, errlen,
+				         "%s: iteration %" PRId64 " was folded by the collector (it repeats iteration %" PRId64
+				         "): plan from that one, or record with --full",
+				         path, w->iteration, its[j].like);
+				goto out;
+			}
 			pick = j;
+		} else {
+			while (pick > 0 && its[pick].like >= 0) /* one written in full */
+				pick--;
 		}
 		begin = its[pick].begin;
 		end = its[pick].end;
@@ -520,7 +538,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		/* iteration bookkeeping for the position map */
 		while (cur_it < nits && seq >= its[cur_it].end)
 			cur_it++;
-		in_iter = cur_it < nits && seq >= its[cur_it].begin;
+		/* a folded iteration's allocations are only those that outlive it:
+		 * their positions say nothing */
+		in_iter = cur_it < nits && seq >= its[cur_it].begin && its[cur_it].like < 0;
 		gen = (uint32_t)cur_it + 1;
 		int inwin = seq >= begin && seq < end;
 		uint64_t tick = seq - begin;
@@ -577,9 +597,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			/* the planned space: what the runtime allocator will be asked */
 			if (want_device && a->kind != STP_MEM_DEVICE)
 				continue;
-			if (want_tensors && (a->kind != STP_MEM_HOST || a->pool != STP_POOL_TENSORS))
+			if (want_tensors && (a->kind != STP_MEM_HOST || !stp_pool_framework(a->pool)))
 				continue;
-			if (want_device_tensors && a->pool != STP_POOL_TENSORS) {
+			if (want_device_tensors && !stp_pool_framework(a->pool)) {
 				others_left_out++;
 				continue;
 			}
@@ -786,7 +806,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	 * of the sizes seen fits its range (the reusable space sized from the
 	 * observed variation); a spare of the request too */
 	uint64_t varying = 0, absent = 0;
-	uint32_t compared = nits >= 3 ? (uint32_t)nits - 1 : (uint32_t)nits;
+	uint32_t compared = 0; /* the iterations compared: written in full (folded ones are not), the first left out of 3+ */
+	for (size_t j = nits >= 3 ? 1 : 0; j < nits; j++)
+		compared += its[j].like < 0;
 	if (w->detect_varying && pos.cap) {
 		for (size_t s = 0; s < pos.cap; s++) {
 			if (!pos.k[s])
@@ -836,14 +858,14 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			r->layers[j].t_end = r->period;
 	size_t nl = strlen(notes);
 	if (want_tensors)
-		snprintf(notes + nl, sizeof notes - nl, "; tensor allocations");
+		snprintf(notes + nl, sizeof notes - nl, any_jax ? "; JAX's buffers" : "; tensor allocations");
 	else if (!want_device && w->host_min_size)
 		snprintf(notes + nl, sizeof notes - nl, "; host allocations of %" PRIu64 " B or more", w->host_min_size);
 	else if (want_device_tensors)
 		snprintf(notes + nl, sizeof notes - nl,
-		         "; device tensors (PyTorch's allocator); %" PRIu64
+		         "; device tensors (%s); %" PRIu64
 		         " device allocations of other libraries (cuBLAS's workspaces, ...) not planned",
-		         others_left_out);
+		         any_jax ? "JAX's buffers" : "PyTorch's allocator", others_left_out);
 	else
 		snprintf(notes + nl, sizeof notes - nl, "; %s allocations", want_device ? "device" : "all");
 	if (unpaired_out) {

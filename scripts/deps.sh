@@ -7,6 +7,9 @@
 # nvidia-cuda-sanitizer-api: headers and libsanitizer-public.so) into
 # $STPROF_SANITIZER_CACHE, default ~/.cache/stprof/sanitizer-api, where
 # cmake finds it (Debian's pip is externally managed: pip download + unzip).
+# check and bench also put JAX (jax[cpu] 0.10.2, the newest PyPI has for
+# Debian 12's Python 3.11, with flax and optax) in a virtual environment of
+# its own for tests/jax: $STPROF_JAX_VENV, default ~/.cache/stprof/jax-venv.
 # Usage: scripts/deps.sh [build|check|demo|bench]
 set -eu
 what=${1:-check}
@@ -15,7 +18,7 @@ pkgs="build-essential cmake pkg-config libunwind-dev libelf-dev libdwarf-dev
 case "$what" in
   build) pkgs="$pkgs python3-pip" ;;
   demo) pkgs="$pkgs python3" ;;
-  check) pkgs="$pkgs python3 python3-pip python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time
+  check) pkgs="$pkgs python3 python3-pip python3-venv python3-torch clang libclang-rt-14-dev llvm chromium heaptrack valgrind time
                redis-server redis-tools" ;;
   bench) pkgs="$pkgs python3 python3-torch python3-venv heaptrack time valgrind libjemalloc2 libmimalloc2.0
                redis-server redis-tools libtcmalloc-minimal4 libgoogle-perftools4 bc memcached libmemcached-tools" ;;
@@ -31,6 +34,15 @@ memray_venv() {
   [ -x "$V/bin/memray" ] && return 0
   echo "stprof: installing memray (PyPI) in $V" >&2
   /usr/bin/python3 -m venv --system-site-packages "$V" && "$V/bin/pip" install -q memray
+}
+jax_venv() {
+  case "$what" in check|bench) ;; *) return 0 ;; esac
+  V=${STPROF_JAX_VENV:-$HOME/.cache/stprof/jax-venv}
+  "$V/bin/python" -c 'import jax, flax, optax' >/dev/null 2>&1 && return 0
+  echo "stprof: installing jax[cpu], flax and optax (PyPI) in $V" >&2
+  /usr/bin/python3 -m venv "$V" &&
+    "$V/bin/pip" install -q "jax[cpu]==0.10.2" "flax==0.12.8" "optax==0.2.8" >&2 ||
+    echo "stprof: could not install JAX in $V; tests/jax will fail" >&2
 }
 sanitizer_api() {
   case "$what" in build|check) ;; *) return 0 ;; esac
@@ -49,7 +61,7 @@ sanitizer_api() {
   fi
   rm -rf "$T"
 }
-[ -z "$missing" ] && { memray_venv; sanitizer_api; exit 0; }
+[ -z "$missing" ] && { memray_venv; jax_venv; sanitizer_api; exit 0; }
 echo "stprof: installing Debian packages:$missing" >&2
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
@@ -57,4 +69,5 @@ $SUDO apt-get update -qq
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 memray_venv
+jax_venv
 sanitizer_api

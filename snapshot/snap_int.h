@@ -57,10 +57,39 @@ int imp_replay_initial(const imp_vec *end_segs, const imp_vec *end_allocs, const
  * segments at all); *first: the first one's address.  UINT64_MAX when out
  * of memory. */
 uint64_t imp_outside_segments(const imp_vec *ev, uint64_t *first);
+/* The MODULE path of a source frame (stprof/srcframe.h) for a function,
+ * file and line given as (pointer, length) pairs, malloc'd; a \x1f inside
+ * the name or file (which would break the split) becomes a space.  NULL
+ * when out of memory.  A negative line is written as 0. */
+char *snap_frame_text(const char *name, size_t nlen, const char *file, size_t flen, int64_t line);
+
+/* The source frames of an import, in the order they are made (frame k is
+ * text[k], a snap_frame_text). */
+typedef struct snap_frames {
+	char **text;
+	size_t n, cap;
+} snap_frames;
+/* Appends t (taken: freed on failure); its index, -2 when out of memory or
+ * t is NULL. */
+int64_t snap_frames_add(snap_frames *f, char *t);
+void snap_frames_free(snap_frames *f);
+
+/* Opens the trace out and writes its beginning: the PROCESS (cmdline,
+ * exe), THREAD 1 named thread, a MODULE per source frame text (frame k at
+ * STP_SRCFRAME_BASE + k * STP_SRCFRAME_STRIDE), all at t0.  NULL with err
+ * ("OUT: cannot write the trace", or the writer's) on failure. */
+stp_writer *snap_trace_begin(const char *out, const char *cmdline, const char *exe, const char *thread, uint64_t t0,
+                             char *const *ftext, size_t nf, char *err, size_t errlen);
 
 struct stp_snapshot_import_stats;
 /* stp_snapshot_import on a pickle held in memory (name: for messages); the
  * fuzz target's way in without a pickle file. */
 int snap_import_mem(const uint8_t *data, size_t len, const char *name, const char *out_stp,
                     struct stp_snapshot_import_stats *st, char *err, size_t errlen);
+
+struct pp_profile;
+struct stp_pprof_import_stats;
+/* stp_pprof_import on a parsed profile (pprof.h); the fuzz target's way in. */
+int snap_pprof_import_profile(const struct pp_profile *p, const char *name, const char *out_stp,
+                              struct stp_pprof_import_stats *st, char *err, size_t errlen);
 #endif

@@ -25,6 +25,8 @@ size_t stp_enc_event_bound(const stp_event *ev)
 	size_t n = 160;
 	if (ev->type == STP_EV_API)
 		n += (size_t)ev->u.api.nranges * 21;
+	if (ev->type == STP_EV_FOLD)
+		n += (size_t)ev->u.fold.nspaces * 86 + (size_t)ev->u.fold.nsites * 41;
 	return n;
 }
 
@@ -85,6 +87,14 @@ size_t stp_enc_event(uint8_t *out, size_t cap, stp_enc_state *s, const stp_event
 			flags |= STP_F_MARK_NAME;
 		if (ev->u.marker.value)
 			flags |= STP_F_MARK_VALUE;
+		break;
+	case STP_EV_FOLD:
+		if (ev->u.fold.nspaces)
+			flags |= STP_F_FOLD_SPACES;
+		if (ev->u.fold.nsites)
+			flags |= STP_F_FOLD_SITES;
+		if (ev->u.fold.last_seq < ev->seq)
+			return 0;
 		break;
 	default:
 		break;
@@ -189,6 +199,46 @@ size_t stp_enc_event(uint8_t *out, size_t cap, stp_enc_state *s, const stp_event
 			p = put_v(p, e, m->name);
 		if (flags & STP_F_MARK_VALUE)
 			p = put_v(p, e, zz_enc(m->value));
+		break;
+	}
+	case STP_EV_FOLD: {
+		const stp_fold_info *f = &ev->u.fold;
+		p = put_v(p, e, zz_enc(f->iteration));
+		p = put_v(p, e, zz_enc(f->iteration - f->like));
+		p = put_v(p, e, f->last_seq - ev->seq);
+		p = put_v(p, e, f->elided);
+		p = put_v(p, e, f->apis);
+		p = put_v(p, e, f->markers);
+		p = put_v(p, e, f->digest);
+		if (flags & STP_F_FOLD_SPACES) {
+			p = put_v(p, e, f->nspaces);
+			for (uint32_t i = 0; i < f->nspaces && p; i++) {
+				const stp_fold_space *x = &f->spaces[i];
+				p = put_u8(p, e, x->kind);
+				p = put_v(p, e, zz_enc(x->device));
+				p = put_v(p, e, x->pool);
+				p = put_v(p, e, x->allocs);
+				p = put_v(p, e, x->bytes);
+				p = put_v(p, e, x->peak);
+				p = put_v(p, e, x->carried_in);
+				p = put_v(p, e, x->carried_out);
+				p = put_v(p, e, x->sampled);
+				p = put_v(p, e, x->sampled_est);
+			}
+		}
+		if (flags & STP_F_FOLD_SITES) {
+			p = put_v(p, e, f->nsites);
+			for (uint32_t i = 0; i < f->nsites && p; i++) {
+				const stp_fold_site *x = &f->sites[i];
+				p = put_v(p, e, zz_enc((int64_t)x->stack - (int64_t)st.prev_stack));
+				st.prev_stack = x->stack;
+				p = put_u8(p, e, x->kind);
+				p = put_v(p, e, zz_enc(x->device));
+				p = put_v(p, e, x->pool);
+				p = put_v(p, e, x->allocs);
+				p = put_v(p, e, x->bytes);
+			}
+		}
 		break;
 	}
 	}

@@ -22,8 +22,25 @@ void stp_dec_init(stp_dec *d, const uint8_t *p, size_t n, uint32_t tid)
 void stp_dec_free(stp_dec *d)
 {
 	free(d->ranges);
+	free(d->fold_spaces);
+	free(d->fold_sites);
 	d->ranges = NULL;
-	d->ranges_cap = 0;
+	d->fold_spaces = NULL;
+	d->fold_sites = NULL;
+	d->ranges_cap = d->fold_spaces_cap = d->fold_sites_cap = 0;
+}
+
+/* Room for n elements of size sz in *buf (capacity *cap); -1 when out of memory. */
+static int reserve(void **buf, uint32_t *cap, uint64_t n, size_t sz)
+{
+	if (n <= *cap)
+		return 0;
+	void *nb = realloc(*buf, (size_t)n * sz);
+	if (!nb)
+		return -1;
+	*buf = nb;
+	*cap = (uint32_t)n;
+	return 0;
 }
 
 #define GETV(var) do { \
@@ -265,13 +282,8 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 			/* each range takes at least 3 bytes */
 			if (n == 0 || n > STP_RANGES_MAX || n > (uint64_t)(e - p) / 3)
 				return -1;
-			if (n > d->ranges_cap) {
-				stp_range *nr = realloc(d->ranges, (size_t)n * sizeof *nr);
-				if (!nr)
-					return -1;
-				d->ranges = nr;
-				d->ranges_cap = (uint32_t)n;
-			}
+			if (reserve((void **)&d->ranges, &d->ranges_cap, n, sizeof *d->ranges))
+				return -1;
 			for (uint64_t i = 0; i < n; i++) {
 				stp_range *r = &d->ranges[i];
 				uint64_t dr;
@@ -296,6 +308,77 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 			GET32(m->name);
 		if (flags & STP_F_MARK_VALUE)
 			GETZ(m->value);
+		break;
+	}
+	case STP_EV_FOLD: {
+		stp_fold_info *f = &ev->u.fold;
+		uint64_t dlike, dlast, n;
+		memset(f, 0, sizeof *f);
+		if (flags & ~(STP_F_FOLD_SPACES | STP_F_FOLD_SITES))
+			return -1;
+		GETZ(f->iteration);
+		GETV(dlike);
+		f->like = f->iteration - zz_dec(dlike);
+		GETV(dlast);
+		f->last_seq = ev->seq + dlast;
+		if (f->last_seq < ev->seq)
+			return -1;
+		GETV(f->elided);
+		GETV(f->apis);
+		GETV(f->markers);
+		GETV(f->digest);
+		/* the event stands for itself and for at most the seqs up to last_seq */
+		if (f->elided == 0 || f->elided - 1 > dlast || f->apis + f->markers > f->elided)
+			return -1;
+		if (flags & STP_F_FOLD_SPACES) {
+			GETV(n);
+			/* each space takes at least 10 bytes */
+			if (n == 0 || n > STP_FOLD_SPACES_MAX || n > (uint64_t)(e - p) / 10 ||
+			    reserve((void **)&d->fold_spaces, &d->fold_spaces_cap, n, sizeof *d->fold_spaces))
+				return -1;
+			for (uint64_t i = 0; i < n; i++) {
+				stp_fold_space *x = &d->fold_spaces[i];
+				memset(x, 0, sizeof *x);
+				GETU8(x->kind);
+				if (x->kind > STP_MEM_PINNED)
+					return -1;
+				GETI32(x->device);
+				GET32(x->pool);
+				GETV(x->allocs);
+				GETV(x->bytes);
+				GETV(x->peak);
+				GETV(x->carried_in);
+				GETV(x->carried_out);
+				GETV(x->sampled);
+				GETV(x->sampled_est);
+				if (x->sampled > x->allocs)
+					return -1;
+			}
+			f->nspaces = (uint32_t)n;
+			f->spaces = d->fold_spaces;
+		}
+		if (flags & STP_F_FOLD_SITES) {
+			GETV(n);
+			/* each site takes at least 6 bytes */
+			if (n == 0 || n > STP_FOLD_SITES_MAX || n > (uint64_t)(e - p) / 6 ||
+			    reserve((void **)&d->fold_sites, &d->fold_sites_cap, n, sizeof *d->fold_sites))
+				return -1;
+			for (uint64_t i = 0; i < n; i++) {
+				stp_fold_site *x = &d->fold_sites[i];
+				memset(x, 0, sizeof *x);
+				if (dec_stack(&p, e, &st, &x->stack))
+					return -1;
+				GETU8(x->kind);
+				if (x->kind > STP_MEM_PINNED)
+					return -1;
+				GETI32(x->device);
+				GET32(x->pool);
+				GETV(x->allocs);
+				GETV(x->bytes);
+			}
+			f->nsites = (uint32_t)n;
+			f->sites = d->fold_sites;
+		}
 		break;
 	}
 	}

@@ -23,5 +23,11 @@
 #define STP_F_MARK_NAME 0x10u
 #define STP_F_MARK_VALUE 0x20u
 
+/* FOLD (1.2) */
+#define STP_F_FOLD_SPACES 0x10u
+#define STP_F_FOLD_SITES 0x20u
+
 #define STP_RANGES_MAX (1u << 20) /* readers refuse more ranges in one API event */
+#define STP_FOLD_SPACES_MAX 256u  /* readers refuse more spaces in one FOLD event */
+#define STP_FOLD_SITES_MAX (1u << 20)
 #endif

@@ -67,6 +67,7 @@ struct stp_reader {
 	cursor *popped;       /* returned last; advanced on the next call */
 
 	uint64_t next_seq;    /* the seq expected next */
+	uint64_t fold_end, fold_left; /* the last FOLD's range end, its seqs still to be skipped */
 	uint64_t watermark;
 	int done_reading;     /* no more chunks will be read */
 	int failed;           /* an error is pending (after the heap drains) */
@@ -264,6 +265,13 @@ static int cursor_advance(stp_reader *r, cursor *c)
 				r->fatal = 1;
 				return -1;
 			}
+			for (uint32_t i = 0; ev->type == STP_EV_FOLD && i < ev->u.fold.nsites; i++)
+				if (map_stack(r, &c->dec.fold_sites[i].stack)) {
+					set_err(r, c->offset + STP_CHUNK_HEADER_SIZE + (uint64_t)(at - c->dec.start),
+					        "call path %u used before it is defined", c->dec.fold_sites[i].stack);
+					r->fatal = 1;
+					return -1;
+				}
 			return 1;
 		}
 		if (k == STP_DEC_END)
@@ -512,6 +520,12 @@ static void count_event(stp_reader *r, const stp_event *ev)
 	r->stats.events++;
 	if (ev->type <= STP_EV_TYPE_MAX)
 		r->stats.by_type[ev->type]++;
+	if (ev->type == STP_EV_FOLD) { /* the seqs it stands for are not lost */
+		r->stats.folded_events += ev->u.fold.elided;
+		r->stats.folded_iterations++;
+		r->fold_end = ev->u.fold.last_seq;
+		r->fold_left = ev->u.fold.elided - 1;
+	}
 	if (r->stats.events == 1 || ev->time_ns < r->stats.first_time_ns)
 		r->stats.first_time_ns = ev->time_ns;
 	if (ev->time_ns > r->stats.last_time_ns)
@@ -551,7 +565,14 @@ int stp_reader_next(stp_reader *r, stp_event *ev)
 					r->fatal = 1;
 					return -1;
 				}
-				r->stats.lost_events += s - r->next_seq;
+				uint64_t gap = s - r->next_seq;
+				if (gap && r->fold_left && r->next_seq <= r->fold_end) {
+					uint64_t in = (s <= r->fold_end + 1 ? s : r->fold_end + 1) - r->next_seq;
+					uint64_t f = in < r->fold_left ? in : r->fold_left;
+					r->fold_left -= f;
+					gap -= f;
+				}
+				r->stats.lost_events += gap;
 				r->next_seq = s + 1;
 				heap_pop(r);
 				*ev = top->next;

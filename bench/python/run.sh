@@ -41,3 +41,6 @@ OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/thread_cpu_series.py" --
   "native=$PY $W $X" "stprof=$B/stprof record -q -o $T/c{i}.stp -- $PY $W $X"
 "$B/stprof" record -q -o "$T/x.stp" -- $PY $X >/dev/null
 "$B/stprof" info "$T/x.stp" | grep -E "^size|^events" | sed 's/^/  trace: /'
+# The long-run figures: loop overhead against memray, trace bytes per
+# steady iteration (bench/python/loop.sh).
+sh "$S/bench/python/loop.sh"

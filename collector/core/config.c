@@ -22,6 +22,18 @@
  *                     (sanitizer.h)
  *   STPROF_SAMPLE_LAUNCHES  with exact: every Nth kernel launch gets its
  *                     accesses recorded, 1..1000000 (default 1: all)
+ *   STPROF_HEAP_SAMPLE host-heap allocations below this many bytes are
+ *                     sampled, one per that many bytes on average (sample.c);
+ *                     0: every allocation.  Default 0, or 64 KiB in a
+ *                     Python process (the interpreter's and the framework's
+ *                     churn, ~10^6 allocations a step, costs more than
+ *                     everything else; docs/record.md, "Host heap")
+ *   STPROF_HEAP_FULL_ITERS with sampling, the first N iterations of a
+ *                     marked loop record every heap allocation (default 2)
+ *   STPROF_FULL       1: every event, whatever the defaults (no sampling,
+ *                     no folding of steady iterations)
+ *   STPROF_FOLD_KEEP  steady-state folding keeps the first and the last N
+ *                     iterations in full, 0..1000 (default 2; 0: no folding)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +57,8 @@ void stc_config_defaults(stc_config *c)
 	c->depth = STC_DEPTH_DEFAULT;
 	c->host_depth = STC_DEPTH_DEFAULT;
 	c->flush_ms = STC_FLUSH_MS_DEFAULT;
+	c->heap_full_iters = STC_HEAP_FULL_ITERS_DEFAULT;
+	c->fold_keep = STC_FOLD_KEEP_DEFAULT;
 }
 
 /* Digits only, no sign, no overflow. */
@@ -125,6 +139,31 @@ int stc_config_set(stc_config *c, const char *name, const char *value)
 			return -1;
 		return 0;
 	}
+	if (!strcmp(name, "HEAP_SAMPLE")) {
+		if (parse_u64(value, 1ull << 40, &v))
+			return -1;
+		c->heap_sample = v;
+		c->heap_sample_set = 1;
+		return 0;
+	}
+	if (!strcmp(name, "HEAP_FULL_ITERS")) {
+		if (parse_u64(value, 1000000, &v))
+			return -1;
+		c->heap_full_iters = (uint32_t)v;
+		return 0;
+	}
+	if (!strcmp(name, "FOLD_KEEP")) {
+		if (parse_u64(value, 1000, &v))
+			return -1;
+		c->fold_keep = (uint32_t)v;
+		return 0;
+	}
+	if (!strcmp(name, "FULL")) {
+		if (strcmp(value, "0") && strcmp(value, "1"))
+			return -1;
+		c->full = value[0] == '1';
+		return 0;
+	}
 	if (!strcmp(name, "SAMPLE_LAUNCHES")) {
 		if (parse_u64(value, 1000000, &v) || v == 0)
 			return -1;
@@ -136,8 +175,9 @@ int stc_config_set(stc_config *c, const char *name, const char *value)
 
 void stc_config_from_env(stc_config *c)
 {
-	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH",    "HOST_DEPTH",
-	                              "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES"};
+	static const char *names[] = {"OUTPUT",          "MIN_SIZE",    "DEPTH",           "HOST_DEPTH",
+	                              "FLUSH_MS",        "UNWIND",      "ACCESSES",        "SAMPLE_LAUNCHES",
+	                              "HEAP_SAMPLE",     "HEAP_FULL_ITERS", "FULL",        "FOLD_KEEP"};
 	char var[32];
 	stc_config_defaults(c);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -150,7 +190,11 @@ void stc_config_from_env(stc_config *c)
 
 void stc_config_host_depth(stc_config *c, int python)
 {
-	if (c->host_depth_set)
-		return;
-	c->host_depth = python && !c->depth_set && c->depth > STC_HOST_DEPTH_PYTHON ? STC_HOST_DEPTH_PYTHON : c->depth;
+	if (!c->host_depth_set)
+		c->host_depth =
+		        python && !c->depth_set && c->depth > STC_HOST_DEPTH_PYTHON ? STC_HOST_DEPTH_PYTHON : c->depth;
+	if (c->full)
+		c->heap_sample = 0;
+	else if (!c->heap_sample_set)
+		c->heap_sample = python ? STC_HEAP_SAMPLE_PYTHON : 0;
 }

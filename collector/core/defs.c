@@ -23,7 +23,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "fold.h"
 
 static pthread_mutex_t defs_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -82,7 +82,10 @@ void stc_out_chunk(unsigned type, uint32_t tid, uint8_t *buf, size_t len)
 {
 	stc_out_lock();
 	stc_defs_flush_locked();
-	stc_out_chunk_locked(type, tid, buf, len);
+	if (type == STP_CHUNK_EVENTS && __atomic_load_n(&g_fold_on, __ATOMIC_ACQUIRE))
+		stc_fold_chunk_locked(tid, buf + STP_CHUNK_HEADER_SIZE, len); /* steady iterations: fold.c */
+	else
+		stc_out_chunk_locked(type, tid, buf, len);
 	stc_out_unlock();
 }
 

@@ -1,7 +1,7 @@
 /*
  * face.h - what the collector's core (collector/core/) shows its backends
- * (collector/cuda/, collector/sanitizer/, collector/torch/): the one header
- * a backend includes from the core.  Everything else of the core is its own
+ * (collector/cuda/, collector/sanitizer/, collector/torch/, collector/jax/):
+ * the one header a backend includes from the core.  Everything else of the core is its own
  * (core/internal.h).
  *
  *   - recording an event: stc_emit (now), stc_emit_span (an API call that
@@ -49,6 +49,9 @@
 #define STC_DEPTH_DEFAULT 32
 #define STC_DEPTH_MAX 256
 #define STC_HOST_DEPTH_PYTHON 8 /* host-heap paths in a Python process (see config.c) */
+#define STC_HEAP_SAMPLE_PYTHON (64u << 10) /* host-heap sampling interval in a Python process (sample.c) */
+#define STC_HEAP_FULL_ITERS_DEFAULT 2
+#define STC_FOLD_KEEP_DEFAULT 2 /* first and last iterations kept in full (fold.c) */
 #define STC_FLUSH_MS_DEFAULT 50
 
 typedef struct stc_config {
@@ -61,6 +64,11 @@ typedef struct stc_config {
 	uint32_t unwind;     /* STPROF_UNWIND: STC_UNWIND_* */
 	uint32_t accesses;   /* STPROF_ACCESSES: STC_ACCESSES_* */
 	uint32_t sample_launches; /* STPROF_SAMPLE_LAUNCHES: exact accesses of every Nth launch, 0/1 = all */
+	uint64_t heap_sample;     /* STPROF_HEAP_SAMPLE: host-heap sampling interval, bytes; 0 = every allocation */
+	uint32_t heap_full_iters; /* STPROF_HEAP_FULL_ITERS: the first N iterations record every heap allocation */
+	uint8_t heap_sample_set;  /* given by the environment */
+	uint8_t full;             /* STPROF_FULL: every event (no sampling, no folding) */
+	uint32_t fold_keep;       /* STPROF_FOLD_KEEP: iterations kept in full at each end; 0 = no folding */
 } stc_config;
 enum { STC_ACCESSES_NONE = 0, STC_ACCESSES_OPS = 1, STC_ACCESSES_EXACT = 2 };
 enum { STC_UNWIND_FAST = 0, STC_UNWIND_LIBUNWIND = 1, STC_UNWIND_CHECK = 2 };
@@ -278,7 +286,10 @@ STC_HIDDEN void stc_devobj_reset(void);
  *                             segments).
  *
  * In every mode the CUPTI backend ignores calls made while t_busy is set
- * (the collector's own, and the pluggable allocator's).
+ * (the collector's own, and the pluggable allocator's), and records a
+ * device allocation made by XLA's own code (JAX's CUDA plugin) as a segment
+ * of pool STP_POOL_JAX: JAX's buffers inside it are the JAX backend's (the
+ * shim's, through collector/jax/), at stand-in addresses.
  *
  * The two device backends' claims:
  *   g_cupti_records_memory  the CUPTI backend records device allocations

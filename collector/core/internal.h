@@ -63,8 +63,11 @@ STC_HIDDEN void stc_py_atfork_child(void);
 STC_HIDDEN void stc_py_lines_atfork_child(void);
 
 /* ---------------------------------------------------------------- config (config.c) */
-/* The host-heap depth when STPROF_HOST_DEPTH is not given: STPROF_DEPTH's,
- * or in a Python process (python != 0) without STPROF_DEPTH, 8. */
+/* The process-dependent defaults: the host-heap depth when
+ * STPROF_HOST_DEPTH is not given (STPROF_DEPTH's, or in a Python process
+ * (python != 0) without STPROF_DEPTH, 8), and the host-heap sampling when
+ * STPROF_HEAP_SAMPLE is not given (none, or in a Python process 64 KiB;
+ * none at all under STPROF_FULL=1). */
 STC_HIDDEN void stc_config_host_depth(stc_config *c, int python);
 /* Parses one option (name without the STPROF_ prefix); returns 0 if the
  * value was accepted, -1 if rejected (the option keeps its default). */

@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fold.h"
+#include "sample.h"
 #include "tbuf.h"
 
 void stprof_mark_v1(int kind, const char *name, int64_t value);
@@ -56,6 +58,7 @@ void stc_finish(uint32_t reason, int32_t value)
 		stc_modules_scan();
 		stc_tbuf_flush_all();
 		stc_out_lock();
+		stc_fold_finish_locked(); /* the iterations folding held, the last K in full */
 		stc_out_end_locked(reason, value);
 		stc_out_unlock();
 	}
@@ -91,6 +94,8 @@ static void fork_child(void)
 	stc_altstack_atfork_child();
 	stc_flusher_atfork_child();
 	stc_devobj_atfork_child();
+	stc_sample_atfork_child();
+	stc_fold_atfork_child();
 	stc_process_atfork_child();
 	stc_backends_fork_child();
 }
@@ -107,6 +112,7 @@ void stc_init(void)
 	stc_real_resolve();
 	stc_config_from_env(&g_cfg);
 	stc_config_host_depth(&g_cfg, dlsym(RTLD_DEFAULT, "Py_Initialize") != NULL);
+	stc_sample_start();
 	g_pid = getpid();
 	stp_crc32c(0, "", 0); /* builds the CRC table outside any signal handler */
 	stc_defs_init();
@@ -177,6 +183,7 @@ static long long before_exec(void)
 	t_busy = 1;
 	stc_tbuf_flush_all();
 	stc_out_lock();
+	stc_fold_finish_locked();
 	long long at = stc_out_end_locked(STP_END_EXEC, 0);
 	stc_out_unlock();
 	t_busy = was;

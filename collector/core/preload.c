@@ -9,6 +9,10 @@
  * FREE(old) before and ALLOC(new) after; if it fails the old block lives on
  * and is recorded again.
  *
+ * Which allocations get an event (all of them, or with host-heap sampling a
+ * sample and the large ones) and so which frees: sample.c.  A recorded block
+ * is remembered (when sampling is set up) before the program can free it.
+ *
  * Before the real functions are resolved (dlsym may allocate), requests are
  * served from the bootstrap arena (realfn.c).  Calls made while the collector
  * itself is running on this thread (t_busy) are passed through unrecorded.
@@ -18,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "sample.h"
 
 
 static inline int recording(void)
@@ -33,6 +37,8 @@ static void record_alloc_stack(void *p, size_t size, const uint64_t *ips, uint32
 	ev.u.alloc.size = ev.u.alloc.requested = size;
 	ev.u.alloc.device = -1;
 	ev.u.alloc.stack = depth ? stc_intern_stack(ips, depth) : 0;
+	if (g_heap_set)
+		stc_heap_remember(p);
 	stc_emit(&ev);
 }
 
@@ -56,11 +62,15 @@ void stc_record_free(void *p)
 }
 
 /* With a minimum size, a free is recorded when the block could have been
- * recorded: usable size >= requested size >= minimum. */
+ * recorded: usable size >= requested size >= minimum; with sampling, when
+ * it was (and it is forgotten now). */
 static inline int free_wanted(void *p)
 {
-	return !g_cfg.min_size || g_real.malloc_usable_size(p) >= g_cfg.min_size;
+	return (!g_cfg.min_size || g_real.malloc_usable_size(p) >= g_cfg.min_size) && stc_heap_forget(p);
 }
+
+/* An allocation of n bytes gets an event. */
+static inline int alloc_wanted(size_t n) { return n >= g_cfg.min_size && stc_sample_take(n); }
 
 static inline int resolve_or_boot(void)
 {
@@ -79,7 +89,7 @@ STC_EXPORT void *malloc(size_t n)
 	if (STC_UNLIKELY(!resolve_or_boot()))
 		return stc_boot_alloc(n, 16);
 	void *p = g_real.malloc(n);
-	if (p && recording() && n >= g_cfg.min_size)
+	if (p && recording() && alloc_wanted(n))
 		stc_record_alloc(p, n);
 	return p;
 }
@@ -104,7 +114,7 @@ STC_EXPORT void *calloc(size_t n, size_t m)
 		return stc_boot_alloc(t, 16);
 	}
 	void *p = g_real.calloc(n, m);
-	if (p && recording() && n * m >= g_cfg.min_size)
+	if (p && recording() && alloc_wanted(n * m))
 		stc_record_alloc(p, n * m);
 	return p;
 }
@@ -121,16 +131,20 @@ static void *realloc_common(void *p, size_t n)
 		return g_real.realloc(p, n);
 	uint64_t ips[STC_DEPTH_MAX];
 	t_busy = 1;
-	uint32_t d = g_cfg.host_depth ? stc_unwind(ips, g_cfg.host_depth) : 0;
+	int take = alloc_wanted(n);
+	uint32_t d = take && g_cfg.host_depth ? stc_unwind(ips, g_cfg.host_depth) : 0;
 	size_t old_size = g_real.malloc_usable_size(p);
-	int old_rec = old_size >= g_cfg.min_size;
+	int old_rec = old_size >= g_cfg.min_size && stc_heap_forget(p);
 	if (old_rec)
 		stc_record_free(p), t_busy = 1;
 	void *q = g_real.realloc(p, n);
-	if (q && n >= g_cfg.min_size)
+	if (q && take) {
 		record_alloc_stack(q, n, ips, d);
-	else if (!q && n && old_rec)
-		record_alloc_stack(p, old_size, ips, d); /* failed: the old block lives on */
+	} else if (!q && n && old_rec) { /* failed: the old block lives on */
+		if (!take && g_cfg.host_depth)
+			d = stc_unwind(ips, g_cfg.host_depth);
+		record_alloc_stack(p, old_size, ips, d);
+	}
 	t_busy = 0;
 	return q;
 }
@@ -159,7 +173,7 @@ STC_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		return *out ? 0 : ENOMEM;
 	}
 	int rc = g_real.posix_memalign(out, align, n);
-	if (rc == 0 && recording() && n >= g_cfg.min_size)
+	if (rc == 0 && recording() && alloc_wanted(n))
 		stc_record_alloc(*out, n);
 	return rc;
 }
@@ -170,7 +184,7 @@ STC_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		if (STC_UNLIKELY(!resolve_or_boot())) \
 			return stc_boot_alloc(size_expr, boot_align); \
 		void *p = call; \
-		if (p && recording() && (size_expr) >= g_cfg.min_size) \
+		if (p && recording() && alloc_wanted(size_expr)) \
 			stc_record_alloc(p, size_expr); \
 		return p; \
 	}

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sample.h"
 #include "tbuf.h"
 
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -95,11 +96,16 @@ static void annotate(const char *name, int64_t value)
 }
 
 /* Options a reader should know of: a host-heap depth other than --depth's
- * (Python processes) makes the reports' host call sites shorter. */
+ * (Python processes) makes the reports' host call sites shorter; host-heap
+ * sampling makes its events a sample (sample.c). */
 void stc_announce_options(void)
 {
 	if (g_cfg.host_depth != g_cfg.depth)
 		annotate("stprof.host_depth", (int64_t)g_cfg.host_depth);
+	if (g_cfg.heap_sample) {
+		g_heap_annotation_id = stc_intern_string(STP_HEAP_SAMPLE_ANNOTATION, strlen(STP_HEAP_SAMPLE_ANNOTATION));
+		annotate(STP_HEAP_SAMPLE_ANNOTATION, (int64_t)g_cfg.heap_sample);
+	}
 }
 
 int stc_ensure_output(void)

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fold.h"
 #include "tbuf.h"
 
 #define POOL_MAX 64 /* buffers: 16 MiB */
@@ -293,6 +294,7 @@ static void flush_all(int try_only)
 		mark = stc_backends_mark(mark, 1);
 		if (stc_out_trylock()) {
 			stc_defs_flush_try();
+			stc_fold_emergency_locked(); /* what folding held, as it is */
 			if (complete && try_only == 1)
 				stc_out_watermark_locked(mark);
 			stc_out_unlock();
@@ -314,6 +316,8 @@ static void flush_all(int try_only)
 	mark = stc_backends_mark(mark, 0);
 	stc_out_lock();
 	stc_defs_flush_locked();
+	/* steady-state folding holds iterations: the mark stays below them */
+	mark = stc_fold_round_locked(mark);
 	stc_out_watermark_locked(mark);
 	stc_out_unlock();
 	pthread_mutex_unlock(&flush_mu);

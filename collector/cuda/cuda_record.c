@@ -19,6 +19,13 @@
  *   - STC_TORCH_CUDA_CACHING: an allocation, free or mapping whose call
  *     path passes through libc10_cuda is PyTorch's segment, recorded by the
  *     shim from PyTorch's own trace: skipped here.
+ *   - A device allocation made by XLA's own code (the first frame past the
+ *     CUDA libraries lies in JAX's CUDA plugin, xla_cuda_plugin.so) is a
+ *     region of XLA's allocator (its BFC's, or a buffer of the platform
+ *     allocator): SEGMENT_RESERVE / RELEASE of pool STP_POOL_JAX, a segment
+ *     in the live-object table, since JAX's buffers inside it are recorded
+ *     by the JAX backend (docs/jax.md).  Allocations XLA's libraries make
+ *     (cuBLAS, cuDNN: their own frames come first) stay objects.
  *   - Leading frames inside libcupti, libcuda and libcudart are dropped: a
  *     call path starts at the caller of the CUDA API.
  */
@@ -46,24 +53,37 @@ static STC_TLS stc_devobj t_free_obj;
 enum { M_CUPTI, M_CUDA, M_CUDART, M_C10_CUDA, M_COUNT };
 static const char *const mod_prefix[M_COUNT] = {"libcupti.so", "libcuda.so", "libcudart.so", "libc10_cuda.so"};
 static stc_modset mods = {.prefix = mod_prefix, .n = M_COUNT};
+/* JAX's CUDA plugin, a set of its own, looked up only for device
+ * allocations (most programs never load it) */
+static const char *const xla_prefix[1] = {"xla_cuda_plugin"};
+static stc_modset xla_mods = {.prefix = xla_prefix, .n = 1};
 
 /* The call path of the CUDA call: 0 and *skip = 1 when it passes through
- * libc10_cuda in caching mode (PyTorch's segment: the shim records it).
- * With python, an allocation's: in a Python program, completed with the
- * Python line that called (launches and copies keep their native path:
- * a Python walk per launch would cost too much). */
-static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip, int python)
+ * libc10_cuda in caching mode (PyTorch's segment: the shim records it);
+ * *xla = 1 when its first frame past the CUDA libraries is XLA's (xla may
+ * be NULL).  With python, an allocation's: in a Python program, completed
+ * with the Python line that called (launches and copies keep their native
+ * path: a Python walk per launch would cost too much). */
+static __attribute__((noinline)) uint32_t call_path(int check_c10, int *skip, int python, int *xla)
 {
 	uint64_t ips[STC_DEPTH_MAX];
 	*skip = 0;
+	if (xla)
+		*xla = 0;
 	uint32_t want = g_cfg.depth, walk = want;
 	if (check_c10 && walk < 64)
 		walk = 64;
+	if (xla && walk < 24) /* the CUDA libraries' frames and the first past them */
+		walk = 24;
 	if (!walk)
 		return 0;
 	stc_modset_scan(&mods);
 	uint32_t d = stc_unwind(ips, walk);
 	uint32_t first = stc_modset_skip(&mods, M_CUDART + 1, ips, d);
+	if (xla && first < d) {
+		stc_modset_scan(&xla_mods);
+		*xla = stc_modset_has(&xla_mods, 0, ips[first]);
+	}
 	if (check_c10)
 		for (uint32_t i = first; i < d; i++)
 			if (stc_modset_has(&mods, M_C10_CUDA, ips[i])) {
@@ -145,14 +165,50 @@ static void emit_free(const stc_devobj *o, uint64_t stream)
 	stc_emit(&ev);
 }
 
+/* XLA's regions live now (segments recorded here, released by their free):
+ * few (a BFC grows by doubling), a small table under a lock. */
+#define XLA_REGIONS_MAX 1024
+static uint64_t xla_regions[XLA_REGIONS_MAX];
+static unsigned nxla_regions;
+static pthread_mutex_t xla_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int xla_region_add(uint64_t addr)
+{
+	pthread_mutex_lock(&xla_mu);
+	int ok = nxla_regions < XLA_REGIONS_MAX;
+	if (ok)
+		xla_regions[nxla_regions++] = addr;
+	pthread_mutex_unlock(&xla_mu);
+	return ok;
+}
+
+static int xla_region_take(uint64_t addr)
+{
+	pthread_mutex_lock(&xla_mu);
+	unsigned i = 0;
+	while (i < nxla_regions && xla_regions[i] != addr)
+		i++;
+	int found = i < nxla_regions;
+	if (found)
+		xla_regions[i] = xla_regions[--nxla_regions];
+	pthread_mutex_unlock(&xla_mu);
+	return found;
+}
+
 static void do_alloc(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 {
-	int skip;
-	uint32_t stack = call_path(caching, &skip, 1);
+	int skip, xla;
+	uint32_t stack = call_path(caching, &skip, 1, &xla);
 	if (skip)
 		return;
 	stc_devobj o = {.addr = r->addr, .size = r->size, .kind = r->kind, .stack = stack};
 	o.device = r->kind == STP_MEM_PINNED ? -1 : ctx_device(cb->context);
+	if (xla && r->kind == STP_MEM_DEVICE && xla_region_add(r->addr)) {
+		o.segment = 1;
+		stc_devobj_add(o.addr, o.size, o.device, o.kind, 1, stack);
+		emit_alloc(STP_EV_SEGMENT_RESERVE, &o, stream_id(cb->context, r->stream), STP_POOL_JAX);
+		return;
+	}
 	stc_devobj_add(o.addr, o.size, o.device, o.kind, 0, stack);
 	emit_alloc(STP_EV_ALLOC, &o, stream_id(cb->context, r->stream), pool_id(r->pool));
 }
@@ -160,6 +216,13 @@ static void do_alloc(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 static void do_free(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 {
 	stc_devobj o;
+	if (xla_region_take(r->addr)) { /* XLA's region goes back */
+		if (stc_devobj_remove(r->addr, &o) && o.segment) {
+			o.stack = 0;
+			emit_alloc(STP_EV_SEGMENT_RELEASE, &o, stream_id(cb->context, r->stream), STP_POOL_JAX);
+		}
+		return;
+	}
 	if (!stc_devobj_find(r->addr, &o) || o.addr != r->addr || o.segment)
 		return; /* not recorded (before the start, or PyTorch's segment) */
 	stc_devobj_remove(r->addr, &o);
@@ -171,7 +234,7 @@ static void do_free(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 static void do_map(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 {
 	int skip;
-	uint32_t stack = call_path(caching, &skip, 1);
+	uint32_t stack = call_path(caching, &skip, 1, NULL);
 	if (skip)
 		return;
 	stc_devobj o = {.addr = r->addr, .size = r->size, .kind = STP_MEM_DEVICE, .segment = 1, .stack = stack};
@@ -201,7 +264,7 @@ static void do_api(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 	ev.u.api.name = r->name ? stc_intern_string(r->name, strnlen(r->name, 4096)) : 0;
 	ev.u.api.device = ctx_device(cb->context);
 	ev.u.api.stream = stream_id(cb->context, r->stream);
-	ev.u.api.stack = call_path(0, &skip, 0);
+	ev.u.api.stack = call_path(0, &skip, 0, NULL);
 	ev.u.api.nranges = r->nranges;
 	ev.u.api.ranges = r->nranges ? r->ranges : NULL;
 	if (r->api != STP_API_SYNC && stc_cuda_activity_holds())

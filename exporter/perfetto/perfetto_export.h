@@ -34,7 +34,10 @@
 #include "stprof/trace.h"
 
 #define PF_NONE UINT32_MAX
-#define PF_DEV_TENSORS (-2) /* the device of host pool 1 (a framework's tensors) */
+#define PF_DEV_TENSORS STP_EXPORT_DEV_TENSORS /* the device of host pool 1 (a framework's tensors) */
+#define PF_DEV_JAX STP_EXPORT_DEV_JAX         /* the device of host pool 2 (JAX's CPU buffers) */
+/* the host's framework spaces (a framework's buffers, not the heap) */
+#define PF_DEV_FRAMEWORK(d) ((d) == PF_DEV_TENSORS || (d) == PF_DEV_JAX)
 
 /* ---- objects */
 enum {
@@ -260,6 +263,9 @@ int pf_draw_end(pf_proc *p, pf_obj *o, uint64_t t, int freed);
 
 /* perfetto_markers.c */
 int pf_on_marker(pf_proc *p, const stp_event *ev, uint64_t t);
+/* A folded iteration (FOLD event): an instant on the training track that
+ * says what it stands for. */
+int pf_on_fold(pf_proc *p, const stp_event *ev, uint64_t t);
 int pf_open_marks(pf_proc *p, pf_mtrack *mt, uint64_t t); /* BEGINs not yet written */
 int pf_mark_pop_to(pf_proc *p, pf_mtrack *mt, size_t i, uint64_t t);
 

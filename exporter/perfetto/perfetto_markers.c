@@ -143,6 +143,32 @@ int pf_on_marker(pf_proc *p, const stp_event *ev, uint64_t t)
 	return pf_mark_pop_to(p, mt, (size_t)i, t);
 }
 
+int pf_on_fold(pf_proc *p, const stp_event *ev, uint64_t t)
+{
+	const stp_fold_info *f = &ev->u.fold;
+	if (pf_training_track(p, pf_at(p, t)) < 0)
+		return -1;
+	if (p->wstate != 1)
+		return 0;
+	char name[96];
+	snprintf(name, sizeof name, "folded: like iteration %" PRId64, f->like);
+	pf_pkt *k = pf_event(&p->seq, pf_at(p, t), T_INSTANT, p->training.uuid);
+	pf_name(k, name);
+	pf_arg_uint(k, "events left out", f->elided);
+	pf_arg_uint(k, "API events", f->apis);
+	for (uint32_t i = 0; i < f->nspaces; i++) {
+		const stp_fold_space *x = &f->spaces[i];
+		char key[96];
+		const char *sp = x->kind == STP_MEM_HOST ? (x->pool == STP_POOL_TENSORS ? "cpu tensors" : "host")
+		                                         : stp_mem_kind_name(x->kind);
+		snprintf(key, sizeof key, "%s%s allocations left out", sp, x->kind == STP_MEM_HOST ? "" : " device");
+		pf_arg_uint(k, key, x->allocs);
+		snprintf(key, sizeof key, "%s peak above the iteration's start (bytes)", sp);
+		pf_arg_uint(k, key, x->carried_in + x->peak);
+	}
+	return pf_emit(k);
+}
+
 int pf_open_marks(pf_proc *p, pf_mtrack *mt, uint64_t t)
 {
 	for (size_t i = 0; i < mt->n; i++)

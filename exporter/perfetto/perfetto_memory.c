@@ -286,7 +286,10 @@ int pf_on_alloc(pf_proc *p, const stp_event *ev, uint64_t t)
 	if (old != PF_NONE && do_free(p, old, t, NULL, "free (address reused)") < 0)
 		return -1;
 	/* a PyTorch CPU run's tensors: counters of their own, apart from the heap */
-	int32_t dev = a->kind == STP_MEM_HOST && a->pool == STP_POOL_TENSORS ? PF_DEV_TENSORS : a->device;
+	int32_t dev = a->kind != STP_MEM_HOST       ? a->device
+	              : a->pool == STP_POOL_JAX     ? PF_DEV_JAX
+	              : a->pool == STP_POOL_TENSORS ? PF_DEV_TENSORS
+	                                            : a->device;
 	uint32_t sp = pf_space_get(p, a->kind, dev, pf_at(p, t));
 	uint32_t si = pf_stream_get(p, a->kind, a->device, a->stream, pf_at(p, t));
 	uint32_t oi = pf_obj_new(&p->objs);
@@ -303,7 +306,7 @@ int pf_on_alloc(pf_proc *p, const stp_event *ev, uint64_t t)
 	o->kind = a->kind;
 	o->device = a->device;
 	o->stream = si;
-	if (pf_is_selected(p, ev->seq) && !(p->x->opts.tensors_only && a->kind == STP_MEM_HOST && dev != PF_DEV_TENSORS))
+	if (pf_is_selected(p, ev->seq) && !(p->x->opts.tensors_only && a->kind == STP_MEM_HOST && !PF_DEV_FRAMEWORK(dev)))
 		o->flags |= PF_OBJ_SELECTED;
 	pf_obj_insert(&p->objs, oi);
 	pf_space *s = &p->spaces[sp];

@@ -64,7 +64,9 @@ const char *stp_export_space_name(unsigned kind, int32_t device, char *buf, size
 	case STP_MEM_DEVICE: snprintf(buf, len, "cuda:%d", device); break;
 	case STP_MEM_MANAGED: snprintf(buf, len, "managed"); break;
 	case STP_MEM_PINNED: snprintf(buf, len, "pinned"); break;
-	case STP_MEM_HOST: snprintf(buf, len, device == PF_DEV_TENSORS ? "cpu tensors" : "host"); break;
+	case STP_MEM_HOST:
+		snprintf(buf, len, device == PF_DEV_TENSORS ? "cpu tensors" : device == PF_DEV_JAX ? "jax buffers" : "host");
+		break;
 	default: snprintf(buf, len, "memory kind %u", kind); break;
 	}
 	return buf;
@@ -82,7 +84,7 @@ static int counter_track(pf_proc *p, uint64_t uuid, const char *name, const char
 
 uint32_t pf_space_get(pf_proc *p, unsigned kind, int32_t device, uint64_t ts)
 {
-	if (kind != STP_MEM_DEVICE && !(kind == STP_MEM_HOST && device == PF_DEV_TENSORS))
+	if (kind != STP_MEM_DEVICE && !(kind == STP_MEM_HOST && PF_DEV_FRAMEWORK(device)))
 		device = -1;
 	for (size_t i = 0; i < p->nspaces; i++)
 		if (p->spaces[i].kind == kind && p->spaces[i].device == device)

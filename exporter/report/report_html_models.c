@@ -19,6 +19,10 @@ static const char *const model_color[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15
 
 static uint64_t rel(uint64_t t, uint64_t t0) { return t > t0 ? t - t0 : 0; }
 
+/* whether the actual allocator's M_a is known: segment events always tell
+ * it; XLA's statistics only with peak_bytes_in_use */
+static int ac_measured(const allocsim_actual *ac) { return !ac->xla || ac->peak_allocated; }
+
 static void site_cell(stp_det *d, FILE *f, uint32_t stack)
 {
 	char b[512];
@@ -223,22 +227,35 @@ void report_html_models(stp_det *d, FILE *f)
 			           "bytes allocated above the bytes the segment events reserve (the segments are not the "
 			           "allocator's whole state)</td></tr>\n",
 			        rf_count(dr->actual.over_reserved, b[0], 64));
-		} else if (dr->actual.present) {
+		} else if (dr->actual.present && ac_measured(&dr->actual)) {
 			const allocsim_actual *ac = &dr->actual;
-			fprintf(f, "<tr><td><b>actual</b> (segment events)</td><td class=n>%s</td><td class=n>%s</td>"
+			fprintf(f, "<tr><td><b>actual</b> (%s)</td><td class=n>%s</td><td class=n>%s</td>"
 			           "<td class=n>%.1f%%</td><td class=n>%.1f%%</td><td class=n>%s</td><td></td></tr>\n",
-			        rf_bytes(ac->peak_allocated, b[0], 64), rf_bytes(ac->peak_reserved, b[1], 64), 100 * ac->efficiency,
-			        100 * (1 - ac->efficiency), rf_count(ac->segment_reserves, b[2], 64));
+			        ac->xla ? "XLA's statistics" : "segment events", rf_bytes(ac->peak_allocated, b[0], 64),
+			        rf_bytes(ac->peak_reserved, b[1], 64), 100 * ac->efficiency, 100 * (1 - ac->efficiency),
+			        rf_count(ac->segment_reserves, b[2], 64));
+		} else if (dr->actual.present) { /* XLA without peak_bytes_in_use: M_a and E unknown, not 0 */
+			fprintf(f, "<tr><td><b>actual</b> (XLA's statistics)</td><td class=n>&ndash;</td><td class=n>%s</td>"
+			           "<td class=n>&ndash;</td><td class=n>&ndash;</td><td class=n>%s</td><td></td></tr>\n",
+			        rf_bytes(dr->actual.peak_reserved, b[1], 64), rf_count(dr->actual.segment_reserves, b[2], 64));
 		}
 		fputs("</table>\n", f);
-		if (dr->actual.present && !dr->actual.over_reserved && dr->nresults)
+		if (dr->actual.present && !dr->actual.over_reserved && dr->nresults && ac_measured(&dr->actual))
 			fprintf(f, "<p>Model error against the actual allocator: M_a %+.1f%%, M_r %+.1f%% (%s).</p>\n",
 			        100 * dr->actual.allocated_error, 100 * dr->actual.reserved_error, dr->results[0].label);
+		else if (dr->actual.present && dr->nresults)
+			fprintf(f, "<p>Model error against the actual allocator: M_r %+.1f%% (%s); M_a not measured (XLA gave no "
+			           "peak_bytes_in_use).</p>\n",
+			        100 * dr->actual.reserved_error, dr->results[0].label);
+		if (dr->actual.xla && dr->actual.in_use_samples)
+			fprintf(f, "<p>Bytes in use at XLA's %" PRIu64 " samples: the model within %.1f%% of XLA's.</p>\n",
+			        dr->actual.in_use_samples, 100 * dr->actual.in_use_error);
 		plot(r, dr, sr->start_time, f);
 		if (dr->has_worst)
 			worst(d, dr, sr->start_time, f);
 		if (dr->nrecs) {
-			fputs("<h3>Recommended settings (simulated)</h3>\n<table><tr><th>PYTORCH_ALLOC_CONF</th><th>peak "
+			fputs(dr->xla ? "<h3>XLA_PYTHON_CLIENT_* settings (simulated)</h3>\n<table><tr><th>setting</th><th>peak "
+			              : "<h3>Recommended settings (simulated)</h3>\n<table><tr><th>PYTORCH_ALLOC_CONF</th><th>peak "
 			      "reserved</th><th>change</th><th>E</th><th>OOMs</th></tr>\n",
 			      f);
 			for (size_t k = 0; k < dr->nrecs; k++) {

@@ -88,6 +88,12 @@ static void finding_json(stp_det *d, const stp_det_result *r, FILE *f, const stp
 	rf_json_str(f, x->expected ? stp_det_expect_text(x->expected) : stp_det_suggestion(d, x, sug, sizeof sug));
 	fputs(",\"span\":", f);
 	rf_json_str(f, stp_det_span_text(d, w->at_seq, w->until_seq, where, sizeof where));
+	if (x->pattern == STP_PAT_LEAK && x->leak_iters)
+		fprintf(f, ",\"leak_iterations\":{\"count\":%u,\"first\":%" PRId64 ",\"last\":%" PRId64
+		        ",\"freed_after_loop\":%" PRIu64 "}", x->leak_iters, x->leak_first_iter, x->leak_last_iter,
+		        x->leak_freed_after);
+	else
+		fputs(",\"leak_iterations\":null", f);
 	fputs(",\"worst\":{", f);
 	u64(f, "alloc_seq", w->alloc_seq, 1);
 	u64(f, "alloc_ns", w->alloc_ns, 1);
@@ -187,8 +193,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	fputs("},\n\"spaces\":[", f);
 	for (uint32_t i = 0; i < r->nspaces; i++) {
 		const stp_det_space *s = &r->spaces[i];
-		fprintf(f, "%s\n{\"kind\":\"%s\",\"device\":%d,\"tensors\":%s,\"primary\":%s,", i ? "," : "",
+		fprintf(f, "%s\n{\"kind\":\"%s\",\"device\":%d,\"tensors\":%s,\"jax\":%s,\"primary\":%s,", i ? "," : "",
 		        stp_mem_kind_name(s->kind), s->tensors ? -1 : s->device, s->tensors ? "true" : "false",
+		        s->jax ? "true" : "false",
 		        (int32_t)i == r->primary ? "true" : "false");
 		u64(f, "allocs", s->allocs, 1);
 		u64(f, "frees", s->frees, 1);
@@ -201,7 +208,12 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "peak_seq", s->peak_seq, 1);
 		u64(f, "peak_ns", s->peak_ns, 1);
 		u64(f, "reserved_peak", s->reserved_peak, 1);
-		u64(f, "over_reserved", s->over_reserved, s->pool_allocs > 0);
+		u64(f, "over_reserved", s->over_reserved, s->pool_allocs > 0 || s->sample_interval);
+		if (s->sample_interval) {
+			u64(f, "sample_interval", s->sample_interval, 1);
+			u64(f, "sampled_allocs", s->sampled_allocs, 1);
+			fprintf(f, "\"est_allocs\":%.0f%s", s->est_allocs, s->pool_allocs ? "," : "");
+		}
 		if (s->pool_allocs) {
 			u64(f, "pool_allocs", s->pool_allocs, 1);
 			u64(f, "pool_peak_bytes", s->pool_peak_bytes, 1);
@@ -228,6 +240,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	idx_or_null(f, "steady", t->steady);
 	fputs("\"steady_why\":", f);
 	rf_json_str(f, t->steady_why);
+	if (r->folded_iterations)
+		fprintf(f, ",\"folded\":{\"iterations\":%" PRIu64 ",\"events\":%" PRIu64 ",\"allocs\":%" PRIu64 "}",
+		        r->folded_iterations, r->folded_events, r->folded_allocs);
 	fputs(",\n\"iterations\":[", f);
 	for (uint32_t k = 0; k < t->niterations; k++) {
 		const stp_det_iteration *it = &t->iterations[k];
@@ -240,6 +255,8 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "peak_bytes", it->peak_bytes, 1);
 		u64(f, "first_phase", it->first_phase, 1);
 		u64(f, "phases", it->nphases, 0);
+		if (it->folded) /* kept as counters by the collector: like that iteration */
+			fprintf(f, ",\"folded_like\":%" PRId64, it->like);
 		fputc('}', f);
 	}
 	fputs("],\n\"phases\":[", f);

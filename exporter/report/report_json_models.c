@@ -115,6 +115,42 @@ static void worst_json(stp_det *d, FILE *f, const allocsim_device_report *dr, ui
 	fputs("]}", f);
 }
 
+/* A JAX device: the settings as run, XLA's samples against the as-run
+ * model (at most 1024 samples, evenly picked, the last always). */
+static void xla_json(FILE *f, const allocsim_device_report *dr, uint64_t t0)
+{
+	const allocsim_xla_settings *s = &dr->xla_settings;
+	const allocsim_actual *ac = &dr->actual;
+	fprintf(f,
+	        "{\"settings_known\":%s,\"preallocate\":%s,\"mem_fraction\":%.4f,\"platform\":%s,\"capacity\":%" PRIu64
+	        ",\"bytes_limit\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"in_use_samples\":%" PRIu64 ",\"in_use_error\":%.6f,",
+	        s->known ? "true" : "false", s->preallocate ? "true" : "false", s->mem_fraction, s->platform ? "true" : "false",
+	        dr->xla_capacity, ac->bytes_limit, (uint64_t)dr->nprobes, ac->in_use_samples, ac->in_use_error);
+	if (ac->has_largest_free)
+		fprintf(f, "\"largest_free\":%" PRIu64 ",\"model_largest_free\":%" PRIu64 ",", ac->largest_free,
+		        ac->model_largest_free);
+	else
+		fputs("\"largest_free\":null,\"model_largest_free\":null,", f);
+	fputs("\"probes\":[", f);
+	size_t n = dr->nprobes, step = n > 1024 ? (n + 1023) / 1024 : 1, out = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i % step && i + 1 != n)
+			continue;
+		const allocsim_xla_probe *p = &dr->probes[i];
+		fprintf(f, "%s[%" PRIu64, out++ ? "," : "", p->time > t0 ? p->time - t0 : 0);
+		static const int keys[] = {ALLOCSIM_XLA_BYTES_IN_USE, ALLOCSIM_XLA_PEAK_BYTES_IN_USE, ALLOCSIM_XLA_POOL_BYTES,
+		                           ALLOCSIM_XLA_LARGEST_FREE_BLOCK};
+		for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+			if (p->have >> keys[k] & 1)
+				fprintf(f, ",%" PRIu64, p->value[keys[k]]);
+			else
+				fputs(",null", f);
+		}
+		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", p->model_in_use, p->model_pool, p->model_largest_free);
+	}
+	fputs("]}", f);
+}
+
 static void json_models(stp_det *d, FILE *f);
 
 void report_json_models(stp_det *d, FILE *f, uint8_t *mark)
@@ -170,6 +206,11 @@ static void json_models(stp_det *d, FILE *f)
 			        dr->actual.segment_reserves, dr->actual.segment_releases, dr->actual.peak_allocated,
 			        dr->actual.peak_reserved, dr->actual.efficiency, 1 - dr->actual.efficiency,
 			        dr->actual.allocated_error, dr->actual.reserved_error);
+		else
+			fputs("null", f);
+		fputs(",\n\"xla\":", f);
+		if (dr->xla)
+			xla_json(f, dr, t0);
 		else
 			fputs("null", f);
 		fputs(",\n\"worst\":", f);

@@ -7,6 +7,7 @@
  * trace cannot show.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "report_fmt.h"
@@ -168,8 +169,19 @@ static void section_memory(const stp_det_result *r, FILE *f)
 		        rf_count(s->live_objects_end, b[4], 64),
 		        r->whole && r->end_reason == STP_END_SNAPSHOT ? "live at the snapshot" : "still live at the end",
 		        rf_bytes(s->live_bytes_end, b[5], 64));
-		fprintf(f, "  peak      %s live in %s objects at %s", rf_bytes(s->peak_bytes, b[1], 64),
-		        rf_count(s->peak_objects, b[2], 64), rf_ns(s->peak_ns, b[3], 64));
+		if (s->sample_interval) {
+			/* one standard error of a byte sum B under Poisson sampling
+			 * at interval R is at most sqrt(R * B) (docs/record.md) */
+			double se = s->peak_bytes ? sqrt((double)s->sample_interval / (double)s->peak_bytes) : 0;
+			fprintf(f, "  sampled   %s of them stand for about %s allocations (host-heap sampling: one per %s\n"
+			        "            allocated below %s, every larger one, every one in the loop's first iterations);\n"
+			        "            bytes are estimates (the peak within about %.1f%%, one standard error;\n"
+			        "            stprof record --full records every allocation)\n",
+			        rf_count(s->sampled_allocs, b[1], 64), rf_count((uint64_t)(s->est_allocs + 0.5), b[2], 64),
+			        rf_bytes(s->sample_interval, b[3], 64), rf_bytes(s->sample_interval, b[4], 64), 100.0 * se);
+		}
+		fprintf(f, "  peak      %s live in %s %sobjects at %s", rf_bytes(s->peak_bytes, b[1], 64),
+		        rf_count(s->peak_objects, b[2], 64), s->sample_interval ? "recorded " : "", rf_ns(s->peak_ns, b[3], 64));
 		if ((int32_t)i == r->primary) {
 			char w[256];
 			if (*rf_peak_where(r, w, sizeof w))
@@ -195,6 +207,48 @@ static void section_memory(const stp_det_result *r, FILE *f)
 			        rf_bytes(s->other_peak_bytes, b[3], 64), rf_bytes(s->pool_peak_bytes, b[4], 64));
 	}
 	fputc('\n', f);
+}
+
+/* What the collector folded: how many iterations, what they stand for,
+ * which ones were written in full (ranges, the first few). */
+static void section_folded(const stp_det_result *r, FILE *f)
+{
+	const stp_det_timeline *t = &r->timeline;
+	char b[3][64], full[256] = "", likes[128] = "";
+	size_t n = 0, nl = 0;
+	unsigned ranges = 0, nlikes = 0;
+	int64_t seen[4];
+	for (uint32_t i = 0; i < t->niterations; i++) {
+		const stp_det_iteration *it = &t->iterations[i];
+		if (it->folded) {
+			int known = 0;
+			for (unsigned k = 0; k < nlikes && k < 4; k++)
+				known |= seen[k] == it->like;
+			if (!known && nlikes < 4) {
+				seen[nlikes++] = it->like;
+				nl += (size_t)snprintf(likes + nl, sizeof likes - nl, "%s%" PRId64, nlikes > 1 ? ", " : "", it->like);
+			}
+			continue;
+		}
+		uint32_t j = i;
+		while (j + 1 < t->niterations && !t->iterations[j + 1].folded)
+			j++;
+		if (ranges++ < 8 && n < sizeof full - 40) {
+			if (j > i)
+				n += (size_t)snprintf(full + n, sizeof full - n, "%s%" PRId64 "-%" PRId64, ranges > 1 ? ", " : "",
+				                      it->index, t->iterations[j].index);
+			else
+				n += (size_t)snprintf(full + n, sizeof full - n, "%s%" PRId64, ranges > 1 ? ", " : "", it->index);
+		}
+		i = j;
+	}
+	if (ranges > 8 && n < sizeof full - 8)
+		snprintf(full + n, sizeof full - n, ", ...");
+	fprintf(f, "  folded    %s steady iterations kept as counters by the collector, each like iteration%s %s\n"
+	        "            (%s events, %s allocations: in the totals, not in the call sites, classes and\n"
+	        "            findings); every event of iterations %s (stprof record --full keeps all)\n",
+	        rf_count(r->folded_iterations, b[0], 64), nlikes > 1 ? "s" : "", likes,
+	        rf_count(r->folded_events, b[1], 64), rf_count(r->folded_allocs, b[2], 64), full);
 }
 
 static void section_timeline(const stp_det_result *r, FILE *f)
@@ -229,6 +283,8 @@ static void section_timeline(const stp_det_result *r, FILE *f)
 			fprintf(f, "%s (%s)\n", it->nphases > 12 ? " ..." : "", stp_det_source_name(t->phase_source));
 		}
 	}
+	if (r->folded_iterations)
+		section_folded(r, f);
 	fputc('\n', f);
 }
 
@@ -423,12 +479,15 @@ static int models_on_tensors(const stp_det_result *r) { return r->primary >= 0 &
 static void models_summary(const stp_det_result *r, FILE *f)
 {
 	char b[3][64];
+	int xla = r->sim->ndevices && r->sim->devices[0].xla;
 	int tensors = models_on_tensors(r);
 	fprintf(f, "\nAllocator models (what-if: these %s on a GPU; docs/allocator-models.md)\n",
-	        tensors ? "CPU tensors" : "host allocations");
+	        xla ? "JAX CPU buffers" : tensors ? "CPU tensors" : "host allocations");
 	for (size_t i = 0; i < r->sim->ndevices; i++) {
 		const allocsim_device_report *dr = &r->sim->devices[i];
-		if (tensors)
+		if (dr->xla)
+			fprintf(f, "  %s buffers replayed; peak reserved by model\n", rf_count(r->sim_fed_allocs, b[0], 64));
+		else if (tensors)
 			fprintf(f, "  %s CPU tensor allocations replayed; peak reserved by model\n",
 			        rf_count(r->sim_fed_allocs, b[0], 64));
 		else
@@ -463,6 +522,8 @@ static void section_models(stp_det *d, const stp_det_result *r, const stp_report
 	           "  1-E: fragmentation; segs: device allocations (cudaMalloc calls or mappings))\n");
 	if (!r->sim->ndevices)
 		fprintf(f, "  no allocations to replay\n");
+	else if (r->sim_host && r->sim->devices[0].xla)
+		fprintf(f, "  fed       %s of JAX's CPU buffers, as if they were a GPU's\n", rf_count(r->sim_fed_allocs, b[0], 64));
 	else if (r->sim_host && models_on_tensors(r))
 		fprintf(f, "  fed       %s CPU tensor allocations, every size (what-if: as if made on a GPU)\n",
 		        rf_count(r->sim_fed_allocs, b[0], 64));
@@ -472,15 +533,19 @@ static void section_models(stp_det *d, const stp_det_result *r, const stp_report
 		        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64),
 		        rf_count(r->sim_skipped, b[2], 64));
 	else {
-		int actual = 0;
-		for (size_t i = 0; i < r->sim->ndevices; i++)
+		int actual = 0, xla = 0;
+		for (size_t i = 0; i < r->sim->ndevices; i++) {
 			actual |= r->sim->devices[i].actual.present;
+			xla |= r->sim->devices[i].xla;
+		}
 		fprintf(f, "  fed       %s device allocations%s\n", rf_count(r->sim_fed_allocs, b[0], 64),
-		        actual ? "; the allocator's segment events give the actual figures"
-		               : " (no segment events in the trace: no actual figures)");
+		        actual && xla ? "; XLA's own statistics (memory_stats) give the actual figures"
+		        : actual      ? "; the allocator's segment events give the actual figures"
+		        : xla         ? " (no XLA statistics in the trace: no actual figures)"
+		                      : " (no segment events in the trace: no actual figures)");
 		if (r->sim_skipped_other)
-			fprintf(f, "            (PyTorch's allocator's; %s made by other libraries with cudaMalloc left out)\n",
-			        rf_count(r->sim_skipped_other, b[0], 64));
+			fprintf(f, "            (%s; %s made by other libraries with cudaMalloc left out)\n",
+			        xla ? "JAX's buffers" : "PyTorch's allocator's", rf_count(r->sim_skipped_other, b[0], 64));
 	}
 	if (r->sim->ndevices)
 		allocsim_report_print(f, r->sim, stp_det_stack_name, d);

@@ -29,6 +29,10 @@
  *     explain the worst moment, try recommended settings.
  *   - allocsim_collector / allocsim_replay_file: feed .stp trace events
  *     (stprof/trace.h); builds one event log per device and a report.
+ *     A device whose allocations are JAX's buffers (pool STP_POOL_JAX) is
+ *     reported the XLA way: XLA's BFC as the program ran it, its error
+ *     against XLA's own statistics (allocsim_collector_xla_stat), and
+ *     XLA_PYTHON_CLIENT_* settings instead of PYTORCH_ALLOC_CONF ones.
  *
  * Invariants every model keeps (tests/allocsim checks them): live blocks
  * never overlap; allocated <= reserved at every event (except raw, where
@@ -309,7 +313,7 @@ int allocsim_explain(const allocsim_events *e, const allocsim_config *c, uint64_
 /* ------------------------------------------------------------- advice */
 
 typedef struct allocsim_recommendation {
-	char settings[160];    /* PYTORCH_ALLOC_CONF value to try */
+	char settings[160];    /* PYTORCH_ALLOC_CONF value to try (a JAX device: VAR=VALUE) */
 	uint64_t peak_allocated, peak_reserved;
 	double efficiency;
 	uint64_t ooms, alloc_retries;
@@ -333,8 +337,60 @@ size_t allocsim_recommend(const allocsim_events *e, const allocsim_config *base,
 
 struct stp_event; /* stprof/trace.h */
 
+/* ------------------------------------------------------------- XLA (JAX) */
+
+/* The figures of XLA's allocator statistics (jax Device.memory_stats()). */
+typedef enum allocsim_xla_key {
+	ALLOCSIM_XLA_BYTES_IN_USE = 0,
+	ALLOCSIM_XLA_PEAK_BYTES_IN_USE,
+	ALLOCSIM_XLA_POOL_BYTES,
+	ALLOCSIM_XLA_PEAK_POOL_BYTES,
+	ALLOCSIM_XLA_LARGEST_FREE_BLOCK,
+	ALLOCSIM_XLA_BYTES_LIMIT,
+	ALLOCSIM_XLA_BYTES_RESERVED,
+	ALLOCSIM_XLA_PEAK_BYTES_RESERVED,
+	ALLOCSIM_XLA_NUM_ALLOCS,
+	ALLOCSIM_XLA_LARGEST_ALLOC_SIZE,
+	ALLOCSIM_XLA_NKEYS
+} allocsim_xla_key;
+/* memory_stats()'s name of a key ("bytes_in_use", ...); NULL when out of range. */
+const char *allocsim_xla_key_name(int key);
+/* The key of a name of n bytes, or -1. */
+int allocsim_xla_key_of(const char *name, size_t n);
+
+/* The XLA_PYTHON_CLIENT_* settings a JAX program ran with. */
+typedef struct allocsim_xla_settings {
+	int known;            /* the trace said; otherwise JAX's defaults */
+	int preallocate;      /* XLA_PYTHON_CLIENT_PREALLOCATE: 1 (default) or 0 */
+	double mem_fraction;  /* XLA_PYTHON_CLIENT_MEM_FRACTION: 0.75 by default */
+	int platform;         /* XLA_PYTHON_CLIENT_ALLOCATOR=platform: no BFC */
+} allocsim_xla_settings;
+void allocsim_xla_settings_default(allocsim_xla_settings *s);
+
+/* XLA's statistics at one point of a device's events, and the as-run
+ * model's figures at the same point. */
+typedef struct allocsim_xla_probe {
+	uint64_t events;      /* how many of the device's logged events came before it */
+	uint64_t time;
+	uint64_t value[ALLOCSIM_XLA_NKEYS];
+	uint32_t have;        /* bit k: value[k] was given */
+	uint64_t model_in_use, model_pool, model_largest_free;
+} allocsim_xla_probe;
+
+/*
+ * The as-run model of a JAX device and its error against XLA's own
+ * statistics: replays the log through c and, at each probe, takes the
+ * model's bytes in use, pool bytes and largest free chunk (probes in
+ * `events` order).  0, or -1 with err (bad config).
+ */
+int allocsim_xla_probe_run(const allocsim_events *e, const allocsim_config *c, allocsim_xla_probe *probes,
+                           size_t nprobes, char *err, size_t errlen);
+
+/* ------------------------------------------------------------- trace replay */
+
 typedef struct allocsim_replay_opts {
 	const char *as_run;   /* PYTORCH_ALLOC_CONF the program ran with (NULL = defaults) */
+	const allocsim_xla_settings *xla; /* a JAX program's settings (NULL = JAX's defaults) */
 	const char *const *extra; size_t nextra; /* more config strings to simulate */
 	uint64_t capacity;    /* device bytes for every model (0 = unlimited) */
 	int no_recommend;     /* skip trying settings */
@@ -351,12 +407,22 @@ typedef struct allocsim_actual {
 	uint64_t peak_allocated;   /* from the allocation sizes the allocator reported */
 	uint64_t peak_reserved;    /* from SEGMENT_RESERVE / SEGMENT_RELEASE */
 	double efficiency;
-	double allocated_error;    /* (model - actual) / actual, PyTorch as-run model */
+	double allocated_error;    /* (model - actual) / actual, the as-run model */
 	double reserved_error;
 	/* allocations made while the bytes allocated exceeded the bytes the
 	 * segment events reserve: the segments are incomplete (an inconsistent
 	 * snapshot), so efficiency and the errors above are not given */
 	uint64_t over_reserved;
+	/* a JAX device: the actual figures are XLA's statistics, sampled
+	 * (peak_allocated: peak_bytes_in_use, 0 when no sample gave it;
+	 * peak_reserved: peak_pool_bytes, else the largest pool_bytes) */
+	int xla;
+	uint64_t xla_samples;
+	uint64_t bytes_limit;      /* XLA's memory limit for its BFC (0: not given) */
+	uint64_t in_use_samples;   /* samples that gave bytes_in_use */
+	double in_use_error;       /* the largest |model - actual| / actual bytes in use over them */
+	int has_largest_free;      /* at the last sample that gave it: */
+	uint64_t largest_free, model_largest_free;
 } allocsim_actual;
 
 typedef struct allocsim_device_report {
@@ -369,6 +435,12 @@ typedef struct allocsim_device_report {
 	allocsim_snapshot worst;   /* results[0] at its peak reserved */
 	int recommend_tried;       /* candidates were simulated (recs may be empty) */
 	allocsim_recommendation *recs; size_t nrecs;
+	/* JAX's buffers (pool STP_POOL_JAX): the as-run model is XLA's BFC (or
+	 * its platform allocator), recs are XLA_PYTHON_CLIENT_* settings */
+	int xla;
+	allocsim_xla_settings xla_settings; /* as run */
+	uint64_t xla_capacity;     /* the device memory the advice assumes (0: unknown) */
+	allocsim_xla_probe *probes; size_t nprobes;
 } allocsim_device_report;
 
 typedef struct allocsim_report {
@@ -392,6 +464,9 @@ void allocsim_collector_event(allocsim_collector *c, const struct stp_event *ev)
  * collector then keeps no address map of its own (the report's detector
  * already knows each object).  Use one way or the other per collector. */
 void allocsim_collector_event_slot(allocsim_collector *c, const struct stp_event *ev, uint32_t slot);
+/* One figure of XLA's statistics for a device (-1: the host) at this point
+ * of the events fed so far; figures at the same point make one probe. */
+void allocsim_collector_xla_stat(allocsim_collector *c, int32_t device, uint64_t time, int key, uint64_t value);
 /* Runs the models and fills *out. 0, or -1 with err (bad option string). */
 int allocsim_collector_finish(allocsim_collector *c, const allocsim_replay_opts *o,
                               allocsim_report *out, char *err, size_t errlen);

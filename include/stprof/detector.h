@@ -140,6 +140,9 @@ typedef struct stp_det_iteration {
 	uint64_t allocs;          /* allocations inside */
 	uint64_t peak_bytes;      /* highest live bytes inside (primary space) */
 	uint32_t first_phase, nphases; /* its phases: phases[first_phase ..] */
+	int folded;               /* kept as counters (a FOLD event): no phases, its
+	                           * temporaries not objects; allocs and peak from it */
+	int64_t like;             /* folded: the index of the iteration it repeats */
 } stp_det_iteration;
 
 typedef struct stp_det_phase {
@@ -222,7 +225,8 @@ typedef enum stp_det_expect {
 
 typedef struct stp_det_space {
 	uint8_t kind;             /* stp_mem_kind */
-	uint8_t tensors;          /* a framework's tensor storages (host pool 1) */
+	uint8_t tensors;          /* a framework's tensor storages (host pool 1 or 2) */
+	uint8_t jax;              /* it holds JAX's buffers (pool 2) */
 	int32_t device;           /* -1 host heap; -2 host tensors */
 	uint64_t allocs, frees, bytes_allocated, bytes_freed;
 	uint64_t live_objects_end, live_bytes_end;
@@ -239,6 +243,17 @@ typedef struct stp_det_space {
 	 * the allocator's whole state (an inconsistent snapshot, lost events),
 	 * so reserved_peak says nothing of fragmentation; 0 when consistent */
 	uint64_t over_reserved;
+	/* the host heap recorded under sampling (docs/record.md, "Host heap"):
+	 * the largest interval in force (0: every allocation recorded), how
+	 * many of allocs were sampled ones, and the allocations they stand for
+	 * (the estimate of the program's count).  Bytes of a sampled space are
+	 * estimates throughout (each sampled object weighs 1/p); object counts
+	 * are those recorded. */
+	uint64_t sample_interval, sampled_allocs;
+	double est_allocs;
+	/* of allocs and bytes_allocated, those of folded iterations (FOLD
+	 * events): counters, in no class and (but the sampled heap's) no site */
+	uint64_t folded_allocs, folded_bytes;
 } stp_det_space;
 
 typedef struct stp_det_site {
@@ -279,6 +294,12 @@ typedef struct stp_det_finding {
 	double waste_byte_ns;     /* bytes x time wasted, summed */
 	uint64_t max_distance;
 	stp_det_instance worst;   /* the instance with the most waste */
+	/* memory-leak: the iterations its objects come from (how many, the
+	 * first and the last; 0 iters: no iterations), and how many of its
+	 * objects were freed after the loop (at exit) rather than never */
+	uint32_t leak_iters;
+	int64_t leak_first_iter, leak_last_iter;
+	uint64_t leak_freed_after;
 	uint8_t expected;         /* stp_det_expect: 0 in result->findings */
 } stp_det_finding;
 
@@ -306,6 +327,11 @@ typedef struct stp_det_result {
 	uint64_t reused_live;     /* allocations at a live address (lost free) */
 	uint64_t small_ignored;   /* allocations under min_size */
 	uint64_t huge_ignored;    /* allocations over 64 PiB: impossible sizes, ignored */
+	/* steady iterations folded by the collector (FOLD events,
+	 * docs/trace-format.md): how many, the events and allocations they
+	 * stand for (in the spaces' counts; not objects, sites or classes
+	 * except the sampled heap's per-site counts) */
+	uint64_t folded_iterations, folded_events, folded_allocs;
 
 	/* objects */
 	uint32_t nspaces;

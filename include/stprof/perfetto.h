@@ -172,8 +172,11 @@ typedef struct stp_export_detector stp_export_detector;
 stp_export_detector *stp_export_detector_attach(stp_det *const *dets, size_t ndets, stp_export_opts *o);
 void stp_export_detector_free(stp_export_detector *x);
 
-/* The name the exporter gives a memory space: "host", "cuda:N", "managed",
- * "pinned".  Counter tracks are "<space> requested|allocated|reserved". */
+/* The host's framework spaces, as devices of STP_MEM_HOST. */
+#define STP_EXPORT_DEV_TENSORS (-2) /* PyTorch's CPU tensors (host pool 1) */
+#define STP_EXPORT_DEV_JAX (-3)     /* JAX's CPU buffers (host pool 2) */
+/* The name the exporter gives a memory space: "host", "cpu tensors",
+ * "jax buffers", "cuda:N", "managed", "pinned".  Counter tracks are "<space> requested|allocated|reserved". */
 const char *stp_export_space_name(unsigned kind, int32_t device, char *buf, size_t len);
 
 /* -------------------------------------------------------------- lint */

@@ -157,7 +157,18 @@ typedef struct stp_plan_opts {
 	double greedy_seconds;  /* STP_ALGO_GREEDY: give up after this many CPU
 	                         * seconds and return 1 without a plan (a baseline
 	                         * that must not cost more than the plan it is
-	                         * compared with); 0 = no limit (default) */
+	                         * compared with); 0 = no limit (default).
+	                         * STP_ALGO_STALLOC: the CPU limit for completing
+	                         * greedy-by-size after the search when the
+	                         * improvement step dropped it; 0 = the default
+	                         * (half the budget or half the planning's CPU
+	                         * time so far, the larger, at least 20 ms) */
+	int no_greedy_check;    /* STP_ALGO_STALLOC: do not complete greedy-by-size
+	                         * after the search (the plan may then be larger
+	                         * than greedy's layout) */
+	uint64_t improve_work;  /* the improvement step's work (visits of
+	                         * overlapping requests); 0 = the default, 16 a
+	                         * request + 4,000,000 (tests set it small) */
 } stp_plan_opts;
 
 /* The step whose layout a plan keeps (the best verified one of all). */
@@ -187,6 +198,12 @@ typedef struct stp_plan_stats {
 	uint64_t proven_bound;       /* pools below it are impossible (>= lower_bound when the
 	                              * cut pins nothing; the working view's bound otherwise) */
 	uint64_t pool_greedy;        /* greedy-by-size, improved; 0 = not run */
+	uint64_t pool_greedy_plain;  /* greedy-by-size alone (what STP_ALGO_GREEDY
+	                              * writes), computed by this build; 0 = not
+	                              * computed (not needed, skipped or stopped) */
+	double greedy_seconds;       /* CPU seconds that pool_greedy_plain took */
+	double greedy_limit;         /* > 0: greedy-by-size was stopped at this many
+	                              * CPU seconds after the search */
 	uint64_t search_nodes;       /* search nodes visited */
 	double search_seconds;       /* time spent searching */
 	double found_seconds;        /* since planning began, when the kept layout was found */

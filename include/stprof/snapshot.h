@@ -56,6 +56,30 @@ typedef struct stp_snapshot_import_stats {
 int stp_snapshot_import(const char *pickle, const char *out_stp, stp_snapshot_import_stats *st, char *err,
                         size_t errlen);
 
+/*
+ * JAX device memory profiles: the gzip'd pprof protocol buffer that
+ * jax.profiler.save_device_memory_profile() writes (the buffers and
+ * executables live at that moment, with the Python traceback that made
+ * each; docs/jax.md).  Import writes a trace of that one moment: one ALLOC
+ * per buffer (pool STP_POOL_JAX; host memory for "cpu" devices), at
+ * stand-in addresses (the profile has none), frames as source frames.
+ */
+typedef struct stp_pprof_import_stats {
+	int gzipped;
+	uint64_t samples;          /* samples read */
+	uint64_t buffers, executables, other; /* allocations by the sample's kind label */
+	uint64_t allocations, bytes; /* ALLOC events written and their bytes */
+	uint64_t skipped;          /* samples of 0 bytes (executables on a CPU): no allocation */
+	uint64_t frames;           /* distinct source frames */
+	uint64_t devices;          /* distinct devices (the host counts as one) */
+	uint64_t events;           /* events written, process and thread included */
+} stp_pprof_import_stats;
+
+/* 1 when the file starts with the gzip magic (a profile as JAX writes it). */
+int stp_snapshot_is_pprof(const char *path);
+/* Reads the profile and writes a .stp trace.  0, or -1 with err set. */
+int stp_pprof_import(const char *path, const char *out_stp, stp_pprof_import_stats *st, char *err, size_t errlen);
+
 /* How the exporter names a frame that is an address (not a source frame). */
 typedef struct stp_snap_frame {
 	const char *name;     /* function, or "module+0xoff" */

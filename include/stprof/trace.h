@@ -10,7 +10,10 @@
  * Invariants a consumer may rely on:
  *   - stp_reader_next() returns events in increasing `seq` order.  Sequence
  *     numbers are per process, start at 0 and are dense; a gap means events
- *     were lost (stp_trace_stats.lost_events counts them).
+ *     were lost (stp_trace_stats.lost_events counts them), or folded: a
+ *     FOLD event (a steady iteration kept as counters) stands for the
+ *     events missing between its seq and its iteration's end
+ *     (stp_trace_stats.folded_events).
  *   - `time_ns` is CLOCK_MONOTONIC of the recording machine.  It is
  *     non-decreasing per thread, and almost so across threads.
  *   - String and stack ids are >= 1; 0 means "none".  An id in an event is
@@ -33,7 +36,7 @@ extern "C" {
 #endif
 
 #define STP_FORMAT_MAJOR 1
-#define STP_FORMAT_MINOR 1
+#define STP_FORMAT_MINOR 2
 
 typedef enum stp_event_type {
 	STP_EV_PROCESS = 1,  /* the process this trace belongs to (first event) */
@@ -45,7 +48,8 @@ typedef enum stp_event_type {
 	STP_EV_SEGMENT_RELEASE = 7, /* ... and gave it back */
 	STP_EV_API = 8,      /* a kernel, copy, set, sync or framework op */
 	STP_EV_MARKER = 9,   /* iteration / phase / module / annotation */
-	STP_EV_TYPE_MAX = 9
+	STP_EV_FOLD = 10,    /* a steady iteration folded into counters (1.2) */
+	STP_EV_TYPE_MAX = 10
 } stp_event_type;
 
 typedef enum stp_mem_kind {
@@ -59,6 +63,17 @@ typedef enum stp_mem_kind {
  * allocator), recorded apart from the heap allocations of the interpreter
  * and libraries; readers treat it as a memory space of its own. */
 #define STP_POOL_TENSORS 1u
+/* Pool 2, of host or device memory: JAX's buffers (the storage of its
+ * arrays and the temporary buffers of its compiled XLA programs), recorded
+ * apart from the heap (host) and from other libraries' device memory; a
+ * memory space of its own (docs/jax.md). */
+#define STP_POOL_JAX 2u
+/* 1 for the pools of a framework's own buffers (1 and 2): what allocator
+ * models, plans and reports take as the program's tensors. */
+static inline int stp_pool_framework(uint32_t pool)
+{
+	return pool == STP_POOL_TENSORS || pool == STP_POOL_JAX;
+}
 
 /* A call-path frame that is not a machine address but a Python frame: the
  * low 32 bits are the string id of "FILE:LINE in FUNCTION". */
@@ -84,6 +99,17 @@ typedef enum stp_marker_kind {
 	STP_MARK_ANNOTATION = 7,   /* free-form name and value */
 	STP_MARK_KIND_MAX = 7
 } stp_marker_kind;
+
+/* Host-heap sampling (docs/trace-format.md, "Sampled host heap"): the
+ * annotation marker that says, from where it stands in the trace on, the
+ * sampling interval R of host-heap allocations (pool 0 of host memory):
+ * value R > 0, an allocation below R bytes was recorded with probability
+ * 1 - exp(-size/R), one of R bytes or more always; value 0, every one was.
+ * Before the first such annotation every allocation was recorded. */
+#define STP_HEAP_SAMPLE_ANNOTATION "stprof.heap_sample_bytes"
+/* What a recorded allocation of size bytes stands for under interval R
+ * (0: every allocation recorded): 1/p, at least 1. */
+double stp_heap_weight(uint64_t size, uint64_t interval);
 
 /* Access modes of an API's address range. */
 #define STP_ACCESS_READ 1u
@@ -165,6 +191,51 @@ typedef struct stp_marker_info {
 	int64_t value;
 } stp_marker_info;
 
+/* A folded iteration (docs/trace-format.md, "Folded iterations"): the
+ * collector found it the same as an iteration written in full (`like`) and
+ * wrote only what changes the memory between iterations: its iteration
+ * markers, the allocations that outlive it and the frees of objects from
+ * before it (with their seqs); the rest (objects allocated and freed
+ * within it, or within it and the next folded one; API events; phase and
+ * module markers) is summed up here.  The event's seq is the first left
+ * out; the seqs missing from it to last_seq were folded, not lost. */
+typedef struct stp_fold_space {
+	uint8_t kind;         /* stp_mem_kind */
+	int32_t device;
+	uint32_t pool;        /* as an ALLOC's: 1 = tensors */
+	uint64_t allocs;      /* allocations left out */
+	uint64_t bytes;       /* their bytes (a sampled heap's weighed: estimates) */
+	uint64_t peak;        /* the highest live bytes above the iteration's start, every object counted */
+	uint64_t carried_in;  /* bytes left out with the iteration before, freed in this one */
+	uint64_t carried_out; /* bytes left out with this one, freed in the next (live at its end) */
+	uint64_t sampled;     /* of allocs: sampled host-heap ones */
+	uint64_t sampled_est; /* the allocations those stand for (sum of 1/p, rounded) */
+} stp_fold_space;
+
+typedef struct stp_fold_site {
+	uint32_t stack;       /* call path (stack id) */
+	uint8_t kind;
+	int32_t device;
+	uint32_t pool;
+	uint64_t allocs;      /* sampled host-heap allocations left out */
+	uint64_t bytes;       /* what they stand for (weighed) */
+} stp_fold_site;
+
+typedef struct stp_fold_info {
+	int64_t iteration;    /* the iteration markers' value */
+	int64_t like;         /* the iteration written in full that it repeats */
+	uint64_t last_seq;    /* its end marker's seq */
+	uint64_t elided;      /* events left out, this one's seq included */
+	uint64_t apis, markers; /* of them: API events, phase and module markers */
+	uint64_t digest;      /* of the iteration's allocations, frees, segments, APIs, markers */
+	uint32_t nspaces, nsites;
+	const stp_fold_space *spaces; /* valid until the next stp_reader_next() */
+	/* sampled host-heap allocations left out by the folded iterations since
+	 * the last FOLD that had sites, per call site (they differ from one
+	 * iteration to the next; the rest repeats `like`) */
+	const stp_fold_site *sites;
+} stp_fold_info;
+
 typedef struct stp_event {
 	uint8_t type;    /* stp_event_type */
 	uint32_t tid;
@@ -179,6 +250,7 @@ typedef struct stp_event {
 		stp_segment_info segment;
 		stp_api_info api;
 		stp_marker_info marker;
+		stp_fold_info fold;
 	} u;
 } stp_event;
 
@@ -238,7 +310,9 @@ typedef struct stp_trace_stats {
 	uint64_t events;         /* events returned so far */
 	uint64_t by_type[STP_EV_TYPE_MAX + 1];
 	uint64_t strings, stack_nodes;
-	uint64_t lost_events;    /* gaps in the sequence numbers */
+	uint64_t lost_events;    /* gaps in the sequence numbers (folded ones not counted) */
+	uint64_t folded_events;  /* events FOLD events stand for (theirs included) */
+	uint64_t folded_iterations; /* FOLD events */
 	int whole;               /* an END chunk was read */
 	uint32_t end_reason;     /* STP_END_*, 0 when not whole */
 	int32_t end_value;

@@ -1,7 +1,8 @@
 /*
- * stprof/trace_codec.h - the byte-level encoder of the .stp format, for
- * writers that manage their own buffers (the collector's per-thread buffers,
- * stp_writer).  Readers use stprof/trace.h.  docs/trace-format.md is the spec.
+ * stprof/trace_codec.h - the byte-level encoder and record decoder of the
+ * .stp format, for writers that manage their own buffers (the collector's
+ * per-thread buffers and its folding of steady iterations, stp_writer).
+ * Readers of files use stprof/trace.h.  docs/trace-format.md is the spec.
  *
  * A file is a 24-byte header followed by chunks.  A chunk is a 20-byte header
  * (magic, type, tid, payload length, CRC-32C) and a payload of records.  Delta
@@ -76,6 +77,36 @@ void stp_chunk_header(uint8_t out[STP_CHUNK_HEADER_SIZE], unsigned type, uint32_
 /* Whole chunks with tiny payloads; out must hold 64 bytes. */
 size_t stp_chunk_watermark(uint8_t *out, uint64_t next_seq);
 size_t stp_chunk_end(uint8_t *out, uint32_t reason, int32_t value, uint64_t next_seq);
+
+/* The record decoder: walks one chunk payload; it never reads outside
+ * [p, end) and never trusts a count beyond what the remaining bytes could
+ * hold.  API ranges and FOLD spaces and sites it decodes live in buffers it
+ * owns (malloc'd: stp_dec_free), valid until its next record. */
+typedef struct stp_dec {
+	const uint8_t *start, *p, *end;
+	stp_enc_state st;
+	stp_range *ranges; /* decoded API ranges (owned) */
+	uint32_t ranges_cap;
+	stp_fold_space *fold_spaces;
+	stp_fold_site *fold_sites;
+	uint32_t fold_spaces_cap, fold_sites_cap;
+} stp_dec;
+
+enum stp_dec_kind { STP_DEC_END = 0, STP_DEC_EVENT = 1, STP_DEC_STRING = 2, STP_DEC_NODE = 3, STP_DEC_STACK = 4 };
+
+typedef struct stp_def {
+	uint32_t id;
+	uint32_t parent;      /* NODE; STACK: the node */
+	uint64_t ip;          /* NODE */
+	const char *str;      /* STRING: not NUL-terminated */
+	size_t len;
+} stp_def;
+
+void stp_dec_init(stp_dec *d, const uint8_t *p, size_t n, uint32_t tid);
+void stp_dec_free(stp_dec *d);
+/* Decodes the next record: an STP_DEC_* kind, or -1 on malformed input
+ * (d->p then points at the bad record). */
+int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def);
 
 uint32_t stp_crc32c(uint32_t crc, const void *data, size_t n);
 /* The portable table version (stp_crc32c uses the CPU's instruction when it

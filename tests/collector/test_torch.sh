@@ -3,14 +3,16 @@
 # transformer for 2 iterations under stprof.  The trace is whole and
 # consistent, holds the script's iteration markers, and its allocation count
 # and peak live bytes agree with an independent recording of the same run by
-# heaptrack (within 0.5%: the two tools' own start-up differs slightly).
+# heaptrack (within 0.5%: the two tools' own start-up differs slightly),
+# recorded with --full (every heap allocation; a Python process's default
+# samples the host heap: tests/collector/test_heap_sample.sh).
 . "$(dirname "$0")/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 command -v heaptrack >/dev/null || skip "heaptrack not installed"
 export PYTHONHASHSEED=0 OMP_NUM_THREADS=1
 script="$STPROF_SRC/examples/torch_transformer.py"
 want=$("$PY" "$script" --iters 2)
-got=$("$STPROF" record -q -o "$T/t.stp" -- "$PY" "$script" --iters 2)
+got=$("$STPROF" record --full -q -o "$T/t.stp" -- "$PY" "$script" --iters 2)
 expect_eq "script output under stprof" "$got" "$want"
 "$STPROF" info "$T/t.stp" | grep -q "whole:        yes (exited with status 0)" || fail "trace not whole"
 res=$("$CHECK_HEAP" "$T/t.stp") || fail "trace inconsistent: $res"

@@ -320,8 +320,74 @@ static void test_kernel_dead_write(void)
 	remove(path);
 }
 
+/* 200 iterations, each with a transient object (0x200); 0x300 keeps one
+ * object every 10 iterations (a slow leak), 0x400 one every iteration from
+ * iteration 140 (a late growth), 0x500 keeps the last 50 (a window: frees
+ * the older ones); all three freed after the loop (a list emptied at exit),
+ * 0x300's leak also when never freed. */
+static void slow_leak_trace(const char *path, int free_at_exit)
+{
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	uint32_t st = tg_stack(&g, 0x200, 0, 0), s3 = tg_stack(&g, 0x300, 0, 0), s4 = tg_stack(&g, 0x400, 0, 0),
+	         s5 = tg_stack(&g, 0x500, 0, 0);
+	for (int it = 0; it < 200; it++) {
+		tg_mark(&g, STP_MARK_ITER_BEGIN, NULL, it);
+		tg_alloc(&g, 0x10000, 4096, st);
+		tg_free(&g, 0x10000);
+		if (it % 10 == 9)
+			tg_alloc(&g, 0x100000 + (uint64_t)it * 0x1000, 4096, s3);
+		if (it >= 140)
+			tg_alloc(&g, 0x800000 + (uint64_t)it * 0x1000, 4096, s4);
+		tg_alloc(&g, 0x1000000 + (uint64_t)it * 0x1000, 4096, s5);
+		if (it >= 50)
+			tg_free(&g, 0x1000000 + (uint64_t)(it - 50) * 0x1000);
+		tg_mark(&g, STP_MARK_ITER_END, NULL, it);
+	}
+	for (int it = 0; it < 200; it++) {
+		if (it % 10 == 9 && free_at_exit)
+			tg_free(&g, 0x100000 + (uint64_t)it * 0x1000);
+		if (it >= 140)
+			tg_free(&g, 0x800000 + (uint64_t)it * 0x1000);
+		if (it >= 150)
+			tg_free(&g, 0x1000000 + (uint64_t)it * 0x1000);
+	}
+	tg_close(&g);
+}
+
+static void test_slow_leak(void)
+{
+	for (int at_exit = 1; at_exit >= 0; at_exit--) {
+		const char *path = check_tmp("slow-leak.stp");
+		slow_leak_trace(path, at_exit);
+		stp_det *d = run(path, NULL);
+		CHECK(d != NULL);
+		if (!d)
+			return;
+		const stp_det_finding *f;
+		CHECK((f = finding(d, STP_PAT_LEAK, 0x300)) != NULL);
+		if (f) {
+			CHECK_EQ_U(f->objects, 20);
+			CHECK_EQ_U(f->leak_iters, 20);
+			CHECK_EQ_I(f->leak_first_iter, 9);
+			CHECK_EQ_I(f->leak_last_iter, 199);
+			CHECK_EQ_U(f->leak_freed_after, at_exit ? 20 : 0);
+		}
+		CHECK((f = finding(d, STP_PAT_LEAK, 0x400)) != NULL);
+		if (f) {
+			CHECK_EQ_U(f->objects, 60);
+			CHECK_EQ_I(f->leak_first_iter, 140);
+		}
+		CHECK(finding(d, STP_PAT_LEAK, 0x500) == NULL); /* the window */
+		CHECK(finding(d, STP_PAT_LEAK, 0x200) == NULL);
+		stp_det_free(d);
+		remove(path);
+	}
+}
+
 int main(void)
 {
+	test_slow_leak();
 	test_train();
 	test_train_cut();
 	test_patterns();

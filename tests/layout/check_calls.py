@@ -35,9 +35,10 @@ LIBS = [("trace", "stp_trace", True), ("symbolize", "stp_symbolize", True), ("al
         ("exporter/report", "stp_report", True), ("exporter/perfetto", "stp_perfetto", True),
         ("snapshot", "stp_snapshot", True), ("allocator", "stp_allocator", True), ("cli", "stprof", True),
         ("collector/core", "stprof_core", True), ("collector/cuda", "stprof_cuda", False),
-        ("collector/sanitizer", "stprof_sanitizer", True), ("collector/torch", "stprof_torch", True)]
+        ("collector/sanitizer", "stprof_sanitizer", True), ("collector/torch", "stprof_torch", True),
+        ("collector/jax", "stprof_jax", True)]
 # A library in rooms: (its core, the rooms that may call only it).
-ROOMS = [("collector/core", ["collector/cuda", "collector/sanitizer", "collector/torch"])]
+ROOMS = [("collector/core", ["collector/cuda", "collector/sanitizer", "collector/torch", "collector/jax"])]
 
 
 @functools.lru_cache(maxsize=None)

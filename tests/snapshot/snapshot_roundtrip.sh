@@ -18,7 +18,8 @@ for p in v2_p4 v2_expandable v113; do
 done
 
 # a real program (Python building and dropping buffers) recorded on the host
-"$STPROF" record -q -o "$T/host.stp" -- "$PY" -c '
+# (every allocation: --full, a Python process's heap is sampled by default)
+"$STPROF" record --full -q -o "$T/host.stp" -- "$PY" -c '
 keep = []
 for i in range(200):
     b = bytearray(1000 + 37 * i)

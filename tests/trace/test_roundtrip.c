@@ -29,6 +29,32 @@ static stp_range ranges_store[NEV][4];
 static uint64_t frames[NEV][40]; /* the call path written with event i */
 static uint32_t nframes[NEV];
 static char names[64][32];
+/* A FOLD event's spaces and sites, a function of its index (the events
+ * are all written before they are read back) */
+static uint64_t mix(uint64_t x)
+{
+	x = (x ^ (x >> 31)) * 0x7fb5d329728ea185ull;
+	x = (x ^ (x >> 27)) * 0x81dadef4bc2dd44dull;
+	return x ^ (x >> 33);
+}
+static void fold_parts(uint64_t i, stp_fold_space sp[4], uint32_t *nsp, stp_fold_site si[4], uint64_t ip[4],
+                       uint32_t *nsi)
+{
+	uint64_t h = mix(i + 1);
+	*nsp = (uint32_t)(h % 4);
+	*nsi = (uint32_t)((h >> 8) % 4);
+	for (uint32_t k = 0; k < 4; k++) {
+		uint64_t g = mix(h + k);
+		sp[k] = (stp_fold_space){.kind = (uint8_t)(g % 4), .device = (int32_t)((g >> 4) % 3) - 1,
+		                         .pool = (uint32_t)((g >> 8) % 2), .allocs = (g >> 9) % 1000, .bytes = g >> 3,
+		                         .peak = g >> 20, .carried_in = (g >> 30) % 4096, .carried_out = (g >> 40) % 4096,
+		                         .sampled = (g >> 9) % 1000 / 2, .sampled_est = (g >> 44) % 100000};
+		ip[k] = 0x400000 + (g % 64) * 16;
+		si[k] = (stp_fold_site){.device = -1, .allocs = (g >> 12) % 100, .bytes = (g >> 24) % 100000};
+	}
+}
+static stp_fold_space fold_spaces[4];
+static stp_fold_site fold_sites[4];
 
 static void make_event(stp_writer *w, stp_event *ev, uint64_t i, uint64_t t)
 {
@@ -111,6 +137,22 @@ static void make_event(stp_writer *w, stp_event *ev, uint64_t i, uint64_t t)
 		ev->u.marker.name = rnd() % 2 ? stp_writer_string(w, names[rnd() % 64]) : 0;
 		ev->u.marker.value = (int64_t)(rnd() % 2000) - 1000;
 		break;
+	case STP_EV_FOLD: { /* standing for itself only: the seqs stay dense */
+		stp_fold_info *f = &ev->u.fold;
+		f->iteration = (int64_t)(rnd() % 100000);
+		f->like = f->iteration - (int64_t)(rnd() % 50);
+		f->last_seq = i + rnd() % 3;
+		f->elided = 1;
+		f->apis = rnd() % 2;
+		f->digest = rnd();
+		uint64_t ip[4];
+		fold_parts(i, fold_spaces, &f->nspaces, fold_sites, ip, &f->nsites);
+		for (uint32_t k = 0; k < f->nsites; k++)
+			fold_sites[k].stack = stp_writer_stack(w, &ip[k], 1);
+		f->spaces = fold_spaces;
+		f->sites = fold_sites;
+		break;
+	}
 	}
 }
 
@@ -143,6 +185,33 @@ static int same_event(stp_reader *r, const stp_event *a, const stp_event *b, uin
 			return 0;
 		x.stack = y.stack = 0;
 		return !memcmp(&x, &y, sizeof x);
+	}
+	if (a->type == STP_EV_FOLD) {
+		stp_fold_info x = a->u.fold, y = b->u.fold;
+		stp_fold_space sp[4];
+		stp_fold_site si[4];
+		uint64_t ip[4];
+		uint32_t nsp, nsi;
+		fold_parts(i, sp, &nsp, si, ip, &nsi);
+		if (x.iteration != y.iteration || x.like != y.like || x.last_seq != y.last_seq || x.elided != y.elided ||
+		    x.apis != y.apis || x.markers != y.markers || x.digest != y.digest || x.nspaces != nsp ||
+		    x.nsites != nsi)
+			return 0;
+		for (uint32_t k = 0; k < nsp; k++) {
+			const stp_fold_space *g = &x.spaces[k], *w = &sp[k];
+			if (g->kind != w->kind || g->device != w->device || g->pool != w->pool || g->allocs != w->allocs ||
+			    g->bytes != w->bytes || g->peak != w->peak || g->carried_in != w->carried_in ||
+			    g->carried_out != w->carried_out || g->sampled != w->sampled || g->sampled_est != w->sampled_est)
+				return 0;
+		}
+		for (uint32_t k = 0; k < nsi; k++) {
+			uint64_t got;
+			if (stp_reader_stack(r, x.sites[k].stack, &got, 1) != 1 || got != ip[k] ||
+			    x.sites[k].allocs != si[k].allocs || x.sites[k].bytes != si[k].bytes ||
+			    x.sites[k].device != si[k].device || x.sites[k].kind != si[k].kind || x.sites[k].pool != si[k].pool)
+				return 0;
+		}
+		return 1;
 	}
 	/* the reader fills the member of the event's type, not the whole union */
 	switch (a->type) {

@@ -70,8 +70,17 @@ def hover(page, r, i):
     pt = js(page, 'stprofViewer.objectPoint(%d, %d)' % (r, i))
     if not pt:
         return None
+    # the tip is drawn on a later animation frame: wait for it to be drawn
+    # (the old one cleared first) rather than a fixed time, which a loaded
+    # machine outlasts; a tip that never comes is left for the caller's check
+    page.eval('(() => { const t = document.querySelector(".stpv-tip"); '
+              'if (t) { t.innerHTML = ""; t.style.display = "none"; } })()')
     page.mouse('mouseMoved', pt['x'], pt['y'])
-    time.sleep(0.15)
+    try:
+        page.wait('(() => { const t = document.querySelector(".stpv-tip"); '
+                  'return t && t.style.display === "block" && t.innerText.length > 0; })()', 20)
+    except TimeoutError:
+        pass
     return pt
 
 

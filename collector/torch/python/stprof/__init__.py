@@ -15,6 +15,10 @@ the script, and marks, through the collector's one C entry point
   - modules: enter/exit of every submodule's forward by its qualified name
     ("layers.0.attn"), from the global module hooks.
 
+A JAX program gets the same without a change (stprof.jax_install): its
+jitted step function's calls are the iterations, each jitted call a phase,
+JAX's buffers a memory space of their own (docs/jax.md).
+
 Without the collector every function here does nothing.
 """
 import ctypes
@@ -52,7 +56,12 @@ def active():
 
 
 def step():
-    """Ends the current training iteration (for loops without an optimizer)."""
+    """Ends the current training iteration (for loops without an optimizer;
+    in a JAX program, where no jitted step function is recognized)."""
+    if "stprof.jax_steps" in sys.modules and "torch" not in sys.modules:
+        from . import jax_steps
+        jax_steps.step()
+        return
     from . import torch_markers
     torch_markers.STATE.end_iteration()
 
@@ -87,3 +96,8 @@ def _arm():
         torch_markers.install(sys.modules["torch"])
     else:
         sys.meta_path.insert(0, torch_markers.TorchImportHook())
+    try:
+        from . import jax_install
+    except ImportError:  # a shim without the JAX parts
+        return
+    jax_install.arm()

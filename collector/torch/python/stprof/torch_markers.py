@@ -43,6 +43,7 @@ import sys
 import threading
 import weakref
 
+from .importhook import ImportHook
 from . import ITER_BEGIN, ITER_END, PHASE_BEGIN, PHASE_END, MODULE_ENTER, MODULE_EXIT, mark
 
 
@@ -334,28 +335,9 @@ def install(torch):
     opt.Optimizer.__init__ = init_wrapper
 
 
-class TorchImportHook:
-    """A meta path finder that installs the markers right after `import
-    torch` has run torch/__init__.py (torch.nn and torch.optim included)."""
+class TorchImportHook(ImportHook):
+    """Installs the markers right after `import torch` has run
+    torch/__init__.py (torch.nn and torch.optim included)."""
 
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch":
-            return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
-        import importlib.util
-        spec = importlib.util.find_spec("torch")
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        real = spec.loader.exec_module
-
-        def exec_module(module):
-            real(module)
-            try:
-                install(module)
-            except Exception as e:  # never break the program
-                sys.stderr.write("stprof: PyTorch markers disabled: %s\n" % (e,))
-        spec.loader.exec_module = exec_module
-        return spec
+    def __init__(self):
+        super().__init__("torch", install, "PyTorch markers")

@@ -1,0 +1,43 @@
+#!/bin/sh
+# Long-run figures (make bench; docs/record.md "Host heap" and "Long runs"):
+# 1. The training loop's overhead on the CPU: examples/torch_transformer.py
+#    --iters 20 (/usr/bin/python3, one thread) with its optimizer steps timed
+#    from inside (step_times.py), variants run in turn round after round
+#    (step_series.py, medians of RUNS, default 5): the loop (the steps after
+#    the first two, wall and the training thread's CPU time), the process's
+#    CPU time, and the whole run including `import torch`, as ratios to
+#    native.  Variants: stprof's default (sampled heap, folding), --full
+#    (every event), memray and memray --native (from $MEMRAY_VENV, as
+#    run.sh; left out when missing).  The targets: 1.10x for the loop,
+#    1.15x for the whole run.
+# 2. Trace bytes per steady iteration: tests/python/fold_loop.py (an MLP)
+#    recorded for 200 and 1,000 steps, the difference over 800; the same
+#    with --full.
+set -eu
+B=${STPROF_BUILD:?}; S=${STPROF_SRC:?}
+PY=/usr/bin/python3
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+$PY -c 'import torch' 2>/dev/null || { echo "python loop: skipped (no torch for $PY)"; exit 0; }
+V=${MEMRAY_VENV:-$HOME/.cache/stprof/memray-venv}
+W="$S/bench/python/step_times.py"
+X="$S/examples/torch_transformer.py --iters 20"
+set -- "native=$PY $W $X" \
+  "stprof=$B/stprof record -q -o $T/d{i}.stp -- $PY $W $X" \
+  "stprof-full=$B/stprof record --full -q -o $T/f{i}.stp -- $PY $W $X"
+if [ -x "$V/bin/memray" ]; then
+  set -- "$@" "memray=$V/bin/memray run -q -f -o $T/m{i}.bin $W $X" \
+    "memray-native=$V/bin/memray run -q -f --native -o $T/n{i}.bin $W $X"
+else
+  echo "  (memray not found in $V: scripts/deps.sh bench installs it)"
+fi
+echo "python loop: torch_transformer.py --iters 20 (/usr/bin/python3, CPU, 1 thread); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/step_series.py" -n "${RUNS:-5}" --cwd "$T" "$@"
+echo "  load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+P="$S/tests/python/fold_loop.py"
+for v in default full; do
+  o=; [ $v = default ] || o=--full
+  OMP_NUM_THREADS=1 "$B/stprof" record $o -q -o "$T/a.stp" -- $PY "$P" 200 >/dev/null
+  OMP_NUM_THREADS=1 "$B/stprof" record $o -q -o "$T/b.stp" -- $PY "$P" 1000 >/dev/null
+  a=$(stat -c %s "$T/a.stp") b=$(stat -c %s "$T/b.stp")
+  echo "python loop: trace bytes per steady iteration ($v): $(((b - a) / 800)) (fold_loop.py: 200 steps $a bytes, 1,000 steps $b bytes)"
+done

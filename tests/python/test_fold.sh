@@ -1,0 +1,88 @@
+#!/bin/bash
+# Steady-state folding (collector/core/fold.c; docs/trace-format.md,
+# "Folded iterations"; docs/record.md, "Long runs").
+# 1. The bundled C example (train -i 50: iteration and phase markers, every
+#    heap allocation recorded): by default 46 of its 50 iterations are
+#    folded (the first 2 and the last 2 kept); the report's totals of the
+#    folded trace equal a --full recording's (allocations, frees, bytes,
+#    peak, live at the end), the report and the timeline say what was
+#    folded, the plan is the same, the torch snapshot export works, the
+#    trace is consistent and far smaller; --full has no FOLD event.
+# 2. Real PyTorch (fold_loop.py, 1,000 steps of an MLP, step 500 making a
+#    1 MiB temporary): the output is the native one; every iteration but
+#    0-1, 500 and 998-999 folded; the tensor space's totals and peak equal
+#    a --full recording's; a steady iteration adds at most 1 KiB to the
+#    trace (the 1,000-step trace against a 200-step one).
+# 3. An old (format 1.0) trace still reads.
+. "$(dirname "$0")/../collector/lib.sh"
+cd "$T"
+json_spaces() { # TRACE: per space, the totals the report gives, one line each
+	"$STPROF" report --format json "$1" | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["spaces"]:
+    print(" ".join("%s=%s" % (k, s[k]) for k in
+          ("allocs", "frees", "bytes_allocated", "bytes_freed", "peak_bytes", "live_bytes_end", "live_objects_end")))'
+}
+
+# 1. C
+"$STPROF" record -q -o c.stp -- "$STPROF_BUILD/train" -i 50 >c.out
+"$STPROF" record --full -q -o cf.stp -- "$STPROF_BUILD/train" -i 50 >cf.out
+"$STPROF_BUILD/train" -i 50 >cn.out
+cmp -s c.out cn.out || fail "train: output differs under stprof"
+"$STPROF" info c.stp | grep -q "^folded:       46 steady iterations" || fail "train: $("$STPROF" info c.stp | grep folded)"
+expect_eq "train --full: FOLD events" "$("$STPROF" dump -t fold cf.stp | wc -l)" 0
+expect_eq "train: folded iterations" "$("$STPROF" dump -t fold c.stp | sed 's/.* iteration=\([0-9]*\) like=.*/\1/' | tr '\n' ' ')" \
+	"$(seq -s ' ' 2 47) "
+res=$("$CHECK_HEAP" c.stp) || fail "train: folded trace inconsistent: $res"
+case "$res" in *lost=0\ bad=0*) ;; *) fail "train: $res" ;; esac
+expect_eq "train: report totals, folded vs --full" "$(json_spaces c.stp)" "$(json_spaces cf.stp)"
+"$STPROF" report c.stp >c.txt
+grep -q "folded    46 steady iterations kept as counters by the collector, each like iteration 0" c.txt ||
+	fail "train: report: $(grep -A2 folded c.txt)"
+grep -q "every event of iterations 0-1, 48-49" c.txt || fail "train: report: $(grep -A2 folded c.txt)"
+expect_eq "train: JSON timeline.folded, iterations 10 and 48" "$("$STPROF" report --format json c.stp | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["timeline"]
+print(t["folded"]["iterations"], t["iterations"][10].get("folded_like"), t["iterations"][48].get("folded_like"))')" "46 0 None"
+grep -q "^Findings.*" c.txt && ! grep -q "Late free" c.txt || fail "train: findings: $(grep -A3 Findings c.txt)"
+"$STPROF" plan -q -o c.plan c.stp
+"$STPROF" plan -q -o cf.plan cf.stp
+expect_eq "train: plan, folded vs --full" "$("$STPROF" plan --show c.plan | sed 1,3d)" "$("$STPROF" plan --show cf.plan | sed 1,3d)"
+"$STPROF" export -q -o c.pftrace c.stp || fail "train: export"
+"$STPROF" lint-perfetto c.pftrace >/dev/null || fail "train: the timeline: $("$STPROF" lint-perfetto c.pftrace)"
+grep -aq "folded: like iteration 0" c.pftrace || fail "train: no folded iterations on the timeline"
+"$STPROF" export --format torch-snapshot -q -o c.pickle c.stp || fail "train: torch snapshot export"
+sc=$(stat -c %s c.stp) sf=$(stat -c %s cf.stp)
+echo "  train -i 50: trace $sc bytes folded, $sf with --full"
+[ "$sc" -lt $((sf / 4)) ] || fail "train: the folded trace is not 4x smaller: $sc vs $sf"
+
+# 3. an old trace (format 1.0)
+"$STPROF" info "$STPROF_SRC/tests/fuzz-corpus/fuzz_trace/small.stp" | grep -q "^format:       1.0" ||
+	fail "a 1.0 trace: $("$STPROF" info "$STPROF_SRC/tests/fuzz-corpus/fuzz_trace/small.stp" 2>&1 | head -3)"
+
+# 2. PyTorch
+"$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
+[ "${STPROF_SANITIZE:-0}" = 1 ] && { echo "ok (PyTorch part skipped under sanitizers)"; exit 0; }
+export OMP_NUM_THREADS=1 PYTHONHASHSEED=0
+P="$STPROF_SRC/tests/python/fold_loop.py"
+"$STPROF" record -q -o d.stp -- "$PY" "$P" 1000 500 >d.out
+"$STPROF" record --full -q -o f.stp -- "$PY" "$P" 1000 500 >f.out
+expect_eq "python: output under stprof" "$(cat d.out)" "$("$PY" "$P" 1000 500)"
+expect_eq "python --full: output" "$(cat f.out)" "$(cat d.out)"
+"$STPROF" dump -t fold d.stp | sed 's/.* iteration=\([0-9]*\) like=.*/\1/' >folded.txt
+expect_eq "python: folded iterations" "$(tr '\n' ' ' <folded.txt)" "$(seq -s ' ' 2 499) $(seq -s ' ' 501 997) "
+"$STPROF" report d.stp >d.txt
+grep -q "every event of iterations 0-1, 500, 998-999" d.txt || fail "python: report: $(grep -A2 folded d.txt)"
+# no late-free finding (the loss tensor, freed when the next iteration
+# remakes it, is listed among the expected ones, as with --full)
+sed -n '/^Findings/,/^  expected, not counted/p' d.txt | grep -q "Late free" && fail "python: findings: $(grep -A3 Findings d.txt)"
+# the tensor space (never sampled): the same totals and peak
+tens() { json_spaces "$1" | sed -n 2p; }
+expect_eq "python: cpu tensors, folded vs --full" "$(tens d.stp)" "$(tens f.stp)"
+"$STPROF" record -q -o s200.stp -- "$PY" "$P" 200 >/dev/null
+"$STPROF" record -q -o s1000.stp -- "$PY" "$P" 1000 >/dev/null
+a=$(stat -c %s s200.stp) b=$(stat -c %s s1000.stp)
+per=$(((b - a) / 800))
+echo "  python: 200 steps $a bytes, 1,000 steps $b bytes: $per bytes per steady iteration; --full $(stat -c %s f.stp) bytes"
+[ "$per" -le 1024 ] || fail "python: a steady iteration adds $per bytes (at most 1 KiB)"
+echo ok
