@@ -170,6 +170,8 @@ int st_preload_device_planned(void);
 /* The tensor plan's allocator (preload_torch.c), NULL without one; storages
  * below *min_size are not planned. */
 stalloc *st_preload_tensors(uint64_t *min_size);
+/* A tensor below that min size went to c10's own allocation (counted). */
+void st_preload_tensor_small(void);
 
 /* ---- the entry points libstalloc.so exports (preload.c, preload_cuda.c)
  * beside the C library's malloc family */

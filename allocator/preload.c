@@ -54,6 +54,7 @@ extern void __libc_free(void *p);
 static stalloc *host;          /* the host plan's allocator, once ready */
 static stalloc *tensors;       /* the same, when the plan is of PyTorch's tensors */
 static uint64_t tensor_min;    /* smaller storages go to c10's own allocation */
+static uint64_t tensor_small;  /* how many (atomic; stalloc_stats.small_passed) */
 static uint64_t host_min = UINT64_MAX;
 static stalloc *device;        /* the device plan's, made on first use */
 static stp_reqs dev_r;         /* the device plan, kept until then */
@@ -90,6 +91,10 @@ static void write_stats(stalloc *a)
 {
 	stalloc_stats s;
 	stalloc_stats_get(a, &s);
+	if (a == tensors)
+		s.small_passed = __atomic_load_n(&tensor_small, __ATOMIC_RELAXED);
+	else if (a == host)
+		s.small_uncounted = 1; /* planned(): straight to glibc, no counter on that path */
 	FILE *f = stderr;
 	stp_outfile out;
 	char err[512];
@@ -109,7 +114,7 @@ static void write_stats(stalloc *a)
 		           "occupied=%llu unmatched=%llu small=%llu fallbacks=%llu requests=%llu "
 		           "peak_reserved=%llu peak_allocated=%llu pool_peak=%llu fb_peak=%llu "
 		           "fb_reserved_peak=%llu iterations=%llu rehomed=%llu spare_hits=%llu startup_hits=%llu "
-		           "free_hits=%llu\n",
+		           "free_hits=%llu small_passed=%llu\n",
 		        (unsigned long long)s.slot_hits, (unsigned long long)s.pool, (unsigned long long)s.hits, (unsigned long long)s.dynamic_hits,
 		        (unsigned long long)s.skipped, (unsigned long long)s.reordered, (unsigned long long)s.resyncs,
 		        (unsigned long long)s.occupied, (unsigned long long)s.unmatched, (unsigned long long)s.small,
@@ -118,7 +123,8 @@ static void write_stats(stalloc *a)
 		        (unsigned long long)s.pool_peak, (unsigned long long)s.fb_peak,
 		        (unsigned long long)s.fb_reserved_peak, (unsigned long long)s.iterations,
 		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits,
-		        (unsigned long long)s.startup_hits, (unsigned long long)s.free_hits);
+		        (unsigned long long)s.startup_hits, (unsigned long long)s.free_hits,
+		        (unsigned long long)s.small_passed);
 		if (stp_outfile_commit(&out, err, sizeof err) < 0)
 			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 	}
@@ -225,6 +231,8 @@ stalloc *st_preload_tensors(uint64_t *min_size)
 	*min_size = tensor_min;
 	return __atomic_load_n(&tensors, __ATOMIC_ACQUIRE);
 }
+
+void st_preload_tensor_small(void) { __atomic_fetch_add(&tensor_small, 1, __ATOMIC_RELAXED); }
 
 int st_preload_device_planned(void) { return __atomic_load_n(&dev_state, __ATOMIC_ACQUIRE) != 0; }
 

@@ -69,6 +69,8 @@ void *st_c10_alloc_cpu(size_t n)
 		void *p = stalloc_alloc(a, n, ST_ALIGN_TENSORS);
 		if (p)
 			return p;
+	} else if (a) {
+		st_preload_tensor_small(); /* counted: the statistics say how many were not planned */
 	}
 	return real_alloc(n);
 }

@@ -841,6 +841,7 @@ void stalloc_stats_get(stalloc *a, stalloc_stats *s)
 {
 	lock(a);
 	*s = a->st;
+	s->min_size = a->o.min_size;
 	unlock(a);
 	uint64_t served = s->hits + s->slot_hits + s->dynamic_hits + s->startup_hits + s->free_hits;
 	uint64_t matched = served + (s->fallbacks - s->small);
@@ -868,9 +869,15 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	        human(s->pool, b1, sizeof b1), s->align, s->entries, s->dynamic_entries);
 	fprintf(f, "stalloc: requests %" PRIu64 ": planned hits %" PRIu64 ", persistent slots %" PRIu64
 	           ", dynamic hits %" PRIu64 ", start-up temporaries %" PRIu64 ", free pool space %" PRIu64
-	           " (%.1f%% of the requests of the plan's sizes in the pool); below its min size %" PRIu64 "\n",
-	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, s->startup_hits, s->free_hits, 100.0 * s->hit_rate,
-	        s->small);
+	           " (%.1f%% of the requests of the plan's sizes in the pool)\n",
+	        s->requests, s->hits, s->slot_hits, s->dynamic_hits, s->startup_hits, s->free_hits, 100.0 * s->hit_rate);
+	if (s->small_uncounted)
+		fprintf(f, "stalloc: below the plan's min size (%s): passed to glibc, not planned (not counted)\n",
+		        human(s->min_size, b1, sizeof b1));
+	else
+		fprintf(f, "stalloc: below the plan's min size (%s): %" PRIu64 " requests, not planned%s\n",
+		        human(s->min_size, b1, sizeof b1), s->small + s->small_passed,
+		        s->small_passed ? " (the program's own allocator served them)" : "");
 	fprintf(f, "stalloc: drift: %" PRIu64 " plan entries skipped, %" PRIu64 " reordered hits, %" PRIu64
 	           " resyncs, %" PRIu64 " served at another entry of their size, %" PRIu64 " iterations\n",
 	        s->skipped, s->reordered, s->resyncs, s->rehomed, s->iterations);

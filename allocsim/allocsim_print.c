@@ -147,13 +147,17 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 	for (size_t d = 0; d < r->ndevices; d++) {
 		const allocsim_device_report *dr = &r->devices[d];
 		const char *what = dr->xla ? "JAX buffers, " : "";
+		const char *host = dr->xla ? "host" : r->host_name ? r->host_name : "host heap";
 		if (dr->device < 0)
-			fprintf(f, "Fragmentation (%shost%s, %" PRIu64 " allocations):\n", what, dr->xla ? "" : " heap", dr->allocs);
+			fprintf(f, "Fragmentation (%s%s, %" PRIu64 " allocations):\n", what, host, dr->allocs);
 		else
 			fprintf(f, "Fragmentation (%sdevice %d, %" PRIu64 " allocations):\n", what, dr->device, dr->allocs);
 		if (dr->host_fallback && dr->xla)
 			fprintf(f, "  No device allocations in this trace: these are JAX's CPU buffers replayed as\n"
 			           "  if they were made on a GPU (what-if).\n");
+		else if (dr->host_fallback && r->host_name)
+			fprintf(f, "  No device allocations in this trace: these are its %s,\n"
+			           "  replayed as if they were made on a GPU (what-if).\n", r->host_name);
 		else if (dr->host_fallback)
 			fprintf(f, "  No device allocations in this trace: these are the host heap's allocations\n"
 			           "  replayed as if they were made on a GPU (what-if).\n");
@@ -183,6 +187,10 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 			if (ac->has_largest_free)
 				fprintf(f, "  largest free chunk at the last sample: model %s, XLA %s\n",
 				        sim_fmt_bytes(ac->model_largest_free, a, sizeof a), sim_fmt_bytes(ac->largest_free, b, sizeof b));
+		} else if (dr->actual.present && dr->actual.over_reserved) {
+			fprintf(f, "  actual: not given: %" PRIu64 " allocations took the bytes allocated above the bytes\n"
+			           "  the segment events reserve (the segments are not the allocator's whole state)\n",
+			        dr->actual.over_reserved);
 		} else if (dr->actual.present) {
 			const allocsim_actual *ac = &dr->actual;
 			fprintf(f, "  %-44s %10s %10s %6.1f%% %6.1f%% %7" PRIu64 "\n", "actual (segment events in the trace)",

@@ -26,6 +26,7 @@ typedef struct dev_state {
 	uint32_t nactual;
 	uint64_t cur_alloc, peak_alloc, cur_res, peak_res;
 	uint64_t reserves, releases;
+	uint64_t over_reserved; /* allocations that took cur_alloc above cur_res */
 	sim_idmap segs; /* live segments: addr -> size */
 	int segs_init;
 	int jax;        /* JAX's buffers (pool STP_POOL_JAX): the XLA report */
@@ -145,6 +146,10 @@ static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev, i
 	d->cur_alloc += a->size;
 	if (d->cur_alloc > d->peak_alloc)
 		d->peak_alloc = d->cur_alloc;
+	/* the allocator's blocks lie inside its segments: more allocated than
+	 * reserved means segment events are missing (allocsim_actual) */
+	if (d->reserves && d->cur_alloc > d->cur_res)
+		d->over_reserved++;
 }
 
 static void collect(allocsim_collector *c, const stp_event *ev, int64_t direct)
@@ -331,6 +336,7 @@ static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_d
 		ac->segment_releases = d->releases;
 		ac->peak_allocated = d->peak_alloc;
 		ac->peak_reserved = d->peak_res;
+		ac->over_reserved = d->over_reserved;
 		ac->efficiency = d->peak_res ? (double)d->peak_alloc / (double)d->peak_res : 1.0;
 		const allocsim_result *r0 = &dr->results[0];
 		if (d->peak_alloc)

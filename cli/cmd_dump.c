@@ -63,7 +63,7 @@ int cmd_dump(int argc, char **argv)
 			break;
 		}
 		case 'h': usage(stdout); return 0;
-		default: return stprof_usage_hint("dump");
+		default: return stprof_usage_hint("dump", argv, "st:h", opts);
 		}
 	}
 	if (optind != argc - 1)

@@ -17,9 +17,11 @@
 #include "stprof/perfetto.h"
 #include "stprof/snapshot.h"
 #include "guard.h"
+#include "outname.h"
 #include "input.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
+#include "selfcheck.h"
 #include "util.h"
 #include "analysis.h"
 
@@ -213,7 +215,7 @@ int cmd_export(int argc, char **argv)
 				return 2;
 			}
 			break;
-		default: return stprof_usage_hint("export");
+		default: return stprof_usage_hint("export", argv, "o:f:qh", opts);
 		}
 	}
 	if (optind >= argc)
@@ -272,9 +274,18 @@ int cmd_export(int argc, char **argv)
 			return 2;
 		}
 	}
-	char oerr[1024]; /* refused before the work when it may not be written */
+	/* refused before the work when it may not be written (a file stprof did
+	 * not write is left alone); an earlier output is kept as FILE.old, as
+	 * the one-shot keeps its sidecars */
+	outname_kind kind = snapshot ? OUTNAME_SNAPSHOT : OUTNAME_TIMELINE;
+	char oerr[1024];
 	if (stp_outfile_check(out, snapshot ? &stp_outkind_snapshot : &stp_outkind_timeline, oerr, sizeof oerr) < 0) {
 		stprof_err("export: %s", oerr);
+		free(def);
+		traceset_free(&ts);
+		return 1;
+	}
+	if (outname_keep_old(out, kind) < 0) {
 		free(def);
 		traceset_free(&ts);
 		return 1;
@@ -282,6 +293,7 @@ int cmd_export(int argc, char **argv)
 	/* streams read once; every trace cut short said so before it is read */
 	if (!found && stprof_inputs("export", argc, argv, optind, STPROF_IN_TRACE)) {
 		free(def);
+		traceset_free(&ts);
 		return 1;
 	}
 	for (size_t i = 0; i < ntraces; i++)
@@ -291,8 +303,8 @@ int cmd_export(int argc, char **argv)
 		free(def);
 		return 1;
 	}
-	int rc = snapshot ? snapshot_export_run(traces[0], out, layout, quiet)
-	                  : export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet);
+	int rc = snapshot ? snapshot_export_run(traces[0], out, layout, dopt.space, quiet)
+	                  : export_run(traces, ntraces, out, &eo, analysis ? &dopt : NULL, NULL, quiet, NULL);
 	free(def);
 	traceset_free(&ts);
 	return rc;
@@ -300,7 +312,7 @@ int cmd_export(int argc, char **argv)
 
 
 int export_run(const char *const *traces, size_t ntraces, const char *out, stp_export_opts *eo,
-               const stp_det_options *dopt, stp_det *const *given, int quiet)
+               const stp_det_options *dopt, stp_det *const *given, int quiet, stp_export_stats *stats)
 {
 	int analysis = dopt || given;
 	int tty = !quiet && isatty(2);
@@ -324,7 +336,7 @@ int export_run(const char *const *traces, size_t ntraces, const char *out, stp_e
 			fprintf(stderr, "\rstprof: analysing %s ...", traces[i]);
 		/* an unreadable trace is the export's error to report; a damaged
 		 * one is analysed up to the damage */
-		dets[i] = stp_det_run(traces[i], dopt, err, sizeof err);
+		dets[i] = selfcheck_det_run(traces[i], dopt, err, sizeof err);
 		if (dets[i] && stp_det_result_of(dets[i])->sim_error && !quiet)
 			stprof_err("export: %s: allocator models not run: %s", traces[i],
 			           stp_det_result_of(dets[i])->sim_error);
@@ -351,6 +363,8 @@ int export_run(const char *const *traces, size_t ntraces, const char *out, stp_e
 		stprof_err("export: %s", err);
 		return 1;
 	}
+	if (stats)
+		*stats = st;
 	if (!quiet) {
 		char b[64];
 		printf("wrote %s: %s, %" PRIu64 " packets\n", out, stprof_fmt_bytes(st.bytes, b, sizeof b), st.packets);

@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "guard.h"
+#include "snapshot_cli.h"
 #include "input.h"
 #include "stprof/snapshot.h"
 #include "util.h"
@@ -57,13 +58,11 @@ int cmd_import(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return stprof_usage_hint("import", argv, "o:qh", opts);
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind != argc - 1)
+		return stprof_usage_error("import", "wants one SNAPSHOT.pickle (got %d arguments)", argc - optind);
 	const char *in = argv[optind];
 	char *def = NULL;
 	if (!out) {
@@ -101,6 +100,8 @@ int cmd_import(int argc, char **argv)
 		free(def);
 		return 1;
 	}
+	if (!pprof)
+		stprof_snapshot_warn(in, &st);
 	if (!quiet && pprof) {
 		printf("wrote %s from %s (JAX device memory profile, pprof)\n", out, in);
 		printf("  %" PRIu64 " samples: %" PRIu64 " buffers, %" PRIu64 " executables", ps.samples, ps.buffers,

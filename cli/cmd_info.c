@@ -32,6 +32,7 @@ static const char *end_text(const stp_trace_stats *s, char *buf, size_t len)
 	case STP_END_SIGNAL: snprintf(buf, len, "killed by signal %d (%s)", s->end_value, strsignal(s->end_value)); break;
 	case STP_END_EXEC: snprintf(buf, len, "replaced by execve"); break;
 	case STP_END_DETACH: snprintf(buf, len, "recording stopped"); break;
+	case STP_END_SNAPSHOT: snprintf(buf, len, "a memory snapshot, taken while the program went on"); break;
 	default: snprintf(buf, len, "end reason %u", s->end_reason); break;
 	}
 	return buf;
@@ -46,7 +47,7 @@ int cmd_info(int argc, char **argv)
 		switch (c) {
 		case 'q': quiet = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: return stprof_usage_hint("info");
+		default: return stprof_usage_hint("info", argv, "qh", opts);
 		}
 	}
 	if (optind != argc - 1)
@@ -86,7 +87,10 @@ int cmd_info(int argc, char **argv)
 		printf("\n  definitions %s (strings, call-path nodes, process, threads, modules)\n",
 		       stprof_fmt_bytes(s->chunk_bytes[STP_CHUNK_DEFS], b2, sizeof b2));
 		if (have_proc) {
-			printf("process:      pid %u (parent %u)", proc.pid, proc.ppid);
+			if (proc.pid) /* an imported snapshot names no process */
+				printf("process:      pid %u (parent %u)", proc.pid, proc.ppid);
+			else
+				printf("process:      unknown (not recorded)");
 			if (proc.rank >= 0)
 				printf(", rank %d/%d, local rank %d", proc.rank, proc.world_size, proc.local_rank);
 			printf("\ncommand:      %s\n", stp_reader_string(r, proc.cmdline));

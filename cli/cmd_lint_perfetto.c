@@ -63,7 +63,7 @@ int cmd_lint_perfetto(int argc, char **argv)
 				return 2;
 			}
 			break;
-		default: return stprof_usage_hint("lint-perfetto");
+		default: return stprof_usage_hint("lint-perfetto", argv, "qh", opts);
 		}
 	}
 	if (optind != argc - 1)

@@ -371,7 +371,7 @@ int cmd_plan(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		case 'v': po.verbose = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: return stprof_usage_hint("plan");
+		default: return stprof_usage_hint("plan", argv, "o:i:a:n:qvh", opts);
 		}
 	}
 	int modes = !!csv + !!show + !!verify;
@@ -587,6 +587,8 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 		p.stats.runtime_checked = 1;
 		p.stats.runtime_followed = plan_check_followed(&rep);
 	}
+	/* a snapshot was read from its temporary import: named after the pickle */
+	const char *shown = stprof_input_name(in);
 	if (out) {
 		int wr = csv ? stp_reqs_write_csv(out, &r, p.offset, err, sizeof err)
 		             : stp_plan_write(out, &r, &p, err, sizeof err);
@@ -598,9 +600,9 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 	if (!quiet) {
 		FILE *f = out && !strcmp(out, "-") ? stderr : stdout;
 		if (r.notes)
-			fprintf(f, "input:          %s (%s)\n", in, stp_reqs_str(&r, r.notes));
+			fprintf(f, "input:          %s (%s)\n", shown, stp_reqs_str(&r, r.notes));
 		else
-			fprintf(f, "input:          %s\n", in);
+			fprintf(f, "input:          %s\n", shown);
 		stp_plan_summary(f, &r, &p, gpool, gsec);
 		if (stalloc_pool) {
 			char b[64];

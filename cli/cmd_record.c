@@ -40,7 +40,7 @@ int cmd_record(int argc, char **argv)
 		int rc = record_apply_option(&o, c, optarg);
 		if (rc) {
 			if (rc > 0)
-				return stprof_usage_hint("record");
+				return stprof_usage_hint("record", argv, record_optstring, record_longopts);
 			return 2;
 		}
 	}
@@ -50,7 +50,7 @@ int cmd_record(int argc, char **argv)
 	char trace[PATH_MAX];
 	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)
-		return 127;
+		return 1; /* stprof itself failed (said why): not the shell's 127, "not found" */
 	record_summary(trace, argv[optind], status, o.quiet);
 	exit_like(status);
 }

@@ -20,6 +20,7 @@
 #include "input.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
+#include "selfcheck.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -68,6 +69,10 @@ static void usage(FILE *f)
 	        "      --progress          progress on standard error (default when it is a terminal)\n"
 	        "      --no-progress       no progress\n"
 	        "      --no-ranks          report on TRACE alone even when rank traces are beside it\n"
+	        "      --check             write no report: check its figures against each other (classes\n"
+	        "                          and call sites sum to the analyzed space's, peaks within\n"
+	        "                          totals, ...; docs/report.md, \"Self-check\"); exit 1 when they\n"
+	        "                          do not add up\n"
 	        "      --no-lifetimes      leave out the lifetime section a trace without iterations\n"
 	        "                          gets in text (classes by site over time, huge-page\n"
 	        "                          footprint per allocator model; docs/lifetimes.md)\n\n"
@@ -118,6 +123,22 @@ static void usage(FILE *f)
 	        "Exit status: 0 reported; 1 the trace is damaged or unreadable, or the output could\n"
 	        "not be written; 2 bad usage.\n");
 }
+
+static int check_only; /* --check */
+
+/* --check: the figures checked against each other (stp_det_check), no
+ * report written.  Returns the exit status: 0 when they add up. */
+static int check_results(stp_det *const *d, const char *const *paths, size_t n)
+{
+	unsigned bad = 0;
+	for (size_t i = 0; i < n; i++)
+		if (d[i])
+			bad += selfcheck_report(d[i], paths[i]);
+	if (!bad)
+		fprintf(stderr, "stprof report: self-check: the figures add up (%zu trace%s)\n", n, n == 1 ? "" : "s");
+	return bad ? 1 : 0;
+}
+
 
 static void progress(void *ctx, int pass, uint64_t done, uint64_t total)
 {
@@ -257,7 +278,7 @@ static int report_several(const char *const *traces, size_t n, const stp_det_opt
 		}
 		if (oi.progress)
 			fprintf(stderr, "\rstprof report: %s (%zu of %zu)\n", traces[i], i + 1, n);
-		d[i] = stp_det_run(trace, &oi, err, sizeof err);
+		d[i] = selfcheck_det_run(trace, &oi, err, sizeof err);
 		if (printed)
 			fprintf(stderr, "\r%40s\r", "");
 		if (!d[i]) {
@@ -278,7 +299,14 @@ static int report_several(const char *const *traces, size_t n, const stp_det_opt
 				d[got++] = x;
 		}
 		struct several s = {d, got, ro, fn};
-		if (got && write_out(out, kind, write_several, &s))
+		if (check_only) {
+			const char **paths = calloc(got ? got : 1, sizeof *paths);
+			for (size_t i = 0; paths && i < got; i++)
+				paths[i] = stp_det_result_of(d[i])->path;
+			if (!paths || check_results(d, paths, got))
+				status = 1;
+			free(paths);
+		} else if (got && write_out(out, kind, write_several, &s))
 			status = 1;
 		for (size_t i = 0; i < got; i++)
 			if (stp_det_result_of(d[i])->error)
@@ -300,7 +328,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_FRAMES = 256, O_MIN, O_ITER, O_WIN, O_PARTIAL, O_EARLY, O_LATE, O_IDLE, O_RED, O_LFQ, O_LFS,
 	       O_LFP, O_PROG, O_NOPROG, O_DEPTH, O_MODELS, O_NOMODELS, O_CAP, O_CONF, O_NOREC, O_SIMMIN, O_ALL, O_GROUP, O_MDETAIL, O_WINDOW, O_ITERATION,
-	       O_SPACE, O_NORANKS, O_NOLIFETIMES, O_VOBJ, O_NOVIEW, O_ALLFRAMES };
+	       O_SPACE, O_NORANKS, O_NOLIFETIMES, O_VOBJ, O_NOVIEW, O_CHECK, O_ALLFRAMES };
 	static const struct option opts[] = {
 		{"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
 		{"top", required_argument, 0, 'n'}, {"frames", required_argument, 0, O_FRAMES},
@@ -319,7 +347,8 @@ int cmd_report(int argc, char **argv)
 		{"sim-min-size", required_argument, 0, O_SIMMIN}, {"space", required_argument, 0, O_SPACE},
 		{"no-ranks", no_argument, 0, O_NORANKS}, {"no-lifetimes", no_argument, 0, O_NOLIFETIMES},
 		{"viewer-objects", required_argument, 0, O_VOBJ}, {"no-viewer", no_argument, 0, O_NOVIEW},
-		{"all-frames", no_argument, 0, O_ALLFRAMES}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+		{"check", no_argument, 0, O_CHECK}, {"all-frames", no_argument, 0, O_ALLFRAMES},
+		{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	stp_det_options o;
 	stp_det_options_default(&o);
 	stp_report_options ro;
@@ -393,6 +422,7 @@ int cmd_report(int argc, char **argv)
 		case O_NOVIEW: ro.viewer_objects = 0; break;
 		case O_PARTIAL: partial = 1; break;
 		case O_NORANKS: no_ranks = 1; break;
+		case O_CHECK: check_only = 1; break;
 		case O_NOLIFETIMES: lifetimes = 0; break;
 		case O_SPACE:
 			if (stp_det_space_parse(optarg, &o.space) < 0)
@@ -456,7 +486,7 @@ int cmd_report(int argc, char **argv)
 		case O_PROG: want_progress = 1; break;
 		case O_NOPROG: want_progress = 0; break;
 		case 'h': usage(stdout); return 0;
-		default: return stprof_usage_hint("report");
+		default: return stprof_usage_hint("report", argv, "f:o:n:h", opts);
 		}
 	}
 	if (optind >= argc)
@@ -523,7 +553,7 @@ int cmd_report(int argc, char **argv)
 	stprof_warn_cut(trace);
 	if (stprof_pickle_input(&trace, 0)) /* a PyTorch snapshot: imported first */
 		return 1;
-	stp_det *d = stp_det_run(trace, &o, err, sizeof err);
+	stp_det *d = selfcheck_det_run(trace, &o, err, sizeof err);
 	if (printed)
 		fprintf(stderr, "\r%40s\r", "");
 	if (!d) {
@@ -535,6 +565,11 @@ int cmd_report(int argc, char **argv)
 		stprof_err("%s%s", r->error, PARTIAL_HINT);
 		stp_det_free(d);
 		return 1;
+	}
+	if (check_only) {
+		int st = check_results(&d, &trace, 1) || r->error ? 1 : 0;
+		stp_det_free(d);
+		return st;
 	}
 	/* a program without iterations (a server, a pipeline): its lifetimes too */
 	struct one one = {d, &ro, writer,

@@ -24,6 +24,7 @@
 #include "record.h"
 #include "traceset.h"
 #include "guard.h"
+#include "selfcheck.h"
 #include "input.h"
 #include "util.h"
 
@@ -81,14 +82,26 @@ static int sidecar_ok(const char *path, outname_kind kind, const char *what)
  * bytes (instants, slice, flow), a counter point about 30. */
 #define TL_MAX_OBJECTS 300000u
 #define TL_MAX_POINTS 600000u
+/* A PyTorch run analyzed in its tensor space: the timeline draws its
+ * tensors (and device objects) only, the interpreter's heap as counters
+ * (cmd_export.c); the bound ranks what is drawn. */
+static int draws_tensors(const stp_det_result *r) { return r->primary >= 0 && r->spaces[r->primary].tensors; }
+
 static void timeline_bound(const stp_det_result *r, const char *trace, stp_export_opts *eo, char *note, size_t len)
 {
 	uint64_t allocs = r->by_type[STP_EV_ALLOC], points = r->by_type[STP_EV_ALLOC] + r->by_type[STP_EV_FREE];
+	int tensors = draws_tensors(r);
+	if (tensors) {
+		allocs = 0;
+		for (uint32_t i = 0; i < r->nspaces; i++)
+			if (r->spaces[i].tensors || r->spaces[i].kind != STP_MEM_HOST)
+				allocs += r->spaces[i].allocs;
+	}
 	int n = 0;
 	if (allocs > TL_MAX_OBJECTS) {
 		eo->top_n = TL_MAX_OBJECTS;
-		n = snprintf(note, len, ";\n  kept to about 100 MB: the %u largest of %" PRIu64 " objects (bytes x lifetime) are "
-		             "drawn", TL_MAX_OBJECTS, allocs);
+		n = snprintf(note, len, ";\n  kept to about 100 MB: the %u largest of %" PRIu64 " %s (bytes x lifetime) are "
+		             "drawn", TL_MAX_OBJECTS, allocs, tensors ? "tensors" : "objects");
 	}
 	if (points > TL_MAX_POINTS && r->duration_ns) {
 		/* at most 3 points a gap (first, highest, last) */
@@ -188,7 +201,7 @@ static void outputs_of_ranks(const traceset *ts, const char *trace, const record
 		char err[512];
 		if (!o->quiet && isatty(2))
 			fprintf(stderr, "\rstprof: analysing %zu of %zu traces", i + 1, ts->n);
-		det[i] = stp_det_run(ts->path[i], &dopt, err, sizeof err);
+		det[i] = selfcheck_det_run(ts->path[i], &dopt, err, sizeof err);
 		if (!det[i])
 			stprof_err("%s", err);
 		else if (stp_det_result_of(det[i])->error)
@@ -237,7 +250,8 @@ static void outputs_of_ranks(const traceset *ts, const char *trace, const record
 		stp_det_options_default(&dopt);
 		dopt.keep_objects = 1;
 		dopt.sim_no_recommend = 1;
-		if (export_run((const char *const *)ts->path, ts->nranks, out, &eo, all ? NULL : &dopt, all ? det : NULL, 1) == 0 &&
+		if (export_run((const char *const *)ts->path, ts->nranks, out, &eo, all ? NULL : &dopt, all ? det : NULL, 1,
+		               NULL) == 0 &&
 		    !o->quiet)
 			stprof_err("timeline of the %zu ranks written to %s (one process each; open it at "
 			           "https://ui.perfetto.dev)%s", ts->nranks, out, bound);
@@ -302,7 +316,7 @@ int cmd_run(int argc, char **argv)
 		int rc = record_apply_option(&o, c, optarg);
 		if (rc) {
 			if (rc > 0)
-				return stprof_usage_hint("run");
+				return stprof_usage_hint("run", argv, record_optstring, longopts);
 			return 2;
 		}
 	}
@@ -312,10 +326,21 @@ int cmd_run(int argc, char **argv)
 		return run_with_plan(enforce, argv + optind, o.quiet, enforce_stats);
 	if (o.quiet)
 		report = 0; /* -q: nothing of stprof's own on the terminal; the files are still written */
+	/* `stprof python3 missing.py`: the interpreter will only say it cannot
+	 * open the script; a report, plan and timeline of its start-up would be
+	 * noise.  It runs as it would without stprof, unrecorded. */
+	const char *script = outname_script(argv + optind);
+	if (script && access(script, F_OK) != 0) {
+		stprof_err("%s: %s: nothing to profile; running %s without recording", script, strerror(errno), argv[optind]);
+		fflush(NULL);
+		execvp(argv[optind], argv + optind);
+		stprof_err("%s: %s", argv[optind], strerror(errno));
+		return errno == ENOENT ? 127 : 126;
+	}
 	char trace[PATH_MAX];
 	int status = record_program(&o, argv + optind, trace, sizeof trace);
 	if (status < 0)
-		return 127;
+		return 1; /* stprof itself failed (said why): not the shell's 127, "not found" */
 	int traces = record_summary(trace, argv[optind], status, o.quiet);
 	traceset ts = {0};
 	if (traces > 1 && traceset_find(trace, &ts) > 0) { /* a job's ranks */
@@ -340,7 +365,7 @@ int cmd_run(int argc, char **argv)
 			dopt.progress = det_progress;
 			dopt.progress_ctx = &printed;
 		}
-		det = stp_det_run(trace, &dopt, err, sizeof err);
+		det = selfcheck_det_run(trace, &dopt, err, sizeof err);
 		if (printed)
 			fprintf(stderr, "\r%40s\r", "");
 		if (!det)
@@ -375,9 +400,15 @@ int cmd_run(int argc, char **argv)
 		dopt.sim_no_recommend = 1;
 		/* the report's detector run when there was one (no second pass over
 		 * the trace), else the export's own */
-		if (export_run(one, 1, out, &eo, det ? NULL : &dopt, det ? &det : NULL, 1) == 0 && !o.quiet)
-			stprof_err("timeline written to %s (open it at https://ui.perfetto.dev; see docs/perfetto.md)%s", out,
-			           bound);
+		stp_export_stats st = {0};
+		char drawn[160];
+		if (export_run(one, 1, out, &eo, det ? NULL : &dopt, det ? &det : NULL, 1, &st) == 0 && !o.quiet) {
+			snprintf(drawn, sizeof drawn, "%" PRIu64 " %s drawn%s", st.objects_drawn,
+			         det && draws_tensors(stp_det_result_of(det)) ? "tensors" : "objects",
+			         det && draws_tensors(stp_det_result_of(det)) ? ", the interpreter's heap as counters" : "");
+			stprof_err("timeline written to %s (%s; open it at https://ui.perfetto.dev; see docs/perfetto.md)%s", out,
+			           drawn, bound);
+		}
 	}
 	stp_det_free(det);
 	exit_like(status);

@@ -81,7 +81,7 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	 * plan's iterations), as when it was recorded */
 	const char *shim_lib = lifetimes ? NULL : stprof_collector_path();
 	if (shim_lib)
-		record_python_shim(shim_lib);
+		record_python_shim(shim_lib, argv);
 	snprintf(buf, sizeof buf, "%ld", (long)getpid());
 	setenv("STALLOC_PID", buf, 1);
 	if (stats) {

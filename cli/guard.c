@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -33,9 +34,49 @@ int stprof_usage_error(const char *cmd, const char *fmt, ...)
 	return 2;
 }
 
-int stprof_usage_hint(const char *cmd)
+static unsigned edit_distance(const char *a, const char *b);
+
+int stprof_usage_hint(const char *cmd, char *const *argv, const char *shortopts, const struct option *longopts)
 {
-	/* getopt_long already printed what was wrong */
+	/* the word getopt stopped at: argv[optind - 1] (an unknown long option
+	 * or one missing its value), or the short option optopt */
+	const char *word = optind > 0 ? argv[optind - 1] : "";
+	char w[64], name[64];
+	if (!strncmp(word, "--", 2) || !optopt || optopt > 255)
+		snprintf(w, sizeof w, "%.*s", (int)strcspn(word, "="), word);
+	else
+		snprintf(w, sizeof w, "-%c", optopt);
+	int known = 0;
+	if (w[0] == '-' && w[1] == '-') {
+		for (const struct option *o = longopts; o && o->name; o++)
+			known |= !strcmp(w + 2, o->name);
+	} else if (w[0] == '-' && w[1] && w[1] != ':' && !w[2]) {
+		const char *p = strchr(shortopts, w[1]);
+		known = p && p[1] == ':';
+	}
+	if (known) {
+		fprintf(stderr, "stprof %s: option '%s' needs a value\n", cmd, w);
+	} else {
+		/* the closest long option: a typo, or a prefix of three letters */
+		const char *best = NULL;
+		unsigned bestd = 9;
+		snprintf(name, sizeof name, "%s", w[0] == '-' && w[1] == '-' ? w + 2 : w + (w[0] == '-'));
+		size_t nl = strlen(name);
+		for (const struct option *o = longopts; o && o->name && nl; o++) {
+			unsigned d = edit_distance(name, o->name);
+			size_t ol = strlen(o->name);
+			/* a prefix of three letters or more, or the option with more
+			 * after it (--top-n for --top), is close too */
+			if ((nl >= 3 && !strncmp(o->name, name, nl)) || (ol >= 3 && !strncmp(name, o->name, ol)))
+				d = 1;
+			if (d < bestd)
+				bestd = d, best = o->name;
+		}
+		if (best && bestd <= (strlen(best) <= 4 ? 1u : 2u))
+			fprintf(stderr, "stprof %s: unknown option '%s'; did you mean '--%s'?\n", cmd, w, best);
+		else
+			fprintf(stderr, "stprof %s: unknown option '%s'\n", cmd, w);
+	}
 	fprintf(stderr, "Run 'stprof %s --help' for the options.\n", cmd);
 	return 2;
 }

@@ -9,8 +9,11 @@
 
 /* "stprof CMD: <message>" and a pointer to --help on stderr; returns 2. */
 int stprof_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Only the pointer to --help (after getopt's own message); returns 2. */
-int stprof_usage_hint(const char *cmd);
+/* After getopt_long returned '?' (opterr is 0: main.c): "stprof CMD:
+ * unknown option 'X'; did you mean '--Y'?" (the closest long option) or
+ * "option 'X' needs a value", and the pointer to --help; returns 2. */
+struct option;
+int stprof_usage_hint(const char *cmd, char *const *argv, const char *shortopts, const struct option *longopts);
 struct stprof_cmd;
 /* The subcommand of cmds (ended by a NULL name; "run" and "help" too)
  * closest to word, or NULL.  The table is passed in so that this file

@@ -11,6 +11,7 @@
  * subcommand gets "did you mean"; a program on PATH given only stprof traces
  * (`stprof diff a.stp b.stp`) is refused with a pointer to `stprof run`.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,7 +67,7 @@ static int is_trace_arg(const char *arg)
 /* `stprof help [SUBCOMMAND]` */
 static int help(const char *what)
 {
-	if (!what) {
+	if (!what || !strcmp(what, "-h") || !strcmp(what, "--help") || !strcmp(what, "help")) {
 		usage(stdout);
 		return 0;
 	}
@@ -136,6 +137,7 @@ static void clean_on_signals(void)
 int main(int argc, char **argv)
 {
 	stprof_cli_init(argv[0]);
+	opterr = 0; /* the subcommands say what was wrong, as "stprof CMD: ..." (guard.c) */
 	clean_on_signals();
 	if (argc < 2) {
 		usage(stderr);

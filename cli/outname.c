@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "outname.h"
+#include "stprof/snapshot.h"
 #include "stprof/outfile.h"
 #include "stprof/perfetto.h"
 #include "stprof/plan.h"
@@ -71,19 +72,43 @@ static int is_torch_launcher_module(const char *m)
 	return !strcmp(m, "torch.distributed.run") || !strcmp(m, "torch.distributed.launch");
 }
 
+/* The index of the program in argv: past `env [VAR=VALUE]...`. */
+static int program_index(char *const *argv)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "%s", argv[0]);
+	if (strcmp(basename(buf), "env"))
+		return 0;
+	int i = 1;
+	while (argv[i] && (strchr(argv[i], '=') || argv[i][0] == '-'))
+		i++;
+	return argv[i] ? i : 0;
+}
+
+const char *outname_script(char *const *argv)
+{
+	char buf[PATH_MAX];
+	int i = program_index(argv);
+	snprintf(buf, sizeof buf, "%s", argv[i]);
+	if (!is_interpreter(basename(buf)))
+		return NULL;
+	for (int k = i + 1; argv[k]; k++) {
+		const char *a = argv[k];
+		if (!strcmp(a, "-m") || !strcmp(a, "-c") || !strcmp(a, "-e") || !strcmp(a, "-"))
+			return NULL; /* a module or code on the command line */
+		if (a[0] != '-')
+			return a;
+		if (takes_arg(a) && argv[k + 1])
+			k++;
+	}
+	return NULL;
+}
+
 void outname_base(char *const *argv, char *base, size_t len)
 {
 	char buf[PATH_MAX];
-	int i = 0;
-	snprintf(buf, sizeof buf, "%s", argv[0]);
-	/* env [VAR=VALUE]... PROGRAM */
-	if (!strcmp(basename(buf), "env")) {
-		for (i = 1; argv[i] && (strchr(argv[i], '=') || argv[i][0] == '-'); i++)
-			;
-		if (!argv[i])
-			i = 0;
-		snprintf(buf, sizeof buf, "%s", argv[i]);
-	}
+	int i = program_index(argv);
+	snprintf(buf, sizeof buf, "%s", argv[i]);
 	snprintf(base, len, "%s", basename(buf));
 	if (!strcmp(base, "torchrun")) {
 		launched_script(argv, i + 1, base, len);
@@ -123,6 +148,7 @@ static const stp_outkind *kind_of(outname_kind kind)
 	case OUTNAME_PLAN: return &stp_outkind_plan;
 	case OUTNAME_TIMELINE: return &stp_outkind_timeline;
 	case OUTNAME_HTML: return &stp_outkind_report_html;
+	case OUTNAME_SNAPSHOT: return &stp_outkind_snapshot;
 	case OUTNAME_TRACE: break;
 	}
 	return &stp_outkind_trace;

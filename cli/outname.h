@@ -6,12 +6,15 @@
 #define STPROF_CLI_OUTNAME_H
 #include <stddef.h>
 
-typedef enum { OUTNAME_TRACE, OUTNAME_PLAN, OUTNAME_TIMELINE, OUTNAME_HTML } outname_kind;
+typedef enum { OUTNAME_TRACE, OUTNAME_PLAN, OUTNAME_TIMELINE, OUTNAME_HTML, OUTNAME_SNAPSHOT } outname_kind;
 
 /* The name outputs are called after, without directory or extension: the
  * program's, or for an interpreter (python3 x.py, bash run.sh) its script's;
  * `python3 -m pkg.mod` gives mod. */
 void outname_base(char *const *argv, char *base, size_t len);
+/* The script an interpreter in argv runs (python3 x.py: "x.py"), NULL
+ * when argv runs no interpreter or runs a module or code (-m, -c). */
+const char *outname_script(char *const *argv);
 /* 1 when PATH looks written by stprof as KIND (its first bytes). */
 int outname_ours(const char *path, outname_kind kind);
 /* 1 when something is at PATH that an output of KIND may not replace

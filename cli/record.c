@@ -251,8 +251,10 @@ static void remove_one(const char *path, void *arg)
 
 /* The Python shim (collector/python, copied beside libstprof.so as
  * stprof-python/) goes first on PYTHONPATH: every Python program the
- * recording runs loads it, and it loads the user's own sitecustomize. */
-void record_python_shim(const char *lib)
+ * recording runs loads it, and it loads the user's own sitecustomize.
+ * When it is missing and argv runs a Python interpreter, one warning says
+ * what the run loses (an installed copy without lib/stprof-python/). */
+void record_python_shim(const char *lib, char *const *argv)
 {
 	char dir[PATH_MAX];
 	const char *env = getenv("STPROF_PYTHON_DIR");
@@ -267,8 +269,16 @@ void record_python_shim(const char *lib)
 	}
 	char probe[PATH_MAX + 32];
 	snprintf(probe, sizeof probe, "%s/sitecustomize.py", dir);
-	if (access(probe, R_OK))
+	if (access(probe, R_OK)) {
+		const char *shim = getenv("STPROF_SHIM");
+		const char *prog = argv && argv[0] ? strrchr(argv[0], '/') : NULL;
+		prog = prog ? prog + 1 : argv && argv[0] ? argv[0] : "";
+		if (!strncmp(prog, "python", 6) && !(shim && !strcmp(shim, "0")))
+			stprof_err("warning: the Python shim is missing (%s): no iterations, phases, modules or tensor "
+			           "space from PyTorch; reinstall stprof or set STPROF_PYTHON_DIR",
+			           probe);
 		return;
+	}
 	const char *old = getenv("PYTHONPATH");
 	char buf[PATH_MAX * 2];
 	snprintf(buf, sizeof buf, "%s%s%s", dir, old && *old ? ":" : "", old ? old : "");
@@ -334,7 +344,7 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 	snprintf(buf, sizeof buf, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_PRELOAD", buf, 1);
 	setenv("STPROF_OUTPUT", trace, 1);
-	record_python_shim(lib);
+	record_python_shim(lib, argv);
 	if (o->accesses == RECORD_ACCESSES_OPS)
 		setenv("STPROF_ACCESSES", "1", 1);
 	if (o->torch_cuda)

@@ -49,7 +49,7 @@ int record_summary(const char *trace_path, const char *program, int status, int 
 /* Exits the way the program did: same exit code, or the same signal. */
 void exit_like(int status) __attribute__((noreturn));
 /* Puts the Python shim (stprof-python/ beside lib, libstprof.so) first on
- * PYTHONPATH, when it is there. */
-void record_python_shim(const char *lib);
+ * PYTHONPATH, when it is there; warns when it is not and argv runs Python. */
+void record_python_shim(const char *lib, char *const *argv);
 
 #endif

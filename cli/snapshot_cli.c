@@ -11,10 +11,37 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stprof/detector.h"
 #include "scratch.h"
 #include "stprof/snapshot.h"
 #include "stprof/symbolize.h"
 #include "util.h"
+
+/* the pickle each scratch import came from, for messages and names */
+#define MAX_IMPORTS 64
+static const char *imported[MAX_IMPORTS], *origin[MAX_IMPORTS];
+static int nimported;
+
+const char *stprof_input_name(const char *path)
+{
+	for (int i = 0; i < nimported; i++)
+		if (path == imported[i] || !strcmp(path, imported[i]))
+			return origin[i];
+	return path;
+}
+
+void stprof_snapshot_warn(const char *pickle, const stp_snapshot_import_stats *st)
+{
+	if (st->dropped_segments)
+		stprof_err("warning: %s: %" PRIu64 " items of its segments list are not segments (not dicts): dropped",
+		           pickle, st->dropped_segments);
+	if (!st->outside_allocs)
+		return;
+	stprof_err("warning: %s: %" PRIu64 " allocations lie outside every segment of their device (the first at 0x%" PRIx64
+	           "): the snapshot's segments are not the allocator's whole state, so they were dropped (%" PRIu64
+	           " segments; no reserved bytes, efficiency or actual figures)",
+	           pickle, st->outside_allocs, st->first_outside_addr, st->segments);
+}
 
 int stprof_pickle_input(const char **path, int quiet)
 {
@@ -40,6 +67,12 @@ int stprof_pickle_input(const char **path, int quiet)
 		stprof_err("%s", err);
 		return 1;
 	}
+	if (nimported < MAX_IMPORTS) {
+		imported[nimported] = out;
+		origin[nimported++] = *path;
+	}
+	if (!pprof)
+		stprof_snapshot_warn(*path, &st);
 	if (!quiet && pprof)
 		fprintf(stderr, "stprof: %s: JAX device memory profile: %" PRIu64 " buffers, %" PRIu64
 		                " executables imported\n",
@@ -102,10 +135,13 @@ static void on_resolve(void *ctx, uint64_t ip, int caller, stp_snap_frame *out)
 	out->line = f[0].line;
 }
 
-int snapshot_export_run(const char *trace, const char *out, int layout, int quiet)
+int snapshot_export_run(const char *trace, const char *out, int layout, int space, int quiet)
 {
 	resolver rs = {.sym = stp_sym_new()};
-	stp_snapshot_export_opts o = {.layout = layout, .module = on_module, .resolve = on_resolve, .ctx = &rs};
+	static const unsigned bits[] = {[STP_DET_SPACE_AUTO] = STP_SNAP_AUTO, [STP_DET_SPACE_HOST] = STP_SNAP_HEAP,
+	                                [STP_DET_SPACE_TENSORS] = STP_SNAP_TENSORS, [STP_DET_SPACE_DEVICE] = STP_SNAP_DEVICE};
+	stp_snapshot_export_opts o = {.layout = layout, .module = on_module, .resolve = on_resolve, .ctx = &rs,
+	                              .spaces = space >= 0 && space <= STP_DET_SPACE_DEVICE ? bits[space] : STP_SNAP_AUTO};
 	stp_snapshot_export_stats st;
 	char err[1024];
 	int rc = stp_snapshot_export(trace, out, &o, &st, err, sizeof err);
@@ -119,6 +155,13 @@ int snapshot_export_run(const char *trace, const char *out, int layout, int quie
 		printf("  %" PRIu64 " segments%s, %" PRIu64 " blocks, %" PRIu64 " trace entries, %" PRIu64 " frames\n",
 		       st.segments, st.synthetic_segments ? " (one per live allocation: the trace has none)" : "",
 		       st.blocks, st.entries, st.frames);
+		if (st.skipped_allocs) {
+			const char *what = st.spaces == STP_SNAP_TENSORS ? "the tensors"
+			                   : st.spaces == STP_SNAP_DEVICE ? "the device memory"
+			                                                  : "the host heap";
+			printf("  %s: %" PRIu64 " allocations; %" PRIu64 " of other memory spaces left out (--space)\n", what,
+			       st.allocs, st.skipped_allocs);
+		}
 		printf("open it at https://pytorch.org/memory_viz; see docs/snapshot.md\n");
 	}
 	return 0;

@@ -11,8 +11,9 @@
  *
  * Classes (docs/report.md): with ib(s) the number of iteration boundaries
  * up to s and A, F the values at allocation and free,
- *   persistent  covers a whole iteration, or lives from one iteration into
- *               a later one (det_crosses_iterations);
+ *   persistent  covers a whole iteration (det_crosses_iterations): weights,
+ *               optimizer state; not a tensor re-made every iteration that
+ *               crosses one boundary;
  *   init-only   allocated before the first iteration and freed before the
  *               second begins, or allocated after the last one;
  *   transient   A == F inside the loop and the same segment;
@@ -31,14 +32,16 @@
 #include "det.h"
 #include "space.h"
 
+/* Whether an object allocated at ib a and freed at ib f covers a whole
+ * iteration k: allocated before its begin (a <= 2k), freed after its end
+ * (f >= 2k + 2).  One that only crosses a boundary (allocated in iteration
+ * k, freed early in k + 1: a tensor re-made every iteration and deleted
+ * after the optimizer step, where the next iteration begins) does not. */
 int det_crosses_iterations(const stp_det *d, uint32_t a, uint32_t f)
 {
 	uint32_t n = d->niters;
-	uint32_t k0 = a / 2;
-	if (n >= 2 && k0 <= n - 2 && f >= 2 * k0 + 3)
-		return 1;
-	uint32_t k1 = (a + 1) / 2;
-	return n >= 1 && k1 <= n - 1 && f >= 2 * k1 + 2;
+	uint32_t k = (a + 1) / 2; /* the first iteration begun after a */
+	return n >= 1 && k <= n - 1 && f >= 2 * k + 2;
 }
 
 stp_det_class det_classify(const stp_det *d, uint32_t a, uint32_t sega, uint32_t f, uint32_t segf, int freed)
@@ -49,7 +52,7 @@ stp_det_class det_classify(const stp_det *d, uint32_t a, uint32_t sega, uint32_t
 	if (det_crosses_iterations(d, a, freed ? f : 2 * n + 2))
 		return STP_CLASS_PERSISTENT;
 	if (!freed)
-		return d->stats.whole ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
+		return d->stats.whole && !d->snapshot ? STP_CLASS_LEAKED : STP_CLASS_LIVE_AT_END;
 	if (a == f) {
 		if (a == 0 || a >= 2 * n)
 			return STP_CLASS_INIT_ONLY;
@@ -249,6 +252,35 @@ static void site_add_obj(stp_det *d, det_site_rec *sp, unsigned c, uint64_t size
 	k->life_logical[lb]++;
 }
 
+/* An ended object's slot back on the free list, its class, late-free
+ * entry and end (end_seq: UINT64_MAX never freed) kept for the exporter
+ * and the viewer when asked (objinfo.c). */
+static void release_obj(stp_det *d, uint32_t slot, stp_det_class c, uint32_t late_free, uint64_t end_seq)
+{
+	det_obj *o = &d->objs[slot];
+	if (d->ko_seq && o->ko < d->nko) {
+		d->ko_info[o->ko] = (uint16_t)((d->ko_info[o->ko] & ~15u) | (unsigned)c);
+		d->ko_lf[o->ko] = late_free;
+		det_ko_end(d, o->ko, end_seq);
+	}
+	o->flags &= (uint8_t)~DET_OBJ_LIVE;
+	o->site = d->obj_free;
+	d->obj_free = slot;
+}
+
+/* An object of a space not analyzed in depth (no call site): only its
+ * class, for the timeline's lanes; a never-freed one is not judged a leak. */
+static void finish_other(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t free_seq)
+{
+	det_obj *o = &d->objs[slot];
+	stp_det_class c = det_classify(d, o->ib, o->seg, p->ib, p->seg, freed);
+	if (c == STP_CLASS_LEAKED)
+		c = STP_CLASS_LIVE_AT_END;
+	if (d->have_ranges)
+		det_access_end_obj(d, slot, freed, p->ns);
+	release_obj(d, slot, c, UINT32_MAX, freed ? free_seq : UINT64_MAX);
+}
+
 /* The complete iterations of the loop (the last one when the trace was cut
  * or the iteration left open does not count). */
 static int64_t complete_iters(const stp_det *d)
@@ -308,6 +340,10 @@ static int survivor_push(stp_det *d, const det_obj *o, const pass2 *p, uint64_t 
 static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t free_seq)
 {
 	det_obj *o = &d->objs[slot];
+	if (o->site == DET_NO_SITE) {
+		finish_other(d, p, slot, freed, free_seq);
+		return;
+	}
 	det_site *s = &d->sites[o->site];
 	det_site_rec *sp = &d->spub[o->site];
 	uint64_t bytes = det_obj_bytes(o);
@@ -317,7 +353,12 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	stp_det_class c = det_classify(d, o->ib, o->seg, p->ib, p->seg, freed);
 	d->ko_hint = o->ko; /* findings of this object mark its record (objinfo.c) */
 	int leak = 0;
-	if (!freed && d->niters) {
+	if (!freed && d->snapshot) {
+		/* the state at a snapshot: its blocks are live, not leaked (the
+		 * program went on); nothing is set aside either */
+		if (c == STP_CLASS_LEAKED)
+			c = STP_CLASS_LIVE_AT_END;
+	} else if (!freed && d->niters) {
 		/* A leak is memory lost track of while the program runs: its site's
 		 * never-freed objects keep coming, from two or more complete
 		 * iterations and from at least half of them.  What else is never
@@ -343,13 +384,10 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 			d->res.leaks_set_aside_bytes += bytes;
 		}
 	}
-	int in_view = det_space_in_view(d, o->space);
-	if (in_view) {
-		d->res.class_objects[c]++;
-		d->res.class_bytes[c] += bytes;
-		if (o->flags & DET_OBJ_AT_PEAK)
-			d->res.peak_class_bytes[c] += bytes;
-	}
+	d->res.class_objects[c]++;
+	d->res.class_bytes[c] += bytes;
+	if (o->flags & DET_OBJ_AT_PEAK)
+		d->res.peak_class_bytes[c] += bytes;
 	uint64_t logical = d->have_ranges ? det_access_end_obj(d, slot, freed, p->ns)
 	                                  : (freed ? free_seq : d->last_seq + 1) - o->alloc_seq;
 	unsigned tb = freed ? det_time_bucket(life) : STP_DET_TIME_BUCKETS - 1;
@@ -369,11 +407,12 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	}
 	s->live_bytes -= bytes;
 	s->live_objects--;
-	if (leak && in_view)
+	if (leak)
 		leak_finding(d, s, o->site, o->addr, o->size, bytes, o->alloc_seq, o->alloc_ns, UINT64_MAX, UINT64_MAX, logical);
 	/* allocated in a complete iteration, freed only after the loop: a
-	 * survivor finish_live judges with the never-freed ones */
-	if (freed && in_view && d->niters && p->ib >= 2 * d->niters) {
+	 * survivor finish_live judges with the never-freed ones (not at a
+	 * snapshot: its blocks are live, not leaked) */
+	if (freed && !d->snapshot && d->niters && p->ib >= 2 * d->niters) {
 		int64_t ia = iter_of_ib(d, o->ib);
 		if (ia >= 0 && ia < complete_iters(d) && survivor_push(d, o, p, logical) < 0)
 			d->survivors_oom = 1;
@@ -381,14 +420,7 @@ static void finish_obj(stp_det *d, pass2 *p, uint32_t slot, int freed, uint64_t 
 	uint32_t lfe = UINT32_MAX;
 	if (freed && d->niters)
 		det_latefree_object(d, o, p->ns, p->ib, p->seg, &lfe);
-	if (d->ko_seq && o->ko < d->nko) {
-		d->ko_info[o->ko] = (uint16_t)((d->ko_info[o->ko] & ~15u) | (unsigned)c);
-		d->ko_lf[o->ko] = lfe;
-		det_ko_end(d, o->ko, freed ? free_seq : UINT64_MAX);
-	}
-	o->flags &= (uint8_t)~DET_OBJ_LIVE;
-	o->site = d->obj_free;
-	d->obj_free = slot;
+	release_obj(d, slot, c, lfe, freed ? free_seq : UINT64_MAX);
 }
 
 /* The primary peak: mark what is live. */
@@ -407,7 +439,7 @@ static void mark_peak(stp_det *d, uint32_t si)
 static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 {
 	const stp_alloc_info *a = &ev->u.alloc;
-	if (a->size < d->opt.min_size)
+	if (!DET_KEEPS(d, a->size))
 		return 0;
 	int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 	if (si < 0)
@@ -428,23 +460,27 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		d->sstate[o->space].live_objects--;
 		finish_obj(d, p, old, 1, ev->seq);
 	}
-	uint32_t site_idx = 0;
-	det_site *s = site_for(d, a->stack, a->kind, &site_idx);
+	/* only the analyzed space's objects have call sites (det_space_in_view) */
+	int in_view = det_space_in_view(d, (uint32_t)si);
+	uint32_t site_idx = DET_NO_SITE;
+	det_site *s = in_view ? site_for(d, a->stack, a->kind, &site_idx) : NULL;
 	uint32_t slot = obj_new(d); /* the slot pass 1 gave it (same free list) */
-	det_site_rec *sp = s ? &d->spub[site_idx] : NULL;
-	if (!s || slot == UINT32_MAX)
+	if ((in_view && !s) || slot == UINT32_MAX)
 		return -1;
 	det_obj *o = &d->objs[slot];
 	*o = (det_obj){.addr = a->addr, .size = a->size, .alloc_seq = ev->seq, .alloc_ns = p->ns, .site = site_idx,
 	               .seg = p->seg, .ib = p->ib, .space = (uint16_t)si,
 	               .flags = (uint8_t)(DET_OBJ_LIVE | (a->pool == STP_POOL_TENSORS ? DET_OBJ_POOL : 0)),
 	               .ko = UINT32_MAX, .w = (float)w};
-	sp->allocs++;
-	sp->bytes_allocated += bytes;
-	if (a->size > sp->max_size)
-		sp->max_size = a->size;
-	s->live_bytes += bytes;
-	s->live_objects++;
+	if (s) {
+		det_site_rec *sp = &d->spub[site_idx];
+		sp->allocs++;
+		sp->bytes_allocated += bytes;
+		if (a->size > sp->max_size)
+			sp->max_size = a->size;
+		s->live_bytes += bytes;
+		s->live_objects++;
+	}
 	det_space_state *ss = &d->sstate[si];
 	ss->live_bytes += bytes;
 	ss->live_objects++;
@@ -505,6 +541,8 @@ static int on_fold(stp_det *d, pass2 *p, const stp_event *ev)
 		int si = det_space_index(d, x->kind, det_space_device(x->kind, x->device, x->pool));
 		if (si < 0)
 			return -1;
+		if (!det_space_in_view(d, (uint32_t)si)) /* only the analyzed space has call sites */
+			continue;
 		uint32_t site_idx = 0;
 		det_site *s = site_for(d, x->stack, x->kind, &site_idx);
 		if (!s)
@@ -582,6 +620,8 @@ static int finish_live(stp_det *d, pass2 *p)
 	uint64_t nk = 0;
 	for (uint64_t j = 0; j < m; j++) {
 		det_obj *o = &d->objs[slots[j]];
+		if (o->site == DET_NO_SITE)
+			continue;
 		keys[nk++] = (surv_key){.seq = o->alloc_seq, .iter = iter_of_ib(d, o->ib), .site = o->site};
 	}
 	for (uint64_t j = 0; j < d->nsurv; j++)

@@ -46,7 +46,7 @@ typedef struct det_space_state {
 typedef struct det_obj {
 	uint64_t addr, size;
 	uint64_t alloc_seq, alloc_ns;
-	uint32_t site;     /* internal site index */
+	uint32_t site;     /* internal site index; DET_NO_SITE outside the analyzed space */
 	uint32_t seg;      /* segment at allocation */
 	uint32_t ib;       /* iteration-boundary count at allocation */
 	uint16_t space;
@@ -55,6 +55,14 @@ typedef struct det_obj {
 	uint32_t ko;       /* objinfo.c record (keep_objects) */
 	float w;           /* what it stands for: 1, or 1/p for a sampled heap object */
 } det_obj;
+/* An allocation larger than this (64 PiB, past any address space: x86-64
+ * and AArch64 address at most 2^57 bytes) cannot have happened; it is
+ * ignored and counted (stp_det_result.huge_ignored), so that no sum of the
+ * report wraps past 2^64. */
+#define DET_MAX_SIZE (1ull << 56)
+/* Whether the detector analyzes an allocation of this size. */
+#define DET_KEEPS(d, size) ((size) >= (d)->opt.min_size && (size) <= DET_MAX_SIZE)
+#define DET_NO_SITE UINT32_MAX /* det_obj.site of an object outside the analyzed space */
 /* The bytes an object counts for in sums (its size, weighted when sampled). */
 static inline uint64_t det_obj_bytes(const det_obj *o)
 {
@@ -165,6 +173,8 @@ struct stp_det {
 	int have_ranges;           /* API events carry address ranges */
 	uint8_t space_judged[256]; /* the access patterns judge space i's objects (det_scan) */
 	int have_iter_markers, have_phase_markers;
+	int snapshot;              /* the trace is a memory snapshot (STP_END_SNAPSHOT):
+	                            * what is live at its end is live, never leaked */
 
 	/* spaces */
 	stp_det_space *spaces;
@@ -308,7 +318,7 @@ int det_build_result(stp_det *d);
 stp_det_class det_classify(const stp_det *d, uint32_t ib_alloc, uint32_t seg_alloc, uint32_t ib_free,
                            uint32_t seg_free, int freed);
 /* 1 when an object alive over [ib_alloc, ib_free] covers a whole iteration
- * or crosses from one iteration into the next. */
+ * (crossing one boundary is not enough: analyze.c). */
 int det_crosses_iterations(const stp_det *d, uint32_t ib_alloc, uint32_t ib_free);
 
 /* findings (findings.c): det_finding_add_x with an stp_det_expect (0:

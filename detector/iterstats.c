@@ -42,7 +42,7 @@ int det_iter_stats(stp_det *d)
 			ib++;
 		if (ev.type == STP_EV_ALLOC) {
 			const stp_alloc_info *a = &ev.u.alloc;
-			if (a->size < d->opt.min_size || a->kind != ps->kind ||
+			if (!DET_KEEPS(d, a->size) || a->kind != ps->kind ||
 			    DET_ALLOC_DEVICE(a) != ps->device)
 				continue;
 			uint64_t old;

@@ -5,7 +5,9 @@
  * module)".  Pass 2 feeds it; the table lives until stp_det_free().
  * Invariants: one row per distinct name (names are interned by det_intern,
  * so equal names are one pointer); the stack is one per trace (markers of
- * all threads), deeper than 256 modules counts in the 256th.
+ * all threads), deeper than 256 modules counts in the 256th.  The rows sum
+ * to the analyzed space's allocations: those made before the first module
+ * marker are "(no module)" too.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@ struct det_modbytes {
 	stp_det_module *rows;
 	uint32_t nrows, cap;
 	int sorted;
+	int markers; /* a module marker was seen: the table is shown */
 	const char **names;        /* every name entered, in first-seen order */
 	uint32_t nnames, names_cap;
 };
@@ -52,6 +55,7 @@ void det_modbytes_marker(stp_det *d, const stp_event *ev)
 	if (!d->modbytes && !(d->modbytes = calloc(1, sizeof *d->modbytes)))
 		return;
 	det_modbytes *m = d->modbytes;
+	m->markers = 1;
 	if (mk->kind == STP_MARK_MODULE_EXIT) {
 		if (m->depth)
 			m->depth--;
@@ -96,9 +100,9 @@ const char *det_modbytes_name(const stp_det *d, uint32_t k)
 
 void det_modbytes_alloc(stp_det *d, uint64_t size)
 {
+	if (!d->modbytes && !(d->modbytes = calloc(1, sizeof *d->modbytes)))
+		return;
 	det_modbytes *m = d->modbytes;
-	if (!m)
-		return; /* no module markers so far */
 	const char *name = m->depth ? m->stack[(m->depth < MOD_DEPTH ? m->depth : MOD_DEPTH) - 1] : "(no module)";
 	stp_det_module *r = row_of(m, name);
 	if (r) {
@@ -117,7 +121,7 @@ uint32_t stp_det_modules(stp_det *d, const stp_det_module **out)
 {
 	det_modbytes *m = d->modbytes;
 	*out = NULL;
-	if (!m)
+	if (!m || !m->markers)
 		return 0;
 	if (!m->sorted && m->nrows)
 		qsort(m->rows, m->nrows, sizeof *m->rows, by_bytes);

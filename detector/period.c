@@ -378,8 +378,8 @@ int det_detect_period(stp_det *d)
 		                                  .end_ns = UINT64_MAX};
 		if (top + 1 < hi) {
 			uint64_t ts = d->tok_seq[top] + 1;
-			d->phases[d->nphases++] = (stp_det_phase){"forward", 0, (int32_t)k, bs, ts, UINT64_MAX, UINT64_MAX};
-			d->phases[d->nphases++] = (stp_det_phase){"backward", 0, (int32_t)k, ts, es, UINT64_MAX, UINT64_MAX};
+			d->phases[d->nphases++] = (stp_det_phase){"forward", 0, (int32_t)k, bs, ts, UINT64_MAX, UINT64_MAX, NULL};
+			d->phases[d->nphases++] = (stp_det_phase){"backward", 0, (int32_t)k, ts, es, UINT64_MAX, UINT64_MAX, NULL};
 		}
 	}
 	d->niters = niter;
@@ -395,8 +395,8 @@ int det_detect_period(stp_det *d)
 		if (turn_off && turn_off < ext_len) {
 			uint64_t ts = bs + turn_off;
 			int32_t k = (int32_t)d->niters;
-			d->phases[d->nphases++] = (stp_det_phase){"forward", 0, k, bs, ts, UINT64_MAX, UINT64_MAX};
-			d->phases[d->nphases++] = (stp_det_phase){"backward", 0, k, ts, es, UINT64_MAX, UINT64_MAX};
+			d->phases[d->nphases++] = (stp_det_phase){"forward", 0, k, bs, ts, UINT64_MAX, UINT64_MAX, NULL};
+			d->phases[d->nphases++] = (stp_det_phase){"backward", 0, k, ts, es, UINT64_MAX, UINT64_MAX, NULL};
 		}
 		d->niters++;
 	}

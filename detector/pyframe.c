@@ -43,6 +43,11 @@ int det_frame_is_user_python(const stp_det_frame *fr)
 	if (!STP_IS_PYFRAME(fr->ip) || !fr->file)
 		return 0;
 	const char *f = fr->file;
+	/* a snapshot's C++ frames are source frames too ("??", "Module.cpp"):
+	 * the user's lines are Python files */
+	size_t n = strlen(f);
+	if (n < 3 || strcmp(f + n - 3, ".py"))
+		return 0;
 	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python", "/lib64/python",
 	                                  "/collector/torch/python/", "/stprof-python/", 0};
 	if (f[0] == '<') /* <frozen importlib._bootstrap>, <string> */

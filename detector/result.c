@@ -34,7 +34,7 @@ static int cmp_findings(const void *a, const void *b)
 int det_build_result(stp_det *d)
 {
 	stp_det_result *r = &d->res;
-	r->path = d->path;
+	r->path = d->opt.name ? d->opt.name : d->path;
 	r->command = d->command ? d->command : "";
 	r->error = d->error;
 	r->events = d->stats.events;
@@ -66,7 +66,12 @@ int det_build_result(stp_det *d)
 			p->begin_ns = cut_time(d, p->begin_seq, d->end_ns);
 		if (p->end_ns == UINT64_MAX)
 			p->end_ns = cut_time(d, p->end_seq, d->end_ns);
+		if (p->end_ns < p->begin_ns) /* clocks out of order between threads: no negative length */
+			p->end_ns = p->begin_ns;
 	}
+	for (uint32_t k = 0; k < d->niters; k++)
+		if (d->iters[k].end_ns < d->iters[k].begin_ns)
+			d->iters[k].end_ns = d->iters[k].begin_ns;
 	if (r->primary >= 0) {
 		uint64_t ps = d->spaces[r->primary].peak_seq;
 		for (uint32_t k = 0; k < d->niters; k++)

@@ -168,11 +168,16 @@ static int push_reuse(stp_det *d, uint64_t seq, uint32_t slot)
 	return 0;
 }
 
-/* The collector's annotations on how accesses were recorded (the Compute
- * Sanitizer backend's, docs/accesses.md). */
+/* The annotations the detector reads: the collector's on how accesses were
+ * recorded (the Compute Sanitizer backend's, docs/accesses.md), and an
+ * imported snapshot's segments dropped as inconsistent (docs/snapshot.md). */
 static void note_annotation(stp_det *d, const char *name, int64_t v)
 {
 	static const char pre[] = "stprof.sanitizer";
+	if (name && !strcmp(name, "stprof.segments_dropped")) {
+		d->res.segments_dropped = v > 0 ? (uint64_t)v : 0; /* snap_import.c */
+		return;
+	}
 	if (!name || strncmp(name, pre, sizeof pre - 1))
 		return;
 	const char *k = name + sizeof pre - 1;
@@ -205,7 +210,8 @@ int det_scan(stp_det *d)
 	}
 	struct stat st;
 	uint64_t fsize = stat(d->path, &st) == 0 ? (uint64_t)st.st_size : 0;
-	det_map live, segs, small; /* small: allocations under --min-size, whose frees are not "unknown" */
+	det_map live, segs, small; /* small: allocations ignored (under --min-size, or of an
+	                            * impossible size), whose frees are not "unknown" */
 	if (det_map_init(&live, 1024) < 0 || det_map_init(&segs, 64) < 0 || det_map_init(&small, 64) < 0) {
 		stp_reader_close(r);
 		return -1;
@@ -231,14 +237,17 @@ int det_scan(stp_det *d)
 		switch (ev.type) {
 		case STP_EV_ALLOC: {
 			const stp_alloc_info *a = &ev.u.alloc;
-			if (a->size < d->opt.min_size) {
-				d->res.small_ignored++;
+			if (!DET_KEEPS(d, a->size)) {
+				if (a->size > DET_MAX_SIZE)
+					d->res.huge_ignored++;
+				else
+					d->res.small_ignored++;
 				if (det_map_put(&small, a->addr, 1, NULL) < 0)
 					goto oom;
 				break;
 			}
 			uint64_t was_small;
-			if (d->opt.min_size)
+			if (d->res.small_ignored || d->res.huge_ignored)
 				det_map_del(&small, a->addr, &was_small);
 			int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 			if (si < 0)
@@ -298,6 +307,11 @@ int det_scan(stp_det *d)
 			ss->live_bytes += bytes;
 			ss->live_objects++;
 			live_total += bytes;
+			/* the allocator's blocks lie inside its segments (pool 1's,
+			 * when it is recorded): more than reserved means segment
+			 * events are missing (stp_det_space.over_reserved) */
+			if (sp->reserved_peak && (sp->pool_allocs ? ss->pool_live : ss->live_bytes) > ss->reserved)
+				sp->over_reserved++;
 			if (ss->live_bytes > sp->peak_bytes &&
 			    (!d->opt.has_window || (ns >= d->opt.window_begin_ns && ns < d->opt.window_end_ns))) {
 				sp->peak_bytes = ss->live_bytes;
@@ -327,7 +341,7 @@ int det_scan(stp_det *d)
 		case STP_EV_FREE: {
 			uint64_t v;
 			if (!det_map_del(&live, ev.u.free.addr, &v)) {
-				if (!d->opt.min_size || !det_map_del(&small, ev.u.free.addr, &v))
+				if (!(d->res.small_ignored || d->res.huge_ignored) || !det_map_del(&small, ev.u.free.addr, &v))
 					d->res.unknown_frees++;
 				if (d->want_slots && push_fslot(d, UINT32_MAX) < 0)
 					goto oom;
@@ -416,6 +430,8 @@ int det_scan(stp_det *d)
 				sp->bytes_allocated += x->bytes;
 				sp->bytes_freed += x->bytes;
 				d->res.folded_allocs += x->allocs;
+				sp->folded_allocs += x->allocs;
+				sp->folded_bytes += x->bytes;
 				uint64_t peak = ss->iter_begin_live + x->carried_in + x->peak;
 				top += x->carried_in + x->peak;
 				if (peak > sp->peak_bytes &&
@@ -453,6 +469,8 @@ int det_scan(stp_det *d)
 	if (rc < 0)
 		d->error = strdup(stp_reader_error(r));
 	d->stats = *stp_reader_stats(r);
+	/* a snapshot (or a detach) is a moment of a program that went on */
+	d->snapshot = d->stats.whole && d->stats.end_reason == STP_END_SNAPSHOT;
 	for (uint32_t i = 0; i < d->nspaces; i++) {
 		d->spaces[i].live_bytes_end = d->sstate[i].live_bytes;
 		d->spaces[i].live_objects_end = d->sstate[i].live_objects;

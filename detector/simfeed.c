@@ -11,7 +11,9 @@
  *   - otherwise the host allocations of at least opt.sim_host_min_size
  *     bytes (512: PyTorch's smallest block; smaller ones are interpreter and
  *     library objects a GPU allocator would never see) and their frees:
- *     "what if these ran on a GPU".
+ *     "what if these ran on a GPU"; on a PyTorch CPU run analyzed in its
+ *     tensor space, every tensor whatever its size (a GPU allocator sees
+ *     small tensors too, and rounds them to 512 bytes).
  * Invariants: a free is fed only for an object whose allocation was (the
  * object's DET_OBJ_SIM flag); objects are named by the detector's slots
  * (allocsim_collector_event_slot), so the models' log keeps no address map
@@ -91,8 +93,9 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 		if (d->res.primary >= 0 && d->spaces[d->res.primary].kind == STP_MEM_HOST &&
 		    (d->spaces[d->res.primary].device == DET_DEV_TENSORS) != (DET_ALLOC_DEVICE(a) == DET_DEV_TENSORS))
 			return;
-		/* (JAX's buffers are all device buffers on a GPU, the small ones too) */
-		if (a->size < d->opt.sim_host_min_size && a->pool != STP_POOL_JAX) {
+		/* a framework's buffers (PyTorch's CPU tensors; JAX's buffers,
+		 * all device buffers on a GPU) count, the small ones too */
+		if (a->size < d->opt.sim_host_min_size && DET_ALLOC_DEVICE(a) != DET_DEV_TENSORS) {
 			d->res.sim_skipped++;
 			return;
 		}
@@ -130,6 +133,8 @@ void det_sim_finish(stp_det *d)
 	} else {
 		d->sim_ran = 1;
 		d->sim.start_time = d->t0;
+		if (!d->sim_device && d->res.primary >= 0 && d->spaces[d->res.primary].tensors)
+			d->sim.host_name = "CPU tensors";
 		det_sim_merge_sites(d); /* simsites.c: one row per call site */
 	}
 	allocsim_collector_destroy(d->simc);
@@ -137,7 +142,9 @@ void det_sim_finish(stp_det *d)
 	d->res.sim = d->sim_ran ? &d->sim : NULL;
 	d->res.sim_error = d->sim_error;
 	d->res.sim_host = !d->sim_device;
-	d->res.sim_min_size = d->sim_device ? 0 : d->opt.sim_host_min_size;
+	d->res.sim_min_size = d->sim_device || (d->res.primary >= 0 && d->spaces[d->res.primary].tensors)
+	                          ? 0
+	                          : d->opt.sim_host_min_size;
 }
 
 void det_sim_free_all(stp_det *d)

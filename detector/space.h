@@ -22,12 +22,13 @@ static inline int32_t det_space_device(uint8_t kind, int32_t device, uint32_t po
 }
 #define DET_ALLOC_DEVICE(a) det_space_device((a)->kind, (a)->device, (a)->pool)
 
-/* Whether objects of space si count in the totals and findings: all of
- * them, except on a run analyzed in its tensor space (then only those). */
+/* Whether objects of space si are analyzed in depth: the primary space's
+ * only (call sites, classes, findings), so that the report's classes and
+ * call sites sum to the space it names (stp_det_check). */
 static inline int det_space_in_view(const stp_det *d, uint32_t si)
 {
 	int32_t p = d->res.primary;
-	return p < 0 || (uint32_t)p == si || !d->spaces[p].tensors;
+	return p < 0 || (uint32_t)p == si;
 }
 
 /* Host-heap sampling (trace.h, STP_HEAP_SAMPLE_ANNOTATION): a pass keeps
@@ -39,7 +40,9 @@ static inline double det_alloc_weight(uint64_t interval, const stp_alloc_info *a
 {
 	if (!interval || a->kind != STP_MEM_HOST || a->pool != 0)
 		return 1.0;
-	return stp_heap_weight(a->size, interval);
+	/* rounded to a float, as det_obj keeps it: an object's bytes are
+	 * the same when it is allocated and when it ends (det_obj_bytes) */
+	return (double)(float)stp_heap_weight(a->size, interval);
 }
 /* The bytes an allocation of size with weight w stands for. */
 static inline uint64_t det_weighted(uint64_t size, double w)

@@ -6,6 +6,7 @@
  * heap is one option away (--space host).  Without tensors, the space with
  * the highest peak.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "det.h"
@@ -22,7 +23,22 @@ int stp_det_space_parse(const char *name, int *space)
 	return -1;
 }
 
-static int wanted(const stp_det_space *s, int want)
+const char *stp_det_space_name(const stp_det_space *s, char *buf, size_t len)
+{
+	if (s->kind == STP_MEM_HOST && s->tensors)
+		snprintf(buf, len, s->jax ? "jax buffers (cpu)" : "cpu tensors");
+	else if (s->jax && s->device >= 0)
+		snprintf(buf, len, "jax buffers (%s %d)", stp_mem_kind_name(s->kind), s->device);
+	else if (s->kind == STP_MEM_HOST)
+		snprintf(buf, len, "host");
+	else if (s->device >= 0)
+		snprintf(buf, len, "%s %d", stp_mem_kind_name(s->kind), s->device);
+	else
+		snprintf(buf, len, "%s", stp_mem_kind_name(s->kind));
+	return buf;
+}
+
+int stp_det_space_is(const stp_det_space *s, int want)
 {
 	switch (want) {
 	case STP_DET_SPACE_HOST: return s->kind == STP_MEM_HOST && s->device != DET_DEV_TENSORS;
@@ -36,7 +52,7 @@ static int32_t highest(const stp_det *d, int want)
 {
 	int32_t best = -1;
 	for (uint32_t i = 0; i < d->nspaces; i++)
-		if (d->spaces[i].allocs && wanted(&d->spaces[i], want) &&
+		if (d->spaces[i].allocs && stp_det_space_is(&d->spaces[i], want) &&
 		    (best < 0 || d->spaces[i].peak_bytes > d->spaces[best].peak_bytes))
 			best = (int32_t)i;
 	return best;

@@ -115,8 +115,11 @@ void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t l
 		break;
 	case STP_MARK_PHASE_BEGIN:
 		d->have_phase_markers = 1;
-		if (d->phase_depth++ > 0)
+		if (d->phase_depth++ > 0) { /* only top-level phases make windows: name the nested one */
+			if (d->phase_open && !d->phases[d->phase_open - 1].inner)
+				d->phases[d->phase_open - 1].inner = det_intern(d, r, m->name);
 			break;
+		}
 		if (grow((void **)&d->phases, &d->phases_cap, d->nphases, sizeof *d->phases) < 0)
 			return;
 		d->phases[d->nphases] = (stp_det_phase){.name = det_intern(d, r, m->name), .micro_batch = m->value,
@@ -218,8 +221,8 @@ int det_windows_from_markers(stp_det *d)
 		uint64_t t = d->turn_seq[k], tn = d->turn_ns[k];
 		if (t <= it->begin_seq || t >= it->end_seq)
 			continue;
-		d->phases[d->nphases++] = (stp_det_phase){"forward", 0, (int32_t)k, it->begin_seq, t, it->begin_ns, tn};
-		d->phases[d->nphases++] = (stp_det_phase){"backward", 0, (int32_t)k, t, it->end_seq, tn, it->end_ns};
+		d->phases[d->nphases++] = (stp_det_phase){"forward", 0, (int32_t)k, it->begin_seq, t, it->begin_ns, tn, NULL};
+		d->phases[d->nphases++] = (stp_det_phase){"backward", 0, (int32_t)k, t, it->end_seq, tn, it->end_ns, NULL};
 	}
 	d->res.timeline.phase_source = d->nphases ? STP_DET_SRC_DETECTED : STP_DET_SRC_NONE;
 	if (d->nphases) {

@@ -13,7 +13,10 @@
  * add up to total_size, which PyTorch's readers check).  A trace without
  * segments (host heap) gets one segment per live allocation and a key
  * stprof.synthetic_segments = True so that importing it back adds none.
- * Host events go to device 0.  Frames: source frames by their names, other
+ * Only the allocations of the spaces asked for are written (a PyTorch CPU
+ * run's tensors by default, not the interpreter's heap: STP_SNAP_AUTO picks
+ * them in a first pass).  Host events go to device 0.  Frames: source
+ * frames by their names, other
  * addresses through the caller's resolver; each frame and each call path is
  * written once and shared through the pickle memo.
  */
@@ -66,7 +69,37 @@ typedef struct exporter {
 	size_t nnames;
 	uint32_t ndev;
 	int any_segment;
+	unsigned spaces; /* STP_SNAP_* bits written */
 } exporter;
+
+static unsigned space_of(const stp_alloc_info *a)
+{
+	if (a->kind != STP_MEM_HOST)
+		return STP_SNAP_DEVICE;
+	return a->pool == STP_POOL_TENSORS ? STP_SNAP_TENSORS : STP_SNAP_HEAP;
+}
+
+/* STP_SNAP_AUTO: device memory if the trace has any, else tensors, else
+ * everything (a first pass over the allocations).  0 with err on a bad trace. */
+static unsigned auto_spaces(const char *stp, char *err, size_t errlen)
+{
+	stp_reader *r = stp_reader_open(stp, err, errlen);
+	if (!r)
+		return 0;
+	unsigned seen = 0;
+	stp_event ev;
+	int got;
+	while ((got = stp_reader_next(r, &ev)) == 1)
+		if (ev.type == STP_EV_ALLOC)
+			seen |= space_of(&ev.u.alloc);
+	if (got < 0)
+		snprintf(err, errlen, "%s", stp_reader_error(r));
+	stp_reader_close(r);
+	if (got < 0)
+		return 0;
+	return seen & STP_SNAP_DEVICE ? STP_SNAP_DEVICE : seen & STP_SNAP_TENSORS ? STP_SNAP_TENSORS
+	                                                                          : STP_SNAP_HEAP | STP_SNAP_TENSORS | STP_SNAP_DEVICE;
+}
 
 static int grow(void **p, size_t *cap, size_t n, size_t sz)
 {
@@ -160,6 +193,13 @@ static int on_event(exporter *x, const stp_event *ev)
 	}
 	case STP_EV_ALLOC: {
 		const stp_alloc_info *a = &ev->u.alloc;
+		if (!(space_of(a) & x->spaces)) { /* another space: left out (its frees find nothing) */
+			if (u64map_get(&x->live_obj, a->addr, &i)) /* ends what it replaces */
+				x->objs[i].live = 0, u64map_del(&x->live_obj, a->addr);
+			x->st->skipped_allocs++;
+			return 0;
+		}
+		x->st->allocs++;
 		obj o = {a->addr, a->size, a->requested ? a->requested : a->size, a->stream, a->stack,
 		         dev_of(a->device), 1};
 		if (add_obj(&x->objs, &x->nobjs, &x->ocap, &x->live_obj, o) < 0)
@@ -181,6 +221,8 @@ static int on_event(exporter *x, const stp_event *ev)
 		}
 	case STP_EV_SEGMENT_RESERVE: {
 		const stp_segment_info *s = &ev->u.segment;
+		if (!(x->spaces & STP_SNAP_DEVICE))
+			return 0;
 		obj o = {s->addr, s->size, s->size, s->stream, s->stack, dev_of(s->device), 1};
 		x->any_segment = 1;
 		if (add_obj(&x->segs, &x->nsegs, &x->scap, &x->live_seg, o) < 0)
@@ -487,7 +529,10 @@ int stp_snapshot_export(const char *stp, const char *out_pickle, const stp_snaps
 		st = &dst;
 	memset(st, 0, sizeof *st);
 	int layout = o->layout == 113 ? 113 : 2;
-	exporter x = {.o = o, .st = st};
+	exporter x = {.o = o, .st = st, .spaces = o->spaces};
+	if (!x.spaces && !(x.spaces = auto_spaces(stp, err, errlen)))
+		return -1;
+	st->spaces = x.spaces;
 	x.r = stp_reader_open(stp, err, errlen);
 	if (!x.r)
 		return -1;

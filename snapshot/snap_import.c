@@ -21,7 +21,11 @@
  * the records kept and the frames, not the pickle.  Frames are numbered in
  * the order the written trace uses them, so an export imported back numbers
  * them alike.  Times: time_us when the entries have it, else 1 us per entry
- * in order.
+ * in order.  A malformed snapshot (a segment or block that is not a dict, a
+ * size that is not a non-negative integer, a block outside its segment) is
+ * refused in one line; allocations outside every segment make the segments
+ * dropped (snap_check.c).  The trace ends as STP_END_SNAPSHOT: the program
+ * went on.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -64,7 +68,7 @@ static const pk_place places[NPLACES] = {
 	[P_BLOCK] = {block_keys, 0, 0, 0, 0},
 	[P_HIST] = {NULL, P_HENT, 0, 0, 0},
 	[P_HENT] = {hent_keys, 0, 0, 0, 0},
-	[P_DTRACES] = {NULL, P_TRACE, 0, 0, 0},
+	[P_DTRACES] = {NULL, P_TRACE, 1, 0, 0}, /* a scalar: kept, to be refused */
 	[P_TRACE] = {NULL, P_ENTRY, 0, 1, 0},
 	[P_ENTRY] = {entry_keys, 0, 0, 0, 0},
 	[P_ANNS] = {NULL, P_ANN, 0, 1, 0},
@@ -106,6 +110,11 @@ typedef struct importer {
 	/* the trace entries and annotations as they come */
 	uint32_t list_at;   /* offset of the trace list read last */
 	uint64_t t_prev, order, nann;
+	uint64_t entry_i;   /* the entry's index in its device's trace */
+	/* the first malformed item, said once the pickle has been read whole (a
+	 * pickle cut short is said as such first); malformed() sets it */
+	char *refusal;
+	int malformed_now;
 	char **names;       /* annotation names, owned */
 	size_t nnames, namecap;
 } importer;
@@ -114,6 +123,47 @@ static int oom(importer *im)
 {
 	snprintf(im->err, im->errlen, "%s: out of memory", im->path);
 	return -1;
+}
+
+static const char *type_name(const pk_val *v)
+{
+	static const char *const n[] = {"None", "a bool", "an int", "an int", "a float", "a str", "bytes",
+	                                "a list", "a tuple", "a dict"};
+	return v->type < sizeof n / sizeof n[0] ? n[v->type] : "a value";
+}
+
+/* A malformed snapshot is refused in one line naming the offset and what
+ * is wrong, never imported with made-up figures: -1 with err set. */
+static int malformed(importer *im, const pk_val *at, const char *what, const char *key, const char *why)
+{
+	snprintf(im->err, im->errlen, "%s: offset %" PRIu32 ": not a valid PyTorch memory snapshot: %s%s%s%s %s",
+	         im->path, at->offset, what, key ? " '" : "", key ? key : "", key ? "'" : "", why);
+	im->malformed_now = 1;
+	return -1;
+}
+
+/* obj[key] as a byte count or address: a non-negative integer.  Absent:
+ * dflt when not required.  0, or -1 with err set. */
+static int get_uint(importer *im, const pk_val *obj, const char *what, const char *key, int required, uint64_t dflt,
+                    uint64_t *out)
+{
+	const pk_val *v = pk_get(obj, key);
+	if (!v) {
+		*out = dflt;
+		return required ? malformed(im, obj, what, key, "is missing") : 0;
+	}
+	if ((v->type == PK_INT && v->u.i >= 0) || (v->type == PK_BIGINT && v->n)) {
+		*out = pk_uint(v, 0);
+		return 0;
+	}
+	char why[64];
+	if (v->type == PK_INT)
+		snprintf(why, sizeof why, "is negative (%" PRId64 ")", v->u.i);
+	else if (v->type == PK_BIGINT)
+		snprintf(why, sizeof why, "does not fit 64 bits");
+	else
+		snprintf(why, sizeof why, "is %s, not a byte count", type_name(v));
+	return malformed(im, v, what, key, why);
 }
 
 static uint64_t fnv(const char *s)
@@ -234,33 +284,47 @@ static int set_stack(importer *im, imp_ev *e, const pk_val *frames)
 	return 0;
 }
 
-/* The blocks of one segment into end_allocs (allocated ones). */
-static int read_blocks(importer *im, const pk_val *seg, const imp_ev *sev)
+/* The blocks of one segment into end_allocs (allocated ones).  Each block
+ * must lie inside its segment (PyTorch's blocks tile it). */
+static int read_blocks(importer *im, const pk_val *seg, const imp_ev *sev, uint32_t si)
 {
 	const pk_val *blocks = pk_get(seg, "blocks");
-	if (!pk_is_seq(blocks))
+	if (!blocks)
 		return 0;
-	uint64_t addr = sev->addr;
+	char what[96];
+	snprintf(what, sizeof what, "segment %u's", si);
+	if (!pk_is_seq(blocks))
+		return malformed(im, blocks, what, "blocks", "is not a list");
+	uint64_t addr = sev->addr, seg_end = sev->addr + sev->size;
 	for (uint32_t i = 0; i < blocks->n; i++) {
 		const pk_val *b = blocks->u.items[i];
+		snprintf(what, sizeof what, "block %u of segment %u", i, si);
 		if (b->type != PK_DICT)
-			continue;
+			return malformed(im, b, what, NULL, "is not a dict");
 		im->st->blocks++;
-		uint64_t size = pk_uint(pk_get(b, "size"), 0);
-		uint64_t at = pk_uint(pk_get(b, "address"), addr);
+		uint64_t size, at, req;
+		if (get_uint(im, b, what, "size", 1, 0, &size) < 0 || get_uint(im, b, what, "address", 0, addr, &at) < 0 ||
+		    get_uint(im, b, what, "requested_size", 0, 0, &req) < 0)
+			return -1;
+		if (at < sev->addr || at > seg_end || size > seg_end - at) {
+			char why[160];
+			snprintf(why, sizeof why, "(%" PRIu64 " bytes at 0x%" PRIx64 ") does not fit its segment (%" PRIu64
+			         " bytes at 0x%" PRIx64 ")",
+			         size, at, sev->size, sev->addr);
+			return malformed(im, b, what, NULL, why);
+		}
 		addr = at + size;
 		const char *state = pk_str(pk_get(b, "state"), "");
 		if (strcmp(state, "active_allocated") && strcmp(state, "active_pending_free"))
 			continue;
 		const pk_val *frames = pk_get(b, "frames");
-		uint64_t req = pk_uint(pk_get(b, "requested_size"), 0);
 		const pk_val *hist = pk_get(b, "history");
 		if (pk_is_seq(hist) && hist->n) { /* 1.13 / 2.0: the last history entry is the live one */
 			const pk_val *h = hist->u.items[hist->n - 1];
 			if (!frames)
 				frames = pk_get(h, "frames");
-			if (!req)
-				req = pk_uint(pk_get(h, "real_size"), 0);
+			if (!req && h->type == PK_DICT && get_uint(im, h, what, "real_size", 0, 0, &req) < 0)
+				return -1;
 		}
 		imp_ev e = {.type = STP_EV_ALLOC, .device = sev->device, .addr = at, .size = size,
 		            .requested = req ? req : size, .stream = sev->stream};
@@ -273,17 +337,28 @@ static int read_blocks(importer *im, const pk_val *seg, const imp_ev *sev)
 /* One segment (of `segments`, or of a 1.13 snapshot's list). */
 static int segment_in(importer *im, const pk_val *s)
 {
+	uint32_t i = (uint32_t)im->st->segments;
+	char what[64];
+	snprintf(what, sizeof what, "segment %u", i);
 	if (s->type != PK_DICT)
-		return 0;
+		return malformed(im, s, what, NULL, "is not a dict");
 	im->st->segments++;
-	imp_ev e = {.type = STP_EV_SEGMENT_RESERVE, .device = (int32_t)pk_int(pk_get(s, "device"), 0),
-	            .addr = pk_uint(pk_get(s, "address"), 0), .size = pk_uint(pk_get(s, "total_size"), 0),
-	            .stream = pk_uint(pk_get(s, "stream"), 0)};
+	uint64_t device, stream;
+	imp_ev e = {.type = STP_EV_SEGMENT_RESERVE};
+	if (get_uint(im, s, what, "device", 0, 0, &device) < 0 || get_uint(im, s, what, "address", 1, 0, &e.addr) < 0 ||
+	    get_uint(im, s, what, "total_size", 1, 0, &e.size) < 0 || get_uint(im, s, what, "stream", 0, 0, &stream) < 0)
+		return -1;
+	if (device > INT32_MAX)
+		return malformed(im, s, what, "device", "is not a device index");
+	if (e.addr + e.size < e.addr)
+		return malformed(im, s, what, NULL, "ends past the 64-bit address space");
+	e.device = (int32_t)device;
+	e.stream = stream;
 	e.requested = e.size;
 	/* a segment of stprof's own export is left out at the end (synthetic) */
 	if (set_stack(im, &e, pk_get(s, "frames")) < 0 || imp_push(&im->end_segs, &e) < 0)
 		return oom(im);
-	return read_blocks(im, s, &e);
+	return read_blocks(im, s, &e, i);
 }
 
 /* One trace entry of the device whose trace is `list`. */
@@ -292,12 +367,21 @@ static int entry_in(importer *im, const pk_val *list, const pk_val *en)
 	if (list->offset != im->list_at) { /* the next device's trace */
 		im->list_at = list->offset;
 		im->t_prev = 0;
+		im->entry_i = 0;
 	}
+	char what[96];
+	snprintf(what, sizeof what, "trace entry %" PRIu64 " of device %u", im->entry_i++, (unsigned)list->pos);
+	if (en->type != PK_DICT)
+		return malformed(im, en, what, NULL, "is not a dict");
 	im->st->entries++;
 	const char *act = pk_str(pk_get(en, "action"), "");
-	uint64_t size = pk_uint(pk_get(en, "size"), 0);
-	imp_ev e = {.device = (int32_t)list->pos, .addr = pk_uint(pk_get(en, "addr"), 0), .size = size,
-	            .requested = size, .stream = pk_uint(pk_get(en, "stream"), 0)};
+	/* the entries that are about memory carry an address and a size */
+	int mem = !strcmp(act, "alloc") || !strncmp(act, "free_", 5) || !strncmp(act, "segment_", 8);
+	uint64_t size, addr, stream;
+	if (get_uint(im, en, what, "size", mem, 0, &size) < 0 || get_uint(im, en, what, "addr", mem, 0, &addr) < 0 ||
+	    get_uint(im, en, what, "stream", 0, 0, &stream) < 0)
+		return -1;
+	imp_ev e = {.device = (int32_t)list->pos, .addr = addr, .size = size, .requested = size, .stream = stream};
 	const pk_val *tu = pk_get(en, "time_us");
 	e.time_ns = tu ? pk_uint(tu, 0) * 1000 : im->t_prev + 1000;
 	if (e.time_ns < im->t_prev)
@@ -365,12 +449,20 @@ static int sink(void *ctx, const pk_val *list, const pk_val *item, char *err, si
 	(void)err;
 	(void)errlen; /* im->err is the same buffer */
 	importer *im = ctx;
+	if (im->refusal)
+		return 0; /* refused already: read on to the end, for a pickle cut short */
+	int rc = 0;
 	switch (places[list->place].items) {
-	case P_SEG: return segment_in(im, item);
-	case P_ENTRY: return entry_in(im, list, item);
-	case P_ANN: return annotation_in(im, item);
+	case P_SEG: rc = segment_in(im, item); break;
+	case P_ENTRY: rc = entry_in(im, list, item); break;
+	case P_ANN: rc = annotation_in(im, item); break;
 	}
-	return 0;
+	if (rc < 0 && im->malformed_now) {
+		if (!(im->refusal = strdup(im->err)))
+			return oom(im);
+		return 0;
+	}
+	return rc;
 }
 
 static int by_time(const void *a, const void *b)
@@ -440,6 +532,13 @@ static int write_trace(importer *im, const char *out, const uint32_t *perm, cons
 		                                .size = STP_SRCFRAME_STRIDE, .bias = base};
 		bad |= stp_writer_event(w, &ev) < 0;
 	}
+	if (im->st->outside_allocs && !bad) { /* detector.h: stp_det_result.segments_dropped */
+		ev = (stp_event){.type = STP_EV_MARKER, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = t0};
+		ev.u.marker = (stp_marker_info){.kind = STP_MARK_ANNOTATION,
+		                                .name = stp_writer_string(w, "stprof.segments_dropped"),
+		                                .value = (int64_t)im->st->outside_allocs};
+		bad |= stp_writer_event(w, &ev) < 0;
+	}
 	for (size_t i = 0; i < im->out.n && !bad; i++) {
 		const imp_ev *e = &im->out.v[i];
 		ev = (stp_event){.type = e->type, .tid = 1, .seq = STP_SEQ_AUTO, .time_ns = e->time_ns};
@@ -471,7 +570,8 @@ static int write_trace(importer *im, const char *out, const uint32_t *perm, cons
 		stp_writer_discard(w);
 		return -1;
 	}
-	if (stp_writer_close(w, STP_END_EXIT, 0) < 0) {
+	/* a snapshot is the state of a program that went on running */
+	if (stp_writer_close(w, STP_END_SNAPSHOT, 0) < 0) {
 		snprintf(im->err, im->errlen, "%s: cannot write the trace", out);
 		return -1;
 	}
@@ -493,6 +593,9 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 			im->st->synthetic_segments = 1;
 			im->end_segs.n = 0; /* stprof's export made them up */
 		}
+		const pk_val *dt = pk_get(root, "device_traces");
+		if (dt && !pk_is_seq(dt))
+			return malformed(im, dt, "its", "device_traces", "is not a list");
 	} else if (root->type == PK_LIST) {
 		im->st->layout = 113;
 	} else {
@@ -500,6 +603,11 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 		         im->path, root->offset);
 		return -1;
 	}
+	/* items of the segments list that were no segment (not a dict: a
+	 * number, a list) were dropped by the reader: counted, for a warning */
+	const pk_val *sl = root->type == PK_DICT ? pk_get(root, "segments") : root;
+	uint64_t items = sl ? (uint64_t)sl->cap : 0;
+	im->st->dropped_segments = items > im->st->segments ? items - im->st->segments : 0;
 	if (im->trace.n)
 		qsort(im->trace.v, im->trace.n, sizeof *im->trace.v, by_time);
 	if (imp_replay_initial(&im->end_segs, &im->end_allocs, &im->trace, &im->out) < 0)
@@ -515,7 +623,22 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 	for (size_t i = 0; i < im->trace.n; i++)
 		if (imp_push(&im->out, &im->trace.v[i]) < 0)
 			return oom(im);
-	/* only the call paths of events written: a frame nobody uses is left out */
+	/* every allocation lies in a segment of its device, or the segments are
+	 * not the allocator's whole state: they are dropped (an efficiency from
+	 * them would be impossible) and the trace says so */
+	uint64_t outside = imp_outside_segments(&im->out, &im->st->first_outside_addr);
+	if (outside == UINT64_MAX)
+		return oom(im);
+	if (outside) {
+		size_t k = 0;
+		for (size_t i = 0; i < im->out.n; i++)
+			if (im->out.v[i].type != STP_EV_SEGMENT_RESERVE && im->out.v[i].type != STP_EV_SEGMENT_RELEASE)
+				im->out.v[k++] = im->out.v[i];
+		im->out.n = k;
+		im->st->outside_allocs = outside;
+	}
+	/* only events that carry a call path: frames are interned in the order
+	 * the trace uses them, so an export imported back numbers them alike */
 	for (size_t i = 0; i < im->out.n; i++)
 		if (im->out.v[i].type != STP_EV_ALLOC && im->out.v[i].type != STP_EV_SEGMENT_RESERVE)
 			im->out.v[i].stack = 0;
@@ -568,10 +691,13 @@ static int import(const char *path, const uint8_t *data, size_t len, const char 
 	pk_shape shape = {.places = places, .nplaces = NPLACES, .strings = strings, .sink = sink, .ctx = &im};
 	pk_doc *doc = pk_read(path, data, len, name, &shape, err, errlen);
 	int rc = -1;
-	if (doc) {
+	if (doc && im.refusal) {
+		snprintf(err, errlen, "%s", im.refusal);
+	} else if (doc) {
 		st->protocol = pk_protocol(doc);
 		rc = import_doc(&im, pk_root(doc), out_stp);
 	}
+	free(im.refusal);
 	pk_free(doc);
 	importer_free(&im);
 	return rc;

@@ -52,6 +52,11 @@ static inline uint64_t imp_round(uint64_t req)
  */
 int imp_replay_initial(const imp_vec *end_segs, const imp_vec *end_allocs, const imp_vec *tr, imp_vec *out);
 
+/* snap_check.c: how many ALLOC events of ev (in time order) lie outside
+ * the segments live on their device at that moment (0 when ev has no
+ * segments at all); *first: the first one's address.  UINT64_MAX when out
+ * of memory. */
+uint64_t imp_outside_segments(const imp_vec *ev, uint64_t *first);
 /* The MODULE path of a source frame (stprof/srcframe.h) for a function,
  * file and line given as (pointer, length) pairs, malloc'd; a \x1f inside
  * the name or file (which would break the split) becomes a space.  NULL

@@ -172,8 +172,15 @@ static int add_series(stp_export_detector *x, uint32_t trace, stp_det *d)
 	for (size_t i = 0; i < r->sim->ndevices; i++) {
 		const allocsim_device_report *dr = &r->sim->devices[i];
 		char sp[32], name[160];
-		stp_export_space_name(dr->device < 0 ? STP_MEM_HOST : STP_MEM_DEVICE,
-		                      dr->device < 0 && dr->xla ? STP_EXPORT_DEV_JAX : dr->device, sp, sizeof sp);
+		/* the host what-if of a CPU run replays its framework's buffers
+		 * (the space analyzed in depth): drawn on their axis (JAX's or
+		 * PyTorch's CPU tensors'), named as the report names them, not on
+		 * the interpreter heap's */
+		int tensors = dr->host_fallback && r->primary >= 0 && r->spaces[r->primary].tensors;
+		int32_t dev = dr->device < 0 && dr->xla ? STP_EXPORT_DEV_JAX
+		              : tensors                 ? r->spaces[r->primary].device
+		                                        : dr->device;
+		stp_export_space_name(dr->device < 0 ? STP_MEM_HOST : STP_MEM_DEVICE, dev, sp, sizeof sp);
 		const char *space = keep(x, sp);
 		if (!space)
 			return -1;
@@ -197,7 +204,7 @@ static int add_series(stp_export_detector *x, uint32_t trace, stp_det *d)
 					                            : 0.0;
 				}
 				snprintf(name, sizeof name, "%s (sim: %s%s)", frag ? "fragmentation" : "reserved", res->label,
-				         dr->host_fallback ? ", host what-if" : "");
+				         !dr->host_fallback ? "" : tensors ? ", CPU tensors what-if" : ", host what-if");
 				const char *nm = keep(x, name);
 				if (!nm)
 					return -1;

@@ -4,8 +4,11 @@
  * stp_det_select(), which the HTML report's viewer uses too (one level of
  * detail for every timeline of stprof): the N objects with the largest
  * score (bytes x lifetime, or bytes), the detector's findings first, with
- * a window only what is live inside it.  This file only turns the
- * export's options into that call.
+ * a window only what is live inside it.  Only objects the timeline draws
+ * compete: with tensors_only, the tensors and device objects (the
+ * interpreter's heap is never drawn: perfetto_memory.c), so N tensors are
+ * drawn when there are N or more.  This file only turns the export's
+ * options into that call.
  */
 #include <stdio.h>
 
@@ -15,6 +18,13 @@ typedef struct sel_ctx {
 	pf_export *x;
 	uint32_t trace;
 } sel_ctx;
+
+/* tensors_only: the interpreter's heap is drawn as counters only */
+static int drawn(void *ctx, const stp_event *alloc)
+{
+	(void)ctx;
+	return alloc->u.alloc.kind != STP_MEM_HOST || alloc->u.alloc.pool == STP_POOL_TENSORS;
+}
 
 static int has_finding(void *ctx, uint64_t alloc_seq)
 {
@@ -33,6 +43,7 @@ int pf_select_top(pf_export *x, uint32_t trace, const char *path, int64_t offset
 	                         .has_window = x->has_window,
 	                         .lo = x->lo,
 	                         .hi = x->hi,
+	                         .eligible = x->opts.tensors_only ? drawn : NULL,
 	                         .has_finding = x->opts.patterns ? has_finding : NULL,
 	                         .ctx = &c};
 	char err[512];

@@ -127,25 +127,16 @@ const char *rf_end(const stp_det_result *r, char *buf, size_t len)
 		break;
 	case STP_END_EXEC: snprintf(buf, len, "whole; the program image was replaced by execve"); break;
 	case STP_END_DETACH: snprintf(buf, len, "whole; recording stopped while the program went on"); break;
+	case STP_END_SNAPSHOT:
+		snprintf(buf, len, "a memory snapshot: the state when it was taken, while the program went on (what is "
+		                   "live then is live, not leaked)");
+		break;
 	default: snprintf(buf, len, "whole; end reason %u", r->end_reason); break;
 	}
 	return buf;
 }
 
-const char *rf_space(const stp_det_space *s, char *buf, size_t len)
-{
-	if (s->kind == STP_MEM_HOST && s->tensors)
-		snprintf(buf, len, s->jax ? "jax buffers (cpu)" : "cpu tensors");
-	else if (s->jax && s->device >= 0)
-		snprintf(buf, len, "jax buffers (%s %d)", stp_mem_kind_name(s->kind), s->device);
-	else if (s->kind == STP_MEM_HOST)
-		snprintf(buf, len, "host");
-	else if (s->device >= 0)
-		snprintf(buf, len, "%s %d", stp_mem_kind_name(s->kind), s->device);
-	else
-		snprintf(buf, len, "%s", stp_mem_kind_name(s->kind));
-	return buf;
-}
+const char *rf_space(const stp_det_space *s, char *buf, size_t len) { return stp_det_space_name(s, buf, len); }
 
 const char *rf_peak_where(const stp_det_result *r, char *buf, size_t len)
 {

@@ -51,15 +51,17 @@ static void summary(stp_det *d, const stp_det_result *r, FILE *f)
 	if (r->command[0]) {
 		fputs("<tr><th>command</th><td>", f);
 		rf_html(f, r->command);
-		fprintf(f, " (pid %u)</td></tr>\n", r->pid);
+		if (r->pid) /* an imported snapshot names no process */
+			fprintf(f, " (pid %u)", r->pid);
+		fputs("</td></tr>\n", f);
 	}
 	fprintf(f, "<tr><th>events</th><td>%s over %s</td></tr>\n", rf_count(r->events, b[0], 96),
 	        rf_ns(r->duration_ns, b[1], 96));
 	for (uint32_t i = 0; i < r->nspaces; i++) {
 		const stp_det_space *s = &r->spaces[i];
-		fprintf(f, "<tr><th>%s</th><td>%s objects allocated (%s), %s freed, %s still live at the end (%s); "
+		fprintf(f, "<tr><th>%s%s</th><td>%s objects allocated (%s), %s freed, %s still live at the end (%s); "
 		           "<b>peak %s</b> at %s",
-		        rf_space(s, b[0], 96), rf_count(s->allocs, b[1], 96), rf_bytes(s->bytes_allocated, b[2], 96),
+		        rf_space(s, b[0], 96), (int32_t)i == r->primary && r->nspaces > 1 ? "<br>(analyzed in depth)" : "", rf_count(s->allocs, b[1], 96), rf_bytes(s->bytes_allocated, b[2], 96),
 		        rf_count(s->frees, b[3], 96), rf_count(s->live_objects_end, b[4], 96),
 		        rf_bytes(s->live_bytes_end, b[5], 96), rf_bytes(s->peak_bytes, e, 96), rf_ns(s->peak_ns, e + 96, 96));
 		if ((int32_t)i == r->primary && *rf_peak_where(r, e, sizeof e)) {
@@ -69,6 +71,10 @@ static void summary(stp_det *d, const stp_det_result *r, FILE *f)
 		}
 		if (s->reserved_peak)
 			fprintf(f, "; reserved at most %s", rf_bytes(s->reserved_peak, b[1], 96));
+		if (s->reserved_peak && s->over_reserved)
+			fprintf(f, " (efficiency not given: %s allocations took the bytes allocated above the segments', "
+			           "which are not the allocator's whole state)",
+			        rf_count(s->over_reserved, b[1], 96));
 		fputs("</td></tr>\n", f);
 	}
 	const stp_det_timeline *t = &r->timeline;
@@ -90,6 +96,10 @@ static void summary(stp_det *d, const stp_det_result *r, FILE *f)
 	}
 	if (r->lost_events)
 		fprintf(f, "<p class=warn>%s events were lost while recording.</p>\n", rf_count(r->lost_events, e, 64));
+	if (r->segments_dropped)
+		fprintf(f, "<p class=warn>An inconsistent snapshot: %s allocations lay outside its segments, which are not "
+		           "the allocator's whole state; they were dropped at import (no reserved bytes or efficiency).</p>\n",
+		        rf_count(r->segments_dropped, e, 64));
 	(void)d;
 }
 

@@ -196,7 +196,11 @@ void report_html_models(stp_det *d, FILE *f)
 		fputs("<p>No allocations to replay.</p>\n", f);
 		return;
 	}
-	if (r->sim_host)
+	if (r->sim_host && r->primary >= 0 && r->spaces[r->primary].tensors)
+		fprintf(f, "<p class=warn>No device allocations in this trace: its CPU tensors (%s allocations, every "
+		           "size) are replayed as if they were made on a GPU (what-if).</p>\n",
+		        rf_count(r->sim_fed_allocs, b[1], 64));
+	else if (r->sim_host)
 		fprintf(f, "<p class=warn>No device allocations in this trace: the host heap's allocations of %s or more "
 		           "(%s; %s smaller ones left out) are replayed as if they were made on a GPU (what-if).</p>\n",
 		        rf_bytes(r->sim_min_size, b[0], 64), rf_count(r->sim_fed_allocs, b[1], 64),
@@ -218,7 +222,12 @@ void report_html_models(stp_det *d, FILE *f)
 			        100 * res->efficiency, 100 * res->fragmentation, rf_count(res->segment_allocs, b[2], 64),
 			        rf_count(res->ooms, b[3], 64));
 		}
-		if (dr->actual.present && ac_measured(&dr->actual)) {
+		if (dr->actual.present && dr->actual.over_reserved) {
+			fprintf(f, "<tr><td><b>actual</b> (segment events)</td><td colspan=6>not given: %s allocations took the "
+			           "bytes allocated above the bytes the segment events reserve (the segments are not the "
+			           "allocator's whole state)</td></tr>\n",
+			        rf_count(dr->actual.over_reserved, b[0], 64));
+		} else if (dr->actual.present && ac_measured(&dr->actual)) {
 			const allocsim_actual *ac = &dr->actual;
 			fprintf(f, "<tr><td><b>actual</b> (%s)</td><td class=n>%s</td><td class=n>%s</td>"
 			           "<td class=n>%.1f%%</td><td class=n>%.1f%%</td><td class=n>%s</td><td></td></tr>\n",
@@ -231,7 +240,7 @@ void report_html_models(stp_det *d, FILE *f)
 			        rf_bytes(dr->actual.peak_reserved, b[1], 64), rf_count(dr->actual.segment_reserves, b[2], 64));
 		}
 		fputs("</table>\n", f);
-		if (dr->actual.present && dr->nresults && ac_measured(&dr->actual))
+		if (dr->actual.present && !dr->actual.over_reserved && dr->nresults && ac_measured(&dr->actual))
 			fprintf(f, "<p>Model error against the actual allocator: M_a %+.1f%%, M_r %+.1f%% (%s).</p>\n",
 			        100 * dr->actual.allocated_error, 100 * dr->actual.reserved_error, dr->results[0].label);
 		else if (dr->actual.present && dr->nresults)

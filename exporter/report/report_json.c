@@ -24,6 +24,7 @@ static const char *end_reason(uint32_t r)
 	case STP_END_SIGNAL: return "signal";
 	case STP_END_EXEC: return "exec";
 	case STP_END_DETACH: return "detach";
+	case STP_END_SNAPSHOT: return "snapshot";
 	default: return "none";
 	}
 }
@@ -186,7 +187,9 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	u64(f, "duration_ns", r->duration_ns, 1);
 	u64(f, "unknown_frees", r->unknown_frees, 1);
 	u64(f, "reused_live", r->reused_live, 1);
-	u64(f, "small_ignored", r->small_ignored, 0);
+	u64(f, "small_ignored", r->small_ignored, 1);
+	u64(f, "huge_ignored", r->huge_ignored, 1);
+	u64(f, "segments_dropped", r->segments_dropped, 0);
 	fputs("},\n\"spaces\":[", f);
 	for (uint32_t i = 0; i < r->nspaces; i++) {
 		const stp_det_space *s = &r->spaces[i];
@@ -204,7 +207,8 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "peak_objects", s->peak_objects, 1);
 		u64(f, "peak_seq", s->peak_seq, 1);
 		u64(f, "peak_ns", s->peak_ns, 1);
-		u64(f, "reserved_peak", s->reserved_peak, s->pool_allocs > 0 || s->sample_interval);
+		u64(f, "reserved_peak", s->reserved_peak, 1);
+		u64(f, "over_reserved", s->over_reserved, s->pool_allocs > 0 || s->sample_interval);
 		if (s->sample_interval) {
 			u64(f, "sample_interval", s->sample_interval, 1);
 			u64(f, "sampled_allocs", s->sampled_allocs, 1);
@@ -264,7 +268,12 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "begin_seq", p->begin_seq, 1);
 		u64(f, "end_seq", p->end_seq, 1);
 		u64(f, "begin_ns", p->begin_ns, 1);
-		u64(f, "end_ns", p->end_ns, 0);
+		u64(f, "end_ns", p->end_ns, 1);
+		fputs("\"inner\":", f);
+		if (p->inner)
+			rf_json_str(f, p->inner);
+		else
+			fputs("null", f);
 		fputc('}', f);
 	}
 	fputs("]},\n\"classes\":", f);

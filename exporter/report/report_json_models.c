@@ -191,11 +191,18 @@ static void json_models(stp_det *d, FILE *f)
 			result_json(f, &dr->results[k], t0);
 		}
 		fputs("],\n\"actual\":", f);
-		if (dr->actual.present)
+		if (dr->actual.present && dr->actual.over_reserved) /* inconsistent segments: no ratios */
+			fprintf(f,
+			        "{\"segment_reserves\":%" PRIu64 ",\"segment_releases\":%" PRIu64 ",\"peak_allocated\":%" PRIu64
+			        ",\"peak_reserved\":%" PRIu64 ",\"efficiency\":null,\"fragmentation\":null,"
+			        "\"allocated_error\":null,\"reserved_error\":null,\"over_reserved\":%" PRIu64 "}",
+			        dr->actual.segment_reserves, dr->actual.segment_releases, dr->actual.peak_allocated,
+			        dr->actual.peak_reserved, dr->actual.over_reserved);
+		else if (dr->actual.present)
 			fprintf(f,
 			        "{\"segment_reserves\":%" PRIu64 ",\"segment_releases\":%" PRIu64 ",\"peak_allocated\":%" PRIu64
 			        ",\"peak_reserved\":%" PRIu64 ",\"efficiency\":%.6f,\"fragmentation\":%.6f,"
-			        "\"allocated_error\":%.6f,\"reserved_error\":%.6f}",
+			        "\"allocated_error\":%.6f,\"reserved_error\":%.6f,\"over_reserved\":0}",
 			        dr->actual.segment_reserves, dr->actual.segment_releases, dr->actual.peak_allocated,
 			        dr->actual.peak_reserved, dr->actual.efficiency, 1 - dr->actual.efficiency,
 			        dr->actual.allocated_error, dr->actual.reserved_error);

@@ -103,14 +103,18 @@ static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
 	char b1[64], b2[64], b3[512];
 	fprintf(f, "stprof report: %s\n", r->path);
 	if (r->command[0]) {
-		fprintf(f, "  command   %s (pid %u", r->command, r->pid);
+		fprintf(f, "  command   %s", r->command);
+		/* an imported snapshot names no process */
+		const char *sep = r->pid || r->rank >= 0 ? " (" : "";
+		if (r->pid)
+			fprintf(f, "%spid %u", sep, r->pid), sep = ", ";
 		if (r->rank >= 0)
-			fprintf(f, ", rank %d", r->rank);
+			fprintf(f, "%srank %d", sep, r->rank);
 		if (r->rank >= 0 && r->world_size >= 0)
 			fprintf(f, " of %d", r->world_size);
 		if (r->rank >= 0 && r->local_rank >= 0)
 			fprintf(f, ", local rank %d", r->local_rank);
-		fputs(")\n", f);
+		fputs(r->pid || r->rank >= 0 ? ")\n" : "\n", f);
 	}
 	fprintf(f, "  trace     %s\n", rf_end(r, b3, sizeof b3));
 	if (r->error)
@@ -140,6 +144,13 @@ static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
 		        rf_count(r->reused_live, b1, sizeof b1));
 	if (r->small_ignored)
 		fprintf(f, "  note      %s allocations under --min-size ignored\n", rf_count(r->small_ignored, b1, sizeof b1));
+	if (r->huge_ignored)
+		fprintf(f, "  note      %s allocations of an impossible size (over 64 PiB) ignored\n",
+		        rf_count(r->huge_ignored, b1, sizeof b1));
+	if (r->segments_dropped)
+		fprintf(f, "  note      an inconsistent snapshot: %s allocations lay outside its segments, which are not\n"
+		           "            the allocator's whole state; they were dropped at import (no reserved bytes or efficiency)\n",
+		        rf_count(r->segments_dropped, b1, sizeof b1));
 	fputc('\n', f);
 }
 
@@ -152,10 +163,12 @@ static void section_memory(const stp_det_result *r, FILE *f)
 	}
 	for (uint32_t i = 0; i < r->nspaces; i++) {
 		const stp_det_space *s = &r->spaces[i];
-		fprintf(f, "Memory (%s)%s\n", rf_space(s, b[0], sizeof b[0]), (int32_t)i == r->primary && r->nspaces > 1 ? ", the largest" : "");
-		fprintf(f, "  objects   %s allocated (%s), %s freed, %s still live at the end (%s)\n",
+		fprintf(f, "Memory (%s)%s\n", rf_space(s, b[0], sizeof b[0]), (int32_t)i == r->primary && r->nspaces > 1 ? ", analyzed in depth" : "");
+		fprintf(f, "  objects   %s allocated (%s), %s freed, %s %s (%s)\n",
 		        rf_count(s->allocs, b[1], 64), rf_bytes(s->bytes_allocated, b[2], 64), rf_count(s->frees, b[3], 64),
-		        rf_count(s->live_objects_end, b[4], 64), rf_bytes(s->live_bytes_end, b[5], 64));
+		        rf_count(s->live_objects_end, b[4], 64),
+		        r->whole && r->end_reason == STP_END_SNAPSHOT ? "live at the snapshot" : "still live at the end",
+		        rf_bytes(s->live_bytes_end, b[5], 64));
 		if (s->sample_interval) {
 			/* one standard error of a byte sum B under Poisson sampling
 			 * at interval R is at most sqrt(R * B) (docs/record.md) */
@@ -178,7 +191,11 @@ static void section_memory(const stp_det_result *r, FILE *f)
 		/* PyTorch's allocator recorded: its segments hold its tensors, not
 		 * what other libraries took with cudaMalloc themselves */
 		int split = s->pool_allocs && s->other_allocs;
-		if (s->reserved_peak)
+		if (s->reserved_peak && s->over_reserved)
+			fprintf(f, "  reserved  %s at most (allocator segments); efficiency not given: %s allocations took\n"
+			           "            the bytes allocated above the segments' (they are not the allocator's whole state)\n",
+			        rf_bytes(s->reserved_peak, b[1], 64), rf_count(s->over_reserved, b[2], 64));
+		else if (s->reserved_peak)
 			fprintf(f, "  reserved  %s at most (allocator segments); efficiency %.1f%%%s\n",
 			        rf_bytes(s->reserved_peak, b[1], 64),
 			        100.0 * (double)(s->pool_allocs ? s->pool_peak_bytes : s->peak_bytes) / (double)s->reserved_peak,
@@ -239,11 +256,13 @@ static void section_timeline(const stp_det_result *r, FILE *f)
 	const stp_det_timeline *t = &r->timeline;
 	char b[3][64];
 	if (!t->niterations) {
-		fprintf(f, "Iterations: none (%s).\n  Classes need iterations: use stprof_iteration_begin/end markers.\n\n",
+		fprintf(f, "Iterations: none (%s).\n  Classes need iterations: in Python each optimizer step marks one (a loop\n"
+		           "  without an optimizer calls stprof.step()); in C, stprof_iteration_begin/end.\n\n",
 		        t->method);
 		return;
 	}
-	fprintf(f, "Iterations: %u from %s (confidence %.0f%%)\n", t->niterations, stp_det_source_name(t->iter_source),
+	fprintf(f, "Iterations: %u %s (confidence %.0f%%)\n", t->niterations,
+	        t->iter_source == STP_DET_SRC_MARKERS ? "from markers" : "detected from the allocations",
 	        t->confidence * 100);
 	fprintf(f, "  how       %s\n", t->method);
 	if (t->steady >= 0) {
@@ -258,6 +277,8 @@ static void section_timeline(const stp_det_result *r, FILE *f)
 				fprintf(f, " %s", p->name);
 				if (p->micro_batch)
 					fprintf(f, "[%" PRId64 "]", p->micro_batch);
+				if (p->inner) /* nested phases make no window of their own */
+					fprintf(f, " (+%s)", p->inner);
 			}
 			fprintf(f, "%s (%s)\n", it->nphases > 12 ? " ..." : "", stp_det_source_name(t->phase_source));
 		}
@@ -275,7 +296,11 @@ static void section_classes(const stp_det_result *r, FILE *f)
 		tot += r->class_bytes[c], totp += r->peak_class_bytes[c];
 	if (!tot || tot == r->class_bytes[STP_CLASS_UNCLASSIFIED])
 		return; /* no iterations: no classes */
-	fprintf(f, "Classes           objects   bytes allocated    live at peak\n");
+	/* the classes are the analyzed space's objects (they sum to its figures) */
+	char sp[64] = "", head[96] = "Classes";
+	if (r->primary >= 0 && r->nspaces > 1)
+		snprintf(head, sizeof head, "Classes (%s)", rf_space(&r->spaces[r->primary], sp, sizeof sp));
+	fprintf(f, "%-17s objects   bytes allocated    live at peak\n", head);
 	for (unsigned c = 0; c < STP_CLASS_COUNT; c++) {
 		if (!r->class_objects[c])
 			continue;
@@ -447,16 +472,24 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 
 /* A CPU-only trace: the models replayed host allocations as a what-if; a
  * few lines say what they found, --models-detail prints all of it. */
+/* What a what-if replayed: a PyTorch CPU run's tensors (all of them), or
+ * the host heap's allocations of at least sim_min_size. */
+static int models_on_tensors(const stp_det_result *r) { return r->primary >= 0 && r->spaces[r->primary].tensors; }
+
 static void models_summary(const stp_det_result *r, FILE *f)
 {
 	char b[3][64];
 	int xla = r->sim->ndevices && r->sim->devices[0].xla;
+	int tensors = models_on_tensors(r);
 	fprintf(f, "\nAllocator models (what-if: these %s on a GPU; docs/allocator-models.md)\n",
-	        xla ? "JAX CPU buffers" : "host allocations");
+	        xla ? "JAX CPU buffers" : tensors ? "CPU tensors" : "host allocations");
 	for (size_t i = 0; i < r->sim->ndevices; i++) {
 		const allocsim_device_report *dr = &r->sim->devices[i];
 		if (dr->xla)
 			fprintf(f, "  %s buffers replayed; peak reserved by model\n", rf_count(r->sim_fed_allocs, b[0], 64));
+		else if (tensors)
+			fprintf(f, "  %s CPU tensor allocations replayed; peak reserved by model\n",
+			        rf_count(r->sim_fed_allocs, b[0], 64));
 		else
 			fprintf(f, "  %s host allocations of %s or more replayed; peak reserved by model\n",
 			        rf_count(r->sim_fed_allocs, b[0], 64), rf_bytes(r->sim_min_size, b[1], 64));
@@ -491,6 +524,9 @@ static void section_models(stp_det *d, const stp_det_result *r, const stp_report
 		fprintf(f, "  no allocations to replay\n");
 	else if (r->sim_host && r->sim->devices[0].xla)
 		fprintf(f, "  fed       %s of JAX's CPU buffers, as if they were a GPU's\n", rf_count(r->sim_fed_allocs, b[0], 64));
+	else if (r->sim_host && models_on_tensors(r))
+		fprintf(f, "  fed       %s CPU tensor allocations, every size (what-if: as if made on a GPU)\n",
+		        rf_count(r->sim_fed_allocs, b[0], 64));
 	else if (r->sim_host)
 		fprintf(f, "  fed       %s host allocations of %s or more; %s smaller ones left out\n"
 		           "            (interpreter and library objects a GPU allocator never sees; --sim-min-size)\n",

@@ -409,6 +409,10 @@ typedef struct allocsim_actual {
 	double efficiency;
 	double allocated_error;    /* (model - actual) / actual, the as-run model */
 	double reserved_error;
+	/* allocations made while the bytes allocated exceeded the bytes the
+	 * segment events reserve: the segments are incomplete (an inconsistent
+	 * snapshot), so efficiency and the errors above are not given */
+	uint64_t over_reserved;
 	/* a JAX device: the actual figures are XLA's statistics, sampled
 	 * (peak_allocated: peak_bytes_in_use, 0 when no sample gave it;
 	 * peak_reserved: peak_pool_bytes, else the largest pool_bytes) */
@@ -444,6 +448,9 @@ typedef struct allocsim_report {
 	uint64_t trace_events;     /* events read */
 	uint64_t start_time;       /* time_ns of the first event (times print relative to it) */
 	size_t memory;             /* bytes of event logs held while replaying */
+	/* what a host fallback replayed, for its heading: "host heap" (NULL)
+	 * or "CPU tensors" (a PyTorch CPU run's tensors: the caller says) */
+	const char *host_name;
 } allocsim_report;
 
 /* Feeding trace events one by one (for a report that reads the trace once

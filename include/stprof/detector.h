@@ -91,6 +91,9 @@ typedef struct stp_det_options {
 	 * STP_DET_SPACE_AUTO = tensors or device memory when the trace has them
 	 * (a PyTorch run), else the highest peak. */
 	int space;
+	/* what the result calls the trace (stp_det_result.path), e.g. the
+	 * snapshot a temporary trace was imported from; NULL: the path read */
+	const char *name;
 	/* Call paths as recorded: no folding of framework frames, full C++
 	 * names (stprof report --all-frames); 0: folded (detector/fold.c). */
 	int all_frames;
@@ -102,6 +105,11 @@ typedef struct stp_det_options {
 #define STP_DET_SPACE_DEVICE 3  /* device memory (the highest peak of them) */
 /* Parses "auto", "host", "tensors" or "device"; -1 when unknown. */
 int stp_det_space_parse(const char *name, int *space);
+/* 1 when s is of the kind space (STP_DET_SPACE_*) names (auto: any). */
+struct stp_det_space;
+int stp_det_space_is(const struct stp_det_space *s, int space);
+/* Its name in reports: "host", "cpu tensors", "device 0", "managed", ... */
+const char *stp_det_space_name(const struct stp_det_space *s, char *buf, size_t len);
 
 /* Models: PyTorch's caching allocator as run (always, when any model is
  * asked for: the worst moment and the recommendations are its), the same
@@ -143,6 +151,9 @@ typedef struct stp_det_phase {
 	int32_t iteration;        /* index into iterations, -1 outside */
 	uint64_t begin_seq, end_seq;
 	uint64_t begin_ns, end_ns;
+	const char *inner;        /* the phase nested in it ("recompute" inside a
+	                           * backward under activation checkpointing; the
+	                           * first one met), NULL when none */
 } stp_det_phase;
 
 typedef struct stp_det_timeline {
@@ -160,7 +171,7 @@ typedef struct stp_det_timeline {
 /* ------------------------------------------------------------ results */
 
 typedef enum stp_det_class {
-	STP_CLASS_PERSISTENT = 0, /* lives across an iteration boundary */
+	STP_CLASS_PERSISTENT = 0, /* covers a whole iteration (weights, optimizer state) */
 	STP_CLASS_SCOPED = 1,     /* allocated in one phase, freed in another */
 	STP_CLASS_TRANSIENT = 2,  /* allocated and freed in the same phase */
 	STP_CLASS_INIT_ONLY = 3,  /* set-up (into the first iteration) or teardown only */
@@ -227,6 +238,11 @@ typedef struct stp_det_space {
 	 * which the allocator's segments do not hold */
 	uint64_t pool_allocs, pool_peak_bytes;
 	uint64_t other_allocs, other_bytes_allocated, other_peak_bytes;
+	/* allocations that took the bytes allocated (pool 1's when there is
+	 * one) above the bytes its segment events hold: the segments are not
+	 * the allocator's whole state (an inconsistent snapshot, lost events),
+	 * so reserved_peak says nothing of fragmentation; 0 when consistent */
+	uint64_t over_reserved;
 	/* the host heap recorded under sampling (docs/record.md, "Host heap"):
 	 * the largest interval in force (0: every allocation recorded), how
 	 * many of allocs were sampled ones, and the allocations they stand for
@@ -235,6 +251,9 @@ typedef struct stp_det_space {
 	 * are those recorded. */
 	uint64_t sample_interval, sampled_allocs;
 	double est_allocs;
+	/* of allocs and bytes_allocated, those of folded iterations (FOLD
+	 * events): counters, in no class and (but the sampled heap's) no site */
+	uint64_t folded_allocs, folded_bytes;
 } stp_det_space;
 
 typedef struct stp_det_site {
@@ -307,6 +326,7 @@ typedef struct stp_det_result {
 	uint64_t unknown_frees;   /* frees of addresses not live */
 	uint64_t reused_live;     /* allocations at a live address (lost free) */
 	uint64_t small_ignored;   /* allocations under min_size */
+	uint64_t huge_ignored;    /* allocations over 64 PiB: impossible sizes, ignored */
 	/* steady iterations folded by the collector (FOLD events,
 	 * docs/trace-format.md): how many, the events and allocations they
 	 * stand for (in the spaces' counts; not objects, sites or classes
@@ -316,7 +336,7 @@ typedef struct stp_det_result {
 	/* objects */
 	uint32_t nspaces;
 	const stp_det_space *spaces;
-	int32_t primary;          /* index of the space with the highest peak, -1 none */
+	int32_t primary;          /* the space analyzed in depth (options.space), -1 none */
 	int32_t peak_iteration;   /* iteration holding the primary peak, -1 */
 	int32_t peak_phase;       /* phase holding it, -1 */
 	uint64_t class_objects[STP_CLASS_COUNT], class_bytes[STP_CLASS_COUNT];
@@ -325,6 +345,9 @@ typedef struct stp_det_result {
 	uint64_t window_begin_ns, window_end_ns;
 	uint64_t leaks_set_aside; /* never freed, not judged leaks (analyze.c): */
 	uint64_t leaks_set_aside_bytes; /* caches filled once, runtime buffers */
+	/* an imported snapshot whose allocations lay outside its segments: how
+	 * many; its segments were dropped (annotation stprof.segments_dropped) */
+	uint64_t segments_dropped;
 
 	stp_det_timeline timeline;
 
@@ -397,6 +420,15 @@ stp_det *stp_det_timeline_run(const char *path, const stp_det_options *o, char *
  * 1 << stp_det_pattern of the patterns it was found in.  -1 when unknown.
  * O(1) when called in allocation order. */
 int stp_det_object_info(stp_det *d, uint64_t alloc_seq, unsigned *patterns);
+
+/* The result's own arithmetic (docs/report.md, "Self-check"): the classes,
+ * call sites and bytes by module sum to the analyzed space's figures,
+ * peaks lie within totals, every space's live bytes at the end are what
+ * was allocated less what was freed, allocated bytes stay within reserved
+ * ones unless over_reserved says otherwise, every model's M_a within its
+ * M_r.  Returns the number of violations (0: consistent) and describes the
+ * first few in buf, one per line. */
+uint32_t stp_det_check(stp_det *d, char *buf, size_t len);
 
 /* With opt.keep_objects >= 2: what the detector knows of one object (the
  * one whose ALLOC event has seq alloc_seq). */

@@ -43,6 +43,13 @@ typedef struct stp_snapshot_import_stats {
 	uint64_t events;           /* events written */
 	uint64_t frames;           /* distinct source frames */
 	int synthetic_segments;    /* written by stprof from a trace without segments */
+	/* allocations outside every segment live on their device: the segments
+	 * are not the allocator's whole state, and were dropped (no segment
+	 * events written; the trace carries the annotation
+	 * "stprof.segments_dropped" with this count) */
+	uint64_t outside_allocs, first_outside_addr;
+	/* items of the segments list that are not segments (not dicts), dropped */
+	uint64_t dropped_segments;
 } stp_snapshot_import_stats;
 
 /* Reads the pickle and writes a .stp trace.  Returns 0, or -1 with err set. */
@@ -80,8 +87,16 @@ typedef struct stp_snap_frame {
 	uint32_t line;
 } stp_snap_frame;
 
+/* Which allocations a snapshot holds (stp_snapshot_export_opts.spaces). */
+#define STP_SNAP_AUTO 0u     /* device memory if the trace has some, else a
+                              * PyTorch run's tensors, else everything */
+#define STP_SNAP_HEAP 1u     /* the host heap (not tensors) */
+#define STP_SNAP_TENSORS 2u  /* host tensor storages (pool 1) */
+#define STP_SNAP_DEVICE 4u   /* device, managed and pinned memory, segments */
+
 typedef struct stp_snapshot_export_opts {
 	int layout; /* 2 (default, 0 means 2) or 113 */
+	unsigned spaces; /* STP_SNAP_* bits; STP_SNAP_AUTO (0): see above */
 	/* called for every MODULE event that is not a source frame */
 	void (*module)(void *ctx, const char *path, uint64_t base, uint64_t size, uint64_t bias,
 	               const uint8_t *build_id, uint32_t build_id_len);
@@ -96,6 +111,8 @@ typedef struct stp_snapshot_export_stats {
 	uint64_t segments, blocks; /* in `segments` */
 	uint64_t frames;           /* distinct frames written */
 	int synthetic_segments;    /* the trace had no segments: one per live allocation */
+	unsigned spaces;           /* the STP_SNAP_* bits exported (AUTO resolved) */
+	uint64_t allocs, skipped_allocs; /* allocations exported, and of other spaces left out */
 } stp_snapshot_export_stats;
 
 /* What a snapshot output may replace (stprof/outfile.h): a pickle of

@@ -110,6 +110,12 @@ typedef struct stalloc_stats {
 	uint64_t occupied;             /* planned range still in use, no other: the fallback */
 	uint64_t unmatched;            /* no plan entry: sent to the fallback */
 	uint64_t small;                /* below min_size: sent to the fallback */
+	uint64_t small_passed;         /* below min_size, passed by the preload to the
+	                                * program's own allocator before reaching stalloc
+	                                * (c10's, under a tensor plan; 0 otherwise) */
+	uint64_t min_size;             /* the plan's min size in force */
+	int small_uncounted;           /* requests below min_size went to glibc without
+	                                * reaching stalloc or a counter (a host plan) */
 	uint64_t fallbacks;            /* served by the fallback (occupied + unmatched + small +
 	                                * dynamic_nofit) */
 	uint64_t iterations;           /* stalloc_step() calls and wraps */

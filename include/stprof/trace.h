@@ -291,6 +291,8 @@ void stp_writer_discard(stp_writer *w);
 #define STP_END_SIGNAL 2  /* value = signal number */
 #define STP_END_EXEC 3    /* the image was replaced by execve */
 #define STP_END_DETACH 4  /* recording stopped, process went on */
+#define STP_END_SNAPSHOT 5 /* the state at a memory snapshot (an imported
+                            * PyTorch snapshot): the process went on */
 
 /* ---------------------------------------------------------------- reader */
 

@@ -58,4 +58,21 @@ one_error "export no trace" "no TRACE" "$S" export
 one_error "plan two traces" "wants one TRACE" "$S" plan a.stp b.stp
 one_error "info" "wants one TRACE" "$S" info
 one_error "record" "no program" "$S" record
+# a mistyped option: "stprof CMD:", the option, and the one meant
+one_error "report --top-n" "^stprof report: unknown option '--top-n'; did you mean '--top'?" "$S" report --top-n 5 a.stp
+one_error "report --framse" "did you mean '--frames'?" "$S" report --framse 3 a.stp
+one_error "export --windwo" "^stprof export: unknown option '--windwo'; did you mean '--window'?" "$S" export --windwo 1s: a.stp
+one_error "plan -Z" "^stprof plan: unknown option '-Z'" "$S" plan -Z a.stp
+one_error "report -n" "^stprof report: option '-n' needs a value" "$S" report a.stp -n
+one_error "run --no-repotr" "did you mean '--no-report'?" "$S" --no-repotr /bin/true
+# help's own help
+"$S" help --help >out || fail "help --help: exit $?"
+head -1 out | grep -q "^usage: stprof" || fail "help --help: $(head -1 out)"
+"$S" help help >/dev/null || fail "help help"
+# --space for memory the trace does not have: said, not silently another
+printf 'x = [bytearray(1000) for _ in range(50)]\n' >h.py
+"$S" record -q -o h.stp python3 h.py
+rc=0; "$S" report --space device h.stp >out 2>err || rc=$?
+[ "$rc" = 1 ] || fail "report --space device on a host trace: exit $rc"
+grep -q "h.stp: --space device: the trace has no such memory (its spaces: host)" err || fail "--space device: $(cat err)"
 echo ok

@@ -70,4 +70,34 @@ for cmd in "export same.stp -o same.stp" "plan same.stp -o same.stp" "report sam
 	[ "$(wc -c <same.stp)" = "$size" ] || fail "$cmd: the trace changed"
 done
 "$S" info same.stp >/dev/null || fail "the trace does not read after the refusals"
+
+# refusing to overwrite a file stprof did not write is stprof's own error:
+# exit 1, not the shell's 127 ("command not found")
+echo "not a trace" >foreign.stp
+for cmd in "-o foreign.stp /bin/true" "record -o foreign.stp /bin/true"; do
+	rc=0; "$S" $cmd 2>err || rc=$?
+	[ "$rc" = 1 ] || fail "$cmd over a foreign file: exit $rc, want 1 ($(cat err))"
+	[ "$(cat foreign.stp)" = "not a trace" ] || fail "$cmd: foreign.stp changed"
+done
+
+# export keeps an earlier timeline or snapshot as .old, as the one-shot keeps
+# its sidecars, and never overwrites a file stprof did not write
+"$S" export -q job.stp -o t.pftrace && cp t.pftrace t1.pftrace
+"$S" export -q job.stp -o t.pftrace
+cmp -s t.pftrace.old t1.pftrace || fail "export: the earlier timeline was not kept as .old"
+echo "my notes" >notes.pftrace
+rc=0; "$S" export -q job.stp -o notes.pftrace 2>err || rc=$?
+[ "$rc" = 1 ] && [ "$(cat notes.pftrace)" = "my notes" ] || fail "export over a foreign file: exit $rc, $(cat err)"
+"$S" export -q --format torch-snapshot --space host job.stp -o s.pickle && cp s.pickle s1.pickle
+"$S" export -q --format torch-snapshot --space host job.stp -o s.pickle
+cmp -s s.pickle.old s1.pickle || fail "export: the earlier snapshot was not kept as .old"
+
+# `stprof python3 missing.py`: the interpreter's own error and exit status,
+# and no report, plan or timeline of its start-up
+rc=0; "$S" "$PY" missing.py >out 2>err || rc=$?
+[ "$rc" = 2 ] || fail "python3 missing.py: exit $rc, want Python's 2"
+grep -q "can't open file" err || fail "python's own message lost: $(cat err)"
+grep -q "^stprof: missing.py: No such file or directory: nothing to profile" err || fail "no word from stprof: $(cat err)"
+grep -q "stprof report" err && fail "a report of the interpreter's start-up"
+ls missing.* 2>/dev/null && fail "outputs for a missing script: $(ls missing.*)"
 echo ok

@@ -1,8 +1,10 @@
 /* fuzz_report.c - libFuzzer target: any bytes given to `stprof report`'s
  * engine (the detector, then the text, JSON and HTML writers) end in a
- * report or an error, never a crash, an overrun or a leak. */
+ * report or an error, never a crash, an overrun or a leak, and every
+ * report's figures add up (stp_det_check: a violation aborts). */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "stprof/detector.h"
@@ -27,6 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.keep_accesses = 8;
 	stp_det *d = stp_det_run(path, &o, err, sizeof err);
 	if (d) {
+		char why[2048];
+		if (stp_det_check(d, why, sizeof why)) {
+			fprintf(stderr, "fuzz_report: the report's figures do not add up:\n%s", why);
+			abort();
+		}
 		FILE *null = fopen("/dev/null", "w");
 		if (null) {
 			stp_report_text(d, NULL, null);

@@ -18,6 +18,46 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 "$B/stprof" record -q -o "$T/t.stp" "$PY" "$STPROF_SRC/examples/torch_transformer.py" --iters 3 >/dev/null
 "$B/stprof" report --format json --frames 2 -o "$T/t.json" "$T/t.stp"
+# the report's figures add up in either space (docs/report.md, "Self-check")
+for sp in auto host tensors; do
+  "$B/stprof" report --check --space $sp "$T/t.stp" 2>"$T/chk" || { cat "$T/chk" >&2; echo "FAIL: --check --space $sp" >&2; exit 1; }
+done
+"$B/stprof" report "$T/t.stp" >"$T/t.txt"
+"$B/stprof" report --no-models --space host "$T/t.stp" >"$T/h.txt"
+"$B/stprof" report --no-models --group function "$T/t.stp" >"$T/g.txt"
+python3 - "$T/t.txt" "$T/h.txt" "$T/t.json" "$T/g.txt" <<'PY'
+import json, re, sys
+t, h, j = open(sys.argv[1]).read(), open(sys.argv[2]).read(), json.load(open(sys.argv[3]))
+g = open(sys.argv[4]).read()
+# grouped by function: the functions of the tensors' call sites, not of the heap
+m = re.search(r'\((\d+) more functions', g)
+shown = len(re.findall(r'^ +\d+ +[\d.]+ (?:[KMGT]iB|B) ', g, re.M))
+assert shown and (int(m.group(1)) if m else 0) + shown <= j['sites_total'], (m and m.group(0), shown, j['sites_total'])
+# the tensor space is analyzed in depth though the host heap peaks higher:
+# the report says which space it analyzes, not that it is the largest
+host = [s for s in j['spaces'] if s['kind'] == 'host' and not s['tensors']][0]
+ten = [s for s in j['spaces'] if s['tensors']][0]
+assert host['peak_bytes'] > ten['peak_bytes'], (host['peak_bytes'], ten['peak_bytes'])
+assert 'Memory (cpu tensors), analyzed in depth' in t, re.findall('^Memory.*', t, re.M)
+assert 'the largest' not in t and 'the largest' not in h
+# "(N more call sites" counts the analyzed space's sites, not the heap's
+more = int(re.search(r'\((\d+) more call sites', t).group(1))
+assert more + 10 == j['sites_total'] and j['sites_total'] <= ten['allocs'], (more, j['sites_total'], ten['allocs'])
+# never-freed objects set aside are the tensors' (none live at the end)
+assert 'set aside' not in t or ten['live_objects_end'], re.findall('set aside.*', t)
+# the host report's classes are the host heap's: they sum to its bytes
+cls = re.search(r'^Classes.*?\n((?:  \S.*\n)+)', h, re.M).group(1)
+print(cls)
+# the allocator models replayed the tensors: said so, not "host allocations"
+assert 'what-if: these CPU tensors on a GPU' in t, re.findall('^Allocator models.*', t, re.M)
+assert 'host allocations of' not in t
+# every finding of the tensor report is about tensors (no 3-byte
+# interpreter object's "Late free (host heuristic)" ranked first)
+for f in j['findings']:
+    site = [s for s in j['sites'] if s['id'] == f['site']][0]
+    where = site['frames'][0] if site['frames'] else {}
+    assert (where.get('file') or '').endswith('.py'), (f['pattern'], where.get('text'))
+PY
 python3 - "$T/t.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -4,13 +4,14 @@
  * state, a trace cut short.
  */
 #include "check.h"
+#include "checked_run.h"
 #include "scenarios.h"
 #include "stprof/detector.h"
 
 static stp_det *run(const char *path, const stp_det_options *o)
 {
 	char err[512];
-	stp_det *d = stp_det_run(path, o, err, sizeof err);
+	stp_det *d = checked_det_run(path, o, err, sizeof err);
 	if (!d)
 		fprintf(stderr, "stp_det_run: %s\n", err);
 	return d;

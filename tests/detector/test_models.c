@@ -5,6 +5,7 @@
  * stacks of the worst moment named by the report's call sites, --models.
  */
 #include "check.h"
+#include "checked_run.h"
 #include "tracegen.h"
 #include "stprof/detector.h"
 
@@ -47,7 +48,7 @@ static void test_device(void)
 	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
 
 	char err[512];
-	stp_det *d = stp_det_run(path, NULL, err, sizeof err);
+	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
 	CHECK(d != NULL);
 	if (!d)
 		return;
@@ -96,7 +97,7 @@ static void test_device(void)
 	CHECK_EQ_U(o.sim_models, STP_DET_SIM_PYTORCH | STP_DET_SIM_RAW);
 	o.sim_no_recommend = 1;
 	o.sim_capacity = 50 * MiB;
-	d = stp_det_run(path, &o, err, sizeof err);
+	d = checked_det_run(path, &o, err, sizeof err);
 	CHECK(d != NULL);
 	if (!d)
 		return;
@@ -115,7 +116,7 @@ static void test_device(void)
 	/* --models none */
 	CHECK(stp_det_sim_models_parse("none", &o.sim_models) == 0);
 	CHECK_EQ_U(o.sim_models, 0);
-	d = stp_det_run(path, &o, err, sizeof err);
+	d = checked_det_run(path, &o, err, sizeof err);
 	CHECK(d && stp_det_result_of(d)->sim == NULL);
 	stp_det_free(d);
 	unlink(path);
@@ -150,7 +151,7 @@ static void test_device_tensors_and_others(void)
 	dfree(&g, 0x7e0000000000ull);
 	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
 	char err[512];
-	stp_det *d = stp_det_run(path, NULL, err, sizeof err);
+	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
 	CHECK(d != NULL);
 	if (!d)
 		return;
@@ -203,7 +204,7 @@ static void test_host(void)
 	}
 	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
 	char err[512];
-	stp_det *d = stp_det_run(path, NULL, err, sizeof err);
+	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
 	CHECK(d != NULL);
 	if (!d)
 		return;
@@ -260,7 +261,7 @@ static void test_worst_sites_merged(void)
 	stp_det_options_default(&o);
 	o.site_depth = 2; /* s1 and s2 differ in their third frame only */
 	char err[512];
-	stp_det *d = stp_det_run(path, &o, err, sizeof err);
+	stp_det *d = checked_det_run(path, &o, err, sizeof err);
 	CHECK(d != NULL);
 	if (!d)
 		return;
@@ -285,6 +286,43 @@ static void test_worst_sites_merged(void)
 	stp_det_free(d);
 }
 
+/* Segment events that do not hold the allocations (a 20 MiB segment, 50
+ * MiB allocated outside it: a trace whose segments are not the allocator's
+ * whole state).  Before, the report said efficiency 250% and the model's
+ * M_r error -60%: now the space and the actual figures say how many
+ * allocations took the allocated bytes above the reserved, and no ratio is
+ * given (the self-check holds them to it). */
+static void test_segments_inconsistent(void)
+{
+	const char *path = check_tmp("models-outside.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	uint32_t st = tg_stack(&g, 0x100, 0x200, 0);
+	segment(&g, 0, 0x7f0000000000ull, 20 * MiB);
+	tg_alloc_k(&g, 0x7f0000000000ull, 10 * MiB, st, STP_MEM_DEVICE, 0, 0);
+	for (int k = 0; k < 5; k++)
+		tg_alloc_k(&g, 0x7e0000000000ull + (uint64_t)k * 16 * MiB, 8 * MiB, st, STP_MEM_DEVICE, 0, 0);
+	for (int k = 0; k < 5; k++)
+		dfree(&g, 0x7e0000000000ull + (uint64_t)k * 16 * MiB);
+	dfree(&g, 0x7f0000000000ull);
+	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
+	char err[512];
+	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK_EQ_U(r->nspaces, 1);
+	CHECK_EQ_U(r->spaces[0].peak_bytes, 50 * MiB);
+	CHECK_EQ_U(r->spaces[0].reserved_peak, 20 * MiB);
+	CHECK_EQ_U(r->spaces[0].over_reserved, 4); /* the 2nd to 5th outside allocations */
+	CHECK(r->sim && r->sim->ndevices == 1 && r->sim->devices[0].actual.present);
+	if (r->sim && r->sim->ndevices == 1)
+		CHECK_EQ_U(r->sim->devices[0].actual.over_reserved, 4);
+	stp_det_free(d);
+	unlink(path);
+}
+
 int main(void)
 {
 	unsigned m;
@@ -296,5 +334,6 @@ int main(void)
 	test_device_tensors_and_others();
 	test_host();
 	test_worst_sites_merged();
+	test_segments_inconsistent();
 	return check_done();
 }

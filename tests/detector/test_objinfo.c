@@ -5,6 +5,7 @@
  * each finding's worst instance carries its pattern.
  */
 #include "check.h"
+#include "checked_run.h"
 #include "scenarios.h"
 #include "stprof/detector.h"
 
@@ -14,7 +15,7 @@ static void check_trace(const char *path)
 	stp_det_options o;
 	stp_det_options_default(&o);
 	o.keep_objects = 1;
-	stp_det *d = stp_det_run(path, &o, err, sizeof err);
+	stp_det *d = checked_det_run(path, &o, err, sizeof err);
 	CHECK(d != NULL);
 	if (!d)
 		return;
@@ -49,7 +50,7 @@ static void check_trace(const char *path)
 	CHECK(stp_det_object_info(d, 0, NULL) < 0);
 	stp_det_free(d);
 	/* without the option: unknown */
-	d = stp_det_run(path, NULL, err, sizeof err);
+	d = checked_det_run(path, NULL, err, sizeof err);
 	CHECK(d && stp_det_object_info(d, 1, NULL) < 0);
 	stp_det_free(d);
 }

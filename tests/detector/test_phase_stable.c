@@ -9,6 +9,7 @@
  * iteration, with iteration markers and with detected iterations.
  */
 #include "check.h"
+#include "checked_run.h"
 #include "stprof/detector.h"
 #include "tracegen.h"
 
@@ -46,7 +47,7 @@ static void write_trace(const char *path, int markers)
 static void check_stable(const char *path, int markers)
 {
 	char err[512];
-	stp_det *d = stp_det_run(path, NULL, err, sizeof err);
+	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
 	CHECK(d != NULL);
 	if (!d)
 		return;

@@ -8,13 +8,14 @@
 #include <string.h>
 
 #include "check.h"
+#include "checked_run.h"
 #include "scenarios.h"
 #include "stprof/detector.h"
 
 static void same(const char *path)
 {
 	char err[512];
-	stp_det *a = stp_det_run(path, NULL, err, sizeof err);
+	stp_det *a = checked_det_run(path, NULL, err, sizeof err);
 	stp_det *b = stp_det_timeline_run(path, NULL, err, sizeof err);
 	CHECK(a && b);
 	if (!a || !b) {
@@ -59,7 +60,7 @@ static void same(const char *path)
 static void detected(const char *path)
 {
 	char err[512];
-	stp_det *d = stp_det_run(path, NULL, err, sizeof err);
+	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
 	CHECK(d != NULL);
 	if (!d)
 		return;

@@ -60,6 +60,11 @@ echo "  caching: tensor peak $tp (max_memory_allocated $ma), reserved peak $rp (
 [ "$tp" = "$ma" ] || { echo "FAIL: caching: tensor peak $tp != max_memory_allocated $ma"; fail=1; }
 [ "$rp" = "$mr" ] || { echo "FAIL: caching: reserved peak $rp != max_memory_reserved $mr"; fail=1; }
 "$B/stprof" report "$T/b.stp" >"$T/b.report" 2>&1 || { echo "FAIL: stprof report"; fail=1; }
+# the report's figures add up on a real GPU trace (docs/report.md, "Self-check"),
+# and its segments hold its tensors (no "efficiency not given")
+"$B/stprof" report --check "$T/b.stp" 2>&1 | sed 's/^/    /'
+"$B/stprof" report --check "$T/b.stp" >/dev/null 2>&1 || { echo "FAIL: caching: the report's figures do not add up"; fail=1; }
+grep -q "efficiency not given" "$T/b.report" && { echo "FAIL: caching: tensors outside the recorded segments: $(grep -A1 'efficiency not given' "$T/b.report")"; fail=1; }
 sed -n '/^Fragmentation (device 0/,/model error vs actual/p' "$T/b.report" | sed 's/^/    /'
 err=$(sed -n 's/.*model error vs actual: M_a \([-+0-9.]*\)%, M_r \([-+0-9.]*\)%.*/\2/p' "$T/b.report" | head -1)
 if [ -z "$err" ]; then
@@ -83,5 +88,6 @@ want=$(jget "$T/native.json" requested_peak)
 echo "  pluggable: tensor peak $tp (native requested-bytes peak $want; max_memory_allocated here: $(jget "$T/a.json" max_allocated))"
 [ "$tp" = "$want" ] || { echo "FAIL: pluggable: tensor peak $tp != native requested peak $want"; fail=1; }
 "$B/stprof" report "$T/a.stp" 2>&1 | grep -q "at gpt.py:[0-9]* in " || { echo "FAIL: pluggable: no Python lines for the tensors"; fail=1; }
+"$B/stprof" report --check "$T/a.stp" >/dev/null 2>&1 || { echo "FAIL: pluggable: the report's figures do not add up: $("$B/stprof" report --check "$T/a.stp" 2>&1 | head -5)"; fail=1; }
 echo "  pluggable: wall ${wall_a}s, loop $(jget "$T/a.json" loop_s)s; ratio to native: wall $(calc "$wall_a / $native")x"
 exit $fail

@@ -6,12 +6,16 @@
 # S (source), B (build), T (a scratch dir of its own), PY and CUDA set.
 # Prints what each measured; exits non-zero when one fails (after running
 # the others).  ONLY=PATTERN runs the checks whose name contains PATTERN.
+# As in ctest, every report, export and one-shot run checks its figures
+# against each other (STPROF_SELF_CHECK=1: exit 70 and the violations when
+# they do not add up; docs/report.md, "Self-check").
 set -eu
 S=$(cd "$(dirname "$0")/../.." && pwd)
 B=${STPROF_BUILD:-$S/build-gpu}
 PY=${PYTHON:-python3}
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 export S B PY CUDA
+export STPROF_SELF_CHECK=1
 if [ "${STPROF_NO_BUILD:-0}" != 1 ]; then
 	cmake -S "$S" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	cmake --build "$B" -j "$(nproc)" >/dev/null

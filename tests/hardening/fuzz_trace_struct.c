@@ -181,6 +181,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.keep_objects = 1;
 	stp_det *d = stp_det_run(path, &o, err, sizeof err);
 	if (d) {
+		char why[2048]; /* the report's figures add up (docs/report.md, "Self-check") */
+		if (stp_det_check(d, why, sizeof why)) {
+			fprintf(stderr, "fuzz_trace_struct: the report's figures do not add up:\n%s", why);
+			abort();
+		}
 		FILE *null = fopen("/dev/null", "w");
 		if (null) {
 			stp_report_text(d, NULL, null);

@@ -73,7 +73,9 @@ expect_eq "python --full: output" "$(cat f.out)" "$(cat d.out)"
 expect_eq "python: folded iterations" "$(tr '\n' ' ' <folded.txt)" "$(seq -s ' ' 2 499) $(seq -s ' ' 501 997) "
 "$STPROF" report d.stp >d.txt
 grep -q "every event of iterations 0-1, 500, 998-999" d.txt || fail "python: report: $(grep -A2 folded d.txt)"
-grep -q "Late free" d.txt && fail "python: findings: $(grep -A3 Findings d.txt)"
+# no late-free finding (the loss tensor, freed when the next iteration
+# remakes it, is listed among the expected ones, as with --full)
+sed -n '/^Findings/,/^  expected, not counted/p' d.txt | grep -q "Late free" && fail "python: findings: $(grep -A3 Findings d.txt)"
 # the tensor space (never sampled): the same totals and peak
 tens() { json_spaces "$1" | sed -n 2p; }
 expect_eq "python: cpu tensors, folded vs --full" "$(tens d.stp)" "$(tens f.stp)"

@@ -93,4 +93,42 @@ STPROF_SHIM=0 "$STPROF" record --full -q -o "$T/p.stp" -- "$PY" "$T/plain.py" >/
 expect_eq "no markers with the shim off" "$("$STPROF" dump -t marker "$T/p.stp" | grep -vc kind=annotation)" 0
 it=$("$STPROF" report --space host "$T/p.stp" | grep '^Iterations')
 case "$it" in *"no credible iteration"*"stprof.step()"*"--iterations none"*) ;; *) fail "host start-up: $it" ;; esac
+# the way to classes named for a Python user, not only C's markers
+"$STPROF" report --space host "$T/p.stp" | grep -q "^  Classes need iterations: in Python each optimizer step marks one" ||
+  fail "classes' hint: $("$STPROF" report --space host "$T/p.stp" | grep -A1 '^  Classes need')"
+# 10. a loop in the shapes users write (iter_shapes.py): an initial loss
+#     printed before the loop and evaluations under model.eval() with grad
+#     enabled are no micro-batches; the first iteration's backward is
+#     micro-batch 0; `del out, loss` after opt.step() leaves those tensors
+#     re-made every iteration, not persistent; under checkpointing the
+#     phases line names the recompute phases
+S="$STPROF_SRC/tests/python/iter_shapes.py"
+"$STPROF" record -q -o "$T/is.stp" -- "$PY" "$S" >/dev/null 2>&1 || fail "record iter_shapes"
+"$STPROF" dump -t marker "$T/is.stp" >"$T/ism.txt"
+seq=$(grep -E 'kind=(iteration|phase)_' "$T/ism.txt" | sed 's/.* kind=\([a-z_]*\) name="\([^"]*\)" value=\(-*[0-9]*\).*/\1:\2:\3/' | tr '\n' ' ')
+for it in 0 1 2 3; do
+  expect_eq "iter_shapes: iteration $it's phases" "$(echo "$seq" | sed "s/.*iteration_begin::$it \(.*\)iteration_end::$it .*/\1/")" \
+    "$(for mb in 0 1; do echo -n "phase_begin:forward:$mb phase_end:forward:$mb phase_begin:backward:$mb phase_end:backward:$mb "; done; echo -n "phase_begin:optimizer:0 phase_end:optimizer:0 ")"
+done
+"$STPROF" report --top 40 "$T/is.stp" >"$T/isr.txt"
+grep -q "^  phases    forward backward forward\[1\] backward\[1\] optimizer (markers)" "$T/isr.txt" ||
+  fail "iter_shapes phases: $(grep '^  phases' "$T/isr.txt")"
+# the output (allocated at the head, line 36), the loss (49) and the
+# gradients (50, zero_grad(set_to_none=True) after the step): no object of
+# theirs is persistent
+"$STPROF" report -f json --all --no-models "$T/is.stp" -o "$T/is.json"
+python3 - "$T/is.json" <<'PY' || fail "tensors re-made every iteration classed persistent"
+import json, sys
+d = json.load(open(sys.argv[1]))
+seen = set()
+for s in d['sites']:
+    f = s['frames'][0] if s['frames'] else {}
+    if (f.get('file') or '').endswith('iter_shapes.py') and f.get('line') in (36, 49, 50):
+        seen.add(f['line'])
+        assert s['classes']['persistent']['objects'] == 0, (f['text'], s['classes']['persistent'])
+assert seen == {36, 49, 50}, seen
+PY
+"$STPROF" record -q -o "$T/isc.stp" -- "$PY" "$S" --checkpoint >/dev/null 2>&1 || fail "record iter_shapes --checkpoint"
+"$STPROF" report "$T/isc.stp" | grep -q "^  phases    forward backward (+recompute) forward\[1\] backward\[1\] (+recompute) optimizer (markers)" ||
+  fail "phases under checkpointing: $("$STPROF" report "$T/isc.stp" | grep '^  phases')"
 echo ok

@@ -7,7 +7,8 @@ with the protocols PyTorch's writers use (2 from C++, 4 and 5 from Python).
 Frames are shared objects, so the pickler memoizes them as PyTorch's do.
 
 usage: make_snapshots.py OUTDIR   writes v2_p4.pickle, v2_p2.pickle,
-    v2_p5.pickle, v2_notime.pickle, v2_expandable.pickle and v113.pickle
+    v2_p5.pickle, v2_notime.pickle, v2_expandable.pickle, v113.pickle and
+    v2_outside.pickle (inconsistent: allocations outside its segments)
 """
 import os
 import pickle
@@ -116,6 +117,38 @@ def v2_expandable():
     return {'segments': [seg], 'device_traces': [tr]}
 
 
+def v2_outside():
+    """The inconsistent case of a real third-party 2.x snapshot: its trace's
+    allocations lie outside its `segments` (the segments are not the
+    allocator's whole state), and blocks are live when it was taken.  Six
+    iterations each make five 8 MiB activations at addresses no segment
+    holds, free them, and keep one 2 MiB block of a 20 MiB segment: peak
+    allocated 52 MiB against 20 MiB reserved."""
+    seg, out = 0x7f2000000000, 0x7f6000000000
+    t = [1000]
+
+    def e(action, addr, size, fr):
+        t[0] += 10
+        return {'action': action, 'addr': addr, 'size': size, 'stream': 0, 'time_us': t[0], 'frames': fr}
+
+    trace, live = [], []
+    for it in range(6):
+        acts = [out + (it * 8 + k) * 8 * MiB for k in range(5)]
+        trace += [e('alloc', a, 8 * MiB, F_TRAIN) for a in acts]
+        trace.append(e('alloc', seg + it * 2 * MiB, 2 * MiB, F_OPT))
+        live.append(seg + it * 2 * MiB)
+        for a in acts:
+            trace += [e('free_requested', a, 8 * MiB, F_TRAIN), e('free_completed', a, 8 * MiB, F_TRAIN)]
+    blocks = [{'address': a, 'size': 2 * MiB, 'requested_size': 2 * MiB, 'state': 'active_allocated',
+               'frames': F_OPT} for a in live]
+    blocks.append({'address': seg + 12 * MiB, 'size': 8 * MiB, 'requested_size': 0, 'state': 'inactive',
+                   'frames': []})
+    segs = [{'device': 0, 'address': seg, 'total_size': 20 * MiB, 'allocated_size': 12 * MiB,
+             'active_size': 12 * MiB, 'requested_size': 12 * MiB, 'stream': 0, 'segment_type': 'large',
+             'segment_pool_id': (0, 0), 'is_expandable': False, 'frames': F_OPT, 'blocks': blocks}]
+    return {'segments': segs, 'device_traces': [trace]}
+
+
 def v113_snapshot():
     """PyTorch 1.13: a list of segments; blocks have no address, only size,
     state and a history of {addr, real_size, frames}."""
@@ -142,7 +175,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     for name, obj, proto in [('v2_p4', v2_snapshot(), 4), ('v2_p2', v2_snapshot(), 2), ('v2_p5', v2_snapshot(), 5),
                              ('v2_notime', v2_snapshot(with_time=False), 4),
-                             ('v2_expandable', v2_expandable(), 4), ('v113', v113_snapshot(), 2)]:
+                             ('v2_expandable', v2_expandable(), 4), ('v113', v113_snapshot(), 2),
+                             ('v2_outside', v2_outside(), 4)]:
         with open(os.path.join(out, name + '.pickle'), 'wb') as f:
             pickle.dump(obj, f, protocol=proto)
 

@@ -55,6 +55,11 @@ echo "$r" | grep -q "reserved  22.0 MiB at most (allocator segments)" || fail "r
 # the user's line first (docs/python.md); the library's Python frames inside
 # it are folded away by default, all there with --all-frames
 echo "$r" | grep -q "at train.py:12 in step" || fail "report: caller frames"
+# a site whose frames start in PyTorch's C++ (PyTorch 2.x records the
+# unwinder's and the caching allocator's own frames first, file "??") is
+# named by its first Python line, the C++ below it
+echo "$r" | grep -q "^      at model.py:50 in forward" || fail "report: C++ frames before the user's line"
+echo "$r" | grep -q "^      at ??" && fail "report: a site named by a C++ frame of PyTorch's"
 echo "$r" | grep -q "<- adam.py:155 in _single_tensor_adam" && fail "report: library frames not folded"
 a=$("$STPROF" report --no-progress --all-frames --frames 8 "$T/v2_p4.pickle" 2>&1) || fail "report --all-frames: $a"
 echo "$a" | grep -q "<- adam.py:155 in _single_tensor_adam" || fail "report: Python frames"
@@ -82,6 +87,51 @@ bad loop "(lambda l: (l.append(l), pickle.dumps(l, protocol=4))[1])([])" "contai
 bad notsnap "pickle.dumps({'a': 1}, protocol=4)" "not a PyTorch memory snapshot"
 bad truncated "pickle.dumps({'segments': [1, 2, 3]}, protocol=4)[:-5]" "claimed"
 bad nostop "pickle.dumps([1, 2], protocol=2)[:-1]" "no STOP"
+# malformed snapshots: refused in one line, never imported with made-up figures
+S0="{'device': 0, 'address': 4096, 'total_size': 512, 'blocks': [{'address': 4096, 'size': 512, 'state': 'active_allocated'}]}"
+# a list of numbers: its items are no segments, dropped with a warning that
+# says so (the streaming reader drops what is not a dict as it reads)
+"$PY" -c "import pickle,sys; sys.stdout.buffer.write(pickle.dumps([1, 2, 3], protocol=2))" >"$T/ints.pickle"
+msg=$("$STPROF" import "$T/ints.pickle" -o "$T/ints.stp" 2>&1) || fail "ints: $msg"
+echo "$msg" | grep -q "^stprof: warning: $T/ints.pickle: 3 items of its segments list are not segments (not dicts): dropped" ||
+  fail "ints: no warning naming what was dropped: $msg"
+bad strsize "pickle.dumps({'segments': [{'device': 0, 'address': 0, 'total_size': 'big'}], 'device_traces': []}, protocol=4)" \
+  "segment 0 'total_size' is a str, not a byte count"
+bad negsize "pickle.dumps([{'device': 0, 'address': 4096, 'total_size': 512, 'blocks': [{'size': -5, 'state': 'inactive'}]}], protocol=2)" \
+  "block 0 of segment 0 'size' is negative (-5)"
+bad huge "pickle.dumps([{'device': 0, 'address': 4096, 'total_size': 512, 'blocks': [{'size': 1 << 62, 'state': 'active_allocated'}]}], protocol=2)" \
+  "block 0 of segment 0 (4611686018427387904 bytes at 0x1000) does not fit its segment (512 bytes at 0x1000)"
+bad entry "pickle.dumps({'segments': [$S0], 'device_traces': [[{'action': 'alloc', 'addr': 'x', 'size': 512}]]}, protocol=4)" \
+  "trace entry 0 of device 0 'addr' is a str, not a byte count"
+bad traces "pickle.dumps({'segments': [$S0], 'device_traces': 7}, protocol=4)" "its 'device_traces' is not a list"
+
+# an inconsistent snapshot (make_snapshots.py v2_outside): its trace's
+# allocations lie outside its segments, blocks are live when it was taken.
+# Its segments are dropped with a warning naming why; the report prints no
+# impossible figure, calls the live blocks live, not leaked, and names no
+# process or exit status the snapshot does not have
+set +e; out=$("$STPROF" import "$T/v2_outside.pickle" -o "$T/o.stp" 2>&1); rc=$?; set -e
+echo "$out"
+expect_eq "inconsistent snapshot: exit status" "$rc" 0
+echo "$out" | grep -q "^stprof: warning: .*v2_outside.pickle: 30 allocations lie outside every segment of their device (the first at 0x7f6000000000): the snapshot's segments are not the allocator's whole state, so they were dropped (1 segments;" ||
+  fail "no warning naming the allocations outside the segments"
+expect_eq "no segment events" "$("$STPROF" dump "$T/o.stp" | grep -c segment_)" 0
+r=$("$STPROF" report --no-progress "$T/v2_outside.pickle" 2>&1) || fail "report: $r"
+echo "$r"
+echo "$r" | grep -q "^stprof: warning: .*30 allocations lie outside every segment" || fail "report on the pickle: no warning"
+echo "$r" | grep -q "^  note      an inconsistent snapshot: 30 allocations lay outside its segments" || fail "report: no note"
+echo "$r" | grep -qE "efficiency [0-9]|model error|actual \(segment" && fail "report: figures from the dropped segments"
+# every percentage a report prints is within 0..100
+echo "$r" | grep -oE "[0-9]+\.[0-9]%" | awk -F. '$1 > 100 {bad=1} END {exit bad}' || fail "a percentage above 100%"
+echo "$r" | grep -q "Memory leak" && fail "blocks live at the snapshot called a leak"
+echo "$r" | grep -q "^  trace     a memory snapshot: the state when it was taken" || fail "report: the snapshot's end"
+echo "$r" | grep -qE "pid 0|exited with status" && fail "report: a process the snapshot does not name"
+echo "$r" | grep -q "^stprof report: v2_outside.pickle\|^stprof report: $T/v2_outside.pickle" || fail "report names a temporary file: $(echo "$r" | grep '^stprof report:')"
+i=$("$STPROF" info "$T/v2_outside.pickle" 2>&1)
+echo "$i" | grep -qE "pid 0|exited with status" && fail "info: $i"
+echo "$i" | grep -q "a memory snapshot" || fail "info: the snapshot's end: $i"
+p=$("$STPROF" plan "$T/v2_p4.pickle" -o "$T/p2.plan" 2>&1) || fail "plan: $p"
+echo "$p" | grep "^input:" | grep -q "v2_p4.pickle" || fail "plan names a temporary file as its input: $(echo "$p" | grep '^input:')"
 
 # memory is what the import keeps, not the pickle (issue 26: 41-49 bytes per
 # input byte): 10 MB of empty lists, of empty trace entries and of entries

@@ -5,7 +5,9 @@
 # memory functions (the flamegraph step replaced by the identity: it would
 # download flamegraph.pl) on both layouts, plus the 2.x invariants
 # (check_snapshot.py).  2.x's own _memory_viz runs in tests/gpu (GPU machine).
-# Traces: a real PyTorch CPU run recorded by stprof, and the constructed 2.x
+# Traces: a real PyTorch CPU run recorded by stprof (its tensors: what a
+# snapshot of a PyTorch run holds by default; the script leaves them live at
+# the end, as a snapshot taken mid-run does), and the constructed 2.x
 # snapshot imported.
 . "$(dirname "$0")/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
@@ -23,6 +25,9 @@ for _ in range(3):
     loss.backward()
     opt.step()
 print("done")
+import os, sys
+sys.stdout.flush()
+os._exit(0)  # the model and the optimizer's state stay live in the trace
 PY
 # allocations of 16 KiB and more: the tensors, not the interpreter's million
 # small objects of `import torch` (a 400 MB pickle otherwise)
@@ -30,6 +35,31 @@ out=$("$STPROF" record -q -m 16k -o "$T/torch.stp" -- "$PY" "$T/torch_run.py") |
 expect_eq "torch run output" "$out" "done"
 "$STPROF" import -q "$T/v2_p4.pickle" -o "$T/v2.stp" || fail "import"
 
+# the snapshot of a PyTorch CPU run holds its tensors, not the interpreter's heap
+"$STPROF" export --format torch-snapshot "$T/torch.stp" -o "$T/t.pickle" >"$T/exp" || fail "export the torch run"
+grep -q "^  the tensors: [0-9]* allocations; [0-9]* of other memory spaces left out (--space)" "$T/exp" ||
+  fail "the torch run's snapshot is not its tensors: $(cat "$T/exp")"
+mv "$T/exp" "$T/exp_t"
+"$STPROF" export --format torch-snapshot --space host "$T/torch.stp" -o "$T/h.pickle" >"$T/exp" || fail "export --space host"
+grep -q "^  the host heap: [0-9]* allocations" "$T/exp" || fail "--space host ignored: $(cat "$T/exp")"
+# and the pickles hold what they say: as many allocations as the report's
+# tensor space and host heap, the tensors far fewer (they once held the heap)
+"$STPROF" report -f json --no-models "$T/torch.stp" -o "$T/torch.json" || fail "report the torch run"
+"$PY" - "$T/t.pickle" "$T/exp_t" "$T/h.pickle" "$T/exp" "$T/torch.json" <<'PY' || fail "the snapshots do not hold what they say"
+import json, pickle, re, sys
+def allocs(p):
+    d = pickle.load(open(p, 'rb'))
+    return sum(1 for dt in d['device_traces'] for e in dt if e['action'] == 'alloc')
+said = lambda p: int(re.search(r': (\d+) allocations', open(p).read()).group(1))
+sp = json.load(open(sys.argv[5]))['spaces']
+ten = [s['allocs'] for s in sp if s['tensors']][0]
+host = [s['allocs'] for s in sp if s['kind'] == 'host' and not s['tensors']][0]
+t, h = allocs(sys.argv[1]), allocs(sys.argv[3])
+assert t == said(sys.argv[2]) == ten, (t, said(sys.argv[2]), ten)
+assert h == said(sys.argv[4]) == host, (h, said(sys.argv[4]), host)
+assert t < h, (t, h)
+print('snapshots: %d tensor allocations, %d of the host heap with --space host' % (t, h))
+PY
 for tr in torch v2; do
   for layout in 2 1.13; do
     p="$T/$tr.$layout.pickle"

@@ -7,11 +7,14 @@ thread, and module hooks of a backward's recomputation on the thread running
 the backward):
 
   idle --forward/backward/step--> in iteration k (ITER_BEGIN k)
-  root forward pre-hook  -> phase "forward" of micro-batch m (m counts the
-                            root forwards of the iteration from 0); a
-                            forward under no_grad (inference) starts no
-                            iteration and no phase
-  autograd.backward/grad -> phase "backward" of the current micro-batch
+  root forward pre-hook  -> phase "forward" of micro-batch m: m counts the
+                            backwards begun in the iteration so far (the
+                            forward a backward follows); a forward under
+                            no_grad, or of a module in eval() mode
+                            (evaluation), starts no iteration and no phase;
+                            a forward no backward follows (an initial loss
+                            printed before the loop) is no micro-batch
+  autograd.backward/grad -> phase "backward" of micro-batch m, then m + 1
                             (nested calls, as activation checkpointing's
                             reentrant backward makes, are part of it)
   module run inside a backward -> phase "recompute", nested in "backward"
@@ -48,7 +51,7 @@ class _State:
     def __init__(self):
         self.iteration = 0
         self.in_iter = False
-        self.micro_batch = -1
+        self.micro_batch = 0     # backwards begun in this iteration
         self.phase = None        # (name, micro_batch) open now
         self.stack = []          # modules being run (per process)
         self.root = None         # weakref to the root module
@@ -64,7 +67,7 @@ class _State:
     def begin_iteration(self):
         if not self.in_iter:
             self.in_iter = True
-            self.micro_batch = -1
+            self.micro_batch = 0
             mark(ITER_BEGIN, None, self.iteration)
 
     def end_iteration(self):
@@ -80,6 +83,8 @@ class _State:
             self.begin_iteration()
 
     def open_phase(self, name, mb):
+        if self.phase == (name, mb):
+            return  # a forward no backward followed, then the one it does: one window
         self.close_phase()
         self.phase = (name, mb)
         mark(PHASE_BEGIN, name, mb)
@@ -121,11 +126,12 @@ class _State:
             if top and self.bwd_depth:
                 self.recompute_depth += 1
                 if self.recompute_depth == 1:
-                    mark(PHASE_BEGIN, "recompute", max(self.micro_batch, 0))
-            elif top and self.learn_names(module) and self.grad_enabled():
-                # (a forward under no_grad is inference: no iteration)
+                    mark(PHASE_BEGIN, "recompute", max(self.micro_batch - 1, 0))
+            elif (top and self.learn_names(module) and self.grad_enabled()
+                  and getattr(module, "training", True)):
+                # (a forward under no_grad, or in eval() mode, is inference
+                # or evaluation: no iteration, no micro-batch)
                 self.begin_iteration()
-                self.micro_batch += 1
                 self.open_phase("forward", self.micro_batch)
             if not top or self.bwd_depth or self.root is None or self.root() is not module:
                 mark(MODULE_ENTER, self.name_of(module), 0)
@@ -145,7 +151,7 @@ class _State:
             if top and self.bwd_depth and self.recompute_depth:
                 self.recompute_depth -= 1
                 if not self.recompute_depth:
-                    mark(PHASE_END, "recompute", max(self.micro_batch, 0))
+                    mark(PHASE_END, "recompute", max(self.micro_batch - 1, 0))
         if _MODULE_SITE is not None and self.grad_enabled():
             self.tag_backward(module, output)
 
@@ -187,7 +193,8 @@ class _State:
             if self.bwd_depth == 1:
                 self.begin_iteration()
                 self.stack = []
-                self.open_phase("backward", max(self.micro_batch, 0))
+                self.open_phase("backward", self.micro_batch)
+                self.micro_batch += 1
 
     def backward_end(self):
         with self.lock:
