@@ -127,7 +127,7 @@ static inline uintptr_t hp_addr(uint32_t h) { return base + ((uintptr_t)h << LT_
 
 static void classes_init(void)
 {
-	nsc = (uint8_t)stp_lt_size_classes(sc_size, sc_blocks);
+	nsc = (uint8_t)allocpolicy_lt_size_classes(sc_size, sc_blocks);
 	uint8_t c = 0;
 	for (uint32_t i = 0; i <= LT_SMALL_MAX / 16; i++) {
 		while (sc_size[c] < i * 16)

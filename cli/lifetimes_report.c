@@ -112,11 +112,13 @@ int lifetimes_section(FILE *f, const char *trace, const stp_lt_model *model, con
 		fprintf(f, "\n      %s\n", name);
 	}
 	stp_sym_free(sym);
-	static const char *const names[3] = {"size classes only", "lifetime heap, predicted", "lifetime heap, own class"};
+	static const char *const names[STP_LT_SIM_MODELS] = {
+		[STP_LT_SIM_SIZE_CLASSES] = "size classes only", [STP_LT_SIM_GLIBC] = "glibc-like",
+		[STP_LT_SIM_PREDICTED] = "lifetime heap, predicted", [STP_LT_SIM_OWN] = "lifetime heap, own class"};
 	fprintf(f, "  huge-page footprint (2 MiB pages holding a live object) over live bytes:\n");
 	fprintf(f, "    %-26s %19s %19s %12s\n", "", "at the live peak", "at the end", "most held");
 	const stp_lt_sim_point *end = &s.samples[STP_LT_SIM_SAMPLES - 1];
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < STP_LT_SIM_MODELS; i++) {
 		fprintf(f, "    %-26s", names[i]);
 		ratio(f, s.peak.pages[i], s.peak.live);
 		ratio(f, end->pages[i], end->live);
@@ -124,22 +126,23 @@ int lifetimes_section(FILE *f, const char *trace, const stp_lt_model *model, con
 	}
 	fprintf(f, "    (live: %.1f MiB at the peak, %.1f MiB at the end; with 8 KiB blocks instead: %.1f, %.1f, %.1f MiB "
 	           "at the end)\n",
-	        mib(s.peak.live), mib(end->live), (double)end->blocks[0] / 128.0, (double)end->blocks[1] / 128.0,
-	        (double)end->blocks[2] / 128.0);
+	        mib(s.peak.live), mib(end->live), (double)end->blocks[STP_LT_SIM_SIZE_CLASSES] / 128.0,
+	        (double)end->blocks[STP_LT_SIM_PREDICTED] / 128.0, (double)end->blocks[STP_LT_SIM_OWN] / 128.0);
 	fprintf(f, "  over time (s: live / size classes / predicted / own class, MiB):");
 	for (int t = 0; t < STP_LT_SIM_SAMPLES; t++) {
 		const stp_lt_sim_point *p = &s.samples[t];
 		fprintf(f, "%s%.1f: %.0f/%.0f/%.0f/%.0f", t % 5 ? "  " : "\n    ", (double)p->t_ns / 1e9, mib(p->live),
-		        pg(p->pages[0]), pg(p->pages[1]), pg(p->pages[2]));
+		        pg(p->pages[STP_LT_SIM_SIZE_CLASSES]), pg(p->pages[STP_LT_SIM_PREDICTED]), pg(p->pages[STP_LT_SIM_OWN]));
 	}
 	fprintf(f, "\n");
-	double save_end = pg(end->pages[0]) - pg(end->pages[1]), save_max = pg(s.max_pages[0]) - pg(s.max_pages[1]);
+	double save_end = pg(end->pages[STP_LT_SIM_SIZE_CLASSES]) - pg(end->pages[STP_LT_SIM_PREDICTED]),
+	       save_max = pg(s.max_pages[STP_LT_SIM_SIZE_CLASSES]) - pg(s.max_pages[STP_LT_SIM_PREDICTED]);
 	fprintf(f, "  the lifetime plan (`stprof run --plan MODEL`) would hold %.1f MiB %s at the end (%.0f%%) and "
 	           "%.1f MiB %s at most (%.0f%%) than a size-class allocator on huge pages\n",
 	        save_end < 0 ? -save_end : save_end, save_end < 0 ? "more" : "less",
-	        end->pages[0] ? 100.0 * (save_end < 0 ? -save_end : save_end) / pg(end->pages[0]) : 0.0,
+	        end->pages[STP_LT_SIM_SIZE_CLASSES] ? 100.0 * (save_end < 0 ? -save_end : save_end) / pg(end->pages[STP_LT_SIM_SIZE_CLASSES]) : 0.0,
 	        save_max < 0 ? -save_max : save_max, save_max < 0 ? "more" : "less",
-	        s.max_pages[0] ? 100.0 * (save_max < 0 ? -save_max : save_max) / pg(s.max_pages[0]) : 0.0);
+	        s.max_pages[STP_LT_SIM_SIZE_CLASSES] ? 100.0 * (save_max < 0 ? -save_max : save_max) / pg(s.max_pages[STP_LT_SIM_SIZE_CLASSES]) : 0.0);
 	stp_lt_learner_free(l);
 	stp_lt_model_free(&own);
 	return 0;
