@@ -168,37 +168,34 @@ static unsigned from_model(void)
 	/* unw_step rather than unw_backtrace: the latter's fast path keeps a
 	 * frame cache of 256 KiB and more per thread that unwinds, resident
 	 * for the process's life (a quarter of the RSS libstalloc adds to a
-	 * server; misses are rare, the speed of each does not matter) */
-	uintptr_t ips[STP_LT_DEPTH_MAX + 16];
-	int got = 0;
+	 * server; misses are rare, the speed of each does not matter).  The
+	 * walk stops at the model's depth: each frame further would read the
+	 * unwind tables of outer functions, pages that stay resident. */
+	uint64_t pre[STP_LT_DEPTH_MAX];
+	uint32_t n = 0;
+	uint64_t h = 0;
+	int started = 0, reloaded = 0, seen = 0;
 	unw_context_t uc;
 	unw_cursor_t cur;
 	if (unw_getcontext(&uc) == 0 && unw_init_local(&cur, &uc) == 0) {
 		do {
-			unw_word_t ip;
-			if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || !ip)
+			unw_word_t word;
+			if (unw_get_reg(&cur, UNW_REG_IP, &word) < 0 || !word)
 				break;
-			ips[got++] = (uintptr_t)ip;
-		} while (got < (int)(model.depth + 16) && unw_step(&cur) > 0);
-	}
-	uint64_t pre[STP_LT_DEPTH_MAX];
-	uint32_t n = 0;
-	uint64_t h = 0;
-	int started = 0, reloaded = 0;
-	for (int i = 0; i < got && n < model.depth; i++) {
-		uintptr_t ip = ips[i];
-		const lt_mod *m = mod_of(ip);
-		if (!m && !reloaded) {
-			load_modules(); /* dlopen'd since */
-			reloaded = 1;
-			m = mod_of(ip);
-		}
-		if (!started && (!m || m->skip))
-			continue; /* the allocator's own frames */
-		started = 1;
-		uint64_t mh = m ? m->hash : stp_lt_module_hash("?");
-		h = stp_lt_extend(h, stp_lt_frame_hash(mh, m ? ip - m->bias : 0));
-		pre[n++] = h;
+			uintptr_t ip = (uintptr_t)word;
+			const lt_mod *m = mod_of(ip);
+			if (!m && !reloaded) {
+				load_modules(); /* dlopen'd since */
+				reloaded = 1;
+				m = mod_of(ip);
+			}
+			if (!started && (!m || m->skip))
+				continue; /* the allocator's own frames */
+			started = 1;
+			uint64_t mh = m ? m->hash : stp_lt_module_hash("?");
+			h = stp_lt_extend(h, stp_lt_frame_hash(mh, m ? ip - m->bias : 0));
+			pre[n++] = h;
+		} while (n < model.depth && ++seen < (int)(model.depth + 16) && unw_step(&cur) > 0);
 	}
 	ps.unwound_frames += n;
 	unsigned level;
