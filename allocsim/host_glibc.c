@@ -204,8 +204,8 @@ static int gl_alloc(void *model, allocsim_host_usage *u, uint64_t n, unsigned lc
 {
 	(void)lc;
 	gl_model *g = model;
-	if (n > (1ull << 46))
-		return 0; /* a damaged trace: not placed */
+	if (n > (64ull << 30))
+		return 0; /* past 64 GiB (a damaged trace): not placed, as in host_spans.c */
 	if (n >= g->mmap_threshold) {
 		uint64_t len = (n + 16 + 4095) & ~4095ull;
 		uint32_t i = area_alloc(&g->maps, u, len);
