@@ -3,8 +3,9 @@
 # `stprof record --accesses=exact`, planted where we know them:
 #   1. tests/sanitizer/planted.cu: one object per pattern (early, late,
 #      unused, dead write, temporary idleness, redundant, overallocation,
-#      leak), each allocated on a line marked PLANT:<pattern>: the report's
-#      findings are exactly those eight, each at its line, nothing else;
+#      leak, structured access, non-uniform frequency), each allocated on a
+#      line marked PLANT:<pattern>: the report's findings are exactly those
+#      ten, each at its line, nothing else;
 #   2. tests/python/planted_train.py on CUDA: a training loop with seven
 #      planted tensors (the same but redundant: PyTorch's caching allocator
 #      reuses blocks already): the seven at their lines, nothing else; the
@@ -26,7 +27,7 @@ fail=0
 echo "  planted.cu:"
 "$PY" "$S/tests/python/planted_check.py" "$T/p.json" "$S/tests/sanitizer/planted.cu" early-allocation \
 	late-deallocation unused-allocation dead-write temporary-idleness redundant-allocation overallocation \
-	memory-leak || { fail=1; "$B/stprof" report --top 12 "$T/p.stp" | sed -n '/^Findings/,/^Allocator/p' | head -60; }
+	memory-leak structured-access non-uniform-frequency || { fail=1; "$B/stprof" report --top 12 "$T/p.stp" | sed -n '/^Findings/,/^Allocator/p' | head -60; }
 
 if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	P="$S/tests/python/planted_train.py"
