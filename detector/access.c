@@ -582,6 +582,16 @@ const char *det_access_unit(const stp_det *d)
 
 uint64_t det_access_napi(const stp_det *d) { return d->acc ? d->acc->napi : 0; }
 
+/* An intra-object instance spans the object's life (until ns). */
+static void whole_life(stp_det_instance *in, const det_obj *ob, uint64_t ns)
+{
+	in->levels = 0;
+	in->at_ns = ob->alloc_ns;
+	in->until_ns = ns;
+	in->at_seq = ob->alloc_seq;
+	in->until_seq = 0;
+}
+
 /* Overallocation: the touched 64ths, the untouched run, DrGPUM's rule. */
 static void judge_parts(stp_det *d, const acc_obj *x, const det_obj *ob, uint64_t ns, stp_det_instance *in)
 {
@@ -606,11 +616,7 @@ static void judge_parts(stp_det *d, const acc_obj *x, const det_obj *ob, uint64_
 	in->used_lo = lo * (size / 64) + lo * (size % 64) / 64;
 	in->used_hi = hi >= 64 ? size : hi * (size / 64) + hi * (size % 64) / 64;
 	in->distance = 64 - used; /* 64ths never touched */
-	in->levels = 0;
-	in->at_ns = ob->alloc_ns;
-	in->until_ns = ns;
-	in->at_seq = ob->alloc_seq;
-	in->until_seq = 0;
+	whole_life(in, ob, ns);
 	double untouched = (double)(size - in->used_bytes);
 	det_finding_add_x(d, STP_PAT_OVERALLOC, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
 	                  untouched * (double)(ns - ob->alloc_ns), in->distance, in);
@@ -630,11 +636,7 @@ static void judge_slices(stp_det *d, const acc_obj *x, const det_obj *ob, uint64
 	in->used_lo = off64(ob->size, (unsigned)__builtin_ctzll(x->slices));
 	in->used_hi = off64(ob->size, 64 - (unsigned)__builtin_clzll(x->slices));
 	in->distance = x->nslices;
-	in->levels = 0;
-	in->at_ns = ob->alloc_ns;
-	in->until_ns = ns;
-	in->at_seq = ob->alloc_seq;
-	in->until_seq = 0;
+	whole_life(in, ob, ns);
 	det_finding_add_x(d, STP_PAT_STRUCTURED, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
 	                  (double)(ob->size - part) * (double)(ns - ob->alloc_ns), in->distance, in);
 	in->used_bytes = in->used_lo = in->used_hi = 0;
@@ -673,11 +675,7 @@ static void judge_freq(stp_det *d, const acc_obj *x, const uint32_t *f, const de
 	in->hot_apis = top;
 	in->cold_apis = cold;
 	in->distance = top;
-	in->levels = 0;
-	in->at_ns = ob->alloc_ns;
-	in->until_ns = ns;
-	in->at_seq = ob->alloc_seq;
-	in->until_seq = 0;
+	whole_life(in, ob, ns);
 	double idle = x->naccess ? 1.0 - cold / (double)x->naccess : 0;
 	det_finding_add_x(d, STP_PAT_NONUNIFORM, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
 	                  (double)cold_bytes * (double)(ns - ob->alloc_ns) * (idle > 0 ? idle : 0), in->distance, in);
