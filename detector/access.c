@@ -2,8 +2,7 @@
  * access.c - API events (kernels, copies, sets, framework ops) and the
  * objects they touch: DrGPUM's object-level analysis (§5.1) over a
  * topological order of the APIs across streams (§5.3), and its
- * intra-object overallocation (§3.2) from the parts of objects the ranges
- * name.
+ * intra-object patterns (§3.2) from the parts of objects the ranges name.
  *
  * Objects: the live objects are also kept in a treap ordered by address so
  * an API's ranges find every object they overlap (interior pointers and
@@ -46,6 +45,22 @@
  *                      touched (the ranges name parts of it), and its
  *                      untouched bytes are mostly one piece (DrGPUM's
  *                      fragmentation below 80%); waste = untouched x lifetime
+ *   structured access  DrGPUM's §3.2: at least 3 APIs touched it, each only
+ *                      its own part (at most half of it), and no 64th was
+ *                      touched by two APIs; waste = (size - the largest
+ *                      part) x lifetime
+ *   non-uniform access frequency  DrGPUM's §3.2 counted in APIs, not in
+ *                      accesses: per 64th, the APIs that touched it; the hot
+ *                      part (64ths touched by at least half as many APIs as
+ *                      the hottest, which at least 8 touched) is at most a
+ *                      quarter of the object, the other touched 64ths
+ *                      (at least a quarter of it) were touched by at most a
+ *                      quarter as many on average; waste = cold bytes x
+ *                      lifetime x the share of its APIs that left the cold
+ *                      part alone
+ * The intra-object patterns need objects of at least 4 KiB (structured
+ * access and frequency; overallocation 64 bytes); their parts are 64ths
+ * (the sanitizer backend's ranges name 32nds).
  * Instances the structure explains are marked (judge.c): idleness of the
  * loop's state, from one phase to another or of what a backward reads,
  * set-up before the loop, late deallocations and unread writes at teardown,
@@ -57,7 +72,8 @@
  * are kept (96 bytes per accessed object) for det_access_finish().
  *
  * Memory: about 200 bytes per live object, 64 per accessed object, a few
- * per stream.
+ * per stream, 256 per live object an API touched only part of (its
+ * counts per 64th).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +99,12 @@ typedef struct acc_obj {
 	uint64_t first_ns, last_end_ns, last_write_ns;
 	uint64_t unplaced_alloc, unplaced_write; /* a->unplaced then */
 	uint64_t cover;        /* 64ths of the object any range touched */
+	uint64_t api_cover;    /* ... this API's ranges */
+	uint64_t slices;       /* the 64ths earlier APIs touched, while each touched its own */
+	uint32_t nslices;      /* APIs that did */
+	uint32_t freq;         /* 1 + its counts' index in freq (0: every API touched all of it) */
+	uint8_t slice_max;     /* 64ths of the largest of those parts */
+	uint8_t slices_off;    /* an API touched all of it, or a 64th another had */
 	acc_idle idle[2];      /* [0] actionable gaps, [1] gaps the structure explains */
 	double dead_waste;
 	uint32_t naccess, dead_writes;
@@ -131,7 +153,42 @@ struct det_access {
 	uint64_t nrec, rec_cap;
 	acc_late *late;          /* late deallocations judged at the end (the peaks) */
 	uint64_t nlate, late_cap;
+	uint32_t (*freq)[64];    /* per 64th of an object, the APIs that touched it */
+	uint32_t nfreq, freq_cap, freq_free; /* freq_free: 1 + a released one, chained through [0] */
 };
+
+#define INTRA_MIN_SIZE 4096u   /* structured access, frequency: objects at least this large */
+#define HOT_MIN_APIS 8u        /* non-uniform frequency: the hottest 64th's APIs at least */
+
+/* A zeroed set of counts per 64th: 1 + its index, or 0 when out of memory. */
+static uint32_t freq_take(struct det_access *a)
+{
+	uint32_t k = a->freq_free;
+	if (k) {
+		a->freq_free = a->freq[k - 1][0];
+	} else {
+		if (a->nfreq == a->freq_cap) {
+			uint32_t nc = a->freq_cap ? a->freq_cap * 2 : 64;
+			uint32_t(*n)[64] = realloc(a->freq, (size_t)nc * sizeof *n);
+			if (!n)
+				return 0;
+			a->freq = n;
+			a->freq_cap = nc;
+		}
+		k = ++a->nfreq;
+	}
+	memset(a->freq[k - 1], 0, sizeof a->freq[0]);
+	return k;
+}
+
+static void freq_release(struct det_access *a, acc_obj *x)
+{
+	if (!x->freq)
+		return;
+	a->freq[x->freq - 1][0] = a->freq_free;
+	a->freq_free = x->freq;
+	x->freq = 0;
+}
 
 static uint64_t stream_key(int32_t device, uint64_t stream)
 {
@@ -158,6 +215,7 @@ void det_access_free(stp_det *d)
 	free(a->touched);
 	free(a->rec);
 	free(a->late);
+	free(a->freq);
 	det_map_destroy(&a->streams);
 	free(a);
 	d->acc = NULL;
@@ -342,9 +400,10 @@ static int collect(stp_det *d, uint32_t n, uint64_t lo, uint64_t hi, uint32_t mo
 				a->touched[a->ntouched++] = n;
 				x->stamp = a->stamp;
 				x->mode = 0;
+				x->api_cover = 0;
 			}
 			x->mode |= (uint8_t)mode;
-			x->cover |= cover_bits(ob->addr, ob->size, lo, hi);
+			x->api_cover |= cover_bits(ob->addr, ob->size, lo, hi);
 		}
 		/* left holds smaller addresses: they can overlap only if lo is
 		 * below this node; right only if hi is above it */
@@ -357,6 +416,36 @@ static int collect(stp_det *d, uint32_t n, uint64_t lo, uint64_t hi, uint32_t mo
 		}
 	}
 	return 0;
+}
+
+/* The intra-object record of an API that touched the 64ths x->api_cover
+ * of ob (before x->naccess counts it). */
+static void intra_api(struct det_access *a, acc_obj *x, const det_obj *ob)
+{
+	uint64_t c = x->api_cover;
+	x->cover |= c;
+	if (ob->size < INTRA_MIN_SIZE)
+		return;
+	if (!x->slices_off) { /* structured access: a part of its own */
+		if (c == ~0ull || (c & x->slices)) {
+			x->slices_off = 1;
+		} else {
+			unsigned n = (unsigned)__builtin_popcountll(c);
+			x->slices |= c;
+			x->nslices++;
+			if (n > x->slice_max)
+				x->slice_max = (uint8_t)n;
+		}
+	}
+	if (!x->freq && c != ~0ull) { /* the first API that left some of it alone */
+		x->freq = freq_take(a);
+		if (x->freq)
+			for (unsigned k = 0; k < 64; k++)
+				a->freq[x->freq - 1][k] = x->naccess; /* each API before touched all of it */
+	}
+	if (x->freq)
+		for (uint64_t m = c; m; m &= m - 1)
+			a->freq[x->freq - 1][__builtin_ctzll(m)]++;
 }
 
 int det_access_api(stp_det *d, const stp_event *ev)
@@ -449,6 +538,7 @@ int det_access_api(stp_det *d, const stp_event *ev)
 			}
 		}
 		x->last_cs_write = (uint8_t)cs_write;
+		intra_api(a, x, ob);
 		if (x->mode & STP_ACCESS_WRITE) {
 			x->lvl_write = lvl;
 			x->lvl_read = 0;
@@ -492,6 +582,16 @@ const char *det_access_unit(const stp_det *d)
 
 uint64_t det_access_napi(const stp_det *d) { return d->acc ? d->acc->napi : 0; }
 
+/* An intra-object instance spans the object's life (until ns). */
+static void whole_life(stp_det_instance *in, const det_obj *ob, uint64_t ns)
+{
+	in->levels = 0;
+	in->at_ns = ob->alloc_ns;
+	in->until_ns = ns;
+	in->at_seq = ob->alloc_seq;
+	in->until_seq = 0;
+}
+
 /* Overallocation: the touched 64ths, the untouched run, DrGPUM's rule. */
 static void judge_parts(stp_det *d, const acc_obj *x, const det_obj *ob, uint64_t ns, stp_det_instance *in)
 {
@@ -516,15 +616,71 @@ static void judge_parts(stp_det *d, const acc_obj *x, const det_obj *ob, uint64_
 	in->used_lo = lo * (size / 64) + lo * (size % 64) / 64;
 	in->used_hi = hi >= 64 ? size : hi * (size / 64) + hi * (size % 64) / 64;
 	in->distance = 64 - used; /* 64ths never touched */
-	in->levels = 0;
-	in->at_ns = ob->alloc_ns;
-	in->until_ns = ns;
-	in->at_seq = ob->alloc_seq;
-	in->until_seq = 0;
+	whole_life(in, ob, ns);
 	double untouched = (double)(size - in->used_bytes);
 	det_finding_add_x(d, STP_PAT_OVERALLOC, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
 	                  untouched * (double)(ns - ob->alloc_ns), in->distance, in);
 	in->used_bytes = in->used_lo = in->used_hi = 0;
+}
+
+/* The offset of the k-th 64th of an object of size bytes. */
+static uint64_t off64(uint64_t size, unsigned k) { return k >= 64 ? size : k * (size / 64) + k * (size % 64) / 64; }
+
+/* Structured access: each API its own part, none twice. */
+static void judge_slices(stp_det *d, const acc_obj *x, const det_obj *ob, uint64_t ns, stp_det_instance *in)
+{
+	if (ob->size < INTRA_MIN_SIZE || x->slices_off || x->nslices < 3 || x->slice_max * 2u > 64u)
+		return;
+	uint64_t part = off64(ob->size, x->slice_max);
+	in->used_bytes = part;
+	in->used_lo = off64(ob->size, (unsigned)__builtin_ctzll(x->slices));
+	in->used_hi = off64(ob->size, 64 - (unsigned)__builtin_clzll(x->slices));
+	in->distance = x->nslices;
+	whole_life(in, ob, ns);
+	det_finding_add_x(d, STP_PAT_STRUCTURED, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
+	                  (double)(ob->size - part) * (double)(ns - ob->alloc_ns), in->distance, in);
+	in->used_bytes = in->used_lo = in->used_hi = 0;
+}
+
+/* Non-uniform access frequency, counted in APIs per 64th. */
+static void judge_freq(stp_det *d, const acc_obj *x, const uint32_t *f, const det_obj *ob, uint64_t ns,
+                       stp_det_instance *in)
+{
+	uint32_t top = 0;
+	for (unsigned k = 0; k < 64; k++)
+		top = f[k] > top ? f[k] : top;
+	if (top < HOT_MIN_APIS)
+		return;
+	unsigned nhot = 0, ncold = 0, lo = 64, hi = 0;
+	uint64_t shot = 0, scold = 0;
+	for (unsigned k = 0; k < 64; k++) {
+		if (f[k] * 2ull >= top) {
+			nhot++;
+			shot += f[k];
+			lo = k < lo ? k : lo;
+			hi = k + 1;
+		} else if (f[k]) {
+			ncold++;
+			scold += f[k];
+		}
+	}
+	/* a small hot part, a large cold part touched a quarter as often */
+	if (nhot > 16 || ncold < 16 || (double)shot / nhot < 4.0 * (double)scold / ncold)
+		return;
+	double cold = (double)scold / ncold;
+	uint64_t hot_bytes = off64(ob->size, hi) - off64(ob->size, lo), cold_bytes = ob->size - hot_bytes;
+	in->used_bytes = hot_bytes;
+	in->used_lo = off64(ob->size, lo);
+	in->used_hi = off64(ob->size, hi);
+	in->hot_apis = top;
+	in->cold_apis = cold;
+	in->distance = top;
+	whole_life(in, ob, ns);
+	double idle = x->naccess ? 1.0 - cold / (double)x->naccess : 0;
+	det_finding_add_x(d, STP_PAT_NONUNIFORM, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
+	                  (double)cold_bytes * (double)(ns - ob->alloc_ns) * (idle > 0 ? idle : 0), in->distance, in);
+	in->used_bytes = in->used_lo = in->used_hi = in->hot_apis = 0;
+	in->cold_apis = 0;
 }
 
 uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
@@ -539,6 +695,7 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		/* nor are the objects of a space API events do not name (a
 		 * CUDA run's host heap: scan.c, judge_spaces) */
 		a->root = t_remove(d, a->root, slot);
+		freq_release(a, x);
 		return 0;
 	}
 	if (freed) { /* the free vertex: after the stream, the last writer and readers */
@@ -557,6 +714,7 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 	/* something unplaced ran while it lived: any access may have been it */
 	if (a->unplaced != x->unplaced_alloc) {
 		d->res.acc.unsure_objects++;
+		freq_release(a, x);
 		return lvl_end - x->lvl_alloc;
 	}
 	int teardown = freed && det_after_loop(d, free_seq);
@@ -657,6 +815,10 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		                  in.distance, &in);
 	}
 	judge_parts(d, x, ob, ns, &in);
+	judge_slices(d, x, ob, ns, &in);
+	if (x->freq)
+		judge_freq(d, x, a->freq[x->freq - 1], ob, ns, &in);
+	freq_release(a, x);
 	/* kept for redundant allocation */
 	if (a->nrec == a->rec_cap) {
 		uint64_t nc = a->rec_cap ? a->rec_cap * 2 : 1024;

@@ -180,11 +180,12 @@ int det_build_result(stp_det *d)
 		}
 		r->nfindings = k;
 	}
-	if (!d->have_ranges)
-		r->pattern_available[STP_PAT_OVERALLOC] = 0;
 	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
 		r->pattern_available[p] = 1;
 	if (!d->have_ranges) {
+		r->pattern_available[STP_PAT_OVERALLOC] = 0;
+		r->pattern_available[STP_PAT_STRUCTURED] = 0;
+		r->pattern_available[STP_PAT_NONUNIFORM] = 0;
 		r->pattern_available[STP_PAT_EARLY_ALLOC] = 0;
 		r->pattern_available[STP_PAT_LATE_DEALLOC] = 0;
 		r->pattern_available[STP_PAT_REDUNDANT_ALLOC] = 0;
@@ -564,7 +565,8 @@ const char *stp_det_pattern_name(unsigned p)
 {
 	static const char *const n[] = {"early-allocation", "late-deallocation", "redundant-allocation",
 	                                "unused-allocation", "memory-leak", "temporary-idleness",
-	                                "dead-write", "late-free", "overallocation"};
+	                                "dead-write", "late-free", "overallocation", "structured-access",
+	                                "non-uniform-frequency"};
 	return p < STP_PAT_COUNT ? n[p] : "?";
 }
 
@@ -572,7 +574,8 @@ const char *stp_det_pattern_title(unsigned p)
 {
 	static const char *const n[] = {"Early allocation", "Late deallocation", "Redundant allocation",
 	                                "Unused allocation", "Memory leak", "Temporary idleness",
-	                                "Dead write", "Late free (host heuristic)", "Overallocation"};
+	                                "Dead write", "Late free (host heuristic)", "Overallocation",
+	                                "Structured access", "Non-uniform access frequency"};
 	return p < STP_PAT_COUNT ? n[p] : "?";
 }
 
@@ -702,6 +705,19 @@ const char *stp_det_suggestion(stp_det *d, const stp_det_finding *f, char *buf, 
 		snprintf(buf, len, "Only %s of its %s were ever touched (bytes %" PRIu64 " to %" PRIu64 " at most): "
 		         "allocate what is used, or free the rest.", fmt_bytes(w->used_bytes, b1, sizeof b1),
 		         fmt_bytes(w->size, b2, sizeof b2), w->used_lo, w->used_hi);
+		break;
+	case STP_PAT_STRUCTURED:
+		snprintf(buf, len, "Each of %" PRIu64 " %s touched its own part of it and no part was touched twice "
+		         "(the largest part %s of %s): allocate one buffer of the largest part and reuse it for "
+		         "each, or allocate each part just before its use and free it after.", w->distance,
+		         d->res.logical_unit, fmt_bytes(w->used_bytes, b1, sizeof b1), fmt_bytes(w->size, b2, sizeof b2));
+		break;
+	case STP_PAT_NONUNIFORM:
+		snprintf(buf, len, "Bytes %" PRIu64 " to %" PRIu64 " (%s of %s) were touched by %" PRIu64 " %s, the "
+		         "rest by %.1f on average: keep the hot part in a buffer of its own (shared memory, or an "
+		         "L2-persisting window) and allocate the cold part only around its uses.", w->used_lo, w->used_hi,
+		         fmt_bytes(w->used_bytes, b1, sizeof b1), fmt_bytes(w->size, b2, sizeof b2), w->hot_apis,
+		         d->res.logical_unit, w->cold_apis);
 		break;
 	default:
 		snprintf(buf, len, "-");

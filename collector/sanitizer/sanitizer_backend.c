@@ -91,6 +91,7 @@ static uint64_t mark_hook(uint64_t mark, int try_only)
 #define CTX_MAX 64
 #define HOLD_NS 1000000000ull  /* the oldest held launch waits at most this long */
 #define SLOTS_FIRST 8u         /* areas of a context's first header */
+#define PARTS_OWN_MAX 1024u    /* a header over more objects: one part mask per object for all its launches */
 
 static struct {
 	__typeof__(&sanitizerSubscribe) subscribe;
@@ -156,6 +157,7 @@ typedef struct szhdr {           /* a header made since the last drain */
 	stc_szmap *map;
 	uint64_t dev;                                /* its device address */
 	uint64_t chunks_off, areas_off, area_bytes; /* in c->hits */
+	uint64_t chunks_step;                        /* per launch area (0: one mask for all) */
 } szhdr;
 
 typedef struct szq {             /* a held launch */
@@ -181,6 +183,7 @@ static uint8_t *wbuf;           /* a chunk being written (under mu) */
 static char patch_path[4096];
 static uint32_t sample_every = 1;
 static _Atomic uint64_t launches;
+static uint64_t n_shared_parts; /* launches read back with their header's parts, not their own */
 static uint64_t n_sampled, n_dropped_ranges, n_failed, n_unplaced, n_timed, n_drains, n_headers, n_maps;
 static int64_t clock_off;       /* CLOCK_MONOTONIC - %globaltimer, best lower bound */
 static int have_clock_off;
@@ -348,7 +351,10 @@ static void launch_event(const szq *q, const szhdr *h, const stc_sz_area *a, stp
 	const stc_szmap *m = h->map;
 	const uint8_t *base = h->c->hits.host;
 	size_t hit = stc_sz_decode(m->starts, m->ends, m->ids, m->n, (const uint32_t *)(a + 1),
-	                           (const uint32_t *)(base + h->chunks_off), ranges, NULL, RANGES_MAX - 1);
+	                           (const uint32_t *)(base + h->chunks_off + q->slot * h->chunks_step), ranges, NULL,
+	                           RANGES_MAX - 1);
+	if (!h->chunks_step)
+		n_shared_parts++;
 	uint32_t nr = hit > RANGES_MAX - 1 ? RANGES_MAX - 1 : (uint32_t)hit;
 	n_dropped_ranges += hit - nr;
 	if (a->flags & STC_SZ_AREA_UNPLACED) { /* readers: any object may have been touched */
@@ -519,10 +525,15 @@ static int retire_locked(stc_szmap *m)
 }
 
 /* Bytes a new header for map m needs in each ring. */
+/* Bytes between two launches' part masks: each launch its own up to
+ * PARTS_OWN_MAX objects (4 KiB a launch), else one set for the header. */
+static uint64_t chunks_step(const stc_szmap *m) { return m->n <= PARTS_OWN_MAX ? align8(m->n * 4) : 0; }
+
 static void header_need(const szctx *c, const stc_szmap *m, uint32_t slots, uint64_t *maps, uint64_t *hits)
 {
+	uint64_t step = chunks_step(m);
 	*maps = sizeof(stc_sz_hdr) + (c->map_dev ? 0 : m->n * 16);
-	*hits = align8(m->n * 4) + (uint64_t)slots * stc_sz_area_bytes(m->n);
+	*hits = (step ? slots * step : align8(m->n * 4)) + (uint64_t)slots * stc_sz_area_bytes(m->n);
 }
 
 /* Uploads bytes [off, off + n) of c's map ring on stream hs. */
@@ -573,8 +584,9 @@ static int32_t header_new(szctx *c, Sanitizer_StreamHandle hs)
 			return -1;
 		hdrs = n;
 	}
-	/* the hit ring: chunk masks, then the areas */
-	uint64_t chunks_off = c->hits.used, areas_off = chunks_off + align8(m->n * 4);
+	/* the hit ring: chunk masks (per area, or one set), then the areas */
+	uint64_t step = chunks_step(m);
+	uint64_t chunks_off = c->hits.used, areas_off = chunks_off + (step ? slots * step : align8(m->n * 4));
 	uint64_t abytes = stc_sz_area_bytes(m->n);
 	/* the map ring: [header | starts | ends], or the header alone */
 	uint64_t hoff = c->maps.used;
@@ -590,7 +602,7 @@ static int32_t header_new(szctx *c, Sanitizer_StreamHandle hs)
 	}
 	*hi = (stc_sz_hdr){.starts = c->map_dev, .ends = c->map_dev + m->n * 8, .n = m->n,
 	                   .chunks = c->hits.dev + chunks_off, .areas = c->hits.dev + areas_off,
-	                   .area_bytes = abytes, .id = n_headers};
+	                   .area_bytes = abytes, .id = n_headers, .chunks_step = step};
 	if (upload(c, hoff, upl, hs) < 0)
 		return -1;
 	c->maps.used = align8(hoff + upl);
@@ -601,7 +613,8 @@ static int32_t header_new(szctx *c, Sanitizer_StreamHandle hs)
 	}
 	c->up_stream = hs;
 	c->up_synced = 0;
-	hdrs[nhdrs] = (szhdr){.c = c, .map = m, .dev = c->maps.dev + hoff, .chunks_off = chunks_off, .areas_off = areas_off, .area_bytes = abytes};
+	hdrs[nhdrs] = (szhdr){.c = c, .map = m, .dev = c->maps.dev + hoff, .chunks_off = chunks_off,
+	                      .areas_off = areas_off, .area_bytes = abytes, .chunks_step = step};
 	c->slots = slots;
 	c->slots_used = 0;
 	c->hdr = (int32_t)nhdrs;
@@ -1013,6 +1026,8 @@ void stc_sanitizer_finish(void)
 	annotate("stprof.sanitizer_sampled", (int64_t)n_sampled);
 	if (n_dropped_ranges)
 		annotate("stprof.sanitizer_ranges_dropped", (int64_t)n_dropped_ranges);
+	if (n_shared_parts)
+		annotate("stprof.sanitizer_shared_parts", (int64_t)n_shared_parts);
 	if (n_failed)
 		annotate("stprof.sanitizer_unread_launches", (int64_t)n_failed);
 	if (n_unplaced)

@@ -13,9 +13,13 @@
  *            ends exclusive, never overlapping: the live-object table's
  *            snapshot, core/face.h) and where the launches given this
  *            header keep their hits.  Immutable once uploaded.
- *   chunks   uint32_t chunks[n], zeroed: bit c of chunks[i] is set when any
- *            launch of the header touched the c-th 32nd of object i (its
- *            bytes [c*len/32, (c+1)*len/32)): the object's parts in use.
+ *   chunks   uint32_t chunks[n] per launch area (chunks_step bytes apart),
+ *            zeroed: bit c of object i's mask is set when the launch touched
+ *            the c-th 32nd of object i (its bytes [c*len/32, (c+1)*len/32)):
+ *            the parts of the object that launch used.  A header over many
+ *            objects has one mask per object for all its launches
+ *            (chunks_step 0): then a launch's parts are those any launch of
+ *            the header touched.
  *   areas    up to STC_SZ_SLOTS launch areas of area_bytes each, zeroed:
  *            stc_sz_area { t_begin, t_end, flags } then two hit bits per
  *            object, object i at word i / 16, bits 2*(i % 16) (read) and
@@ -79,7 +83,7 @@ typedef struct stc_sz_hdr {
 	uint64_t areas;      /* device address of the first launch area */
 	uint64_t area_bytes; /* bytes per launch area (a multiple of 8) */
 	uint64_t id;         /* the host's number for the header */
-	uint64_t pad;
+	uint64_t chunks_step; /* bytes between two launch areas' chunk masks; 0: one for all */
 } stc_sz_hdr;
 
 #define STC_SZ_AREA_UNPLACED 1u /* an access the patch could not place */
@@ -111,6 +115,12 @@ STC_SZ_FN const stc_sz_hdr *stc_sz_ud_hdr(uint64_t ud)
 STC_SZ_FN stc_sz_area *stc_sz_ud_area(const stc_sz_hdr *h, uint64_t ud)
 {
 	return (stc_sz_area *)(uintptr_t)(h->areas + (ud >> 56) * h->area_bytes);
+}
+
+/* The chunk masks of the launch of userdata ud (its own, or its header's). */
+STC_SZ_FN uint32_t *stc_sz_ud_chunks(const stc_sz_hdr *h, uint64_t ud)
+{
+	return (uint32_t *)(uintptr_t)(h->chunks + (ud >> 56) * h->chunks_step);
 }
 
 /* The hit bits of an access with sanitizer flags f. */
@@ -180,13 +190,14 @@ STC_SZ_FN void stc_sz_or(uint32_t *w, uint32_t bits)
 #endif
 }
 
-/* Object i of header h was accessed with mode m over chunk bits cb. */
-STC_SZ_FN void stc_sz_mark(const stc_sz_hdr *h, stc_sz_area *a, uint64_t i, uint32_t m, uint32_t cb)
+/* Object i was accessed with mode m over chunk bits cb by the launch of
+ * area a (chunk masks ch). */
+STC_SZ_FN void stc_sz_mark(uint32_t *ch, stc_sz_area *a, uint64_t i, uint32_t m, uint32_t cb)
 {
 	uint32_t *words = (uint32_t *)(a + 1);
 	stc_sz_or(&words[i / STC_SZ_OBJS_PER_WORD], m << (2u * (uint32_t)(i % STC_SZ_OBJS_PER_WORD)));
 	if (cb)
-		stc_sz_or(&((uint32_t *)(uintptr_t)h->chunks)[i], cb);
+		stc_sz_or(&ch[i], cb);
 }
 
 /* Records bytes [p, p + size) accessed with hit bits m (each object they
@@ -202,8 +213,9 @@ STC_SZ_FN void stc_sz_range(uint64_t ud, uint64_t p, uint64_t size, uint32_t m)
 	uint64_t i = stc_sz_find(starts, ends, n, p);
 	if (i == n) /* p in a gap: the first object starting inside the range */
 		i = stc_sz_above(starts, n, p);
+	uint32_t *ch = stc_sz_ud_chunks(h, ud);
 	for (uint32_t k = 0; k < STC_SZ_SPAN_MAX && i < n && starts[i] < end; k++, i++)
-		stc_sz_mark(h, a, i, m, stc_sz_chunk_bits(starts[i], ends[i], p, end - p));
+		stc_sz_mark(ch, a, i, m, stc_sz_chunk_bits(starts[i], ends[i], p, end - p));
 }
 
 /* One global memory access of flags f (the patch's per-thread path). */
@@ -228,7 +240,7 @@ STC_SZ_FN void stc_sz_tensor_map(uint64_t ud, uint64_t tmap, uint32_t m)
 	for (int k = 0; k < 16; k++) {
 		uint64_t i = stc_sz_find(starts, ends, h->n, w[k]);
 		if (i < h->n) {
-			stc_sz_mark(h, a, i, m, 0xffffffffu); /* the tile is not known: the whole object */
+			stc_sz_mark(stc_sz_ud_chunks(h, ud), a, i, m, 0xffffffffu); /* the tile is not known: all of it */
 			placed = 1;
 		}
 	}

@@ -79,9 +79,10 @@ extern "C" __device__ __noinline__ stc_sz_patch_result stprof_sz_access(void *us
 	if (in) {
 		/* one lane sets the mode bits for all; each sets its part's bit,
 		 * which is most often set already (a load, no atomic) */
+		uint32_t *ch = stc_sz_ud_chunks(h, ud);
 		if (lane == (uint32_t)__ffs(inmask) - 1u)
-			stc_sz_mark(h, stc_sz_ud_area(h, ud), li, m, 0);
-		stc_sz_or(&((uint32_t *)(uintptr_t)h->chunks)[li], stc_sz_chunk_bits(ls, le, p, size));
+			stc_sz_mark(ch, stc_sz_ud_area(h, ud), li, m, 0);
+		stc_sz_or(&ch[li], stc_sz_chunk_bits(ls, le, p, size));
 	} else {
 		stc_sz_range(ud, p, size, m);
 	}

@@ -84,6 +84,7 @@ static void finding_json(stp_det *d, const stp_det_result *r, FILE *f, const stp
 	        x->pattern == STP_PAT_LATE_FREE    ? "segments"
 	        : x->pattern == STP_PAT_DEAD_WRITE ? "writes"
 	        : x->pattern == STP_PAT_OVERALLOC  ? "64ths"
+	        : x->pattern == STP_PAT_STRUCTURED ? "parts"
 	                                           : r->logical_unit);
 	rf_json_str(f, x->expected ? stp_det_expect_text(x->expected) : stp_det_suggestion(d, x, sug, sizeof sug));
 	fputs(",\"span\":", f);
@@ -107,11 +108,15 @@ static void finding_json(stp_det *d, const stp_det_result *r, FILE *f, const stp
 	u64(f, "levels", w->levels, 1);
 	u64(f, "waste_from_ns", w->at_ns, 1);
 	u64(f, "waste_until_ns", w->until_ns, 1);
-	if (x->pattern == STP_PAT_OVERALLOC) {
+	if (x->pattern == STP_PAT_OVERALLOC || x->pattern == STP_PAT_STRUCTURED || x->pattern == STP_PAT_NONUNIFORM) {
+		/* overallocation: the bytes used; structured: the largest part
+		 * (used_bytes) and the span of all parts; non-uniform: the hot part */
 		u64(f, "used_bytes", w->used_bytes, 1);
 		u64(f, "used_from", w->used_lo, 1);
 		u64(f, "used_to", w->used_hi, 1);
 	}
+	if (x->pattern == STP_PAT_NONUNIFORM)
+		fprintf(f, "\"hot_apis\":%" PRIu64 ",\"cold_apis\":%.2f,", w->hot_apis, w->cold_apis);
 	if (w->other_site != UINT32_MAX)
 		fprintf(f, "\"other_site\":%u,\"other_size\":%" PRIu64 "}}", w->other_site, w->other_size);
 	else

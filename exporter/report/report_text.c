@@ -427,6 +427,12 @@ static void section_findings(stp_det *d, const stp_det_result *r, const stp_repo
 		else if (x->pattern == STP_PAT_OVERALLOC)
 			fprintf(f, ", %" PRIu64 "%% of it never touched", x->worst.size ? 100 - 100 * x->worst.used_bytes /
 			                                                                        x->worst.size : 0);
+		else if (x->pattern == STP_PAT_STRUCTURED)
+			fprintf(f, ", %" PRIu64 " %s, each its own part", x->worst.distance, r->logical_unit);
+		else if (x->pattern == STP_PAT_NONUNIFORM)
+			fprintf(f, ", %" PRIu64 "%% of it touched by %" PRIu64 " %s, the rest by %.1f",
+			        x->worst.size ? (100 * x->worst.used_bytes + x->worst.size - 1) / x->worst.size : 0,
+			        x->worst.hot_apis, r->logical_unit, x->worst.cold_apis);
 		else if (x->max_distance && x->pattern != STP_PAT_LEAK)
 			fprintf(f, ", distance %" PRIu64 " %s", x->max_distance,
 			        x->pattern == STP_PAT_LATE_FREE ? "segments" : r->logical_unit);

@@ -191,7 +191,9 @@ typedef enum stp_det_pattern {
 	STP_PAT_DEAD_WRITE = 6,
 	STP_PAT_LATE_FREE = 7,    /* host-trace heuristic (no accesses needed) */
 	STP_PAT_OVERALLOC = 8,    /* intra-object: only part of it was ever touched */
-	STP_PAT_COUNT = 9
+	STP_PAT_STRUCTURED = 9,   /* intra-object: each API touched its own part, none twice */
+	STP_PAT_NONUNIFORM = 10,  /* intra-object: a small part touched by far more APIs than the rest */
+	STP_PAT_COUNT = 11
 } stp_det_pattern;
 
 /* Why an instance of a pattern is what the program's structure makes, not
@@ -283,8 +285,12 @@ typedef struct stp_det_instance {
 	uint64_t at_seq, until_seq; /* the events bounding it (0: not known) */
 	uint32_t other_site;      /* redundant: the site whose object to reuse, else UINT32_MAX */
 	uint64_t other_alloc_seq, other_size;
-	uint64_t used_bytes;      /* overallocation: bytes ever touched (in 64ths of it) */
+	uint64_t used_bytes;      /* overallocation: bytes ever touched (in 64ths of it);
+	                           * structured access: the largest part one API touched;
+	                           * non-uniform frequency: the hot part's bytes */
 	uint64_t used_lo, used_hi; /* ... from offset used_lo to used_hi (exclusive) */
+	uint64_t hot_apis;        /* non-uniform frequency: APIs that touched the hottest 64th */
+	double cold_apis;         /* ... and the other touched 64ths, on average */
 } stp_det_instance;
 
 typedef struct stp_det_finding {

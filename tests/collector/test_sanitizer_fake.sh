@@ -7,7 +7,9 @@
 # names the dead write and the unused object; 20,000 launches over 2,000
 # objects without synchronizing are read back in a few ring-full batches,
 # not one synchronization per launch; --sample-launches; planted.cu's
-# patterns at their lines; a library's workspace kept apart.
+# patterns at their lines (the intra-object ones from each launch's own
+# parts: structured access, non-uniform frequency); a library's workspace
+# kept apart.
 . "$(dirname "$0")/lib.sh"
 FAKE="$STPROF_BUILD/libsz_fake_device.so"
 PROG="$STPROF_BUILD/sz_fake_program"
@@ -83,6 +85,10 @@ got = {(f['pattern'], f['worst']['addr']) for f in d['findings'] if 'worst' in f
 for pat, obj in [('dead-write', 'scratch'), ('unused-allocation', 'unused')]:
     assert (pat, objs[obj]) in got, (pat, obj, sorted(got))
 assert ('dead-write', objs['out']) not in got and ('unused-allocation', objs['in']) not in got
+# no structured access or non-uniform frequency on known_objects
+intra = [f['pattern'] for f in d['findings'] + d['expected']
+         if f['pattern'] in ('structured-access', 'non-uniform-frequency')]
+assert not intra, intra
 print('report: dead write of scratch, unused object')
 PY
 
@@ -100,7 +106,8 @@ d = json.load(open(sys.argv[2]))
 got = sorted((f['pattern'], name.get(f['worst']['addr'], hex(f['worst']['addr']))) for f in d['findings'])
 want = sorted([('early-allocation', 'early'), ('late-deallocation', 'late'), ('unused-allocation', 'unused'),
                ('dead-write', 'dead'), ('temporary-idleness', 'idle'), ('redundant-allocation', 'red2'),
-               ('overallocation', 'part'), ('memory-leak', 'leak')])
+               ('overallocation', 'part'), ('memory-leak', 'leak'), ('structured-access', 'slices'),
+               ('non-uniform-frequency', 'hot')])
 assert got == want, (got, want)
 assert d['expected'] == [], d['expected']
 f = {x['pattern']: x for x in d['findings']}
@@ -109,15 +116,23 @@ assert f['early-allocation']['distance_unit'] == 'kernels' and f['early-allocati
 assert f['temporary-idleness']['max_distance'] == 8
 o = f['overallocation']['worst']
 assert (o['used_bytes'], o['used_from'], o['used_to']) == (20 << 20 >> 3, 0, 20 << 20 >> 3), o
-assert d['accesses']['sanitizer'] == 1 and d['accesses']['sampled'] == d['accesses']['launches'] == 19
-print('planted: the 8 patterns on their objects, nothing else')
+# structured access: 8 launches, each its own eighth (3 MiB) of 24 MiB
+o = f['structured-access']
+assert (o['max_distance'], o['distance_unit'], o['worst']['used_bytes']) == (8, 'parts', 3 << 20), o
+assert (o['worst']['used_from'], o['worst']['used_to']) == (0, 24 << 20), o
+# non-uniform: the first sixteenth touched by 12 launches, the rest by 2
+o = f['non-uniform-frequency']
+assert (o['worst']['used_from'], o['worst']['used_to'], o['worst']['hot_apis']) == (0, 28 << 20 >> 4, 12), o
+assert o['worst']['cold_apis'] == 2.0 and o['distance_unit'] == 'kernels', o
+assert d['accesses']['sanitizer'] == 1 and d['accesses']['sampled'] == d['accesses']['launches'] == 39
+print('planted: the 10 patterns on their objects, nothing else')
 PY
 # the same at the lines marked PLANT:<pattern> in the fake program's source,
 # by the checker tests/gpu/check_52_planted.sh runs on planted.cu
 "$STPROF" report -f json --top 200 --frames 16 -o pf.json p.stp || fail "report planted --frames 16"
 "$PY" "$STPROF_SRC/tests/python/planted_check.py" pf.json "$STPROF_SRC/collector/sanitizer/tests/sz_fake_program.c" \
 	early-allocation late-deallocation unused-allocation dead-write temporary-idleness redundant-allocation \
-	overallocation memory-leak >pc.txt || fail "planted lines: $(cat pc.txt)"
+	overallocation memory-leak structured-access non-uniform-frequency >pc.txt || fail "planted lines: $(cat pc.txt)"
 # a library's workspace (allocated under a function naming it, as cuBLAS's
 # under PyTorch's getCurrentCUDABlasHandle) is kept apart; the program's own
 # unused object of the same size is the one finding
@@ -154,6 +169,11 @@ for line in open(sys.argv[1]):
 assert k == 20000, k
 print('many: 20000 launches exact')
 PY
+# 2,000 live objects: over PARTS_OWN_MAX (1,024), so the parts of a launch
+# are its header's (said in the trace); planted's few objects: each its own
+expect_eq "launches with their header's parts" \
+	"$(sed -n 's/.*name="stprof.sanitizer_shared_parts" value=\([0-9]*\).*/\1/p' m.txt)" 20000
+"$STPROF" dump p.stp | grep -q 'stprof.sanitizer_shared_parts' && fail "planted: launches with shared parts"
 echo "many: $syncs stream synchronizations for 20,000 launches"
 
 # sampling: every 4th launch

@@ -320,6 +320,95 @@ static void test_kernel_dead_write(void)
 	remove(path);
 }
 
+/* DrGPUM's intra-object patterns from kernels' parts of objects: before a
+ * training loop, 0x650 is taken in quarters by 4 kernels (structured
+ * access), 0x660 written whole, its first sixteenth then read by 10
+ * kernels and all of it once more (non-uniform frequency: 12 against 2);
+ * 0x670 in halves by 2 kernels only, 0x680 in quarters with one overlap:
+ * neither.  Then 100 iterations of the loop's own shapes, none a finding:
+ * an embedding table (0x610: one 64th gathered, all of it updated), a
+ * cache filled in order and read up to the newest entry (0x620), a fused
+ * weight read in thirds and updated whole (0x630). */
+static void test_intra_object(void)
+{
+	const char *path = check_tmp("intra.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	const uint64_t M = 1 << 20, SL = 0xa000000, HOT = 0xa100000, TWO = 0xa200000, OV = 0xa300000,
+	               EMB = 0xa400000, KV = 0xa500000, QKV = 0xa600000;
+	uint32_t ssl = tg_stack(&g, 0x650, 0x900, 0), shot = tg_stack(&g, 0x660, 0x900, 0),
+	         stwo = tg_stack(&g, 0x670, 0x900, 0), sov = tg_stack(&g, 0x680, 0x900, 0),
+	         semb = tg_stack(&g, 0x610, 0x900, 0), skv = tg_stack(&g, 0x620, 0x900, 0),
+	         sqkv = tg_stack(&g, 0x630, 0x900, 0);
+	const uint32_t RW = STP_ACCESS_READ | STP_ACCESS_WRITE;
+	tg_alloc_k(&g, SL, M, ssl, STP_MEM_DEVICE, 0, 0);
+	for (uint64_t k = 0; k < 4; k++) {
+		stp_range r = {SL + k * M / 4, M / 4, RW};
+		tg_api(&g, STP_API_KERNEL, "slice", 0, &r, 1);
+	}
+	tg_free_k(&g, SL, 0, 0);
+	tg_alloc_k(&g, HOT, M, shot, STP_MEM_DEVICE, 0, 0);
+	stp_range hw = {HOT, M, STP_ACCESS_WRITE}, hr = {HOT, M / 16, STP_ACCESS_READ}, ha = {HOT, M, STP_ACCESS_READ};
+	tg_api(&g, STP_API_KERNEL, "init", 0, &hw, 1);
+	for (int k = 0; k < 10; k++)
+		tg_api(&g, STP_API_KERNEL, "lookup", 0, &hr, 1);
+	tg_api(&g, STP_API_KERNEL, "all", 0, &ha, 1);
+	tg_free_k(&g, HOT, 0, 0);
+	tg_alloc_k(&g, TWO, M, stwo, STP_MEM_DEVICE, 0, 0);
+	for (uint64_t k = 0; k < 2; k++) {
+		stp_range r = {TWO + k * M / 2, M / 2, RW};
+		tg_api(&g, STP_API_KERNEL, "half", 0, &r, 1);
+	}
+	tg_free_k(&g, TWO, 0, 0);
+	tg_alloc_k(&g, OV, M, sov, STP_MEM_DEVICE, 0, 0);
+	for (uint64_t k = 0; k < 4; k++) {
+		stp_range r = {OV + k * M / 4 - (k == 3 ? 4096 : 0), M / 4, RW};
+		tg_api(&g, STP_API_KERNEL, "slice", 0, &r, 1);
+	}
+	tg_free_k(&g, OV, 0, 0);
+	tg_alloc_k(&g, EMB, M, semb, STP_MEM_DEVICE, 0, 0);
+	tg_alloc_k(&g, KV, M, skv, STP_MEM_DEVICE, 0, 0);
+	tg_alloc_k(&g, QKV, 3 * M / 4, sqkv, STP_MEM_DEVICE, 0, 0);
+	for (int it = 0; it < 100; it++) {
+		tg_mark(&g, STP_MARK_ITER_BEGIN, NULL, it);
+		stp_range gather = {EMB + (uint64_t)(it * 7 % 64) * M / 64, M / 64, STP_ACCESS_READ};
+		stp_range upd = {EMB, M, RW};
+		tg_api(&g, STP_API_KERNEL, "gather", 0, &gather, 1);
+		uint64_t pos = (uint64_t)(it % 64);
+		stp_range kw = {KV + pos * M / 64, M / 64, STP_ACCESS_WRITE}, kr = {KV, (pos + 1) * M / 64, STP_ACCESS_READ};
+		tg_api(&g, STP_API_KERNEL, "cache_put", 0, &kw, 1);
+		tg_api(&g, STP_API_KERNEL, "attend", 0, &kr, 1);
+		for (uint64_t k = 0; k < 3; k++) {
+			stp_range q = {QKV + k * M / 4, M / 4, STP_ACCESS_READ};
+			tg_api(&g, STP_API_KERNEL, "proj", 0, &q, 1);
+		}
+		stp_range qu = {QKV, 3 * M / 4, RW};
+		tg_api(&g, STP_API_KERNEL, "sgd", 0, &qu, 1);
+		tg_api(&g, STP_API_KERNEL, "adam", 0, &upd, 1);
+	}
+	tg_free_k(&g, QKV, 0, 0);
+	tg_free_k(&g, KV, 0, 0);
+	tg_free_k(&g, EMB, 0, 0);
+	tg_close(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_finding *f;
+	CHECK((f = finding(d, STP_PAT_STRUCTURED, 0x650)) && f->objects == 1 && f->worst.distance == 4 &&
+	      f->worst.used_bytes == M / 4 && f->worst.used_lo == 0 && f->worst.used_hi == M);
+	CHECK((f = finding(d, STP_PAT_NONUNIFORM, 0x660)) && f->worst.hot_apis == 12 && f->worst.cold_apis == 2.0 &&
+	      f->worst.used_lo == 0 && f->worst.used_hi == M / 16 && f->worst.used_bytes == M / 16);
+	CHECK_EQ_U(count_findings(d, STP_PAT_STRUCTURED), 1);
+	CHECK_EQ_U(count_findings(d, STP_PAT_NONUNIFORM), 1);
+	const stp_det_result *r = stp_det_result_of(d);
+	for (uint32_t i = 0; i < r->nexpected; i++)
+		CHECK(r->expected[i].pattern != STP_PAT_STRUCTURED && r->expected[i].pattern != STP_PAT_NONUNIFORM);
+	CHECK(r->pattern_available[STP_PAT_STRUCTURED] && r->pattern_available[STP_PAT_NONUNIFORM]);
+	stp_det_free(d);
+	remove(path);
+}
+
 /* 200 iterations, each with a transient object (0x200); 0x300 keeps one
  * object every 10 iterations (a slow leak), 0x400 one every iteration from
  * iteration 140 (a late growth), 0x500 keeps the last 50 (a window: frees
@@ -395,5 +484,6 @@ int main(void)
 	test_late_free();
 	test_wrappers();
 	test_kernel_dead_write();
+	test_intra_object();
 	return check_done();
 }

@@ -3,11 +3,12 @@
 # `stprof record --accesses=exact`, planted where we know them:
 #   1. tests/sanitizer/planted.cu: one object per pattern (early, late,
 #      unused, dead write, temporary idleness, redundant, overallocation,
-#      leak), each allocated on a line marked PLANT:<pattern>: the report's
-#      findings are exactly those eight, each at its line, nothing else;
-#   2. tests/python/planted_train.py on CUDA: a training loop with seven
+#      leak, structured access, non-uniform frequency), each allocated on a
+#      line marked PLANT:<pattern>: the report's findings are exactly those
+#      ten, each at its line, nothing else;
+#   2. tests/python/planted_train.py on CUDA: a training loop with nine
 #      planted tensors (the same but redundant: PyTorch's caching allocator
-#      reuses blocks already): the seven at their lines, nothing else; the
+#      reuses blocks already): the nine at their lines, nothing else; the
 #      loop's structure (weights across iterations, activations saved for
 #      the backward, cuBLAS's workspace) kept apart.
 # Prints each finding with its rank, distance and place on the timeline
@@ -26,7 +27,7 @@ fail=0
 echo "  planted.cu:"
 "$PY" "$S/tests/python/planted_check.py" "$T/p.json" "$S/tests/sanitizer/planted.cu" early-allocation \
 	late-deallocation unused-allocation dead-write temporary-idleness redundant-allocation overallocation \
-	memory-leak || { fail=1; "$B/stprof" report --top 12 "$T/p.stp" | sed -n '/^Findings/,/^Allocator/p' | head -60; }
+	memory-leak structured-access non-uniform-frequency || { fail=1; "$B/stprof" report --top 12 "$T/p.stp" | sed -n '/^Findings/,/^Allocator/p' | head -60; }
 
 if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	P="$S/tests/python/planted_train.py"
@@ -39,7 +40,8 @@ if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)'
 	cmp -s "$T/tn.txt" "$T/tr.txt" || echo "  (losses differ: $(cat "$T/tn.txt") / $(cat "$T/tr.txt"))"
 	"$B/stprof" report -f json --top 200 --frames 16 -o "$T/t.json" "$T/t.stp"
 	"$PY" "$S/tests/python/planted_check.py" "$T/t.json" "$P" early-allocation temporary-idleness \
-		unused-allocation dead-write overallocation late-deallocation memory-leak ||
+		unused-allocation dead-write overallocation late-deallocation memory-leak structured-access \
+		non-uniform-frequency ||
 		{ fail=1; "$B/stprof" report --top 12 "$T/t.stp" | sed -n '/^Findings/,/^Allocator/p' | head -60; }
 	"$B/stprof" dump "$T/t.stp" | grep -o 'name="stprof.sanitizer_[a-z_]*" value=-\?[0-9]*' |
 		sed 's/name="stprof.sanitizer_/ /; s/" value=/=/' | tr -d '\n' | sed 's/^/  backend:/'

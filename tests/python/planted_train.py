@@ -13,6 +13,10 @@ each made on a line marked PLANT:<pattern>:
                       (a kernel's write-only access: --accesses=exact only)
   overallocation      only its first eighth is ever touched (a view of it;
                       --accesses=exact only: op ranges are whole storages)
+  structured-access   each of 4 in-place adds takes its own quarter, none
+                      another's (--accesses=exact only)
+  non-uniform-frequency  written whole, its first sixteenth then summed 10
+                      times, all of it once (--accesses=exact only)
   late-deallocation   a local of the function doing the forward and the
                       backward, read once before the forward: freed when
                       the function returns, after the backward (over the
@@ -61,7 +65,15 @@ class Net(nn.Module):
         s = s + part.sum()
         early.fill_(1.0)
         s = s + early.sum()
-        del unused, dead, buf, part, early
+        sl = torch.empty(3 * BIG // 2, device=dev)  # PLANT:structured-access
+        q = sl.numel() // 4
+        for k in range(4):
+            sl[k * q:(k + 1) * q].add_(1.0)  # each quarter by one kernel, read and written
+        hot = torch.ones(5 * BIG // 2, device=dev)  # PLANT:non-uniform-frequency
+        n16 = hot.numel() // 16
+        sums = [hot[:n16].sum() for _ in range(10)] + [hot.sum()]  # one op after another
+        s = s + torch.stack(sums).sum()
+        del unused, dead, buf, part, early, sl, hot
         h = torch.relu(self.l1(x))
         h = torch.relu(self.l2(h))
         return self.l3(h) + 0.0 * (skip.sum() + s)

@@ -14,6 +14,11 @@
  *   redundant allocated after red1 (same size) was done with and freed:
  *             it could have been red1
  *   part      only its first eighth is ever touched (overallocation)
+ *   slices    each of 8 launches reads and writes its own eighth, none
+ *             another's (structured access: one eighth would do)
+ *   hot       written whole, its first sixteenth then read and written by
+ *             10 launches, the rest by one (non-uniform access frequency,
+ *             counted in launches)
  *   leak      never freed
  *
  * and one ordinary object (ok: allocated, written, read, freed in a row)
@@ -51,8 +56,9 @@ static unsigned grid(unsigned n) { return (n + 255) / 256; }
 int main(void)
 {
 	const size_t S_EARLY = 8 * MIB, S_LATE = 10 * MIB, S_UNUSED = 12 * MIB, S_DEAD = 14 * MIB, S_IDLE = 16 * MIB,
-	             S_OK = 1 * MIB, S_RED = 6 * MIB, S_PART = 20 * MIB, S_LEAK = 18 * MIB;
-	float *early, *late, *unused, *dead, *idle, *ok, *red1, *red2, *part, *leak;
+	             S_OK = 1 * MIB, S_RED = 6 * MIB, S_PART = 20 * MIB, S_LEAK = 18 * MIB, S_SLICES = 24 * MIB,
+	             S_HOT = 28 * MIB;
+	float *early, *late, *unused, *dead, *idle, *ok, *red1, *red2, *part, *leak, *slices, *hot;
 	CK(cudaMalloc(&early, S_EARLY)); /* PLANT:early-allocation */
 	CK(cudaMalloc(&late, S_LATE)); /* PLANT:late-deallocation */
 	INIT(late, S_LATE);
@@ -87,6 +93,16 @@ int main(void)
 	INIT(part, S_PART / 8);
 	TOUCH(part, S_PART / 8);
 	CK(cudaFree(part));
+	CK(cudaMalloc(&slices, S_SLICES)); /* PLANT:structured-access */
+	for (int k = 0; k < 8; k++)
+		TOUCH(slices + k * nf(S_SLICES / 8), S_SLICES / 8);
+	CK(cudaFree(slices));
+	CK(cudaMalloc(&hot, S_HOT)); /* PLANT:non-uniform-frequency */
+	INIT(hot, S_HOT);
+	for (int k = 0; k < 10; k++)
+		TOUCH(hot, S_HOT / 16);
+	TOUCH(hot, S_HOT);
+	CK(cudaFree(hot));
 	CK(cudaMalloc(&leak, S_LEAK)); /* PLANT:memory-leak */
 	INIT(leak, S_LEAK);
 	TOUCH(leak, S_LEAK);

@@ -144,11 +144,13 @@ static void planted(void)
 {
 	const uint64_t M = 1 << 20;
 	const uint64_t S_EARLY = 8 * M, S_LATE = 10 * M, S_UNUSED = 12 * M, S_DEAD = 14 * M, S_IDLE = 16 * M,
-	               S_OK = 1 * M, S_RED = 6 * M, S_PART = 20 * M, S_LEAK = 18 * M;
+	               S_OK = 1 * M, S_RED = 6 * M, S_PART = 20 * M, S_LEAK = 18 * M, S_SLICES = 24 * M,
+	               S_HOT = 28 * M;
 	const uint64_t base = 0x7f1000000000ull, step = 32 * M;
 	const uint64_t early = base, late = base + step, unused = base + 2 * step, dead = base + 3 * step,
 	               idle = base + 4 * step, ok = base + 5 * step, red1 = base + 6 * step, red2 = base + 7 * step,
-	               part = base + 8 * step, leak = base + 9 * step;
+	               part = base + 8 * step, leak = base + 9 * step, slices = base + 10 * step,
+	               hot = base + 11 * step;
 	printf("obj early %#llx %llu\nobj late %#llx %llu\nobj unused %#llx %llu\nobj dead %#llx %llu\n"
 	       "obj idle %#llx %llu\nobj ok %#llx %llu\nobj red1 %#llx %llu\nobj red2 %#llx %llu\n"
 	       "obj part %#llx %llu\nobj leak %#llx %llu\n",
@@ -159,6 +161,8 @@ static void planted(void)
 	       (unsigned long long)S_RED, (unsigned long long)red2, (unsigned long long)S_RED,
 	       (unsigned long long)part, (unsigned long long)S_PART, (unsigned long long)leak,
 	       (unsigned long long)S_LEAK);
+	printf("obj slices %#llx %llu\nobj hot %#llx %llu\n", (unsigned long long)slices, (unsigned long long)S_SLICES,
+	       (unsigned long long)hot, (unsigned long long)S_HOT);
 	float v = 0;
 	fake_malloc(early, S_EARLY); /* PLANT:early-allocation */
 	fake_malloc(late, S_LATE); /* PLANT:late-deallocation */
@@ -194,6 +198,16 @@ static void planted(void)
 	k_init("part", part, S_PART / 8);
 	k_touch(part, S_PART / 8);
 	fake_free(part, S_PART);
+	fake_malloc(slices, S_SLICES); /* PLANT:structured-access */
+	for (uint64_t k = 0; k < 8; k++)
+		k_touch(slices + k * (S_SLICES / 8), S_SLICES / 8);
+	fake_free(slices, S_SLICES);
+	fake_malloc(hot, S_HOT); /* PLANT:non-uniform-frequency */
+	k_init("hot", hot, S_HOT);
+	for (int k = 0; k < 10; k++)
+		k_touch(hot, S_HOT / 16);
+	k_touch(hot, S_HOT);
+	fake_free(hot, S_HOT);
 	fake_malloc(leak, S_LEAK); /* PLANT:memory-leak */
 	k_init("leak", leak, S_LEAK);
 	k_touch(leak, S_LEAK);

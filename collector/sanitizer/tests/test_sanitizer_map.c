@@ -218,6 +218,26 @@ int main(void)
 	CHECK(words_of(0)[0] == 0);
 	stc_szmap_free(m);
 
+	/* per-launch parts (chunks_step): two launches of one header over one
+	 * object, each writing its own half, keep their own masks */
+	{
+		uint64_t s1[1] = {0x40000}, e1[1] = {0x40000 + 3200};
+		static uint32_t pc[2][2];
+		static uint64_t pa[2][8];
+		stc_sz_hdr ph = {.starts = (uint64_t)(uintptr_t)s1, .ends = (uint64_t)(uintptr_t)e1, .n = 1,
+		                 .chunks = (uint64_t)(uintptr_t)pc, .areas = (uint64_t)(uintptr_t)pa,
+		                 .area_bytes = sizeof pa[0], .chunks_step = sizeof pc[0]};
+		uint64_t u0 = stc_sz_ud((uint64_t)(uintptr_t)&ph, 0), u1 = stc_sz_ud((uint64_t)(uintptr_t)&ph, 1);
+		CHECK(stc_sz_ud_chunks(&ph, u1) == pc[1]);
+		for (uint64_t off = 0; off < 1600; off += 4)
+			stc_sz_access(u0, s1[0] + off, 4, STC_SZ_FLAG_WRITE);
+		for (uint64_t off = 1600; off < 3200; off += 4)
+			stc_sz_access(u1, s1[0] + off, 4, STC_SZ_FLAG_WRITE);
+		CHECK(pc[0][0] == 0x0000ffffu && pc[1][0] == 0xffff0000u);
+		CHECK_EQ_U(stc_sz_decode(s1, e1, NULL, 1, (const uint32_t *)((stc_sz_area *)pa[1] + 1), pc[1], r, NULL, 16), 1);
+		CHECK(r[0].addr == s1[0] + 1600 && r[0].size == 1600 && r[0].mode == STP_ACCESS_WRITE);
+	}
+
 	/* sampling */
 	CHECK(stc_sz_sampled(0, 3) && !stc_sz_sampled(1, 3) && !stc_sz_sampled(2, 3) && stc_sz_sampled(3, 3));
 	CHECK(stc_sz_sampled(5, 0) && stc_sz_sampled(5, 1));
