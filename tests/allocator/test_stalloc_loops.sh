@@ -67,13 +67,14 @@ loop torch_lstm_varlen 1.10 12
 loop torch_resnet_infer 1.02 10
 loop torch_loader_amp 1.02 300
 # a deployed plan meets other data: lengths in another order than recorded.
-# Not held to the 1.10 of the recorded loops: the planner's layout (one of
-# several with the same pool; which one depends on when its search stops)
-# decides how many of the other lengths' requests find their range in use,
-# and so the fallback's peak.  Three recordings of the same program
-# (2026-11-27, one intra-op thread, the plan enforced in a run that is the
-# same from run to run): 1.0783, 1.0940, 1.1566 x the pool.  1.20 here,
-# the spread documented in docs/stalloc.md LIMITS (issue 27 left open).
+# Not held to the 1.10 of the recorded loops: the layout (one of several
+# with the same pool; which one depends on the recording: the planner is
+# deterministic on one trace, but recordings differ in their order of
+# equal-size requests) decides how many of the other lengths' requests
+# find their range in use, and so the fallback's peak.  Recordings of the
+# same program (2026-11-27, one intra-op thread, the plan enforced in a run
+# that is the same from run to run): 1.0783, 1.0940, 1.1566 x the pool.
+# 1.20 here, the spread documented in docs/stalloc.md LIMITS.
 L=$S/tests/allocator/torch_lstm_varlen.py
 "$B/stprof" record -q -o lstm9.stp -- "$PY" "$L" 12 --seed 9 >/dev/null
 "$B/stprof" plan -o lstm9.plan lstm9.stp >lstm9.summary
