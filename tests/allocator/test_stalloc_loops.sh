@@ -22,7 +22,10 @@
 # plan's summary predicted (its replay through libstalloc's allocator)
 # met by the run: peak reserved / pool and the fallbacks.  A plan the
 # runtime would not follow (the LSTM's with --varying off) is never called
-# optimal, and says what to change.
+# optimal, and says what to change.  And torch_encoder_infer.py, a
+# transformer encoder answering 2 request threads at once: the same
+# outputs, at least 85% of the requests served by the plan, peak reserved
+# within 35% of the pool (the threads' order differs from the recording's).
 set -eu
 B=${STPROF_BUILD:?}
 S=${STPROF_SRC:?}
@@ -64,13 +67,14 @@ loop torch_lstm_varlen 1.10 12
 loop torch_resnet_infer 1.02 10
 loop torch_loader_amp 1.02 300
 # a deployed plan meets other data: lengths in another order than recorded.
-# Not held to the 1.10 of the recorded loops: the planner's layout (one of
-# several with the same pool; which one depends on when its search stops)
-# decides how many of the other lengths' requests find their range in use,
-# and so the fallback's peak.  Three recordings of the same program
-# (2026-11-27, one intra-op thread, the plan enforced in a run that is the
-# same from run to run): 1.0783, 1.0940, 1.1566 x the pool.  1.20 here,
-# the spread documented in docs/stalloc.md LIMITS (issue 27 left open).
+# Not held to the 1.10 of the recorded loops: the layout (one of several
+# with the same pool; which one depends on the recording: the planner is
+# deterministic on one trace, but recordings differ in their order of
+# equal-size requests) decides how many of the other lengths' requests
+# find their range in use, and so the fallback's peak.  Recordings of the
+# same program (2026-11-27, one intra-op thread, the plan enforced in a run
+# that is the same from run to run): 1.0783, 1.0940, 1.1566 x the pool.
+# 1.20 here, the spread documented in docs/stalloc.md LIMITS.
 L=$S/tests/allocator/torch_lstm_varlen.py
 "$B/stprof" record -q -o lstm9.stp -- "$PY" "$L" 12 --seed 9 >/dev/null
 "$B/stprof" plan -o lstm9.plan lstm9.stp >lstm9.summary
@@ -83,6 +87,24 @@ awk -v p="$(stat_of lstm24.stats pool)" -v r="$(stat_of lstm24.stats peak_reserv
 	exit !(r <= 1.20 * p) }' || fail "lstm, other lengths: peak reserved above 1.20 x the pool"
 grep -q "^note: *shapes vary" lstm9.summary || fail "lstm: no note that longer runs go to the fallback: $(cat lstm9.summary)"
 [ "$(stat_of torch_resnet_infer.stats fallbacks)" = 0 ] || fail "torch_resnet_infer: requests to the fallback"
+# several request threads at once (MemoMalloc's setting): a transformer
+# encoder answering 2 clients, each its own thread, recorded and run with
+# the plan; the two threads' requests interleave in another order every run,
+# so the replay's figures are not the run's.  The plan is enforced safely
+# (the same outputs) and still serves most requests (2026-11-27: 95.9-96.8%
+# of them, peak reserved 1.168x the pool, in 3 runs); what the
+# interleaving moves goes to the fallback.
+E=$S/tests/allocator/torch_encoder_infer.py
+"$B/stprof" record -q -o enc2.stp -- "$PY" "$E" 12 --clients 2 >enc2.native
+"$B/stprof" plan -o enc2.plan enc2.stp >enc2.summary
+"$B/stprof" run --plan enc2.plan --stalloc-stats enc2.stats -- "$PY" "$E" 12 --clients 2 >enc2.out
+cmp -s enc2.native enc2.out || fail "encoder, 2 clients: output differs with the plan enforced"
+head -6 enc2.stats
+tr ' ' '\n' <enc2.stats | awk -F= '{ v[$1] = $2 } END {
+	q = v["requests"] - v["small"]; f = v["fallbacks"] - v["small"]
+	printf "torch_encoder_infer, 2 clients: %.1f%% served by the plan (at least 85%%), peak reserved %.4f x pool (at most 1.35)\n", 100 * (q - f) / q, v["peak_reserved"] / v["pool"]
+	exit !(q > 0 && q - f >= 0.85 * q && v["peak_reserved"] <= 1.35 * v["pool"]) }' ||
+	fail "encoder, 2 clients: the plan served too few requests, or reserved too much"
 # the small-request threshold chosen from the trace (what --min-size 4096
 # did by hand): the LSTM's many small per-step tensors left out, at the
 # threshold whose replay held the least memory (or one within 0.5% of it)

@@ -8,16 +8,17 @@ a shared machine moves less; page faults count in it), and the thread's
 page faults per batch (bench/allocator).  Not shaped for stprof (no markers, no
 optimizer).  Usage: torch_resnet_infer.py [BATCHES] [--time] [--warmup N]
 [--batch N] (8; another size than the recorded one: every request is
-outside the plan)"""
+outside the plan) [--threads N] (intra-op threads, 1; the thread CPU time
+is then the calling thread's only)"""
 import resource, sys, time
 import torch, torch.nn as nn, torch.nn.functional as F
 
-args = [a for i, a in enumerate(sys.argv[1:]) if not a.startswith("--") and sys.argv[i] not in ("--warmup", "--batch")]
+args = [a for i, a in enumerate(sys.argv[1:]) if not a.startswith("--") and sys.argv[i] not in ("--warmup", "--batch", "--threads")]
 batches = int(args[0]) if args else 12
 timed = "--time" in sys.argv
 warm = int(sys.argv[sys.argv.index("--warmup") + 1]) if "--warmup" in sys.argv else 3
 bs = int(sys.argv[sys.argv.index("--batch") + 1]) if "--batch" in sys.argv else 8
-torch.set_num_threads(1)
+torch.set_num_threads(int(sys.argv[sys.argv.index("--threads") + 1]) if "--threads" in sys.argv else 1)
 torch.manual_seed(0)
 
 
