@@ -155,6 +155,7 @@ int st_fallback_free(st_fallback *f, void *p, uint64_t *size);
 uint64_t st_fallback_size(const st_fallback *f, const void *p); /* 0: not ours */
 
 /* ---- stalloc.c: for the preloads */
+#define ST_THREADS_MAX 16 /* threads told apart in the statistics */
 void st_fork_prepare(stalloc *a); /* takes the lock (pthread_atfork) */
 void st_fork_release(stalloc *a); /* gives it back, in parent and child */
 /* 1 when a fallback block might be p's owner (a lock-free hint: 0 means

@@ -114,7 +114,7 @@ static void write_stats(stalloc *a)
 		           "occupied=%llu unmatched=%llu small=%llu fallbacks=%llu requests=%llu "
 		           "peak_reserved=%llu peak_allocated=%llu pool_peak=%llu fb_peak=%llu "
 		           "fb_reserved_peak=%llu iterations=%llu rehomed=%llu spare_hits=%llu startup_hits=%llu "
-		           "free_hits=%llu small_passed=%llu\n",
+		           "free_hits=%llu small_passed=%llu threads=%llu\n",
 		        (unsigned long long)s.slot_hits, (unsigned long long)s.pool, (unsigned long long)s.hits, (unsigned long long)s.dynamic_hits,
 		        (unsigned long long)s.skipped, (unsigned long long)s.reordered, (unsigned long long)s.resyncs,
 		        (unsigned long long)s.occupied, (unsigned long long)s.unmatched, (unsigned long long)s.small,
@@ -124,7 +124,7 @@ static void write_stats(stalloc *a)
 		        (unsigned long long)s.fb_reserved_peak, (unsigned long long)s.iterations,
 		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits,
 		        (unsigned long long)s.startup_hits, (unsigned long long)s.free_hits,
-		        (unsigned long long)s.small_passed);
+		        (unsigned long long)s.small_passed, (unsigned long long)s.threads);
 		if (stp_outfile_commit(&out, err, sizeof err) < 0)
 			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 	}

@@ -23,6 +23,7 @@
  * planned (aligned) sizes; a unit is set by one live block at most.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -59,6 +60,8 @@ struct stalloc {
 	int iter_armed;            /* the iteration sequence is matched (see stalloc_new) */
 	st_fallback fb;
 	atomic_ulong fb_blocks;    /* live fallback blocks, read without the lock */
+	pthread_t last_thread;     /* the thread of the last request (under the lock) */
+	pthread_t threads[ST_THREADS_MAX]; /* the threads seen, st.threads of them */
 	stalloc_stats st;
 };
 
@@ -69,6 +72,21 @@ void stalloc_opts_init(stalloc_opts *o)
 	o->cache_limit = UINT64_MAX; /* per plan, in stalloc_new */
 	o->lookahead = 32;
 	o->resync_after = 2;
+}
+
+/* Counts the threads that make requests (a few compares when the thread
+ * changes; one when it does not). */
+static void note_thread(stalloc *a)
+{
+	pthread_t me = pthread_self();
+	if (a->st.requests > 1 && pthread_equal(me, a->last_thread))
+		return;
+	a->last_thread = me;
+	for (uint64_t i = 0; i < a->st.threads; i++)
+		if (pthread_equal(a->threads[i], me))
+			return;
+	if (a->st.threads < ST_THREADS_MAX)
+		a->threads[a->st.threads++] = me;
 }
 
 static void lock(stalloc *a)
@@ -723,6 +741,7 @@ void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align)
 		return NULL;
 	lock(a);
 	a->st.requests++;
+	note_thread(a);
 	void *p = NULL;
 	if (size >= a->o.min_size && size) {
 		p = match(a, size, align);
@@ -884,6 +903,10 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	if (s->spare_hits)
 		fprintf(f, "stalloc: %" PRIu64 " served at a spare range (their previous iteration's instance still live)\n",
 		        s->spare_hits);
+	if (s->threads > 1)
+		fprintf(f, "stalloc: requests from %" PRIu64 "%s threads: they interleave in another order in every run, "
+		           "so the plan's sequence is followed less (what it misses goes to the fallback)\n",
+		        s->threads, s->threads >= ST_THREADS_MAX ? " or more" : "");
 	fprintf(f, "stalloc: fallback: %" PRIu64 " requests (%" PRIu64 " planned range still in use, %" PRIu64
 	           " not in the plan, %" PRIu64 " dynamic without room%s), peak %s live, %s reserved\n",
 	        s->fallbacks, s->occupied, s->unmatched, s->dynamic_nofit,

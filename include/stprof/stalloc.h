@@ -119,6 +119,9 @@ typedef struct stalloc_stats {
 	uint64_t fallbacks;            /* served by the fallback (occupied + unmatched + small +
 	                                * dynamic_nofit) */
 	uint64_t iterations;           /* stalloc_step() calls and wraps */
+	uint64_t threads;              /* threads that asked stalloc_alloc (counted up to
+	                                * ST_THREADS_MAX): more than one, and the order of
+	                                * their requests differs from run to run */
 	uint64_t frees, foreign_frees; /* stalloc_free calls; pointers that were not ours */
 	uint64_t pool_live, pool_peak; /* bytes live in the pool (planned sizes) */
 	uint64_t fb_live, fb_peak;     /* bytes live in the fallback (requested sizes) */

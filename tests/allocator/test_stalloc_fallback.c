@@ -16,7 +16,8 @@
  *   - pointers the allocator does not own (glibc's, the stack's, the
  *     middle of one of its blocks) are refused by stalloc_free and
  *     stalloc_owns, and leave its blocks alone;
- *   - the statistics add up at the end: every block freed, nothing live.
+ *   - the statistics add up at the end: every block freed, nothing live,
+ *     and the threads that made requests counted.
  */
 #include <pthread.h>
 
@@ -240,6 +241,7 @@ int main(void)
 	CHECK(st.fallbacks > THREADS * OPS / 4);
 	CHECK(st.foreign_frees >= 4);
 	CHECK(st.peak_reserved >= st.peak_allocated);
+	CHECK_EQ_U(st.threads, THREADS + 1); /* the workers and main's test_foreign */
 	if (check_failures_)
 		stalloc_stats_print(stderr, &st);
 	stalloc_destroy(A);

@@ -105,6 +105,10 @@ tr ' ' '\n' <enc2.stats | awk -F= '{ v[$1] = $2 } END {
 	printf "torch_encoder_infer, 2 clients: %.1f%% served by the plan (at least 85%%), peak reserved %.4f x pool (at most 1.35)\n", 100 * (q - f) / q, v["peak_reserved"] / v["pool"]
 	exit !(q > 0 && q - f >= 0.85 * q && v["peak_reserved"] <= 1.35 * v["pool"]) }' ||
 	fail "encoder, 2 clients: the plan served too few requests, or reserved too much"
+# and says so: its requests came from more than one thread
+[ "$(stat_of enc2.stats threads)" -ge 2 ] && grep -q "^stalloc: requests from [0-9]* threads" enc2.stats ||
+	fail "encoder, 2 clients: the statistics do not say the requests came from several threads"
+[ "$(stat_of torch_resnet_infer.stats threads)" = 1 ] || fail "torch_resnet_infer: more than one thread counted"
 # the small-request threshold chosen from the trace (what --min-size 4096
 # did by hand): the LSTM's many small per-step tensors left out, at the
 # threshold whose replay held the least memory (or one within 0.5% of it)
