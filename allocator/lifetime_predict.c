@@ -37,7 +37,9 @@ typedef struct lt_mod {
 	int skip; /* libstalloc or libunwind: frames of the allocator itself */
 } lt_mod;
 
-static stp_lt_model model;
+static stp_lt_model model; /* depth and fallback; its entries are in keys[] and tags[] */
+static uint64_t *keys;      /* the model's keys, sorted */
+static uint8_t *tags;       /* level << 3 | label, of each key */
 static uint64_t *cache;
 static pthread_mutex_t miss_lock = PTHREAD_MUTEX_INITIALIZER;
 static lt_mod *mods;
@@ -99,8 +101,17 @@ int lt_predict_init(const stp_lt_model *m)
 	model = *m;
 	cache = st_map(sizeof(uint64_t) << CACHE_BITS);
 	mods = st_map(sizeof *mods * MODS_MAX);
-	if (!cache || !mods)
+	/* the entries as 9 bytes each, not 24 (the counts are the learner's):
+	 * the model is resident for the program's life */
+	keys = st_map(m->n ? m->n * sizeof *keys : 1);
+	tags = st_map(m->n ? m->n : 1);
+	if (!cache || !mods || !keys || !tags)
 		return -1;
+	for (uint64_t i = 0; i < m->n; i++) {
+		keys[i] = m->e[i].key;
+		tags[i] = (uint8_t)(m->e[i].level << 3 | (m->e[i].label & 7));
+	}
+	model.e = NULL;
 	char path[4096];
 	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
 	if (n > 0) {
@@ -127,33 +138,68 @@ static void learn_stack(void)
 		t_stack_hi = 1; /* unknown: heights are then addresses, still per path */
 }
 
+/* stp_lt_predict on keys[] and tags[]: the label of the longest prefix
+ * the model knows; *level 0 when none (the fallback). */
+static unsigned predict(const uint64_t *pre, uint32_t n, unsigned *level)
+{
+	if (n > model.depth)
+		n = model.depth;
+	for (uint32_t k = n; k >= 1; k--) {
+		uint64_t key = stp_lt_key(k, pre[k - 1]), lo = 0, hi = model.n;
+		while (lo < hi) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			if (keys[mid] < key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < model.n && keys[lo] == key && tags[lo] >> 3 == k) {
+			*level = k;
+			return tags[lo] & 7;
+		}
+	}
+	*level = 0;
+	return model.fallback;
+}
+
 /* The class from the call path: a cache miss. */
 static unsigned from_model(void)
 {
-	void *ips[STP_LT_DEPTH_MAX + 16];
-	int got = unw_backtrace(ips, (int)(model.depth + 16));
+	/* unw_step rather than unw_backtrace: the latter's fast path keeps a
+	 * frame cache of 256 KiB and more per thread that unwinds, resident
+	 * for the process's life (a quarter of the RSS libstalloc adds to a
+	 * server; misses are rare, the speed of each does not matter).  The
+	 * walk stops at the model's depth: each frame further would read the
+	 * unwind tables of outer functions, pages that stay resident. */
 	uint64_t pre[STP_LT_DEPTH_MAX];
 	uint32_t n = 0;
 	uint64_t h = 0;
-	int started = 0, reloaded = 0;
-	for (int i = 0; i < got && n < model.depth; i++) {
-		uintptr_t ip = (uintptr_t)ips[i];
-		const lt_mod *m = mod_of(ip);
-		if (!m && !reloaded) {
-			load_modules(); /* dlopen'd since */
-			reloaded = 1;
-			m = mod_of(ip);
-		}
-		if (!started && (!m || m->skip))
-			continue; /* the allocator's own frames */
-		started = 1;
-		uint64_t mh = m ? m->hash : stp_lt_module_hash("?");
-		h = stp_lt_extend(h, stp_lt_frame_hash(mh, m ? ip - m->bias : 0));
-		pre[n++] = h;
+	int started = 0, reloaded = 0, seen = 0;
+	unw_context_t uc;
+	unw_cursor_t cur;
+	if (unw_getcontext(&uc) == 0 && unw_init_local(&cur, &uc) == 0) {
+		do {
+			unw_word_t word;
+			if (unw_get_reg(&cur, UNW_REG_IP, &word) < 0 || !word)
+				break;
+			uintptr_t ip = (uintptr_t)word;
+			const lt_mod *m = mod_of(ip);
+			if (!m && !reloaded) {
+				load_modules(); /* dlopen'd since */
+				reloaded = 1;
+				m = mod_of(ip);
+			}
+			if (!started && (!m || m->skip))
+				continue; /* the allocator's own frames */
+			started = 1;
+			uint64_t mh = m ? m->hash : stp_lt_module_hash("?");
+			h = stp_lt_extend(h, stp_lt_frame_hash(mh, m ? ip - m->bias : 0));
+			pre[n++] = h;
+		} while (n < model.depth && ++seen < (int)(model.depth + 16) && unw_step(&cur) > 0);
 	}
 	ps.unwound_frames += n;
 	unsigned level;
-	unsigned c = stp_lt_predict(&model, pre, n, &level);
+	unsigned c = predict(pre, n, &level);
 	if (!level)
 		ps.fallback++;
 	else if (level == (n < model.depth ? n : model.depth))

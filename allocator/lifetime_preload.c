@@ -85,8 +85,16 @@ int lt_start(const char *path)
 		thp = 1;
 	if (lt_heap_init(reserve, thp) < 0 || lt_predict_init(&m) < 0) {
 		say("cannot map the lifetime heap", NULL);
+		stp_lt_model_free(&m);
 		return -1;
 	}
+	/* the predictor keeps its own compact copy; the C library's block
+	 * (a mapping of its own, 24 bytes an entry) goes back */
+	uint64_t entries = m.n;
+	uint32_t depth = m.depth;
+	stp_lt_model_free(&m);
+	m.n = entries;
+	m.depth = depth;
 	/* the C library's own malloc_usable_size, for its blocks (a program
 	 * linked with another allocator, such as Redis with jemalloc, would
 	 * give that one's at RTLD_NEXT) */

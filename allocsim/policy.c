@@ -1,7 +1,7 @@
 /*
- * policy.c - the size rules of PyTorch's caching allocator and of BFC
- * (stprof/allocpolicy.h), shared by the models here and by the runtime
- * allocator.  Pure functions; sizes near 2^64 saturate to the largest
+ * policy.c - the size rules of PyTorch's caching allocator, of BFC and of
+ * libstalloc's lifetime heap (stprof/allocpolicy.h), shared by the models
+ * here and by the runtime allocator.  Pure functions; sizes near 2^64 saturate to the largest
  * multiple of the rounding unit instead of wrapping to 0.
  */
 #include "stprof/allocpolicy.h"
@@ -68,4 +68,35 @@ unsigned allocpolicy_bfc_bin(uint64_t size)
 	uint64_t v = (size < ALLOCPOLICY_BFC_MIN ? ALLOCPOLICY_BFC_MIN : size) >> 8;
 	unsigned b = 63u - (unsigned)__builtin_clzll(v);
 	return b < ALLOCPOLICY_BFC_BINS - 1 ? b : ALLOCPOLICY_BFC_BINS - 1;
+}
+
+unsigned allocpolicy_lt_size_classes(uint32_t *size, uint8_t *blocks)
+{
+	unsigned n = 0;
+	for (uint32_t s = 16; s <= 128; s += 16)
+		size[n++] = s;
+	for (uint32_t p = 128; p < ALLOCPOLICY_LT_SMALL_MAX; p *= 2)
+		for (uint32_t k = 1; k <= 4; k++)
+			size[n++] = p + p / 4 * k;
+	/* the fewest 8 KiB blocks (1..8) whose tail is at most 1/16 */
+	for (unsigned c = 0; c < n; c++) {
+		uint32_t best = 1;
+		uint64_t best_waste = UINT64_MAX;
+		for (uint32_t b = 1; b <= 8; b++) {
+			uint64_t bytes = (uint64_t)b * ALLOCPOLICY_LT_BLOCK;
+			if (bytes < size[c])
+				continue;
+			uint64_t waste = bytes % size[c];
+			if (waste * 16 <= bytes) {
+				best = b;
+				break;
+			}
+			if (waste * 1000 / bytes < best_waste) {
+				best_waste = waste * 1000 / bytes;
+				best = b;
+			}
+		}
+		blocks[c] = (uint8_t)best;
+	}
+	return n;
 }

@@ -74,7 +74,7 @@ static void usage(FILE *f)
 	        "                          totals, ...; docs/report.md, \"Self-check\"); exit 1 when they\n"
 	        "                          do not add up\n"
 	        "      --no-lifetimes      leave out the lifetime section a trace without iterations\n"
-	        "                          gets in text (classes by site over time, huge-page\n"
+	        "                          gets in text and JSON (classes by site over time, huge-page\n"
 	        "                          footprint per allocator model; docs/lifetimes.md)\n\n"
 	        "Analysis:\n"
 	        "      --min-size SIZE     ignore allocations smaller than SIZE (0; 4k, 1M, ...)\n"
@@ -232,12 +232,21 @@ struct one {
 static int write_one(void *arg, FILE *f)
 {
 	struct one *o = arg;
-	int rc = o->fn(o->d, o->ro, f);
-	if (rc >= 0 && o->lifetimes) {
-		char lerr[512] = "";
-		if (lifetimes_section(f, o->lifetimes, NULL, NULL, lerr, sizeof lerr) < 0)
-			stprof_err("%s", lerr);
-	}
+	if (!o->lifetimes)
+		return o->fn(o->d, o->ro, f);
+	/* the Lifetimes section, at the end of the text and in the JSON; when
+	 * it cannot be made, the report without it and the error */
+	stp_report_options ro = *o->ro;
+	lifetimes_data *ld = malloc(sizeof *ld);
+	char lerr[512] = "";
+	if (!ld)
+		stprof_err("%s: out of memory for the lifetime section", o->lifetimes);
+	else if (lifetimes_compute(o->lifetimes, NULL, NULL, ld, lerr, sizeof lerr) < 0)
+		stprof_err("%s", lerr);
+	else
+		ro.lifetimes = &ld->view;
+	int rc = o->fn(o->d, &ro, f);
+	free(ld);
 	return rc;
 }
 
@@ -573,7 +582,8 @@ int cmd_report(int argc, char **argv)
 	}
 	/* a program without iterations (a server, a pipeline): its lifetimes too */
 	struct one one = {d, &ro, writer,
-	                  !r->error && lifetimes && writer == stp_report_text && !r->timeline.niterations ? trace : NULL};
+	                  !r->error && lifetimes && (writer == stp_report_text || writer == stp_report_json) &&
+	                          !r->timeline.niterations ? trace : NULL};
 	int rc = write_out(out, kind, write_one, &one);
 	if (r->error)
 		stprof_err("%s", r->error);

@@ -1,12 +1,12 @@
 /*
- * lifetimes_report.c - the report section for non-iterative programs
- * (servers, pipelines): the lifetime classes of the heaviest allocation
- * sites over the run's wall time, the huge-page footprint each allocator
- * model would show (planner/lifetime_sim.c: size classes only, the
- * lifetime heap with the model's classes, with each object's own), and
- * what the lifetime plan would save.  `stprof report` prints it after the
- * report of a host trace without iterations, `stprof plan --lifetimes`
- * for the trace it scores the model on (docs/lifetimes.md).
+ * lifetimes_report.c - the figures of the report section for
+ * non-iterative programs (servers, pipelines): the trace's host
+ * allocations replayed through the host heap models by
+ * planner/lifetime_sim.c with a model (or one learned from the trace
+ * itself), and the heaviest sites' names, symbolized.  The exporter
+ * renders them (stp_report_lifetimes_text/json): `stprof report` after the
+ * report of a host trace without iterations (text and JSON), `stprof plan
+ * --lifetimes` for the trace it scores the model on (docs/lifetimes.md).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,17 +14,6 @@
 
 #include "lifetimes_report.h"
 #include "stprof/symbolize.h"
-
-static double mib(uint64_t b) { return (double)b / 1048576.0; }
-static double pg(uint64_t pages) { return (double)pages * 2.0; }
-
-static void ratio(FILE *f, uint64_t pages, uint64_t live)
-{
-	if (live)
-		fprintf(f, " %8.1f MiB %5.2fx", pg(pages), pg(pages) / mib(live));
-	else
-		fprintf(f, " %8.1f MiB %6s", pg(pages), "-");
-}
 
 /* The site's innermost frames, symbolized, "a < b < c".  added: the module
  * paths given to the symbolizer so far (the learner's strings). */
@@ -66,9 +55,12 @@ static void site_name(stp_symbolizer *sym, const stp_lt_learner *l, size_t ctx, 
 	}
 }
 
-int lifetimes_section(FILE *f, const char *trace, const stp_lt_model *model, const char *model_name, char *err,
-                      size_t errlen)
+int lifetimes_compute(const char *trace, const stp_lt_model *model, const char *model_name, lifetimes_data *out,
+                      char *err, size_t errlen)
 {
+	memset(out, 0, sizeof *out);
+	out->view.sim = &out->sim;
+	out->view.model = model ? model_name : NULL;
 	stp_lt_model own = {0};
 	const stp_lt_model *m = model;
 	if (!m) {
@@ -84,62 +76,20 @@ int lifetimes_section(FILE *f, const char *trace, const stp_lt_model *model, con
 		m = &own;
 	}
 	stp_lt_learner *l = stp_lt_learner_new(m->depth);
-	stp_lt_sim s;
-	if (!l || stp_lt_simulate(m, l, trace, &s, err, errlen) < 0) {
+	if (!l || stp_lt_simulate(m, l, trace, &out->sim, err, errlen) < 0) {
+		if (!l)
+			snprintf(err, errlen, "%s: out of memory", trace);
 		stp_lt_learner_free(l);
 		stp_lt_model_free(&own);
 		return -1;
 	}
-	if (!s.allocs) { /* no host heap: nothing to say */
-		stp_lt_learner_free(l);
-		stp_lt_model_free(&own);
-		return 0;
-	}
-	fprintf(f, "\nLifetimes (docs/lifetimes.md): %" PRIu64 " host allocations over %.1f s; %s\n", s.allocs,
-	        (double)s.duration_ns / 1e9,
-	        model ? model_name : "classes learned from this run (`stprof plan --lifetimes` learns from others)");
-	stp_symbolizer *sym = stp_sym_new();
+	stp_symbolizer *sym = out->sim.nsites ? stp_sym_new() : NULL;
 	nadded = 0;
-	fprintf(f, "  sites with most allocations: class in this run / predicted; allocations in each tenth of the run\n");
-	for (size_t k = 0; k < s.nsites; k++) {
-		const stp_lt_sim_site *x = &s.site[k];
-		char name[1024];
-		site_name(sym, l, x->ctx, name, sizeof name);
-		fprintf(f, "    %-7s / %-7s %10" PRIu64 " %9.1f MiB  |", stp_lt_class_name(x->label),
-		        stp_lt_class_name(x->predicted), x->allocs, mib(x->bytes));
-		for (int t = 0; t < 10; t++)
-			fprintf(f, " %" PRIu64, x->tenth[t]);
-		fprintf(f, "\n      %s\n", name);
+	for (size_t k = 0; k < out->sim.nsites; k++) {
+		site_name(sym, l, out->sim.site[k].ctx, out->names[k], sizeof out->names[k]);
+		out->view.site[k] = out->names[k];
 	}
 	stp_sym_free(sym);
-	static const char *const names[3] = {"size classes only", "lifetime heap, predicted", "lifetime heap, own class"};
-	fprintf(f, "  huge-page footprint (2 MiB pages holding a live object) over live bytes:\n");
-	fprintf(f, "    %-26s %19s %19s %12s\n", "", "at the live peak", "at the end", "most held");
-	const stp_lt_sim_point *end = &s.samples[STP_LT_SIM_SAMPLES - 1];
-	for (int i = 0; i < 3; i++) {
-		fprintf(f, "    %-26s", names[i]);
-		ratio(f, s.peak.pages[i], s.peak.live);
-		ratio(f, end->pages[i], end->live);
-		fprintf(f, " %8.1f MiB\n", pg(s.max_pages[i]));
-	}
-	fprintf(f, "    (live: %.1f MiB at the peak, %.1f MiB at the end; with 8 KiB blocks instead: %.1f, %.1f, %.1f MiB "
-	           "at the end)\n",
-	        mib(s.peak.live), mib(end->live), (double)end->blocks[0] / 128.0, (double)end->blocks[1] / 128.0,
-	        (double)end->blocks[2] / 128.0);
-	fprintf(f, "  over time (s: live / size classes / predicted / own class, MiB):");
-	for (int t = 0; t < STP_LT_SIM_SAMPLES; t++) {
-		const stp_lt_sim_point *p = &s.samples[t];
-		fprintf(f, "%s%.1f: %.0f/%.0f/%.0f/%.0f", t % 5 ? "  " : "\n    ", (double)p->t_ns / 1e9, mib(p->live),
-		        pg(p->pages[0]), pg(p->pages[1]), pg(p->pages[2]));
-	}
-	fprintf(f, "\n");
-	double save_end = pg(end->pages[0]) - pg(end->pages[1]), save_max = pg(s.max_pages[0]) - pg(s.max_pages[1]);
-	fprintf(f, "  the lifetime plan (`stprof run --plan MODEL`) would hold %.1f MiB %s at the end (%.0f%%) and "
-	           "%.1f MiB %s at most (%.0f%%) than a size-class allocator on huge pages\n",
-	        save_end < 0 ? -save_end : save_end, save_end < 0 ? "more" : "less",
-	        end->pages[0] ? 100.0 * (save_end < 0 ? -save_end : save_end) / pg(end->pages[0]) : 0.0,
-	        save_max < 0 ? -save_max : save_max, save_max < 0 ? "more" : "less",
-	        s.max_pages[0] ? 100.0 * (save_max < 0 ? -save_max : save_max) / pg(s.max_pages[0]) : 0.0);
 	stp_lt_learner_free(l);
 	stp_lt_model_free(&own);
 	return 0;

@@ -172,10 +172,14 @@ int cmd_plan_lifetimes(int argc, char **argv)
 		/* what the model would do with the held-out run (else the first) */
 		char what[1100];
 		snprintf(what, sizeof what, "the model just learned%s", test ? ", on the held-out run" : "");
-		if (lifetimes_section(stdout, test ? test : argv[optind], &m, what, err, sizeof err) < 0) {
-			stprof_err("%s", err);
+		lifetimes_data *ld = malloc(sizeof *ld);
+		if (!ld || lifetimes_compute(test ? test : argv[optind], &m, what, ld, err, sizeof err) < 0) {
+			stprof_err("%s", ld ? err : "out of memory");
+			rc = -1;
+		} else if (stp_report_lifetimes_text(&ld->view, stdout) < 0) {
 			rc = -1;
 		}
+		free(ld);
 	}
 done:
 	stp_lt_model_free(&m);

@@ -57,37 +57,6 @@ uint64_t stp_lt_class_limit_ns(unsigned c)
 	return lim;
 }
 
-unsigned stp_lt_size_classes(uint32_t *size, uint8_t *blocks)
-{
-	unsigned n = 0;
-	for (uint32_t s = 16; s <= 128; s += 16)
-		size[n++] = s;
-	for (uint32_t p = 128; p < STP_LT_SMALL_MAX; p *= 2)
-		for (uint32_t k = 1; k <= 4; k++)
-			size[n++] = p + p / 4 * k;
-	/* the fewest 8 KiB blocks (1..8) whose tail is at most 1/16 */
-	for (unsigned c = 0; c < n; c++) {
-		uint32_t best = 1;
-		uint64_t best_waste = UINT64_MAX;
-		for (uint32_t b = 1; b <= 8; b++) {
-			uint64_t bytes = (uint64_t)b * STP_LT_BLOCK;
-			if (bytes < size[c])
-				continue;
-			uint64_t waste = bytes % size[c];
-			if (waste * 16 <= bytes) {
-				best = b;
-				break;
-			}
-			if (waste * 1000 / bytes < best_waste) {
-				best_waste = waste * 1000 / bytes;
-				best = b;
-			}
-		}
-		blocks[c] = (uint8_t)best;
-	}
-	return n;
-}
-
 uint64_t stp_lt_mix(uint64_t x)
 {
 	x ^= x >> 30;

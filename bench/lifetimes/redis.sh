@@ -16,7 +16,8 @@
 # malloc_usable_size counts them), RSS / used_memory at the end (2 s after
 # the benchmark's last client left, and 6 s after) and anonymous huge pages
 # at 2 s; then the medians.  Samples every 0.5 s in OUT/samples-ALLOC-ROUND.csv (t, RSS,
-# used_memory, huge pages).  The machine's load is printed with each round:
+# used_memory, huge pages); the server's /proc/PID/smaps at 6 s in
+# OUT/smaps-ALLOC-ROUND.txt (where its RSS is).  The machine's load is printed with each round:
 # throughput on a shared VM moves with it.
 set -u
 B=${1:-build}
@@ -90,6 +91,7 @@ for r in $(seq "$REPEAT"); do
 		u=$(used); rk=$(rss_kb $pid); hk=$(huge_kb $pid)
 		sleep 4
 		rk6=$(rss_kb $pid)
+		cat /proc/$pid/smaps > "$W/smaps-$a-$r.txt" 2>/dev/null
 		peak=$(awk -F, 'NR > 1 && $2 > m {m = $2} END {print m + 0}' "$csv")
 		[ "$rk" -gt "$peak" ] && peak=$rk
 		kill $sampler 2>/dev/null; wait $sampler 2>/dev/null

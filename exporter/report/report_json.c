@@ -392,6 +392,10 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	fputc(']', f);
 	fwrite(models, 1, models_len, f);
 	free(models);
+	if (o->lifetimes && o->lifetimes->sim->allocs) {
+		fputs(",\n\"lifetimes\":", f);
+		stp_report_lifetimes_json(o->lifetimes, f);
+	}
 	fputs("}\n", f);
 	fflush(f);
 	return ferror(f) ? -1 : 0;

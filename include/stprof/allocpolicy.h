@@ -14,6 +14,12 @@
  * free chunks sit in 21 bins, bin b holding [256*2^b, 256*2^(b+1)), the
  * last unbounded.
  *
+ * libstalloc's lifetime heap (allocator/lifetime_heap.c) and its models
+ * (allocsim/host_spans.c): 2 MiB huge pages of 256 blocks of 8 KiB; a
+ * request up to 32 KiB takes a slot of a span (1 to 8 blocks cut into
+ * slots of one size class: multiples of 16 up to 128, then four a
+ * doubling), up to 2 MiB whole blocks, beyond whole huge pages.
+ *
  * Pure functions of their arguments: no state, thread-safe, no allocation.
  * Sizes near 2^64 saturate instead of wrapping.
  */
@@ -47,6 +53,16 @@ uint64_t allocpolicy_pt_round_size(const allocsim_config *c, uint64_t size);
 uint64_t allocpolicy_pt_allocation_size(const allocsim_config *c, uint64_t size);
 /* 1 when a (rounded) request goes to PyTorch's small pool. */
 static inline int allocpolicy_pt_is_small(uint64_t size) { return size <= ALLOCPOLICY_PT_SMALL_SIZE; }
+
+#define ALLOCPOLICY_LT_PAGE (2ull << 20)                 /* a huge page */
+#define ALLOCPOLICY_LT_BLOCK 8192u                      /* a block */
+#define ALLOCPOLICY_LT_PAGE_BLOCKS 256u                 /* blocks of a page */
+#define ALLOCPOLICY_LT_SMALL_MAX 32768u                 /* larger: whole blocks */
+#define ALLOCPOLICY_LT_SIZE_CLASSES 48                  /* at most this many */
+/* The lifetime heap's size classes: fills size[] and blocks[] (the 8 KiB
+ * blocks of a span of that class: the fewest, 1..8, whose tail is at most
+ * 1/16) with ALLOCPOLICY_LT_SIZE_CLASSES entries at most; returns the count. */
+unsigned allocpolicy_lt_size_classes(uint32_t *size, uint8_t *blocks);
 
 /* BFC's RoundedBytes. */
 uint64_t allocpolicy_bfc_round(uint64_t size);

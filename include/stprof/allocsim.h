@@ -16,6 +16,18 @@
  *                     rule, coalescing, region growth (allow_growth) or one
  *                     preallocated region, optional free-region collection.
  *   ALLOCSIM_RAW      raw cudaMalloc/cudaFree per allocation (no cache).
+ * Host heap models (allocsim_host_*, allocsim/host*.c), for programs that
+ * are not iterative (servers, pipelines): what a host allocator would hold
+ * in 2 MiB huge pages (and 8 KiB blocks) for the same objects:
+ *   ALLOCSIM_HOST_SIZE_CLASSES  size classes on huge pages: libstalloc's
+ *                     spans and pages with one lifetime class for all
+ *                     (what jemalloc, TCMalloc or mimalloc do on huge pages);
+ *   ALLOCSIM_HOST_GLIBC  glibc-like: 16-byte chunks with an 8-byte header
+ *                     in one address-ordered arena, best fit, coalescing,
+ *                     big requests mmapped on their own (dynamic threshold);
+ *   ALLOCSIM_HOST_LIFETIME  libstalloc's lifetime heap: spans and pages by
+ *                     the lifetime class given with each allocation
+ *                     (a model's prediction, or the object's own class).
  *
  * For each model the result holds the peak allocated M_a (bytes handed out,
  * after the model's rounding), the peak reserved M_r (bytes the model got
@@ -480,6 +492,38 @@ void allocsim_report_clear(allocsim_report *r);
 /* The text section of the report: per device, the model table, the actual
  * E and the model's error, the worst moment, the recommendations. */
 void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_namer namer, void *ctx);
+
+/* ---------------------------------------------------------------- host heaps
+ * Event by event, as allocsim_model_*: addr is the object's address in the
+ * trace (any 64-bit id), lifetime_class 0..7 (stprof/lifetimes.h; only the
+ * lifetime heap uses it).  A page or block counts while any object placed
+ * on it is live (a span's blocks while any of its slots is, or while it is
+ * the one its size and class fill).  docs/allocator-models.md, "Host heaps". */
+typedef enum allocsim_host_kind {
+	ALLOCSIM_HOST_SIZE_CLASSES = 0,
+	ALLOCSIM_HOST_GLIBC,
+	ALLOCSIM_HOST_LIFETIME,
+} allocsim_host_kind;
+
+typedef struct allocsim_host allocsim_host;
+
+typedef struct allocsim_host_usage {
+	uint64_t pages;     /* 2 MiB pages holding a live object */
+	uint64_t blocks;    /* 8 KiB blocks holding one */
+	uint64_t max_pages; /* the most pages held at once */
+} allocsim_host_usage;
+
+/* NULL when out of memory. */
+allocsim_host *allocsim_host_new(allocsim_host_kind kind);
+void allocsim_host_delete(allocsim_host *h);
+/* 0, or -1 when out of memory (the model is then unusable).  An address
+ * still live is freed first. */
+int allocsim_host_alloc(allocsim_host *h, uint64_t addr, uint64_t size, unsigned lifetime_class);
+/* Frees of addresses not live are ignored. */
+void allocsim_host_free(allocsim_host *h, uint64_t addr);
+allocsim_host_usage allocsim_host_usage_of(const allocsim_host *h);
+/* "size classes", "glibc-like", "lifetime heap". */
+const char *allocsim_host_name(allocsim_host_kind kind);
 
 #ifdef __cplusplus
 }

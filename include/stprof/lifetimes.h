@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "allocpolicy.h"
 #include "outfile.h"
 
 #ifdef __cplusplus
@@ -61,15 +62,12 @@ const char *stp_lt_class_name(unsigned c);
 /* The upper bound of a class in nanoseconds; UINT64_MAX for the last two. */
 uint64_t stp_lt_class_limit_ns(unsigned c);
 
-/* The lifetime heap's size classes (allocator/lifetime_heap.c; the
- * simulator of planner/lifetime_sim.c uses the same): multiples of 16 up to
- * 128, then four a doubling up to STP_LT_SMALL_MAX, each with the 8 KiB
- * blocks of its spans.  Fills size[] and blocks[] (STP_LT_SIZE_CLASSES
- * each), returns the count. */
-#define STP_LT_SMALL_MAX 32768
-#define STP_LT_BLOCK 8192
-#define STP_LT_SIZE_CLASSES 48
-unsigned stp_lt_size_classes(uint32_t *size, uint8_t *blocks);
+/* The lifetime heap's size rules (allocator/lifetime_heap.c, and its
+ * models in allocsim/host_spans.c) are stprof/allocpolicy.h's
+ * (allocpolicy_lt_size_classes). */
+#define STP_LT_SMALL_MAX ALLOCPOLICY_LT_SMALL_MAX
+#define STP_LT_BLOCK ALLOCPOLICY_LT_BLOCK
+#define STP_LT_SIZE_CLASSES ALLOCPOLICY_LT_SIZE_CLASSES
 
 /* Frame and prefix hashing (the same in the learner and the allocator). */
 uint64_t stp_lt_mix(uint64_t x); /* a 64-bit finalizer (splitmix64's) */
@@ -133,17 +131,19 @@ int stp_lt_evaluate(const stp_lt_model *m, const stp_lt_learner *test, stp_lt_ac
 
 /* ---- what the lifetime heap would do with a recorded run
  * (planner/lifetime_sim.c): the trace's host allocations replayed through
- * page models of 2 MiB huge pages (8 KiB blocks) with the heap's size
- * classes: [0] size classes only (one lifetime class: a size-class
- * allocator on huge pages), [1] the lifetime heap with the model's
- * predictions, [2] with each object's own class (a perfect predictor). */
+ * allocsim's host heap models (stprof/allocsim.h): size classes on huge
+ * pages (one lifetime class: a size-class allocator), glibc-like, the
+ * lifetime heap with the model's predictions, and with each object's own
+ * class (a perfect predictor).  Pages: 2 MiB holding a live object;
+ * blocks: 8 KiB holding one. */
+enum { STP_LT_SIM_SIZE_CLASSES, STP_LT_SIM_GLIBC, STP_LT_SIM_PREDICTED, STP_LT_SIM_OWN, STP_LT_SIM_MODELS };
 #define STP_LT_SIM_SAMPLES 10
 #define STP_LT_SIM_SITES 8
 typedef struct stp_lt_sim_point {
 	uint64_t t_ns;          /* since the first allocation */
 	uint64_t live;          /* bytes requested and not yet freed */
-	uint64_t pages[3];      /* huge pages holding a live object, per model */
-	uint64_t blocks[3];     /* 8 KiB blocks holding one */
+	uint64_t pages[STP_LT_SIM_MODELS];  /* huge pages holding a live object, per model */
+	uint64_t blocks[STP_LT_SIM_MODELS]; /* 8 KiB blocks holding one */
 } stp_lt_sim_point;
 typedef struct stp_lt_sim_site {
 	size_t ctx;             /* the learner's context (stp_lt_learner_frame) */
@@ -156,7 +156,7 @@ typedef struct stp_lt_sim {
 	uint64_t allocs, duration_ns;
 	stp_lt_sim_point samples[STP_LT_SIM_SAMPLES]; /* at the end of each tenth of the run */
 	stp_lt_sim_point peak;  /* when the most bytes were live */
-	uint64_t max_pages[3];  /* the most huge pages each model held */
+	uint64_t max_pages[STP_LT_SIM_MODELS]; /* the most huge pages each model held */
 	size_t nsites;
 	stp_lt_sim_site site[STP_LT_SIM_SITES]; /* the contexts with most allocations */
 } stp_lt_sim;

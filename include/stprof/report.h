@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "stprof/detector.h"
+#include "stprof/lifetimes.h"
 #include "stprof/outfile.h"
 
 #ifdef __cplusplus
@@ -35,7 +36,24 @@ typedef struct stp_report_options {
 	 * keep_accesses for the accesses). */
 	uint64_t viewer_objects;
 	uint32_t viewer_accesses;
+	/* text and JSON: the Lifetimes section of a program without iterations
+	 * (below), at the end; NULL: none */
+	const struct stp_report_lifetimes *lifetimes;
 } stp_report_options;
+
+/* The Lifetimes section (docs/lifetimes.md): what the host heap models
+ * would hold for a run's host allocations (planner/lifetime_sim.c,
+ * stp_lt_simulate), with the names of its heaviest sites, symbolized by
+ * the caller. */
+typedef struct stp_report_lifetimes {
+	const stp_lt_sim *sim;
+	const char *model;                  /* the model that predicted; NULL: learned from this run */
+	const char *site[STP_LT_SIM_SITES]; /* each site's innermost frames, "a < b < c" */
+} stp_report_lifetimes;
+/* The section alone, as text (what `stprof plan --lifetimes` prints), or
+ * as the JSON object of the report's "lifetimes" member. */
+int stp_report_lifetimes_text(const stp_report_lifetimes *l, FILE *f);
+int stp_report_lifetimes_json(const stp_report_lifetimes *l, FILE *f);
 
 enum stp_report_group { STP_GROUP_SITE = 0, STP_GROUP_FUNCTION, STP_GROUP_MODULE, STP_GROUP_LINE };
 

@@ -9,6 +9,8 @@
 #     a child forked midway allocating fine;
 #   - the heap's statistics: the contexts were found in the model, huge
 #     pages were given back to the OS;
+#   - the report of the recorded run ends with the Lifetimes section, and
+#     its JSON form (report --format json, "lifetimes") has the same figures;
 #   - a bad model: one line naming the file and offset, exit 2, the program
 #     not started; a program's exit status passes through.
 set -eu
@@ -22,6 +24,39 @@ stat_of() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; }
 "$B/stprof" plan --lifetimes s.stp -o s.lt >plan.out
 cat plan.out
 grep -q "calling contexts" plan.out
+
+# the report of a program without iterations ends with the Lifetimes
+# section; its JSON form carries the same figures (docs/report-json.md)
+"$B/stprof" report --no-progress s.stp >report.txt
+"$B/stprof" report --no-progress --format json s.stp -o report.json
+grep -q "^Lifetimes (docs/lifetimes.md)" report.txt || { echo "FAIL: no Lifetimes section in the text report"; exit 1; }
+"${STPROF_PYTHON:-python3}" - report.txt report.json <<'PY' || { echo "FAIL: the Lifetimes JSON"; exit 1; }
+import json, re, sys
+text = open(sys.argv[1]).read()
+lt = json.load(open(sys.argv[2]))["lifetimes"]
+assert lt["model"] is None and lt["allocs"] > 10000, lt["allocs"]
+assert lt["page_bytes"] == 2 << 20 and lt["block_bytes"] == 8192
+assert [m["key"] for m in lt["models"]] == ["size_classes", "glibc", "lifetime_predicted", "lifetime_own"]
+assert len(lt["samples"]) == 10 and 1 <= len(lt["sites"]) <= 8
+for site in lt["sites"]:
+    assert sum(site["tenths"]) == site["allocs"] and site["frames"], site
+    assert site["frames"] in text, site["frames"]
+assert "%d host allocations" % lt["allocs"] in text
+for m in lt["models"]:
+    # the text row: pages at the live peak, at the end, and the most, in MiB
+    row = re.search(r"^    %s +([0-9.]+) MiB .*? ([0-9.]+) MiB .*? ([0-9.]+) MiB$" % re.escape(m["name"]), text, re.M)
+    assert row, m["name"]
+    assert [float(x) for x in row.groups()] == [2.0 * m[k] for k in ("peak_pages", "end_pages", "max_pages")], m
+    end = lt["samples"][-1]
+    i = lt["models"].index(m)
+    assert end["pages"][i] == m["end_pages"] and end["blocks"][i] == m["end_blocks"]
+    assert m["max_pages"] >= max(s["pages"][i] for s in lt["samples"] + [lt["peak"]])
+saved = lt["saved_pages"]
+assert saved["end_vs_size_classes"] == lt["models"][0]["end_pages"] - lt["models"][2]["end_pages"]
+assert saved["max_vs_glibc"] == lt["models"][1]["max_pages"] - lt["models"][2]["max_pages"]
+PY
+"$B/stprof" report --no-progress --no-lifetimes --format json s.stp -o nolt.json
+grep -q '"lifetimes"' nolt.json && { echo "FAIL: --no-lifetimes kept the section"; exit 1; }
 
 "$B/lt_stress" 4 100000 fork >native.out
 "$B/stprof" run --plan s.lt --stalloc-stats st.txt -- "$B/lt_stress" 4 100000 fork >lt.out
