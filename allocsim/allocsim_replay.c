@@ -147,8 +147,11 @@ static void on_alloc(allocsim_collector *c, dev_state *d, const stp_event *ev, i
 	if (d->cur_alloc > d->peak_alloc)
 		d->peak_alloc = d->cur_alloc;
 	/* the allocator's blocks lie inside its segments: more allocated than
-	 * reserved means segment events are missing (allocsim_actual) */
-	if (d->reserves && d->cur_alloc > d->cur_res)
+	 * reserved means segment events are missing (allocsim_actual), also
+	 * before the first segment is seen (counted now, reported only if the
+	 * trace has segments at all): so peak_alloc > peak_res implies
+	 * over_reserved > 0, since the allocated peak is reached at an alloc */
+	if (d->cur_alloc > d->cur_res)
 		d->over_reserved++;
 }
 
