@@ -6,7 +6,9 @@
  *
  * A request of at least min_size (match()): while the start-up sequence
  * lasts, it is matched there first (match_boot()): a persistent request's
- * position gives that request's own slot; a temporary's gives none.
+ * position gives that request's own slot; a temporary's gives none (but
+ * after a skip, where a persistent position of its size follows closely:
+ * drifted_slot()).
  * Then, once iterations run, the iteration's sequence (match_iter()): a
  * hit hands out the entry's planned range when all of it is free, else a
  * free spare range of its size (a request whose previous instance
