@@ -97,6 +97,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t base, end;
 static size_t nhp;
 static lt_hp *hp;
+static uint8_t *blk_sc; /* block -> its small span's size class + 1; 0: free, large or huge */
 static lt_span *spans;
 static uint32_t nspans_cap, span_bump, span_free;
 static uint32_t hp_bump, *hp_free, nhp_free;
@@ -175,7 +176,8 @@ int lt_heap_init(size_t reserve, int huge_pages)
 	hp_free = st_map(nhp * sizeof *hp_free);
 	nspans_cap = (uint32_t)(nhp * LT_BLOCKS < (1u << 30) ? nhp * LT_BLOCKS : (1u << 30));
 	spans = st_map((size_t)nspans_cap * sizeof *spans);
-	if (!hp || !hp_free || !spans) {
+	blk_sc = st_map(nhp * LT_BLOCKS);
+	if (!hp || !hp_free || !spans || !blk_sc) {
 		munmap(m, reserve + LT_HP);
 		return -1;
 	}
@@ -439,6 +441,8 @@ static void blocks_put(uintptr_t a, unsigned nb, uint64_t now)
 		x->resid[i >> 6] &= ~(1ull << (i & 63));
 		x->span[i] = 0;
 	}
+	if (blk_sc[((uintptr_t)h << (LT_HP_SHIFT - LT_BLOCK_SHIFT)) + b])
+		memset(blk_sc + ((uintptr_t)h << (LT_HP_SHIFT - LT_BLOCK_SHIFT)) + b, 0, nb);
 	x->nlive = (uint16_t)(x->nlive - nb);
 	if (x->state != ST_ACTIVE)
 		return; /* the open page stays until the trim */
@@ -695,6 +699,7 @@ static void *small_alloc(unsigned sc, unsigned lc, uint64_t *now)
 		}
 		*s = (lt_span){.start = a, .slot = sc_size[sc], .nslots = (uint16_t)(nb * LT_BLOCK / sc_size[sc]),
 		               .nblocks = (uint16_t)nb, .sc = (uint8_t)sc, .lc = (uint8_t)lc};
+		memset(blk_sc + ((a - base) >> LT_BLOCK_SHIFT), (int)sc + 1, nb);
 		st.spans_opened++;
 	}
 	spans[id - 1].cur = 1;
@@ -702,7 +707,7 @@ static void *small_alloc(unsigned sc, unsigned lc, uint64_t *now)
 	return slot_take(&spans[id - 1]);
 }
 
-static void *large_alloc(size_t n, unsigned lc, uint64_t now)
+static void *large_alloc(size_t n, unsigned lc, uint64_t now, size_t *usable)
 {
 	unsigned nb = (unsigned)((n + LT_BLOCK - 1) >> LT_BLOCK_SHIFT);
 	uint32_t id = span_id();
@@ -716,10 +721,11 @@ static void *large_alloc(size_t n, unsigned lc, uint64_t now)
 	}
 	spans[id - 1] = (lt_span){.start = a, .slot = (uint32_t)nb * LT_BLOCK, .nslots = 1, .used = 1, .bump = 1,
 	                          .nblocks = (uint16_t)nb, .sc = SC_LARGE, .lc = (uint8_t)lc};
+	*usable = (size_t)nb * LT_BLOCK;
 	return (void *)a;
 }
 
-static void *huge_alloc(size_t n)
+static void *huge_alloc(size_t n, size_t *out)
 {
 	size_t usable = (n + 4095) & ~(size_t)4095;
 	uint32_t k = (uint32_t)((usable + LT_HP - 1) >> LT_HP_SHIFT);
@@ -732,14 +738,20 @@ static void *huge_alloc(size_t n)
 		hp[h + i].run = i ? 0 : k;
 	}
 	hp[h].deadline = usable;
+	*out = usable;
 	return (void *)hp_addr(h);
 }
 
 /* ---------------------------------------------------------------- the calls */
 
+/* The usable bytes of a live object: one byte of blk_sc for a small one
+ * (Redis asks on every allocation and free), the span or page otherwise. */
 static inline size_t usable_of(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
+	unsigned sc = blk_sc[(a - base) >> LT_BLOCK_SHIFT];
+	if (sc)
+		return sc_size[sc - 1];
 	const lt_hp *x = &hp[(a - base) >> LT_HP_SHIFT];
 	if (x->state == ST_HUGE)
 		return (size_t)x->deadline;
@@ -754,11 +766,13 @@ void *lt_heap_alloc(size_t n, size_t align, unsigned lc)
 	if (lc >= STP_LT_CLASSES)
 		lc = STP_LT_NEVER;
 	void *p = NULL;
+	size_t usable = 0;
 	uint64_t now = 0;
 	pthread_mutex_lock(&lock);
+	st.by_class[lc]++; /* every request, so that the predictor needs no counter of its own */
 	if (align > LT_BLOCK) {
 		if (align <= LT_HP)
-			p = huge_alloc(n);
+			p = huge_alloc(n, &usable);
 	} else if (n <= LT_SMALL_MAX) {
 		unsigned sc = class_of(n);
 		if (align > 16) {
@@ -767,22 +781,25 @@ void *lt_heap_alloc(size_t n, size_t align, unsigned lc)
 			while (sc < nsc && sc_size[sc] % align)
 				sc++;
 		}
-		if (sc < nsc)
+		if (sc < nsc) {
 			p = small_alloc(sc, lc, &now);
-		else
-			p = large_alloc(n, lc, now_ns());
+			usable = sc_size[sc];
+		} else {
+			p = large_alloc(n, lc, now_ns(), &usable);
+		}
 	} else if (n <= LT_LARGE_MAX) {
 		now = now_ns();
 		checks(now);
-		p = large_alloc(n, lc, now);
+		p = large_alloc(n, lc, now, &usable);
 	} else {
-		p = huge_alloc(n);
+		p = huge_alloc(n, &usable);
 	}
 	if (p) {
-		st.by_class[lc]++;
-		st.live_bytes += usable_of(p);
+		st.live_bytes += usable;
 		if (st.live_bytes > st.live_peak)
 			st.live_peak = st.live_bytes;
+	} else {
+		st.failed++;
 	}
 	pthread_mutex_unlock(&lock);
 	if (!p)
@@ -798,7 +815,8 @@ void lt_heap_free(void *p)
 	uint32_t h = (uint32_t)((a - base) >> LT_HP_SHIFT);
 	pthread_mutex_lock(&lock);
 	lt_hp *x = &hp[h];
-	if (x->state == ST_HUGE) {
+	uint32_t id = x->span[(a >> LT_BLOCK_SHIFT) & (LT_BLOCKS - 1)];
+	if (!id && x->state == ST_HUGE) { /* a huge page's span[] is all 0 */
 		st.live_bytes -= x->deadline;
 		uint64_t now = now_ns();
 		hp_put(h, x->run, now);
@@ -808,7 +826,6 @@ void lt_heap_free(void *p)
 			trim_thread_start();
 		return;
 	}
-	uint32_t id = x->span[(a >> LT_BLOCK_SHIFT) & (LT_BLOCKS - 1)];
 	if (!id) {
 		pthread_mutex_unlock(&lock);
 		return; /* not a live block: a double free, ignored */
