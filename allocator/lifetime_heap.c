@@ -44,11 +44,14 @@
  * table is from mmap, never malloc (this code runs under the interposer).
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "lifetime.h"
@@ -93,7 +96,39 @@ typedef struct lt_span {
 } lt_span;
 _Static_assert(sizeof(lt_span) == 40, "lt_span grew");
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* The heap's one lock: a futex word (0 free, 1 held, 2 held and waited
+ * for), taken and given inline: one locked instruction each way and no
+ * call (pthread_mutex_lock and _unlock were 1.6% of redis-server's CPU
+ * under redis-benchmark, more than the heap's own code). */
+static int lock;
+
+static void lock_wait(void)
+{
+	for (int i = 0; i < 64; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		int c = 0;
+		if (!__atomic_load_n(&lock, __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&lock, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return;
+	}
+	while (__atomic_exchange_n(&lock, 2, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+static inline void heap_lock(void)
+{
+	int c = 0;
+	if (!__atomic_compare_exchange_n(&lock, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		lock_wait();
+}
+
+static inline void heap_unlock(void)
+{
+	if (__atomic_exchange_n(&lock, 0, __ATOMIC_RELEASE) == 2)
+		syscall(SYS_futex, &lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 static uintptr_t base, end;
 static size_t nhp;
 static lt_hp *hp;
@@ -189,14 +224,14 @@ int lt_heap_init(size_t reserve, int huge_pages)
 
 int lt_heap_owns(const void *p) { return (uintptr_t)p - base < end - base; }
 
-void lt_heap_lock(void) { pthread_mutex_lock(&lock); }
-void lt_heap_unlock(void) { pthread_mutex_unlock(&lock); }
+void lt_heap_lock(void) { heap_lock(); }
+void lt_heap_unlock(void) { heap_unlock(); }
 
 static uint32_t dirty_pages;
 
 void lt_heap_stats_get(lt_heap_stats *s)
 {
-	pthread_mutex_lock(&lock);
+	heap_lock();
 	memset(st.pages, 0, sizeof st.pages);
 	memset(st.blocks, 0, sizeof st.blocks);
 	for (uint32_t h = 0; h < hp_bump; h++)
@@ -206,7 +241,7 @@ void lt_heap_stats_get(lt_heap_stats *s)
 		}
 	st.dirty_pages = dirty_pages;
 	*s = st;
-	pthread_mutex_unlock(&lock);
+	heap_unlock();
 }
 
 /* ---------------------------------------------------------------- huge pages */
@@ -639,9 +674,9 @@ static void *trim_main(void *arg)
 	for (;;) {
 		struct timespec ts = {0, (long)TRIM_EVERY_NS};
 		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&lock);
+		heap_lock();
 		trim(now_ns());
-		pthread_mutex_unlock(&lock);
+		heap_unlock();
 	}
 	return NULL;
 }
@@ -768,7 +803,7 @@ void *lt_heap_alloc(size_t n, size_t align, unsigned lc)
 	void *p = NULL;
 	size_t usable = 0;
 	uint64_t now = 0;
-	pthread_mutex_lock(&lock);
+	heap_lock();
 	st.by_class[lc]++; /* every request, so that the predictor needs no counter of its own */
 	if (align > LT_BLOCK) {
 		if (align <= LT_HP)
@@ -801,7 +836,7 @@ void *lt_heap_alloc(size_t n, size_t align, unsigned lc)
 	} else {
 		st.failed++;
 	}
-	pthread_mutex_unlock(&lock);
+	heap_unlock();
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -813,7 +848,7 @@ void lt_heap_free(void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	uint32_t h = (uint32_t)((a - base) >> LT_HP_SHIFT);
-	pthread_mutex_lock(&lock);
+	heap_lock();
 	lt_hp *x = &hp[h];
 	uint32_t id = x->span[(a >> LT_BLOCK_SHIFT) & (LT_BLOCKS - 1)];
 	if (!id && x->state == ST_HUGE) { /* a huge page's span[] is all 0 */
@@ -821,20 +856,20 @@ void lt_heap_free(void *p)
 		uint64_t now = now_ns();
 		hp_put(h, x->run, now);
 		checks(now);
-		pthread_mutex_unlock(&lock);
+		heap_unlock();
 		if (!trim_thread_state)
 			trim_thread_start();
 		return;
 	}
 	if (!id) {
-		pthread_mutex_unlock(&lock);
+		heap_unlock();
 		return; /* not a live block: a double free, ignored */
 	}
 	lt_span *s = &spans[id - 1];
 	st.live_bytes -= s->slot;
 	if (s->sc == SC_LARGE) {
 		span_release(s, id, now_ns());
-		pthread_mutex_unlock(&lock);
+		heap_unlock();
 		if (!trim_thread_state)
 			trim_thread_start();
 		return;
@@ -848,7 +883,7 @@ void lt_heap_free(void *p)
 			uint64_t now = now_ns();
 			span_release(s, id, now);
 			checks(now);
-			pthread_mutex_unlock(&lock);
+			heap_unlock();
 			if (!trim_thread_state)
 				trim_thread_start();
 			return;
@@ -856,5 +891,5 @@ void lt_heap_free(void *p)
 		if (!s->listed)
 			span_list(s, id);
 	}
-	pthread_mutex_unlock(&lock);
+	heap_unlock();
 }
