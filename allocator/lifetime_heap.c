@@ -10,7 +10,9 @@
  * (MADV_NOHUGEPAGE, so khugepaged does not refill what was given back).
  * STALLOC_HUGEPAGES=2 asks huge pages for every page, 0 for none.  Its metadata (live and residual
  * block bitmaps, class, deadline, the span of each block) lives in an
- * array of its own, so a pointer finds its span with two shifts.
+ * array of its own, so a pointer finds its span with two shifts; one byte a
+ * block (blk_sc) gives a small object's size class, so malloc_usable_size
+ * reads one byte and one word.
  *
  * Objects.  A request of at most 32 KiB goes to a span: 1 to 8 contiguous
  * blocks cut into slots of one size class (multiples of 16 up to 128, then
@@ -19,7 +21,7 @@
  * (Llama's recycling of partially free spans, at slot granularity).  A
  * request up to 2 MiB takes whole blocks; a larger one whole huge pages.
  *
- * Policy (Llama §6.2-6.4), under one lock:
+ * Policy (Llama §6.2-6.4), under one lock (a futex word, inline):
  *   - Each class has one open huge page, filled with blocks of that class
  *     only (residual blocks); a full one becomes active with a deadline,
  *     now + 2 x the class's bound (classes 6 and 7 have none).
@@ -39,7 +41,8 @@
  *     the slow paths, and every 250 ms from a thread of its own (started at the first page emptied, like
  *     jemalloc's background thread) so an idle server gives back too.
  *
- * Invariants: a block is live iff it belongs to a span; a span's blocks lie
+ * Invariants: a block is live iff it belongs to a span; blk_sc of a block
+ * is its span's size class + 1 iff the span is small, else 0; a span's blocks lie
  * in one huge page; a slot is handed out at most once until freed; every
  * table is from mmap, never malloc (this code runs under the interposer).
  */

@@ -10,10 +10,13 @@
  * what the heap's deadlines correct.
  *
  * Invariants: a cache entry is one 64-bit word (tag, class, valid bit)
- * written and read atomically, so lookups take no lock; misses are
- * serialized by one lock (the module table and libunwind); a thread inside
- * a miss that allocates again (libunwind, the C library's /proc reader)
- * gets the model's fallback class without recursing.
+ * written and read atomically, so lookups take no lock and count nothing
+ * (a hit is a request of the heap's that was neither a miss nor busy);
+ * misses are serialized by one lock (the module table and libunwind); a
+ * thread inside a miss that allocates again (libunwind, the C library's
+ * /proc reader) gets the model's fallback class without recursing; after
+ * a miss the pages of the unwind tables it read are given back
+ * (unwind_pages), only clean read-only file pages of modules mapped now.
  */
 
 #define UNW_LOCAL_ONLY

@@ -9,7 +9,10 @@
 # Environment: CONNS (2000), N (200000 SET + as many GET), KEYS (100000),
 # SIZE (1000 bytes), REPEAT (5 rounds, the allocators interleaved in each),
 # ALLOCS (the list), FRAG (1: also fill / delete 90% / refill with 300-byte
-# values of other keys), OUT (a folder for the traces, model and samples).
+# values of other keys), OUT (a folder for the traces, model and samples),
+# BASE (another build folder: ALLOCS may then name stalloc-base, its
+# libstalloc with the same model, to tell what a change costs), REF (the
+# allocator of the pairs below, jemalloc).
 #
 # Prints per run: SET and GET requests per second, the server's CPU seconds,
 # peak and final RSS, used_memory (INFO memory: the bytes redis holds, as
@@ -58,6 +61,7 @@ start() {
 	tcmalloc) eval "env LD_PRELOAD=$LIBDIR/libtcmalloc_minimal.so.4 redis-server $RARGS --logfile $W/log &" ;;
 	stalloc-4k) eval "STALLOC_HUGEPAGES=0 $S run -q --plan $W/redis.lt -- redis-server $RARGS --logfile $W/log &" ;;
 	stalloc) eval "STALLOC_HUGEPAGES=${STALLOC_HUGEPAGES:-1} $S run -q --plan $W/redis.lt --stalloc-stats $W/stalloc-stats.txt -- redis-server $RARGS --logfile $W/log &" ;;
+	stalloc-base) eval "STALLOC_HUGEPAGES=${STALLOC_HUGEPAGES:-1} $(cd "${BASE:?BASE: the build folder of the libstalloc to compare}" && pwd)/stprof run -q --plan $W/redis.lt -- redis-server $RARGS --logfile $W/log &" ;;
 	record) eval "$S record -q -o $2 -- redis-server $RARGS --logfile $W/log &" ;;
 	esac
 	pid=$!
