@@ -35,7 +35,8 @@ typedef struct lt_heap_stats {
 	uint64_t spans_opened, spans_recycled, large_recycled, residual_recycled;
 	uint64_t promotions, demotions;
 	uint64_t live_bytes, live_peak; /* usable bytes handed out */
-	uint64_t by_class[STP_LT_CLASSES]; /* allocations by predicted class */
+	uint64_t by_class[STP_LT_CLASSES]; /* requests by predicted class (each follows one lt_predict) */
+	uint64_t failed;                /* requests the heap could not place (reservation spent) */
 	uint64_t pages[STP_LT_CLASSES], blocks[STP_LT_CLASSES]; /* pages of each class now, their live blocks */
 	uint64_t dirty_pages;           /* empty, not yet given back */
 	uint64_t blocks_released;       /* free blocks of sparse pages given back */
@@ -59,8 +60,9 @@ int lt_predict_init(const stp_lt_model *m);     /* takes the model */
  * caller of malloc, `sp` the stack pointer at the call. */
 unsigned lt_predict(uintptr_t ret, uintptr_t sp, size_t n);
 typedef struct lt_predict_stats {
-	uint64_t hits, misses, known, backoff, fallback, unwound_frames;
-} lt_predict_stats;
+	uint64_t misses, known, backoff, fallback, unwound_frames;
+	uint64_t busy; /* asked from inside a miss: the fallback class, not cached */
+} lt_predict_stats; /* cache hits: the heap's requests less misses and busy */
 void lt_predict_stats_get(lt_predict_stats *s);
 void lt_predict_lock(void); /* fork */
 void lt_predict_unlock(void);

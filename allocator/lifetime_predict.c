@@ -10,10 +10,13 @@
  * what the heap's deadlines correct.
  *
  * Invariants: a cache entry is one 64-bit word (tag, class, valid bit)
- * written and read atomically, so lookups take no lock; misses are
- * serialized by one lock (the module table and libunwind); a thread inside
- * a miss that allocates again (libunwind, the C library's /proc reader)
- * gets the model's fallback class without recursing.
+ * written and read atomically, so lookups take no lock and count nothing
+ * (a hit is a request of the heap's that was neither a miss nor busy);
+ * misses are serialized by one lock (the module table and libunwind); a
+ * thread inside a miss that allocates again (libunwind, the C library's
+ * /proc reader) gets the model's fallback class without recursing; after
+ * a miss the pages of the unwind tables it read are given back
+ * (unwind_pages), only clean read-only file pages of modules mapped now.
  */
 
 #define UNW_LOCAL_ONLY
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -33,6 +37,7 @@
 
 typedef struct lt_mod {
 	uintptr_t lo, hi, bias;
+	uintptr_t eh_lo, eh_hi; /* its unwind tables' pages to give back after a miss (none: equal) */
 	uint64_t hash;
 	int skip; /* libstalloc or libunwind: frames of the allocator itself */
 } lt_mod;
@@ -49,6 +54,50 @@ static lt_predict_stats ps;
 static __thread uintptr_t t_stack_hi __attribute__((tls_model("initial-exec")));
 static __thread int t_busy __attribute__((tls_model("initial-exec")));
 
+
+/* The pages of a module's unwind tables (.eh_frame_hdr to the end of its
+ * read-only segment: .eh_frame, .gcc_except_table).  A miss reads a few
+ * lines of them, and each read fault maps up to 64 KiB of the file around
+ * it (the kernel's fault-around): 1.1 MiB of redis-server's RSS (libcrypto,
+ * the program, libc) that the program itself never maps.  After a miss they
+ * are given back (MADV_DONTNEED: the file's pages stay in the page cache; a
+ * later read faults them in again).  Only for clean pages: a file-backed
+ * segment without write permission, in a module without text relocations
+ * (the loader writes those into read-only segments), named by path. */
+static void unwind_pages(struct dl_phdr_info *info, lt_mod *m, int named)
+{
+	m->eh_lo = m->eh_hi = 0;
+	if (!named)
+		return; /* the vDSO */
+	const ElfW(Phdr) *eh = NULL, *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			eh = &info->dlpi_phdr[i];
+		else if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = &info->dlpi_phdr[i];
+	}
+	if (!eh)
+		return;
+	if (dyn)
+		for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + dyn->p_vaddr); d->d_tag != DT_NULL; d++)
+			if (d->d_tag == DT_TEXTREL || (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_TEXTREL)))
+				return;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || eh->p_vaddr < ph->p_vaddr || eh->p_vaddr >= ph->p_vaddr + ph->p_filesz)
+			continue;
+		if (ph->p_flags & PF_W)
+			return;
+		uintptr_t lo = (info->dlpi_addr + eh->p_vaddr) & ~(pg - 1);
+		uintptr_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_filesz) & ~(pg - 1);
+		if (hi > lo) {
+			m->eh_lo = lo;
+			m->eh_hi = hi;
+		}
+		return;
+	}
+}
 
 static int add_mod(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -79,6 +128,7 @@ static int add_mod(struct dl_phdr_info *info, size_t size, void *data)
 	m->hash = stp_lt_module_hash(bn);
 	uintptr_t self = (uintptr_t)(void *)&add_mod;
 	m->skip = (self >= lo && self < hi) || !strncmp(bn, "libunwind", 9);
+	unwind_pages(info, m, nmods == 1 || (info->dlpi_name && info->dlpi_name[0] == '/'));
 	return 0;
 }
 
@@ -172,9 +222,15 @@ static unsigned from_model(void)
 	 * walk stops at the model's depth: each frame further would read the
 	 * unwind tables of outer functions, pages that stay resident. */
 	uint64_t pre[STP_LT_DEPTH_MAX];
+	const lt_mod *walked[STP_LT_DEPTH_MAX + 16];
+	uint32_t nwalked = 0;
 	uint32_t n = 0;
 	uint64_t h = 0;
-	int started = 0, reloaded = 0, seen = 0;
+	int started = 0, seen = 0;
+	/* the modules as they are now (dlopen, dlclose since): a few
+	 * microseconds a miss, and the pages given back below are the
+	 * tables of modules mapped now */
+	load_modules();
 	unw_context_t uc;
 	unw_cursor_t cur;
 	if (unw_getcontext(&uc) == 0 && unw_init_local(&cur, &uc) == 0) {
@@ -184,10 +240,12 @@ static unsigned from_model(void)
 				break;
 			uintptr_t ip = (uintptr_t)word;
 			const lt_mod *m = mod_of(ip);
-			if (!m && !reloaded) {
-				load_modules(); /* dlopen'd since */
-				reloaded = 1;
-				m = mod_of(ip);
+			if (m && m->eh_hi) {
+				uint32_t k = 0;
+				while (k < nwalked && walked[k] != m)
+					k++;
+				if (k == nwalked && nwalked < sizeof walked / sizeof *walked)
+					walked[nwalked++] = m;
 			}
 			if (!started && (!m || m->skip))
 				continue; /* the allocator's own frames */
@@ -197,6 +255,8 @@ static unsigned from_model(void)
 			pre[n++] = h;
 		} while (n < model.depth && ++seen < (int)(model.depth + 16) && unw_step(&cur) > 0);
 	}
+	for (uint32_t k = 0; k < nwalked; k++)
+		madvise((void *)walked[k]->eh_lo, walked[k]->eh_hi - walked[k]->eh_lo, MADV_DONTNEED);
 	ps.unwound_frames += n;
 	unsigned level;
 	unsigned c = predict(pre, n, &level);
@@ -211,8 +271,10 @@ static unsigned from_model(void)
 
 unsigned lt_predict(uintptr_t ret, uintptr_t sp, size_t n)
 {
-	if (t_busy)
+	if (t_busy) {
+		__atomic_fetch_add(&ps.busy, 1, __ATOMIC_RELAXED);
 		return model.fallback;
+	}
 	if (!t_stack_hi) {
 		t_busy = 1;
 		learn_stack();
@@ -222,10 +284,8 @@ unsigned lt_predict(uintptr_t ret, uintptr_t sp, size_t n)
 	uint64_t key = stp_lt_mix(ret ^ (height << 40) ^ ((uint64_t)lt_heap_class_size(n) * 0x9e3779b97f4a7c15ull));
 	uint64_t *slot = &cache[key & ((1u << CACHE_BITS) - 1)];
 	uint64_t e = __atomic_load_n(slot, __ATOMIC_RELAXED);
-	if ((e | 0xff) == (key | 0xff) && (e & 1)) {
-		__atomic_fetch_add(&ps.hits, 1, __ATOMIC_RELAXED);
-		return (unsigned)(e >> 1) & 7;
-	}
+	if ((e | 0xff) == (key | 0xff) && (e & 1))
+		return (unsigned)(e >> 1) & 7; /* no counter here: a locked add a call (see lt_predict_stats) */
 	t_busy = 1;
 	pthread_mutex_lock(&miss_lock);
 	ps.misses++;
@@ -240,7 +300,7 @@ void lt_predict_stats_get(lt_predict_stats *s)
 {
 	pthread_mutex_lock(&miss_lock);
 	*s = ps;
-	s->hits = __atomic_load_n(&ps.hits, __ATOMIC_RELAXED);
+	s->busy = __atomic_load_n(&ps.busy, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&miss_lock);
 }
 

@@ -192,14 +192,17 @@ void lt_write_stats(const char *to)
 	uint64_t all = 0;
 	for (unsigned c = 0; c < STP_LT_CLASSES; c++)
 		all += h.by_class[c];
+	/* every request asked lt_predict once: those not unwound nor asked
+	 * from inside an unwind came from the cache */
+	uint64_t hits = all - s.misses - s.busy, placed = all - h.failed;
 	fprintf(f, "stalloc: lifetime model %s (%" PRIu64 " context prefixes, %u frames)\n", model_path, model_entries,
 	        model_depth);
-	fprintf(f, "stalloc: %" PRIu64 " allocations by predicted class:", all);
+	fprintf(f, "stalloc: %" PRIu64 " allocations by predicted class:", placed);
 	for (unsigned c = 0; c < STP_LT_CLASSES; c++)
 		fprintf(f, " %s %.1f%%", stp_lt_class_name(c), all ? 100.0 * (double)h.by_class[c] / (double)all : 0.0);
 	fprintf(f, "\nstalloc: predictions: %" PRIu64 " from the cache, %" PRIu64 " unwound (context in the model %" PRIu64
 	           ", from shared frames %" PRIu64 ", fallback %" PRIu64 ")\n",
-	        s.hits, s.misses, s.known, s.backoff, s.fallback);
+	        hits, s.misses, s.known, s.backoff, s.fallback);
 	fprintf(f, "stalloc: huge pages: %" PRIu64 " in use (peak %" PRIu64 "), %" PRIu64 " returned to the OS, %" PRIu64
 	           " reused; spans %" PRIu64 " opened, %" PRIu64 " recycled into longer-lived pages; %" PRIu64
 	           " large objects recycled; %" PRIu64 " residual blocks refilled; %" PRIu64 " promotions, %" PRIu64
@@ -219,7 +222,7 @@ void lt_write_stats(const char *to)
 		           " backoff=%" PRIu64 " fallback=%" PRIu64 " hp_in_use=%" PRIu64 " hp_peak=%" PRIu64
 		           " hp_released=%" PRIu64 " spans_recycled=%" PRIu64 " promotions=%" PRIu64 " demotions=%" PRIu64
 		           " live=%" PRIu64 " live_peak=%" PRIu64 "\n",
-		        all, s.hits, s.misses, s.known, s.backoff, s.fallback, h.hp_in_use, h.hp_peak, h.hp_released,
+		        placed, hits, s.misses, s.known, s.backoff, s.fallback, h.hp_in_use, h.hp_peak, h.hp_released,
 		        h.spans_recycled, h.promotions, h.demotions, h.live_bytes, h.live_peak);
 		if (stp_outfile_commit(&out, err, sizeof err) < 0)
 			fprintf(stderr, "stalloc: statistics not written: %s\n", err);

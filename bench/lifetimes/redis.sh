@@ -7,15 +7,22 @@
 #   bench/lifetimes/redis.sh [BUILD]
 #
 # Environment: CONNS (2000), N (200000 SET + as many GET), KEYS (100000),
-# SIZE (1000 bytes), REPEAT (3 rounds, the allocators interleaved in each),
+# SIZE (1000 bytes), REPEAT (5 rounds, the allocators interleaved in each),
 # ALLOCS (the list), FRAG (1: also fill / delete 90% / refill with 300-byte
-# values of other keys), OUT (a folder for the traces, model and samples).
+# values of other keys), OUT (a folder for the traces, model and samples),
+# BASE (another build folder: ALLOCS may then name stalloc-base, its
+# libstalloc with the same model, to tell what a change costs), REF (the
+# allocator of the pairs below, jemalloc).
 #
 # Prints per run: SET and GET requests per second, the server's CPU seconds,
 # peak and final RSS, used_memory (INFO memory: the bytes redis holds, as
 # malloc_usable_size counts them), RSS / used_memory at the end (2 s after
 # the benchmark's last client left, and 6 s after) and anonymous huge pages
-# at 2 s; then the medians.  Samples every 0.5 s in OUT/samples-ALLOC-ROUND.csv (t, RSS,
+# at 2 s; then the medians; then each allocator over REF (jemalloc) round by
+# round (SET/s, GET/s, server CPU s: both served the same requests), the
+# median of those ratios and their range, and a line saying so when the
+# range is too wide (over 10 points, or under 5 pairs) to tell a 5%
+# difference.  Samples every 0.5 s in OUT/samples-ALLOC-ROUND.csv (t, RSS,
 # used_memory, huge pages); the server's /proc/PID/smaps at 6 s in
 # OUT/smaps-ALLOC-ROUND.txt (where its RSS is).  The machine's load is printed with each round:
 # throughput on a shared VM moves with it.
@@ -23,7 +30,7 @@ set -u
 B=${1:-build}
 S=$(cd "$B" && pwd)/stprof
 LIB=$(cd "$B" && pwd)/libstalloc.so
-CONNS=${CONNS:-2000} N=${N:-200000} KEYS=${KEYS:-100000} SIZE=${SIZE:-1000} REPEAT=${REPEAT:-3}
+CONNS=${CONNS:-2000} N=${N:-200000} KEYS=${KEYS:-100000} SIZE=${SIZE:-1000} REPEAT=${REPEAT:-5}
 ALLOCS=${ALLOCS:-"glibc jemalloc mimalloc tcmalloc stalloc stalloc-4k"}
 FRAG=${FRAG:-1}
 W=${OUT:-$(mktemp -d /tmp/stprof-lt-redis.XXXXXX)}
@@ -54,6 +61,7 @@ start() {
 	tcmalloc) eval "env LD_PRELOAD=$LIBDIR/libtcmalloc_minimal.so.4 redis-server $RARGS --logfile $W/log &" ;;
 	stalloc-4k) eval "STALLOC_HUGEPAGES=0 $S run -q --plan $W/redis.lt -- redis-server $RARGS --logfile $W/log &" ;;
 	stalloc) eval "STALLOC_HUGEPAGES=${STALLOC_HUGEPAGES:-1} $S run -q --plan $W/redis.lt --stalloc-stats $W/stalloc-stats.txt -- redis-server $RARGS --logfile $W/log &" ;;
+	stalloc-base) eval "STALLOC_HUGEPAGES=${STALLOC_HUGEPAGES:-1} $(cd "${BASE:?BASE: the build folder of the libstalloc to compare}" && pwd)/stprof run -q --plan $W/redis.lt -- redis-server $RARGS --logfile $W/log &" ;;
 	record) eval "$S record -q -o $2 -- redis-server $RARGS --logfile $W/log &" ;;
 	esac
 	pid=$!
@@ -77,7 +85,9 @@ printf '\n%-10s %5s %8s %8s %7s %8s %8s %8s %8s %8s %8s\n' alloc round SET/s GET
 : > "$W/runs.txt"
 for r in $(seq "$REPEAT"); do
 	echo "-- round $r, load $(cut -d' ' -f1-3 /proc/loadavg)"
-	for a in $ALLOCS; do
+	order=$ALLOCS # every other round backwards: no allocator always runs first
+	[ $((r % 2)) = 0 ] && order=$(echo $ALLOCS | tr ' ' '\n' | tac | tr '\n' ' ')
+	for a in $order; do
 		start "$a" || continue
 		c0=$(cpu_ticks $pid)
 		csv="$W/samples-$a-$r.csv"
@@ -114,6 +124,35 @@ for a in $ALLOCS; do
 		function med(i,   k, j, t, s) { for (k = 1; k <= n; k++) s[k] = v[i, k]; for (k = 1; k <= n; k++) for (j = k + 1; j <= n; j++) if (s[j] < s[k]) { t = s[k]; s[k] = s[j]; s[j] = t } return n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2 }
 		END { if (n) printf "%-10s %5s %8.0f %8.0f %7.2f %8.1f %8.1f %8.1f %8.3f %8.1f %8.3f\n", a, "med", med(3), med(4), med(5), med(6), med(7), med(8), med(9), med(10), med(11) }'
 done
+# pairs: each allocator over REF (jemalloc, redis's own) in the same round,
+# so that a round's load moves both sides of a ratio; the median of the
+# ratios and their spread say whether a 5% difference can be told apart
+REF=${REF:-jemalloc}
+if grep -q "^$REF " "$W/runs.txt"; then
+	echo
+	echo "pairs over $REF, round by round (SET/s and GET/s: higher is better; server CPU s per request: lower is better):"
+	printf '%-10s %5s %8s %8s %8s\n' alloc round SET GET cpu
+	for a in $ALLOCS; do
+		[ "$a" = "$REF" ] && continue
+		awk -v a=$a -v ref=$REF '
+			$1 == ref { s[$2] = $3; g[$2] = $4; c[$2] = $5 }
+			$1 == a && ($2 in s) && s[$2] > 0 && g[$2] > 0 && c[$2] > 0 && $5 > 0 {
+				n++; rs[n] = $3 / s[$2]; rg[n] = $4 / g[$2]
+				# CPU per request: each run serves the same requests, so the ratio of the seconds
+				rc[n] = $5 / c[$2]
+				printf "%-10s %5d %8.3f %8.3f %8.3f\n", a, $2, rs[n], rg[n], rc[n] }
+			function sort(v,   k, j, t) { for (k = 1; k <= n; k++) for (j = k + 1; j <= n; j++) if (v[j] < v[k]) { t = v[k]; v[k] = v[j]; v[j] = t } }
+			function med(v) { sort(v); return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+			END {
+				if (!n) exit
+				ms = med(rs); mg = med(rg); mc = med(rc) # sorted now: v[1] the least, v[n] the most
+				printf "%-10s %5s %8.3f %8.3f %8.3f\n", a, "med", ms, mg, mc
+				printf "%-10s %5s %8s %8s %8s\n", a, "range", sprintf("%.2f-%.2f", rs[1], rs[n]), sprintf("%.2f-%.2f", rg[1], rg[n]), sprintf("%.2f-%.2f", rc[1], rc[n])
+				if (n < 5 || rs[n] - rs[1] > 0.10 || rc[n] - rc[1] > 0.10)
+					printf "%-10s: %d pairs, spread of SET %.0f%%, of CPU %.0f%%: a 5%% difference is not decided by these rounds (more rounds, a quieter machine)\n", a, n, 100 * (rs[n] - rs[1]), 100 * (rc[n] - rc[1])
+			}' "$W/runs.txt"
+	done
+fi
 [ -f "$W/stalloc-stats.txt" ] && { echo; head -5 "$W/stalloc-stats.txt"; }
 
 # 3. a workload that fragments on purpose: fill, delete 90%, refill with other sizes

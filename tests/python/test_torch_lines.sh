@@ -27,6 +27,7 @@ export OMP_NUM_THREADS=1
 S="$STPROF_SRC/tests/python/threads_train.py"
 SHARE="$STPROF_SRC/tests/python/line_share.py"
 cd "$T"
+hang_watch 200 # a run takes 5-25 s; the CI run that hung printed nothing of where
 want=$(timeout 300 "$PY" "$S" 2 2>&1)
 got=$(timeout 300 "$STPROF" record -q -o "$T/t.stp" -- "$PY" "$S" 2 2>&1)
 expect_eq "output under stprof" "$got" "$want"
