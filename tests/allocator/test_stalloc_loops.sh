@@ -15,9 +15,10 @@
 #   - torch_lstm_varlen.py again, planned from a recording of another
 #     draw of lengths (--seed 9: 12 steps, one of 48 tokens, the longest)
 #     and run for 24 steps of the default draw (16 to 45 tokens in another
-#     order): within 10% (1.20x while the fallback cached its blocks), and
-#     the plan's summary says that longer runs than the recording's go to
-#     the fallback;
+#     order), on three recordings: within 10% each (1.20x while the fallback
+#     cached its blocks, up to 1.16x while start-up drift put optimizer
+#     state on iteration ranges), and the plan's summary says that longer
+#     runs than the recording's go to the fallback;
 # and for each: the same output as without the plan, and the figures the
 # plan's summary predicted (its replay through libstalloc's allocator)
 # met by the run: peak reserved / pool and the fallbacks.  A plan the
@@ -66,25 +67,29 @@ loop torch_gpt_ckpt 1.02 8
 loop torch_lstm_varlen 1.10 12
 loop torch_resnet_infer 1.02 10
 loop torch_loader_amp 1.02 300
-# a deployed plan meets other data: lengths in another order than recorded.
-# Not held to the 1.10 of the recorded loops: the layout (one of several
-# with the same pool; which one depends on the recording: the planner is
-# deterministic on one trace, but recordings differ in their order of
-# equal-size requests) decides how many of the other lengths' requests
-# find their range in use, and so the fallback's peak.  Recordings of the
-# same program (2026-11-27, one intra-op thread, the plan enforced in a run
-# that is the same from run to run): 1.0783, 1.0940, 1.1566 x the pool.
-# 1.20 here, the spread documented in docs/stalloc.md LIMITS.
+# a deployed plan meets other data: lengths in another order than recorded,
+# the first step among them (its operations, and so the start-up sequence
+# the plan follows to give each persistent request its slot, differ from
+# the recording's).  Held to the 1.10 of the recorded loops on three
+# recordings, each planned and run: the layout (one of several with the
+# same pool) differs between recordings (their order of equal-size
+# requests), and how the start-up drift falls with it.  2026-11-27, 14
+# recordings: 1.0000-1.0940 x the pool (1.0783-1.1566 before a persistent
+# request met at a late temporary's position took the slot of its size
+# just after: allocator/stalloc.c drifted_slot).
 L=$S/tests/allocator/torch_lstm_varlen.py
-"$B/stprof" record -q -o lstm9.stp -- "$PY" "$L" 12 --seed 9 >/dev/null
-"$B/stprof" plan -o lstm9.plan lstm9.stp >lstm9.summary
 "$PY" "$L" 24 >lstm24.native
-"$B/stprof" run --plan lstm9.plan --stalloc-stats lstm24.stats -- "$PY" "$L" 24 >lstm24.out
-cmp -s lstm24.native lstm24.out || fail "lstm, other lengths: output differs with the plan enforced"
-head -6 lstm24.stats
-awk -v p="$(stat_of lstm24.stats pool)" -v r="$(stat_of lstm24.stats peak_reserved)" 'BEGIN {
-	printf "torch_lstm_varlen, other lengths: peak reserved %.4f x pool (at most 1.20)\n", r / p
-	exit !(r <= 1.20 * p) }' || fail "lstm, other lengths: peak reserved above 1.20 x the pool"
+for k in 1 2 3; do
+	"$B/stprof" record -q -o lstm9.stp -- "$PY" "$L" 12 --seed 9 >/dev/null
+	"$B/stprof" plan -o lstm9.plan lstm9.stp >lstm9.summary
+	"$B/stprof" run --plan lstm9.plan --stalloc-stats lstm24.stats -- "$PY" "$L" 24 >lstm24.out
+	cmp -s lstm24.native lstm24.out || fail "lstm, other lengths, recording $k: output differs with the plan enforced"
+	sed -n 1p lstm24.stats
+	grep "^stalloc: fallback" lstm24.stats || true
+	awk -v p="$(stat_of lstm24.stats pool)" -v r="$(stat_of lstm24.stats peak_reserved)" -v k=$k 'BEGIN {
+		printf "torch_lstm_varlen, other lengths, recording %d: peak reserved %.4f x pool (at most 1.10)\n", k, r / p
+		exit !(r <= 1.10 * p) }' || fail "lstm, other lengths, recording $k: peak reserved above 1.10 x the pool"
+done
 grep -q "^note: *shapes vary" lstm9.summary || fail "lstm: no note that longer runs go to the fallback: $(cat lstm9.summary)"
 [ "$(stat_of torch_resnet_infer.stats fallbacks)" = 0 ] || fail "torch_resnet_infer: requests to the fallback"
 # several request threads at once (MemoMalloc's setting): a transformer
