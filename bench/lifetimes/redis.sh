@@ -135,7 +135,7 @@ if grep -q "^$REF " "$W/runs.txt"; then
 	for a in $ALLOCS; do
 		[ "$a" = "$REF" ] && continue
 		awk -v a=$a -v ref=$REF '
-			$1 == ref { s[$2] = $3; g[$2] = $4; c[$2] = $5 }
+			NR == FNR { if ($1 == ref) { s[$2] = $3; g[$2] = $4; c[$2] = $5 } next }
 			$1 == a && ($2 in s) && s[$2] > 0 && g[$2] > 0 && c[$2] > 0 && $5 > 0 {
 				n++; rs[n] = $3 / s[$2]; rg[n] = $4 / g[$2]
 				# CPU per request: each run serves the same requests, so the ratio of the seconds
@@ -150,7 +150,7 @@ if grep -q "^$REF " "$W/runs.txt"; then
 				printf "%-10s %5s %8s %8s %8s\n", a, "range", sprintf("%.2f-%.2f", rs[1], rs[n]), sprintf("%.2f-%.2f", rg[1], rg[n]), sprintf("%.2f-%.2f", rc[1], rc[n])
 				if (n < 5 || rs[n] - rs[1] > 0.10 || rc[n] - rc[1] > 0.10)
 					printf "%-10s: %d pairs, spread of SET %.0f%%, of CPU %.0f%%: a 5%% difference is not decided by these rounds (more rounds, a quieter machine)\n", a, n, 100 * (rs[n] - rs[1]), 100 * (rc[n] - rc[1])
-			}' "$W/runs.txt"
+			}' "$W/runs.txt" "$W/runs.txt"
 	done
 fi
 [ -f "$W/stalloc-stats.txt" ] && { echo; head -5 "$W/stalloc-stats.txt"; }

@@ -15,12 +15,15 @@
 #    JSON's user_frame, HTML; --group line; Perfetto's call paths folded
 #    alike; a backward's tensors at the forward line and module whose
 #    backward made them; host sites (no Python lines) say why in one line.
-# The side thread draws from a generator of its own: a DataLoader worker
-# seeds the default CPU generator (torch.manual_seed) first thing, and a
-# worker forked while another thread of the parent held that generator's
-# mutex waits on it forever, with or without stprof (PyTorch 1.13 here,
-# 2 threads drawing 256x256 randn: the lock was held at 30 of 600 forks
-# natively, 24 of 600 under stprof record).  One such hang cost a CI run.
+# The DataLoader's workers are persistent and forked before the side thread
+# starts, and that thread draws from a generator of its own: a worker forked
+# while another thread of the parent holds a lock waits on it forever, with
+# or without stprof.  Two such hangs were seen here: the default CPU
+# generator's mutex (a worker seeds it first thing; PyTorch 1.13, 2 threads
+# drawing 256x256 randn: held at 30 of 600 forks natively, 24 of 600 under
+# stprof record), then glibc's __exit_funcs_lock (the side thread's first
+# ops register static destructors while the first workers fork).  One cost
+# a CI run.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 export OMP_NUM_THREADS=1

@@ -70,8 +70,8 @@ if __name__ == "__main__":
     model = ViT()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1 + s))
-    loader = torch.utils.data.DataLoader(Images(), batch_size=16, num_workers=2)
-    t = threading.Thread(target=side)
+    loader = torch.utils.data.DataLoader(Images(), batch_size=16, num_workers=2, persistent_workers=True)
+    forked, t = iter(loader), threading.Thread(target=side)  # no fork while the side thread runs
     t.start()
     steps = 0
     for epoch in range(int(sys.argv[1]) if len(sys.argv) > 1 else 2):
