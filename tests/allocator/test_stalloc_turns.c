@@ -182,6 +182,39 @@ static void test_gradient_before_state(void)
 	stp_reqs_free(&r);
 }
 
+/* open_plan, and the pool's base; on failure r is freed and NULL returned */
+static stalloc *open_plan_base(stp_reqs *r, stp_plan *p, char **base)
+{
+	stalloc *a = open_plan(r, p);
+	if (!a) {
+		stp_reqs_free(r);
+		return NULL;
+	}
+	void *b;
+	uint64_t pool;
+	stalloc_pool(a, &b, &pool);
+	*base = b;
+	return a;
+}
+
+static void close_plan(stalloc *a, stp_plan *p, stp_reqs *r)
+{
+	stalloc_destroy(a);
+	stp_plan_free(p);
+	stp_reqs_free(r);
+}
+
+/* the requests both start-up cases share: A (1024, the iteration's
+ * temporary, ticks [2, 6) of 10) and W (65536, persistent, ordinal 0) */
+static void startup_reqs(stp_reqs *r)
+{
+	stp_reqs_init(r);
+	r->period = 10;
+	r->iteration = 3;
+	add(r, 1024, 2, 6, 0, 0);                   /* A */
+	add(r, 65536, 0, 0, STP_REQ_PERSISTENT, 0); /* W */
+}
+
 /* Start-up: W (65536) persistent, T (1024) a temporary, M (1024)
  * persistent; the first iteration makes A (1024, the iteration's
  * temporary) and then S (1024, the optimizer's state, persistent).  The
@@ -191,11 +224,7 @@ static void test_gradient_before_state(void)
 static void run_startup(int with_sequence, uint64_t *slots, uint64_t *astray)
 {
 	stp_reqs r;
-	stp_reqs_init(&r);
-	r.period = 10;
-	r.iteration = 3;
-	add(&r, 1024, 2, 6, 0, 0);                   /* A */
-	add(&r, 65536, 0, 0, STP_REQ_PERSISTENT, 0); /* W */
+	startup_reqs(&r);
 	add(&r, 1024, 0, 0, STP_REQ_PERSISTENT, 2);  /* M */
 	add(&r, 1024, 0, 0, STP_REQ_PERSISTENT, 4);  /* S */
 	if (with_sequence) {
@@ -204,19 +233,15 @@ static void run_startup(int with_sequence, uint64_t *slots, uint64_t *astray)
 			CHECK(stp_reqs_add_startup(&r, seq[k] | (k == 1 ? 0 : STP_STARTUP_OUTLIVES)) == 0);
 	}
 	stp_plan p;
-	stalloc *a = open_plan(&r, &p);
-	if (!a) {
-		stp_reqs_free(&r);
+	char *base;
+	stalloc *a = open_plan_base(&r, &p, &base);
+	if (!a)
 		return;
-	}
-	void *base;
-	uint64_t pool;
-	stalloc_pool(a, &base, &pool);
 	void *w = stalloc_alloc(a, 65536, 0), *t = stalloc_alloc(a, 1024, 0), *m = stalloc_alloc(a, 1024, 0);
 	stalloc_free(a, t);
-	CHECK(w == (char *)base + p.offset[1]);
+	CHECK(w == base + p.offset[1]);
 	if (with_sequence)
-		CHECK(m == (char *)base + p.offset[2]);
+		CHECK(m == base + p.offset[2]);
 	void *state = NULL;
 	for (int it = 0; it < 8; it++) {
 		stalloc_step(a);
@@ -224,8 +249,8 @@ static void run_startup(int with_sequence, uint64_t *slots, uint64_t *astray)
 		if (!it)
 			state = stalloc_alloc(a, 1024, 0);
 		if (with_sequence) {
-			CHECK(x == (char *)base + p.offset[0]);
-			CHECK(state == (char *)base + p.offset[3]);
+			CHECK(x == base + p.offset[0]);
+			CHECK(state == base + p.offset[3]);
 		}
 		stalloc_free(a, x);
 	}
@@ -239,9 +264,7 @@ static void run_startup(int with_sequence, uint64_t *slots, uint64_t *astray)
 	       (unsigned long long)s.startup_hits, (unsigned long long)s.rehomed, (unsigned long long)s.fallbacks);
 	*slots = s.slot_hits;
 	*astray = s.rehomed + s.fallbacks + s.occupied;
-	stalloc_destroy(a);
-	stp_plan_free(&p);
-	stp_reqs_free(&r);
+	close_plan(a, &p, &r);
 }
 
 static void test_startup_sequence(void)
@@ -269,11 +292,7 @@ static void test_startup_sequence(void)
 static void test_startup_drift(void)
 {
 	stp_reqs r;
-	stp_reqs_init(&r);
-	r.period = 10;
-	r.iteration = 3;
-	add(&r, 1024, 2, 6, 0, 0);                   /* A */
-	add(&r, 65536, 0, 0, STP_REQ_PERSISTENT, 0); /* W */
+	startup_reqs(&r);
 	add(&r, 1024, 0, 0, STP_REQ_PERSISTENT, 4);  /* S */
 	add(&r, 65536, 0, 0, STP_REQ_PERSISTENT, 5); /* P */
 	uint64_t seq[] = {65536 | STP_STARTUP_OUTLIVES, 4096, 4096, 1024 | STP_STARTUP_OUTLIVES,
@@ -281,22 +300,18 @@ static void test_startup_drift(void)
 	for (int k = 0; k < 6; k++)
 		CHECK(stp_reqs_add_startup(&r, seq[k]) == 0);
 	stp_plan p;
-	stalloc *a = open_plan(&r, &p);
-	if (!a) {
-		stp_reqs_free(&r);
+	char *base;
+	stalloc *a = open_plan_base(&r, &p, &base);
+	if (!a)
 		return;
-	}
-	void *base;
-	uint64_t pool;
-	stalloc_pool(a, &base, &pool);
 	void *w = stalloc_alloc(a, 65536, 0), *state = stalloc_alloc(a, 1024, 0), *state2 = stalloc_alloc(a, 65536, 0);
-	CHECK(w == (char *)base + p.offset[1]);
-	CHECK(state == (char *)base + p.offset[2]);
-	CHECK(state2 == (char *)base + p.offset[3]);
+	CHECK(w == base + p.offset[1]);
+	CHECK(state == base + p.offset[2]);
+	CHECK(state2 == base + p.offset[3]);
 	for (int it = 0; it < 8; it++) {
 		stalloc_step(a);
 		void *x = stalloc_alloc(a, 1024, 0);
-		CHECK(x == (char *)base + p.offset[0]);
+		CHECK(x == base + p.offset[0]);
 		stalloc_free(a, x);
 	}
 	stalloc_free(a, state2);
@@ -309,9 +324,7 @@ static void test_startup_drift(void)
 	CHECK_EQ_U(s.slot_hits, 3);
 	CHECK_EQ_U(s.hits, 8);
 	CHECK_EQ_U(s.rehomed + s.fallbacks + s.occupied, 0);
-	stalloc_destroy(a);
-	stp_plan_free(&p);
-	stp_reqs_free(&r);
+	close_plan(a, &p, &r);
 }
 
 int main(void)
