@@ -21,7 +21,9 @@ B=${STPROF_BUILD:?}
 command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
 	{ echo "FAIL: redis-server and redis-benchmark are needed (scripts/deps.sh check installs them)"; exit 1; }
 T=$(mktemp -d)
-PORT=$((20000 + $$ % 20000))
+# a port nothing listens on (a fixed or pid-derived one met another
+# process's server once: "Address already in use")
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cleanup() { redis-cli -p $PORT shutdown nosave >/dev/null 2>&1 || true; rm -rf "$T"; }
 trap cleanup EXIT
 cd "$T"
