@@ -21,4 +21,15 @@ static inline stp_det *checked_det_run(const char *path, const stp_det_options *
 	}
 	return d;
 }
+
+/* The timeline of a checked run of PATH with the default options; the
+ * detector goes to *out (stp_det_free it).  NULL, with a failed check,
+ * when the run fails. */
+static inline const stp_det_timeline *checked_timeline(const char *path, stp_det **out)
+{
+	char err[512];
+	*out = checked_det_run(path, NULL, err, sizeof err);
+	CHECK(*out != NULL);
+	return *out ? &stp_det_result_of(*out)->timeline : NULL;
+}
 #endif

@@ -46,12 +46,10 @@ static void write_trace(const char *path, int markers)
 
 static void check_stable(const char *path, int markers)
 {
-	char err[512];
-	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
-	CHECK(d != NULL);
-	if (!d)
+	stp_det *d;
+	const stp_det_timeline *t = checked_timeline(path, &d);
+	if (!t)
 		return;
-	const stp_det_timeline *t = &stp_det_result_of(d)->timeline;
 	CHECK(t->niterations >= 4);
 	int64_t off = -1;
 	uint32_t seen = 0;

@@ -60,12 +60,10 @@ static void same(const char *path)
  * 12th activation.  The last iteration ends after its last allocation. */
 static void detected(const char *path)
 {
-	char err[512];
-	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
-	CHECK(d != NULL);
-	if (!d)
+	stp_det *d;
+	const stp_det_timeline *t = checked_timeline(path, &d);
+	if (!t)
 		return;
-	const stp_det_timeline *t = &stp_det_result_of(d)->timeline;
 	CHECK_EQ_U(t->iter_source, STP_DET_SRC_DETECTED);
 	CHECK_EQ_U(t->phase_source, STP_DET_SRC_DETECTED);
 	CHECK_EQ_U(t->period_allocs, 15);
@@ -111,12 +109,10 @@ static void server(const char *path)
 		tg_free(&g, 0x900000);
 	}
 	CHECK(tg_close(&g) == 0);
-	char err[512];
-	stp_det *d = checked_det_run(path, NULL, err, sizeof err);
-	CHECK(d != NULL);
-	if (!d)
+	stp_det *d;
+	const stp_det_timeline *t = checked_timeline(path, &d);
+	if (!t)
 		return;
-	const stp_det_timeline *t = &stp_det_result_of(d)->timeline;
 	CHECK_EQ_U(t->niterations, 0);
 	CHECK_EQ_U(t->iter_source, STP_DET_SRC_NONE);
 	CHECK(t->method && strstr(t->method, "no credible iteration") && strstr(t->method, "keeps 99.") &&
