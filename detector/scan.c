@@ -309,8 +309,11 @@ int det_scan(stp_det *d)
 			live_total += bytes;
 			/* the allocator's blocks lie inside its segments (pool 1's,
 			 * when it is recorded): more than reserved means segment
-			 * events are missing (stp_det_space.over_reserved) */
-			if (sp->reserved_peak && (sp->pool_allocs ? ss->pool_live : ss->live_bytes) > ss->reserved)
+			 * events are missing (stp_det_space.over_reserved); counted
+			 * before the first segment too, and kept only when the
+			 * space has segments (as allocsim's replay does), so an
+			 * allocated peak above the reserved one is always said */
+			if ((sp->pool_allocs ? ss->pool_live : ss->live_bytes) > ss->reserved)
 				sp->over_reserved++;
 			if (ss->live_bytes > sp->peak_bytes &&
 			    (!d->opt.has_window || (ns >= d->opt.window_begin_ns && ns < d->opt.window_end_ns))) {
@@ -474,6 +477,8 @@ int det_scan(stp_det *d)
 	for (uint32_t i = 0; i < d->nspaces; i++) {
 		d->spaces[i].live_bytes_end = d->sstate[i].live_bytes;
 		d->spaces[i].live_objects_end = d->sstate[i].live_objects;
+		if (!d->spaces[i].reserved_peak)
+			d->spaces[i].over_reserved = 0; /* no segments: nothing to be inconsistent with */
 		d->sstate[i] = (det_space_state){0};
 	}
 	judge_spaces(d);
