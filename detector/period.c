@@ -334,25 +334,23 @@ int det_detect_period(stp_det *d)
 		double pshare = all_peak ? (double)in_peak / (double)all_peak : 0;
 		double l0 = (double)live_before(d, lo), l1 = (double)(hi < n ? live_before(d, hi) : d->tok_live[n - 1]);
 		double kept = in_bytes > 0 && l1 > l0 ? (l1 - l0) / in_bytes : 0;
-		if (kept >= DET_CREDIBLE_KEPT) {
+		char why[256] = "";
+		if (kept >= DET_CREDIBLE_KEPT)
+			snprintf(why, sizeof why,
+			         "keeps %.1f%% of the bytes it allocates (iterations free most of theirs; this builds state, "
+			         "as a server storing what it is sent)",
+			         100 * kept);
+		else if (bshare < DET_CREDIBLE_BYTES || pshare < DET_CREDIBLE_PEAK)
+			snprintf(why, sizeof why,
+			         "holds %.1f%% of the bytes allocated and reaches %.1f%% of the peak (needs %.0f%% and %.0f%%)",
+			         100 * bshare, 100 * pshare, 100 * DET_CREDIBLE_BYTES, 100 * DET_CREDIBLE_PEAK);
+		if (why[0]) {
 			free(bounds);
 			snprintf(d->method, sizeof d->method,
 			         "no iteration markers, and no credible iteration: the best repeating pattern (%llu "
-			         "allocations, %u times) keeps %.1f%% of the bytes it allocates (iterations free most of "
-			         "theirs; this builds state, as a server storing what it is sent); mark the iterations "
-			         "(stprof.step() in Python, stprof_iteration_begin/end in C) or use --iterations none",
-			         (unsigned long long)p, nb - 1, 100 * kept);
-			return 0;
-		}
-		if (bshare < DET_CREDIBLE_BYTES || pshare < DET_CREDIBLE_PEAK) {
-			free(bounds);
-			snprintf(d->method, sizeof d->method,
-			         "no iteration markers, and no credible iteration: the best repeating pattern (%llu "
-			         "allocations, %u times) holds %.1f%% of the bytes allocated and reaches %.1f%% of the peak "
-			         "(needs %.0f%% and %.0f%%); mark the iterations (stprof.step() in Python, "
+			         "allocations, %u times) %s; mark the iterations (stprof.step() in Python, "
 			         "stprof_iteration_begin/end in C) or use --iterations none",
-			         (unsigned long long)p, nb - 1, 100 * bshare, 100 * pshare, 100 * DET_CREDIBLE_BYTES,
-			         100 * DET_CREDIBLE_PEAK);
+			         (unsigned long long)p, nb - 1, why);
 			return 0;
 		}
 	}
