@@ -24,17 +24,15 @@ for t in "$build"/fuzz_*; do
   name=$(basename "$t")
   case " ${TARGETS:-$name} " in *" $name "*) ;; *) continue ;; esac
   found=1
+  fresh=1
   if [ -n "$keep" ]; then
-    work=$keep/$name
-    [ -d "$work" ] || { mkdir "$work"
-      [ ! -d "$src/tests/fuzz-corpus/$name" ] || cp -r "$src/tests/fuzz-corpus/$name/." "$work/"; }
-    log=$keep/$name.log
-    prefix=$keep/$name-
+    work=$keep/$name log=$keep/$name.log prefix=$keep/$name-
+    if [ -d "$work" ]; then fresh=; else mkdir "$work"; fi
   else
-    work=$(mktemp -d)
-    [ ! -d "$src/tests/fuzz-corpus/$name" ] || cp -r "$src/tests/fuzz-corpus/$name/." "$work/"
-    log=$work.log
-    prefix=$work/
+    work=$(mktemp -d); log=$work.log prefix=$work/
+  fi
+  if [ -n "$fresh" ] && [ -d "$src/tests/fuzz-corpus/$name" ]; then
+    cp -r "$src/tests/fuzz-corpus/$name/." "$work/"
   fi
   echo "fuzz: $name for ${secs}s"
   start=$(date +%s); cpu0=$(children_cpu)
