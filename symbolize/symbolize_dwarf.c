@@ -15,6 +15,8 @@
  * otherwise abort) and every error is freed; a broken CU keeps what was
  * read before the error.  DIE walks are bounded in depth and count and
  * require strictly increasing DIE offsets, so hostile input cannot loop.
+ * A CU's line table reaches libdwarf only after its header passed
+ * sym_line_header_ok() (libdwarf 20210528 trusts its DWARF 5 counts).
  * Pointers handed out (names, files) live until sym_dwarf_close().
  *
  * Written against libdwarf 20210528 (Debian 12); the two calls whose
@@ -34,7 +36,8 @@ int sym_dwarf_available(void)
 	return 0;
 }
 
-sym_dwarf *sym_dwarf_open(const char *path, int demangle, char *err, size_t errlen)
+sym_dwarf *sym_dwarf_open(const char *path, const sym_elf *elf, int demangle, char *err,
+			  size_t errlen)
 {
 	snprintf(err, errlen, "built without libdwarf");
 	return NULL;
@@ -132,6 +135,7 @@ struct sym_dwarf {
 	size_t nowned, capowned;
 	uint32_t cus_loaded;
 	int legacy_v5_file; /* libdwarf's DWARF 5 initial file number is 0 */
+	const sym_elf *elf; /* the same file through libelf: its .debug_line */
 	char msg[200];   /* first error not yet reported */
 };
 
@@ -844,6 +848,41 @@ out:
 	dwarf_srclines_dealloc_b(ctx);
 }
 
+/* Whether the CU's line table may be given to libdwarf: the header at its
+ * DW_AT_stmt_list offset (read as libdwarf reads it) passes
+ * sym_line_header_ok().  No offset: libdwarf stops before any header. */
+static int lines_ok(sym_dwarf *d, Dwarf_Die cu_die)
+{
+	Dwarf_Attribute a = NULL;
+	Dwarf_Half form = 0;
+	Dwarf_Off off = 0;
+	int rc, ok;
+
+	if (!d->elf || d->elf->lines_unsafe)
+		return 0;
+	if (chk(d, dwarf_attr(cu_die, DW_AT_stmt_list, &a, &d->err), "line table") != DW_DLV_OK)
+		return 1;
+	rc = chk(d, dwarf_whatform(a, &form, &d->err), "line table");
+	if (rc == DW_DLV_OK && form == DW_FORM_addr) {
+		Dwarf_Addr addr = 0;
+
+		rc = chk(d, dwarf_formaddr(a, &addr, &d->err), "line table");
+		off = addr;
+	} else if (rc == DW_DLV_OK) {
+		rc = chk(d, dwarf_global_formref(a, &off, &d->err), "line table");
+	}
+	dwarf_dealloc(d->dbg, a, DW_DLA_ATTR);
+	if (rc != DW_DLV_OK)
+		return 0;
+	ok = sym_line_header_ok(d->elf->debug_line, d->elf->debug_line_size, off,
+				d->elf->big_endian);
+	if (!ok && !d->msg[0])
+		snprintf(d->msg, sizeof(d->msg),
+			 "line table: malformed header at .debug_line offset %llu",
+			 (unsigned long long)off);
+	return ok;
+}
+
 static void parse_cu(sym_dwarf *d, dw_cu *cu)
 {
 	Dwarf_Die cu_die = NULL;
@@ -856,8 +895,10 @@ static void parse_cu(sym_dwarf *d, dw_cu *cu)
 		return;
 	if (chk(d, dwarf_lowpc(cu_die, &low, &d->err), "CU low_pc") == DW_DLV_OK)
 		cu->base = low;
-	read_files(d, cu, cu_die);
-	read_lines(d, cu, cu_die);
+	if (lines_ok(d, cu_die)) {
+		read_files(d, cu, cu_die);
+		read_lines(d, cu, cu_die);
+	}
 	walk_dies(d, cu, cu_die);
 	free_die(cu_die);
 
@@ -963,7 +1004,8 @@ int sym_dwarf_available(void)
 	return 1;
 }
 
-sym_dwarf *sym_dwarf_open(const char *path, int demangle, char *err, size_t errlen)
+sym_dwarf *sym_dwarf_open(const char *path, const sym_elf *elf, int demangle, char *err,
+			  size_t errlen)
 {
 	sym_dwarf *d = calloc(1, sizeof(*d));
 	int rc;
@@ -973,6 +1015,7 @@ sym_dwarf *sym_dwarf_open(const char *path, int demangle, char *err, size_t errl
 		return NULL;
 	}
 	d->demangle = demangle;
+	d->elf = elf;
 	/* dated releases (20210528) predate the 0.x series */
 	d->legacy_v5_file = !strncmp(dwarf_package_version(), "20", 2);
 	rc = SYM_DWARF_INIT(path, &d->dbg, &d->err);

@@ -4,8 +4,10 @@
  * Owns: opening a module or debug file read-only (mmap through libelf), and
  * reading what the symbolizer needs before any lookup: the GNU build-id
  * note, the .gnu_debuglink name, whether DWARF (.debug_info) is present and
- * whether a full .symtab is.  Function symbols are read by
- * symbolize_symtab.c through the same handle.
+ * whether a full .symtab is; before DWARF is opened, the checks libdwarf
+ * needs (sym_elf_dwarf_sane) and the line-table section whose headers
+ * symbolize_dwarf.c has symbolize_linehdr.c check.  Function symbols are
+ * read by symbolize_symtab.c through the same handle.
  *
  * Invariants: every byte read comes through libelf, which checks sections
  * against the file's size; strings are used only when NUL-terminated inside
@@ -260,10 +262,80 @@ bad:
 	return 0;
 }
 
+/* The section libdwarf takes its line tables from, for
+ * symbolize_linehdr.c to check each header libdwarf will read.  When that
+ * cannot be known or the bytes could change after the check, lines_unsafe:
+ * several candidates (.debug_line, .debug_line.dwo, .zdebug_line),
+ * relocations aimed at it (libdwarf applies them to relocatable objects),
+ * or a DWARF package index (which shifts each unit's offset). */
+static void find_lines(sym_elf *e)
+{
+	size_t shstrndx = 0, index = 0;
+	Elf_Scn *scn = NULL, *found = NULL;
+	int candidates = 0;
+	Elf_Data *d;
+
+	e->debug_line = NULL;
+	e->debug_line_size = 0;
+	e->lines_unsafe = 1;
+	if (elf_getshdrstrndx(e->elf, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(e->elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strcmp(n, ".debug_cu_index") || !strcmp(n, ".debug_tu_index"))
+			return;
+		if (!strcmp(n, ".debug_line") || !strcmp(n, ".debug_line.dwo") ||
+		    !strcmp(n, ".zdebug_line")) {
+			candidates++;
+			found = scn;
+			index = elf_ndxscn(scn);
+		}
+	}
+	if (candidates > 1)
+		return;
+	while (found && (scn = elf_nextscn(e->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_REL || sh.sh_type == SHT_RELA) &&
+		    sh.sh_info == index)
+			return;
+	}
+	if (found) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(found, &sh) || sh.sh_type == SHT_NOBITS)
+			return;
+		n = elf_strptr(e->elf, shstrndx, sh.sh_name);
+		if (n && !strcmp(n, ".zdebug_line")) {
+			if (elf_compress_gnu(found, 0, 0) < 0)
+				return;
+		} else if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(found, 0, 0) < 0) {
+			return;
+		}
+		d = elf_getdata(found, NULL);
+		if (!d || (!d->d_buf && d->d_size))
+			return;
+		e->debug_line = d->d_buf;
+		e->debug_line_size = d->d_size;
+	}
+	e->lines_unsafe = 0;
+}
+
 int sym_elf_dwarf_sane(sym_elf *e, char *why, size_t whylen)
 {
-	return layout_ok(e, why, whylen) && lists_ok(e->elf, ".debug_rnglists", why, whylen) &&
-	       lists_ok(e->elf, ".debug_loclists", why, whylen);
+	const char *ident = elf_getident(e->elf, NULL);
+
+	e->big_endian = ident && ident[EI_DATA] == ELFDATA2MSB;
+	if (!(layout_ok(e, why, whylen) && lists_ok(e->elf, ".debug_rnglists", why, whylen) &&
+	      lists_ok(e->elf, ".debug_loclists", why, whylen)))
+		return 0;
+	find_lines(e);
+	return 1;
 }
 
 void sym_elf_close(sym_elf *e)

@@ -238,8 +238,9 @@ void sym_file_load(sym_file *f, const sym_file_config *cfg, sym_warn_fn warn, vo
 	}
 	if (dwarf_path && !(cfg->options & STP_SYM_NO_DWARF) && sym_dwarf_available()) {
 		if (sym_elf_dwarf_sane(dwarf_elf, err, sizeof(err)))
-			f->dwarf = sym_dwarf_open(dwarf_path, !(cfg->options & STP_SYM_NO_DEMANGLE),
-						  err, sizeof(err));
+			f->dwarf = sym_dwarf_open(dwarf_path, dwarf_elf,
+						  !(cfg->options & STP_SYM_NO_DEMANGLE), err,
+						  sizeof(err));
 		if (!f->dwarf && dwarf_path == f->path)
 			warnf(warn, warn_arg, "%s: %s; using ELF symbols only", f->path, err);
 		else if (!f->dwarf)

@@ -10,10 +10,13 @@
  *   symbolize_symtab.c   a sorted table of function symbols, address search
  *   symbolize_dwarf.c    DWARF (libdwarf): compile units, line tables,
  *                        function and inline trees
+ *   symbolize_linehdr.c  a line-table header checked before libdwarf
+ *                        reads it
  *   symbolize_grow.c     the growable-array helper all of them use
  *
  * Calls run one way: symbolize.c -> symbolize_file.c -> symbolize_dwarf.c,
- * symbolize_elf.c, symbolize_symtab.c -> symbolize_grow.c.  Nothing outside
+ * symbolize_elf.c, symbolize_symtab.c -> symbolize_grow.c; and
+ * symbolize_dwarf.c -> symbolize_linehdr.c.  Nothing outside
  * symbolize/ includes this header (tests/layout checks it).
  *   symbolize_demangle.c C++ demangling (__cxa_demangle)
  *
@@ -49,6 +52,14 @@ typedef struct sym_elf {
 	int has_dwarf;          /* .debug_info with contents */
 	int has_symtab;         /* .symtab (not only .dynsym) */
 	uint64_t file_size;
+	int big_endian;
+	/* Set by sym_elf_dwarf_sane(): the (decompressed) line-table section
+	 * libdwarf reads, NULL if none; lines_unsafe when it cannot be checked
+	 * (several candidates, relocations applied to it, a DWARF package
+	 * index), so no line table of the file is handed to libdwarf. */
+	const unsigned char *debug_line;
+	uint64_t debug_line_size;
+	int lines_unsafe;
 } sym_elf;
 
 /* Opens path with libelf.  On failure returns -1 with a reason in err. */
@@ -56,8 +67,13 @@ int sym_elf_open(sym_elf *e, const char *path, char *err, size_t errlen);
 void sym_elf_close(sym_elf *e);
 /* Checks what libdwarf cannot be trusted to reject safely: header tables
  * and sections inside the file, sane decompressed sizes, well-formed
- * range and location list headers.  0 with a reason in why otherwise. */
+ * range and location list headers.  0 with a reason in why otherwise.
+ * Also finds the line-table section (debug_line, lines_unsafe above). */
 int sym_elf_dwarf_sane(sym_elf *e, char *why, size_t whylen);
+
+/* 1 when the line-table header at off in the .debug_line bytes [p, p +
+ * size) may be given to libdwarf (symbolize_linehdr.c). */
+int sym_line_header_ok(const unsigned char *p, uint64_t size, uint64_t off, int big);
 
 /* ---------------------------------------------------------------- symtab */
 
@@ -99,8 +115,11 @@ typedef struct sym_dframe {
 
 /* 1 when this build can read DWARF (libdwarf was found). */
 int sym_dwarf_available(void);
-/* Opens the DWARF of the ELF file at path.  NULL with a reason in err. */
-sym_dwarf *sym_dwarf_open(const char *path, int demangle, char *err, size_t errlen);
+/* Opens the DWARF of the ELF file at path, which elf (checked by
+ * sym_elf_dwarf_sane(), open until sym_dwarf_close()) has read too.  NULL
+ * with a reason in err. */
+sym_dwarf *sym_dwarf_open(const char *path, const sym_elf *elf, int demangle, char *err,
+			  size_t errlen);
 void sym_dwarf_close(sym_dwarf *d);
 /* Frames at pc, innermost first, up to max; returns how many exist (0: no
  * DWARF covers pc).  Strings live as long as d.  A DWARF error sets *bad

@@ -4,6 +4,9 @@
 # clang without .debug_aranges, C++ with mangled names and inlining), each
 # followed by 64 bytes: eight addresses of its functions (+4), which the
 # fuzz target looks up.  Usage: tests/symbolize/make_fuzz_seeds.sh
+# The other files there are fuzz findings, kept as found (not regenerated):
+# gxx-dwarf5-huge-directories is gxx-dwarf5 with a DWARF 5 line header
+# claiming 0xfffe7ffffffffffe directories (test_symbolize reads both).
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=$src/tests/fuzz-corpus/fuzz_symbolize_elf

@@ -10,7 +10,8 @@
  * (.dynsym), debug info in a separate file found by .gnu_debuglink or by
  * build-id, a wrong build-id (warning, unreliable), a missing file, a
  * module replaced by a later one, and a trace round trip (MODULE events and
- * stacks written with stp_writer, read back and symbolized).
+ * stacks written with stp_writer, read back and symbolized).  Last, a fuzz
+ * seed whose line-table header lies: functions kept, lines dropped.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -476,6 +477,72 @@ static void test_trace(void)
 	unlink(path);
 }
 
+/* The fuzz seed gxx-dwarf5 and a copy of it whose DWARF 5 line header
+ * claims 0xfffe7ffffffffffe directories (found by fuzz_symbolize_elf;
+ * libdwarf 20210528 would malloc 8 bytes for each before checking): the
+ * copy keeps its DWARF functions, loses its lines, and says why. */
+typedef struct seed_frames {
+	int n;
+	char function[STP_SYM_MAX_FRAMES][128];
+	int has_file[STP_SYM_MAX_FRAMES];
+	uint32_t line[STP_SYM_MAX_FRAMES], flags[STP_SYM_MAX_FRAMES];
+	char warning[512];
+} seed_frames;
+
+static void seed_lookup(const char *name, seed_frames *out)
+{
+	const char *src = getenv("STPROF_SRC");
+	stp_frame f[STP_SYM_MAX_FRAMES];
+	char path[PATH_MAX];
+	unsigned char tail[64];
+	uint64_t addr = 0;
+	stp_symbolizer *s;
+	FILE *fp;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(path, sizeof(path), "%s/tests/fuzz-corpus/fuzz_symbolize_elf/%s",
+		 src ? src : ".", name);
+	fp = fopen(path, "rb");
+	CHECK(fp != NULL);
+	if (!fp)
+		return;
+	CHECK(fseek(fp, -64, SEEK_END) == 0 && fread(tail, 1, 64, fp) == 64);
+	fclose(fp);
+	memcpy(&addr, tail, 8); /* the first function address the seed recorded */
+	s = stp_sym_new();
+	stp_sym_set_options(s, STP_SYM_NO_SYSTEM_DEBUG);
+	CHECK(stp_sym_add_module(s, path, 0x10000000, 1ull << 32, 0x10000000, NULL, 0) == 0);
+	out->n = stp_sym_lookup(s, 0x10000000 + addr, 0, f, STP_SYM_MAX_FRAMES);
+	print_frames(name, f, out->n);
+	for (int i = 0; i < out->n && i < STP_SYM_MAX_FRAMES; i++) {
+		snprintf(out->function[i], sizeof(out->function[i]), "%s",
+			 f[i].function ? f[i].function : "");
+		out->has_file[i] = f[i].file != NULL;
+		out->line[i] = f[i].line;
+		out->flags[i] = f[i].flags;
+	}
+	if (stp_sym_warning_count(s))
+		snprintf(out->warning, sizeof(out->warning), "%s", stp_sym_warning(s, 0));
+	stp_sym_free(s);
+}
+
+static void test_malformed_lines(void)
+{
+	static seed_frames good, bad;
+
+	seed_lookup("gxx-dwarf5", &good);
+	seed_lookup("gxx-dwarf5-huge-directories", &bad);
+	CHECK(good.n >= 1 && good.has_file[0] && good.line[0] > 0);
+	CHECK_STR(good.warning, "");
+	CHECK_EQ_I(bad.n, good.n);
+	for (int i = 0; i < bad.n && i < good.n && i < STP_SYM_MAX_FRAMES; i++) {
+		CHECK_STR(bad.function[i], good.function[i]);
+		CHECK(bad.flags[i] & STP_FRAME_DWARF);
+		CHECK(!bad.has_file[i] && bad.line[i] == 0);
+	}
+	CHECK(has(bad.warning, "malformed header at .debug_line offset 0"));
+}
+
 int main(void)
 {
 	Dl_info info;
@@ -507,5 +574,6 @@ int main(void)
 	test_map();
 	test_libc();
 	test_trace();
+	test_malformed_lines();
 	return check_done();
 }
