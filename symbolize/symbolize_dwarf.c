@@ -14,7 +14,9 @@
  * Invariants: every libdwarf call gets an error pointer (libdwarf would
  * otherwise abort) and every error is freed; a broken CU keeps what was
  * read before the error.  DIE walks are bounded in depth and count and
- * require strictly increasing DIE offsets, so hostile input cannot loop.
+ * require strictly increasing DIE offsets, so hostile input cannot loop;
+ * a subtree libdwarf would read to find the next DIE is walked here first
+ * (libdwarf 20210528 itself loops on a DW_AT_sibling naming its own DIE).
  * A CU's line table reaches libdwarf only after its header passed
  * sym_line_header_ok() (libdwarf 20210528 trusts its DWARF 5 counts).
  * Pointers handed out (names, files) live until sym_dwarf_close().
@@ -651,10 +653,34 @@ static int descend_into(Dwarf_Half tag)
 typedef struct walk_entry {
 	Dwarf_Die die;
 	long node;
+	int quiet;
 } walk_entry;
 
+/* Whether libdwarf, asked for the DIE after die, reads die's subtree to
+ * find it: die has children and no DW_AT_sibling that libdwarf uses. */
+static int subtree_read(sym_dwarf *d, Dwarf_Die die)
+{
+	Dwarf_Attribute a = NULL;
+	Dwarf_Half kids = 0, form = 0;
+	int rc;
+
+	if (dwarf_die_abbrev_children_flag(die, &kids) != DW_DLV_OK || !kids)
+		return 0;
+	if (chk(d, dwarf_attr(die, DW_AT_sibling, &a, &d->err), "DIE sibling") != DW_DLV_OK)
+		return 1;
+	rc = chk(d, dwarf_whatform(a, &form, &d->err), "DIE sibling");
+	dwarf_dealloc(d->dbg, a, DW_DLA_ATTR);
+	return rc != DW_DLV_OK || form == DW_FORM_ref_addr; /* which libdwarf ignores */
+}
+
 /* Depth-first over the CU's DIEs, making nodes of functions and inlined
- * calls.  Skips types and data (their children hold no code). */
+ * calls.  Skips types and data (their children hold no code) unless
+ * libdwarf would read their subtree to find the next DIE: then the subtree
+ * is walked first ("quiet", making no nodes).  libdwarf 20210528 loops for
+ * ever inside one call when a DIE of a subtree it reads has a DW_AT_sibling
+ * pointing at that DIE itself; walked here, every such DIE has been asked
+ * for its sibling on its own (where libdwarf just returns the same DIE,
+ * caught below) before its parent is. */
 static void walk_dies(sym_dwarf *d, dw_cu *cu, Dwarf_Die cu_die)
 {
 	walk_entry stack[MAX_DEPTH];
@@ -662,6 +688,7 @@ static void walk_dies(sym_dwarf *d, dw_cu *cu, Dwarf_Die cu_die)
 	uint32_t count = 0;
 	Dwarf_Die cur = NULL;
 	long parent = -1;
+	int quiet = 0;
 
 	if (chk(d, dwarf_child(cu_die, &cur, &d->err), "DIE child") != DW_DLV_OK)
 		return;
@@ -670,13 +697,13 @@ static void walk_dies(sym_dwarf *d, dw_cu *cu, Dwarf_Die cu_die)
 		Dwarf_Die next = NULL;
 		Dwarf_Off off = 0, noff = 0;
 		long node = parent;
-		int descend = 0;
+		int descend = 0, read_by_libdwarf, rc;
 
 		if (++count > MAX_DIES) {
 			free_die(cur);
 			break;
 		}
-		if (chk(d, dwarf_tag(cur, &tag, &d->err), "DIE tag") == DW_DLV_OK) {
+		if (!quiet && chk(d, dwarf_tag(cur, &tag, &d->err), "DIE tag") == DW_DLV_OK) {
 			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
 			    tag == DW_TAG_entry_point) {
 				/* a nested function is a function of its own */
@@ -687,19 +714,27 @@ static void walk_dies(sym_dwarf *d, dw_cu *cu, Dwarf_Die cu_die)
 				descend = descend_into(tag);
 			}
 		}
-		if (descend && depth < MAX_DEPTH &&
-		    chk(d, dwarf_child(cur, &next, &d->err), "DIE child") == DW_DLV_OK) {
+		read_by_libdwarf = subtree_read(d, cur);
+		if (read_by_libdwarf && !descend)
+			descend = 2; /* only for the sibling pointers libdwarf will follow */
+		if (read_by_libdwarf && depth >= MAX_DEPTH)
+			goto drop;
+		rc = descend && depth < MAX_DEPTH ? chk(d, dwarf_child(cur, &next, &d->err), "DIE child")
+						  : DW_DLV_NO_ENTRY;
+		if (rc == DW_DLV_ERROR && read_by_libdwarf)
+			goto drop; /* its subtree cannot be walked first */
+		if (rc == DW_DLV_OK) {
 			stack[depth].die = cur;
 			stack[depth].node = parent;
+			stack[depth].quiet = quiet;
 			depth++;
 			parent = node;
+			quiet = quiet || descend == 2;
 			cur = next;
 			continue;
 		}
 		/* on to the next sibling, climbing out of finished levels */
 		for (;;) {
-			int rc;
-
 			next = NULL;
 			rc = chk(d, dwarf_siblingof_b(d->dbg, cur, 1, &next, &d->err), "DIE sibling");
 			if (rc == DW_DLV_OK &&
@@ -718,19 +753,21 @@ static void walk_dies(sym_dwarf *d, dw_cu *cu, Dwarf_Die cu_die)
 				cur = next;
 				break;
 			}
-			if (rc == DW_DLV_ERROR) {
-				/* drop the whole walk */
-				while (depth)
-					free_die(stack[--depth].die);
-				return;
-			}
+			if (rc == DW_DLV_ERROR)
+				goto drop;
 			if (!depth)
 				return;
 			depth--;
 			cur = stack[depth].die;
 			parent = stack[depth].node;
+			quiet = stack[depth].quiet;
 		}
 	}
+	while (depth)
+		free_die(stack[--depth].die);
+	return;
+drop: /* the whole walk: nodes made so far stay */
+	free_die(cur);
 	while (depth)
 		free_die(stack[--depth].die);
 }

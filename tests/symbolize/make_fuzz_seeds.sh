@@ -6,7 +6,8 @@
 # fuzz target looks up.  Usage: tests/symbolize/make_fuzz_seeds.sh
 # The other files there are fuzz findings, kept as found (not regenerated):
 # gxx-dwarf5-huge-directories is gxx-dwarf5 with a DWARF 5 line header
-# claiming 0xfffe7ffffffffffe directories (test_symbolize reads both).
+# claiming 0xfffe7ffffffffffe directories; gxx-dwarf5-sibling-loop has a
+# DW_AT_sibling pointing at its own DIE (test_symbolize reads all three).
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=$src/tests/fuzz-corpus/fuzz_symbolize_elf

@@ -10,14 +10,16 @@
  * (.dynsym), debug info in a separate file found by .gnu_debuglink or by
  * build-id, a wrong build-id (warning, unreliable), a missing file, a
  * module replaced by a later one, and a trace round trip (MODULE events and
- * stacks written with stp_writer, read back and symbolized).  Last, a fuzz
- * seed whose line-table header lies: functions kept, lines dropped.
+ * stacks written with stp_writer, read back and symbolized).  Last, fuzz
+ * seeds with lying DWARF: a line-table header (functions kept, lines
+ * dropped) and a DW_AT_sibling loop (lines kept, ELF names).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "stprof/symbolize.h"
@@ -477,10 +479,15 @@ static void test_trace(void)
 	unlink(path);
 }
 
-/* The fuzz seed gxx-dwarf5 and a copy of it whose DWARF 5 line header
- * claims 0xfffe7ffffffffffe directories (found by fuzz_symbolize_elf;
- * libdwarf 20210528 would malloc 8 bytes for each before checking): the
- * copy keeps its DWARF functions, loses its lines, and says why. */
+/* The fuzz seed gxx-dwarf5 and two copies that fuzz_symbolize_elf's
+ * findings come down to.  gxx-dwarf5-huge-directories: its DWARF 5 line
+ * header claims 0xfffe7ffffffffffe directories (libdwarf 20210528 would
+ * malloc 8 bytes for each before checking); it keeps its DWARF functions,
+ * loses its lines, and says why.  gxx-dwarf5-sibling-loop: the namespace
+ * is retagged as a structure (not descended) with its DW_AT_sibling made
+ * DW_FORM_ref_addr (ignored by libdwarf), and the structure inside points
+ * DW_AT_sibling at itself (libdwarf looped for ever finding the DIE after
+ * the namespace); its functions come from ELF symbols, its lines stay. */
 typedef struct seed_frames {
 	int n;
 	char function[STP_SYM_MAX_FRAMES][128];
@@ -526,7 +533,7 @@ static void seed_lookup(const char *name, seed_frames *out)
 	stp_sym_free(s);
 }
 
-static void test_malformed_lines(void)
+static void test_malformed_dwarf(void)
 {
 	static seed_frames good, bad;
 
@@ -541,6 +548,12 @@ static void test_malformed_lines(void)
 		CHECK(!bad.has_file[i] && bad.line[i] == 0);
 	}
 	CHECK(has(bad.warning, "malformed header at .debug_line offset 0"));
+
+	seed_lookup("gxx-dwarf5-sibling-loop", &bad);
+	CHECK_EQ_I(bad.n, 1);
+	CHECK_STR(bad.function[0], good.function[good.n - 1]);
+	CHECK(bad.has_file[0] && bad.line[0] > 0);
+	CHECK(has(bad.warning, "DIE sibling goes backwards"));
 }
 
 int main(void)
@@ -548,6 +561,7 @@ int main(void)
 	Dl_info info;
 	char *slash;
 
+	alarm(300); /* a DWARF loop (gxx-dwarf5-sibling-loop) fails the test, not the suite */
 	symtest_outer();
 	symtest_run_cxx();
 	symtest_run_static();
@@ -574,6 +588,6 @@ int main(void)
 	test_map();
 	test_libc();
 	test_trace();
-	test_malformed_lines();
+	test_malformed_dwarf();
 	return check_done();
 }
