@@ -717,8 +717,11 @@ static void walk_dies(sym_dwarf *d, dw_cu *cu, Dwarf_Die cu_die)
 		read_by_libdwarf = subtree_read(d, cur);
 		if (read_by_libdwarf && !descend)
 			descend = 2; /* only for the sibling pointers libdwarf will follow */
-		if (read_by_libdwarf && depth >= MAX_DEPTH)
+		if (read_by_libdwarf && depth >= MAX_DEPTH) {
+			if (!d->msg[0])
+				snprintf(d->msg, sizeof(d->msg), "DIEs nested deeper than %d", MAX_DEPTH);
 			goto drop;
+		}
 		rc = descend && depth < MAX_DEPTH ? chk(d, dwarf_child(cur, &next, &d->err), "DIE child")
 						  : DW_DLV_NO_ENTRY;
 		if (rc == DW_DLV_ERROR && read_by_libdwarf)
@@ -895,8 +898,13 @@ static int lines_ok(sym_dwarf *d, Dwarf_Die cu_die)
 	Dwarf_Off off = 0;
 	int rc, ok;
 
-	if (!d->elf || d->elf->lines_unsafe)
+	if (!d->elf || d->elf->lines_unsafe) {
+		if (!d->msg[0])
+			snprintf(d->msg, sizeof(d->msg),
+				 "line tables not read: several line sections, relocations applied "
+				 "to them or a DWARF package index");
 		return 0;
+	}
 	if (chk(d, dwarf_attr(cu_die, DW_AT_stmt_list, &a, &d->err), "line table") != DW_DLV_OK)
 		return 1;
 	rc = chk(d, dwarf_whatform(a, &form, &d->err), "line table");

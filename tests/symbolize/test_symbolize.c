@@ -7,7 +7,8 @@
  * addresses and checks names, files, lines, the inline chain and demangled
  * C++ names.  Then the same through copies of the library made at build
  * time: debug info stripped (.symtab names, no lines), all stripped
- * (.dynsym), debug info in a separate file found by .gnu_debuglink or by
+ * (.dynsym), two line sections (names, no lines), debug info in a
+ * separate file found by .gnu_debuglink or by
  * build-id, a wrong build-id (warning, unreliable), a missing file, a
  * module replaced by a later one, and a trace round trip (MODULE events and
  * stacks written with stp_writer, read back and symbolized).  Last, fuzz
@@ -227,6 +228,20 @@ static void test_stripped(void)
 	n = stp_sym_lookup(s, symtest_sites[SYMTEST_TEMPLATE].ra, 1, f, STP_SYM_MAX_FRAMES);
 	CHECK(has(f[0].function, "stp_symtest::twice<int>(int)"));
 	CHECK_EQ_U(stp_sym_warning_count(s), 0);
+	stp_sym_free(s);
+
+	/* two line sections: functions and inline frames from DWARF, no lines
+	 * (libdwarf's line tables could not be checked first), and why */
+	s = make("libstp_symtest.twolines.so", NULL, 0, STP_SYM_NO_SYSTEM_DEBUG);
+	n = stp_sym_lookup(s, in->ra, 1, f, STP_SYM_MAX_FRAMES);
+	print_frames("twolines", f, n);
+	CHECK_EQ_I(n, 2);
+	CHECK_STR(f[0].function, "symtest_inner");
+	CHECK_STR(f[1].function, "symtest_outer");
+	CHECK(f[0].flags & STP_FRAME_DWARF);
+	CHECK(f[0].file == NULL && f[1].file == NULL);
+	CHECK_EQ_U(stp_sym_warning_count(s), 1);
+	CHECK(has(stp_sym_warning(s, 0), "line tables not read"));
 	stp_sym_free(s);
 
 	/* everything stripped: .dynsym only, so exported names only */
