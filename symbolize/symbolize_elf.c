@@ -6,8 +6,9 @@
  * note, the .gnu_debuglink name, whether DWARF (.debug_info) is present and
  * whether a full .symtab is; before DWARF is opened, the checks libdwarf
  * needs (sym_elf_dwarf_sane) and the line-table section whose headers
- * symbolize_dwarf.c has symbolize_linehdr.c check.  Function symbols are
- * read by symbolize_symtab.c through the same handle.
+ * symbolize_dwarf.c has symbolize_linehdr.c check.  Both read a section's
+ * bytes as libdwarf will see them, decompressed, through section_bytes().
+ * Function symbols are read by symbolize_symtab.c through the same handle.
  *
  * Invariants: every byte read comes through libelf, which checks sections
  * against the file's size; strings are used only when NUL-terminated inside
@@ -120,7 +121,34 @@ int sym_elf_open(sym_elf *e, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* Reads the (decompressed) contents of the section called name. */
+/* The section's name, NULL when it has none or its header cannot be read. */
+static const char *section_name(Elf *elf, size_t shstrndx, Elf_Scn *scn, GElf_Shdr *sh)
+{
+	if (!gelf_getshdr(scn, sh))
+		return NULL;
+	return elf_strptr(elf, shstrndx, sh->sh_name);
+}
+
+/* The section's contents as libdwarf sees them: decompressed (SHF_COMPRESSED,
+ * or the GNU "ZLIB" form of a .zdebug_* section).  NULL when it has no bytes
+ * in the file or cannot be decompressed; the caller checks d_buf. */
+static Elf_Data *section_bytes(Elf *elf, size_t shstrndx, Elf_Scn *scn)
+{
+	GElf_Shdr sh;
+	const char *n = section_name(elf, shstrndx, scn, &sh);
+
+	if (!n || sh.sh_type == SHT_NOBITS)
+		return NULL;
+	if (!strncmp(n, ".zdebug", 7)) {
+		if (elf_compress_gnu(scn, 0, 0) < 0)
+			return NULL;
+	} else if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) {
+		return NULL;
+	}
+	return elf_getdata(scn, NULL);
+}
+
+/* The contents of the first section called name with bytes in the file. */
 static Elf_Data *section_data(Elf *elf, const char *name)
 {
 	size_t shstrndx = 0;
@@ -130,38 +158,22 @@ static Elf_Data *section_data(Elf *elf, const char *name)
 		return NULL;
 	while ((scn = elf_nextscn(elf, scn)) != NULL) {
 		GElf_Shdr sh;
-		const char *n;
+		const char *n = section_name(elf, shstrndx, scn, &sh);
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
-			continue;
-		n = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!n || strcmp(n, name))
-			continue;
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
-			return NULL;
-		return elf_getdata(scn, NULL);
+		if (n && sh.sh_type != SHT_NOBITS && !strcmp(n, name))
+			return section_bytes(elf, shstrndx, scn);
 	}
 	return NULL;
-}
-
-static uint64_t get_n(const unsigned char *p, int n, int big)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[big ? i : n - 1 - i];
-	return v;
 }
 
 /* The unit headers of a DWARF 5 .debug_rnglists / .debug_loclists: each
  * inside the section, version 5, a sane address size, its offset array
  * inside the unit, no bytes left over.  (libdwarf 20210528 frees memory
  * twice on a malformed one.) */
-static int lists_ok(Elf *elf, const char *name, char *why, size_t whylen)
+static int lists_ok(const sym_elf *e, const char *name, char *why, size_t whylen)
 {
-	Elf_Data *d = section_data(elf, name);
-	const char *ident = elf_getident(elf, NULL);
-	int big = ident && ident[EI_DATA] == ELFDATA2MSB;
+	Elf_Data *d = section_data(e->elf, name);
+	int big = e->big_endian;
 	const unsigned char *p;
 	uint64_t size, pos = 0;
 
@@ -170,18 +182,18 @@ static int lists_ok(Elf *elf, const char *name, char *why, size_t whylen)
 	p = d->d_buf;
 	size = d->d_size;
 	if (!p && size)
-		return 0;
+		goto bad;
 	while (pos < size) {
 		uint64_t len, hdr = 4, end;
 		int offsize = 4;
 
 		if (size - pos < 4)
 			goto bad;
-		len = get_n(p + pos, 4, big);
+		len = sym_get_uint(p + pos, 4, big);
 		if (len == 0xffffffffu) {
 			if (size - pos < 12)
 				goto bad;
-			len = get_n(p + pos + 4, 8, big);
+			len = sym_get_uint(p + pos + 4, 8, big);
 			hdr = 12;
 			offsize = 8;
 		} else if (len >= 0xfffffff0u) {
@@ -191,9 +203,9 @@ static int lists_ok(Elf *elf, const char *name, char *why, size_t whylen)
 			goto bad;
 		end = pos + hdr + len;
 		pos += hdr;
-		if (get_n(p + pos, 2, big) != 5 || (p[pos + 2] != 4 && p[pos + 2] != 8) || p[pos + 3])
+		if (sym_get_uint(p + pos, 2, big) != 5 || (p[pos + 2] != 4 && p[pos + 2] != 8) || p[pos + 3])
 			goto bad;
-		if (get_n(p + pos + 4, 4, big) > (len - 8) / (uint64_t)offsize)
+		if (sym_get_uint(p + pos + 4, 4, big) > (len - 8) / (uint64_t)offsize)
 			goto bad;
 		pos = end;
 	}
@@ -251,7 +263,7 @@ static int layout_ok(sym_elf *e, char *why, size_t whylen)
 			/* "ZLIB" and the 8-byte big-endian size */
 			raw = elf_rawdata(scn, NULL);
 			if (!raw || raw->d_size < 12 || memcmp(raw->d_buf, "ZLIB", 4) ||
-			    get_n((const unsigned char *)raw->d_buf + 4, 8, 1) / 1100 >
+			    sym_get_uint((const unsigned char *)raw->d_buf + 4, 8, 1) / 1100 >
 				    sh.sh_size + 4096)
 				goto bad;
 		}
@@ -273,7 +285,7 @@ static void find_lines(sym_elf *e)
 	size_t shstrndx = 0, index = 0;
 	Elf_Scn *scn = NULL, *found = NULL;
 	int candidates = 0;
-	Elf_Data *d;
+	Elf_Data *d = NULL;
 
 	e->debug_line = NULL;
 	e->debug_line_size = 0;
@@ -282,9 +294,9 @@ static void find_lines(sym_elf *e)
 		return;
 	while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
 		GElf_Shdr sh;
-		const char *n;
+		const char *n = section_name(e->elf, shstrndx, scn, &sh);
 
-		if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(e->elf, shstrndx, sh.sh_name)))
+		if (!n)
 			continue;
 		if (!strcmp(n, ".debug_cu_index") || !strcmp(n, ".debug_tu_index"))
 			return;
@@ -304,22 +316,9 @@ static void find_lines(sym_elf *e)
 		    sh.sh_info == index)
 			return;
 	}
-	if (found) {
-		GElf_Shdr sh;
-		const char *n;
-
-		if (!gelf_getshdr(found, &sh) || sh.sh_type == SHT_NOBITS)
-			return;
-		n = elf_strptr(e->elf, shstrndx, sh.sh_name);
-		if (n && !strcmp(n, ".zdebug_line")) {
-			if (elf_compress_gnu(found, 0, 0) < 0)
-				return;
-		} else if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(found, 0, 0) < 0) {
-			return;
-		}
-		d = elf_getdata(found, NULL);
-		if (!d || (!d->d_buf && d->d_size))
-			return;
+	if (found && (!(d = section_bytes(e->elf, shstrndx, found)) || (!d->d_buf && d->d_size)))
+		return;
+	if (d) {
 		e->debug_line = d->d_buf;
 		e->debug_line_size = d->d_size;
 	}
@@ -331,8 +330,8 @@ int sym_elf_dwarf_sane(sym_elf *e, char *why, size_t whylen)
 	const char *ident = elf_getident(e->elf, NULL);
 
 	e->big_endian = ident && ident[EI_DATA] == ELFDATA2MSB;
-	if (!(layout_ok(e, why, whylen) && lists_ok(e->elf, ".debug_rnglists", why, whylen) &&
-	      lists_ok(e->elf, ".debug_loclists", why, whylen)))
+	if (!(layout_ok(e, why, whylen) && lists_ok(e, ".debug_rnglists", why, whylen) &&
+	      lists_ok(e, ".debug_loclists", why, whylen)))
 		return 0;
 	find_lines(e);
 	return 1;

@@ -71,6 +71,17 @@ void sym_elf_close(sym_elf *e);
  * Also finds the line-table section (debug_line, lines_unsafe above). */
 int sym_elf_dwarf_sane(sym_elf *e, char *why, size_t whylen);
 
+/* The n-byte (n <= 8) unsigned integer at p, big- or little-endian; the
+ * caller has checked that the n bytes are there. */
+static inline uint64_t sym_get_uint(const unsigned char *p, unsigned n, int big)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		v = v << 8 | p[big ? i : n - 1 - i];
+	return v;
+}
+
 /* 1 when the line-table header at off in the .debug_line bytes [p, p +
  * size) may be given to libdwarf (symbolize_linehdr.c). */
 int sym_line_header_ok(const unsigned char *p, uint64_t size, uint64_t off, int big);

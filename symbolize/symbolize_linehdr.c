@@ -32,14 +32,13 @@ typedef struct cursor {
 
 static uint64_t fixed(cursor *c, unsigned n)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
 	if (c->bad || c->end - c->pos < n) {
 		c->bad = 1;
 		return 0;
 	}
-	for (unsigned i = 0; i < n; i++)
-		v = v << 8 | c->p[c->pos + (c->big ? i : n - 1 - i)];
+	v = sym_get_uint(c->p + c->pos, n, c->big);
 	c->pos += n;
 	return v;
 }
