@@ -1,0 +1,33 @@
+#!/bin/bash
+# test_stalloc_ranks.sh - plans for a data-parallel job, one per rank, on
+# real torchrun (python -m torch.distributed.run, gloo on the CPU, 2
+# ranks), with tests/allocator/torch_ddp.py (DDP, DistributedSampler and a
+# DataLoader worker, checkpointed blocks, 2 micro-batches, bf16 autocast,
+# AdamW), 30 steps, recorded by default (the collector folds the steady
+# iterations: docs/record.md, "Long runs"):
+# 1. each rank's plan summary replays only the iterations written in full:
+#    no steady iteration sends a request to the fallback (33 did while the
+#    allocations that outlive a folded iteration, the gradients DDP makes
+#    in its backward, were fed to the matcher out of their sequence).
+set -eu
+. "$(dirname "$0")/../collector/lib.sh"
+"$PY" -c 'import torch.distributed' 2>/dev/null || skip "no torch.distributed for $PY"
+[ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
+export OMP_NUM_THREADS=1
+# Debian's torch 1.13 on Python 3.11 cannot parse its default --redirects 0
+# (test_ranks.sh)
+RUN=(-m torch.distributed.run --nproc_per_node 2 --redirects 9:0 --tee 9:0)
+P="$STPROF_SRC/tests/allocator/torch_ddp.py"
+cd "$T"
+
+"$STPROF" record -q -o d.stp -- "$PY" "${RUN[@]}" "$P" 30 >d.native 2>d.err || fail "torchrun under stprof: $(tail -5 d.err)"
+for r in 0 1; do
+	grep -q "^rank $r steps 30 loss" d.native || fail "rank $r: $(cat d.native)"
+	"$STPROF" plan -o "d.rank$r.plan" "d.stp.rank$r" >"s$r.txt" 2>&1 || fail "plan of rank $r: $(cat "s$r.txt")"
+	grep -A3 "^at run time" "s$r.txt"
+	grep -q "over the trace's [0-9]* iterations written in full" "s$r.txt" || fail "rank $r: $(grep -A2 '^at run' "s$r.txt")"
+	grep -q "(the [0-9]* the collector folded repeat them: left out)" "s$r.txt" || fail "rank $r: no folded iterations"
+	grep -q " (0 in the [0-9]* steady iterations, at most 0 in one)" "s$r.txt" ||
+		fail "rank $r: steady iterations send requests to the fallback: $(grep 'to the fallback' "s$r.txt")"
+done
+echo ok
