@@ -71,7 +71,8 @@ typedef struct st_entry {
 	uint64_t off;        /* offset in the pool (static), or 0 */
 	uint64_t size;       /* the request's size as recorded */
 	uint32_t group;      /* dynamic group, or UINT32_MAX */
-	uint32_t dynamic;
+	uint16_t dynamic;
+	uint16_t outlives;   /* an iteration entry live across the iteration's end (it wraps) */
 	uint32_t ordinal;    /* persistent: index among the requests before the planned iteration */
 	uint32_t varying;    /* static, sized for the largest request seen at its place: any
 	                      * request up to its size may take it (STP_REQ_VARYING) */
@@ -153,6 +154,14 @@ void *st_fallback_alloc(st_fallback *f, uint64_t size, uint64_t align);
 /* 1 when p was a live fallback block (freed); *size gets its requested size. */
 int st_fallback_free(st_fallback *f, void *p, uint64_t *size);
 uint64_t st_fallback_size(const st_fallback *f, const void *p); /* 0: not ours */
+
+/* ---- stalloc.c: for the replay (replay.c) */
+/* A request the trace kept only because it outlives an iteration the
+ * collector folded (STP_SEV_ALLOC_OUTLIVING): served at the range of the
+ * next iteration entry of its size that outlives the planned iteration,
+ * where the sequence left out of the trace would have put it; else as
+ * stalloc_alloc would serve it. */
+void *st_alloc_outliving(stalloc *a, uint64_t size, uint64_t align);
 
 /* ---- stalloc.c: for the preloads */
 #define ST_THREADS_MAX 16 /* threads told apart in the statistics */

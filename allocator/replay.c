@@ -7,6 +7,12 @@
  * it.  What it reports is what the plan will do at run time on that
  * program: peak reserved, fallbacks by reason, per iteration.
  *
+ * An iteration the collector folded is in the trace as its marker and the
+ * allocations that outlive it (STP_SEV_ALLOC_OUTLIVING): the program asks
+ * for those amid a sequence the trace left out, so they are served at the
+ * ranges of the planned iteration's entries of their sizes that outlive
+ * it (st_alloc_outliving), not matched as a sequence of their own.
+ *
  * The backend is simulated: the pool and the fallback's blocks are
  * addresses that are never touched (the allocator core never dereferences
  * them), so a plan of any size replays in a few MB of tables.  Requests
@@ -129,9 +135,10 @@ int stalloc_replay(const stp_reqs *r, const stp_plan *p, const stp_stream *s, co
 			if (o->log)
 				fprintf(o->log, "iteration %" PRIu64 " begins (marker)\n", e->size);
 			stalloc_step(a);
-		} else if (e->kind == STP_SEV_ALLOC && e->obj < s->nobj) {
+		} else if ((e->kind == STP_SEV_ALLOC || e->kind == STP_SEV_ALLOC_OUTLIVING) && e->obj < s->nobj) {
 			if (e->size && e->size >= min) {
-				ptr[e->obj] = stalloc_alloc(a, e->size, align);
+				ptr[e->obj] = e->kind == STP_SEV_ALLOC_OUTLIVING ? st_alloc_outliving(a, e->size, align)
+				                                                 : stalloc_alloc(a, e->size, align);
 			} else {
 				small[e->obj] = e->size;
 				small_live += e->size;
@@ -160,6 +167,7 @@ int stalloc_replay(const stp_reqs *r, const stp_plan *p, const stp_stream *s, co
 	}
 	stalloc_stats_get(a, &res->st);
 	res->iterations = res->st.iterations;
+	res->folded = s->folded;
 	free(ptr);
 	free(small);
 	stalloc_destroy(a);

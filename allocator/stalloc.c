@@ -60,6 +60,7 @@ struct stalloc {
 	int64_t slot_drift;        /* ordinal - seen at the last slot taken */
 	int slots_due;             /* iterations were marked: slots are taken only when due */
 	int iter_armed;            /* the iteration sequence is matched (see stalloc_new) */
+	uint32_t outliving_at;     /* st_alloc_outliving: entries before it are taken this iteration */
 	st_fallback fb;
 	atomic_ulong fb_blocks;    /* live fallback blocks, read without the lock */
 	pthread_t last_thread;     /* the thread of the last request (under the lock) */
@@ -172,6 +173,7 @@ static int build_entries(const stp_reqs *r, const stp_plan *p, int kind, uint64_
 		e[k].group = e[k].dynamic && p->group ? p->group[v[k].i] : UINT32_MAX;
 		e[k].ordinal = q->ordinal;
 		e[k].varying = !e[k].dynamic && (q->flags & STP_REQ_VARYING);
+		e[k].outlives = kind == KIND_ITER && q->t_end <= q->t_start;
 	}
 	*out = e;
 	e = NULL;
@@ -229,7 +231,7 @@ static int build_boot(stalloc *a, const stp_reqs *r)
 		uint64_t size = STP_STARTUP_SIZE(r->startup[i]);
 		if (size < a->o.min_size || !size)
 			continue;
-		e[n] = (st_entry){0, size, UINT32_MAX, 0, i, 0};
+		e[n] = (st_entry){.size = size, .group = UINT32_MAX, .ordinal = i};
 		a->boot_slot[n++] = by_ordinal[i] != UINT32_MAX                   ? by_ordinal[i]
 		                    : r->startup[i] & STP_STARTUP_OUTLIVES ? BOOT_LATE_TEMP
 		                                                           : BOOT_TEMP;
@@ -806,6 +808,44 @@ void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align)
 	return p;
 }
 
+void *st_alloc_outliving(stalloc *a, uint64_t size, uint64_t align)
+{
+	if (!align)
+		align = a->unit;
+	if (align & (align - 1))
+		return NULL;
+	lock(a);
+	void *p = NULL;
+	uint32_t pos = UINT32_MAX;
+	const st_seq *s = &a->iter;
+	uint64_t *head = a->iter_armed && size >= a->o.min_size && size ? st_ptrmap_get(&s->first, size) : NULL;
+	for (uint32_t c = head ? (uint32_t)*head : 0; c; c = s->next_same[c - 1])
+		if (c - 1 >= a->outliving_at && s->e[c - 1].outlives && !s->e[c - 1].dynamic) {
+			pos = c - 1;
+			break;
+		}
+	if (pos != UINT32_MAX) {
+		a->outliving_at = pos + 1;
+		p = take(a, s->e[pos].off, size, align, 0);
+		if (!p)
+			p = rehome(a, s->e[pos].size, size, align);
+		if (a->o.log)
+			fprintf(a->o.log, "outliving %" PRIu64 " -> entry %u %s %" PRIu64 "\n", size, pos,
+			        p ? "at offset" : "no room, planned offset", p ? (uint64_t)((char *)p - a->base) : s->e[pos].off);
+	}
+	if (p) {
+		a->st.requests++;
+		a->st.hits++;
+		note_thread(a);
+		a->seen++;
+		a->hist[1] = a->hist[0];
+		a->hist[0] = size;
+		note_peaks(a);
+	}
+	unlock(a);
+	return p ? p : stalloc_alloc(a, size, align);
+}
+
 static int in_pool(const stalloc *a, const void *p)
 {
 	return a->base && (const char *)p >= a->base && (const char *)p < a->base + a->pool;
@@ -879,6 +919,7 @@ void stalloc_step(stalloc *a)
 	a->iter_armed = 1;
 	a->slots_due = 1;
 	/* a marker right after the sequence wrapped by itself starts nothing new */
+	a->outliving_at = 0;
 	if (a->iter.cursor != 0 || a->iter.misses) {
 		st_seq_restart(&a->iter);
 		a->st.iterations++;

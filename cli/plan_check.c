@@ -111,10 +111,13 @@ void plan_check_print(FILE *f, const stp_reqs *r, const stp_plan *p, const stall
 	const stalloc_stats *s = &res->st;
 	uint64_t asked = s->requests - s->small, fb = s->fallbacks - s->small;
 	fprintf(f, "at run time:    peak reserved %s = %.4f x pool, %.4f x the most bytes live (%s): the plan\n"
-	           "                replayed through libstalloc's allocator over the trace's %" PRIu64 " iterations\n",
+	           "                replayed through libstalloc's allocator over the trace's %" PRIu64 " iterations%s\n",
 	        stprof_fmt_bytes(s->peak_reserved, b1, sizeof b1), s->pool ? (double)s->peak_reserved / (double)s->pool : 0.0,
 	        s->peak_allocated ? (double)s->peak_reserved / (double)s->peak_allocated : 0.0,
-	        stprof_fmt_bytes(s->peak_allocated, b2, sizeof b2), res->iterations);
+	        stprof_fmt_bytes(s->peak_allocated, b2, sizeof b2), res->iterations, res->folded ? " written in full" : "");
+	if (res->folded)
+		fprintf(f, "                and the %" PRIu64 " the collector folded (what outlives each, at the ranges it repeats)\n",
+		        res->folded);
 	fprintf(f, "                %" PRIu64 " of %" PRIu64 " requests in the pool, %" PRIu64 " to the fallback (%" PRIu64
 	           " in the %" PRIu64 " steady iterations, at most %" PRIu64 " in one)\n",
 	        asked - fb, asked, fb, res->steady_fallbacks, res->steady_iterations, res->worst_fallbacks);

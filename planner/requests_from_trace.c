@@ -35,6 +35,8 @@
  * planned space (whatever its size, from stream_min_size up) and the
  * ITER_BEGIN markers of the whole trace, in order: what the runtime
  * allocator will be asked, for replaying a plan (allocator/replay.c).
+ * A folded iteration's allocations (those that outlive it) are marked
+ * (STP_SEV_ALLOC_OUTLIVING).
  *
  * The call-site hash covers the frames of the allocation's stack, each as
  * (module path, offset in the module) when the module is known, so it stays
@@ -433,6 +435,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	stp_reader_close(rd);
 	rd = NULL;
 	map_free(&lives);
+	for (size_t j = 0; w->stream && j < nits; j++)
+		w->stream->folded += its[j].like >= 0;
 	int want_device = w->device_only && any_device;
 	/* a PyTorch GPU run: the allocations of PyTorch's allocator (its
 	 * tensors, pool 1), which is what libstalloc replaces; the device
@@ -541,6 +545,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		/* a folded iteration's allocations are only those that outlive it:
 		 * their positions say nothing */
 		in_iter = cur_it < nits && seq >= its[cur_it].begin && its[cur_it].like < 0;
+		int in_folded = cur_it < nits && seq >= its[cur_it].begin && its[cur_it].like >= 0;
 		gen = (uint32_t)cur_it + 1;
 		int inwin = seq >= begin && seq < end;
 		uint64_t tick = seq - begin;
@@ -606,9 +611,11 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			if (w->stream && (want_device || want_tensors || a->size >= w->stream_min_size ||
 			                  a->size >= w->host_min_size)) {
 				if (map_put(&sopen, a->addr, (uint64_t)w->stream->nobj + 1) < 0 ||
-				    stream_push(w->stream, STP_SEV_ALLOC, a->size, w->stream->nobj) < 0)
+				    stream_push(w->stream, in_folded ? STP_SEV_ALLOC_OUTLIVING : STP_SEV_ALLOC, a->size,
+				                w->stream->nobj) < 0)
 					goto oom;
 				w->stream->nobj++;
+				w->stream->outliving += in_folded;
 			}
 			if (!want_device && a->kind == STP_MEM_HOST && a->size < w->host_min_size)
 				continue;

@@ -317,8 +317,12 @@ typedef struct stp_window {
 
 /* One event of a stream: an allocation of `size` bytes that later frees
  * name by `obj` (objects are numbered from 0 in allocation order), its
- * free, or the start of iteration `size` (an ITER_BEGIN marker). */
-enum { STP_SEV_ALLOC = 0, STP_SEV_FREE = 1, STP_SEV_ITER = 2 };
+ * free, or the start of iteration `size` (an ITER_BEGIN marker).  Of an
+ * iteration the collector folded (docs/record.md, "Long runs") the trace
+ * holds only the allocations that outlive it: ALLOC_OUTLIVING, for the
+ * replay to serve where the sequence left out would have put them (the
+ * program asks for them amid that sequence, never alone). */
+enum { STP_SEV_ALLOC = 0, STP_SEV_FREE = 1, STP_SEV_ITER = 2, STP_SEV_ALLOC_OUTLIVING = 3 };
 typedef struct stp_sev {
 	uint64_t size;
 	uint32_t obj;
@@ -330,6 +334,8 @@ typedef struct stp_stream {
 	size_t n, cap;
 	uint32_t nobj;                /* objects allocated */
 	uint32_t iterations;          /* ITER events */
+	uint32_t folded;              /* iterations the collector folded */
+	uint64_t outliving;           /* ALLOC_OUTLIVING events */
 } stp_stream;
 
 void stp_stream_free(stp_stream *s);

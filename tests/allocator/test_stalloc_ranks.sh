@@ -5,10 +5,10 @@
 # DataLoader worker, checkpointed blocks, 2 micro-batches, bf16 autocast,
 # AdamW), 30 steps, recorded by default (the collector folds the steady
 # iterations: docs/record.md, "Long runs"):
-# 1. each rank's plan summary replays only the iterations written in full:
-#    no steady iteration sends a request to the fallback (33 did while the
-#    allocations that outlive a folded iteration, the gradients DDP makes
-#    in its backward, were fed to the matcher out of their sequence).
+# 1. each rank's plan summary replays the folded iterations' allocations
+#    that outlive them at the ranges they repeat: no steady iteration sends
+#    a request to the fallback (33 did while those, the gradients DDP makes
+#    in its backward, were fed to the matcher as a sequence of their own).
 set -eu
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch.distributed' 2>/dev/null || skip "no torch.distributed for $PY"
@@ -26,7 +26,8 @@ for r in 0 1; do
 	"$STPROF" plan -o "d.rank$r.plan" "d.stp.rank$r" >"s$r.txt" 2>&1 || fail "plan of rank $r: $(cat "s$r.txt")"
 	grep -A3 "^at run time" "s$r.txt"
 	grep -q "over the trace's [0-9]* iterations written in full" "s$r.txt" || fail "rank $r: $(grep -A2 '^at run' "s$r.txt")"
-	grep -q "(the [0-9]* the collector folded repeat them: left out)" "s$r.txt" || fail "rank $r: no folded iterations"
+	grep -q "and the [0-9]* the collector folded (what outlives each, at the ranges it repeats)" "s$r.txt" ||
+		fail "rank $r: no folded iterations"
 	grep -q " (0 in the [0-9]* steady iterations, at most 0 in one)" "s$r.txt" ||
 		fail "rank $r: steady iterations send requests to the fallback: $(grep 'to the fallback' "s$r.txt")"
 done
