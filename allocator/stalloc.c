@@ -46,6 +46,9 @@ struct stalloc {
 	st_seq iter;               /* the iteration */
 	st_seq boot;               /* the start-up sequence (plan 1.3): requests before the iteration */
 	uint32_t *boot_slot;       /* boot position -> persistent slot, or BOOT_TEMP, BOOT_LATE_TEMP */
+	uint64_t *boot_place;      /* boot position -> the range planned for a BOOT_LATE_TEMP (plan 1.4),
+	                            * UINT64_MAX none; NULL when the plan places none */
+	uint32_t late_pos;         /* the boot position match_boot last called BOOT_LATE */
 	uint64_t slot_top;         /* end of the persistent slots' ranges (the bottom of the pool) */
 	uint64_t layout_top;       /* end of the plan's ranges; above it, the dynamic space */
 	int lend_free;             /* shapes vary: requests the plan does not serve take free
@@ -204,7 +207,7 @@ static uint32_t keep_static(st_entry *e, uint32_t n)
 /* The start-up sequence, without the sizes below min_size (an override of
  * the plan's renumbers it: a persistent entry's ordinal is its position in
  * the plan's sequence), and which of its positions is which slot. */
-static int build_boot(stalloc *a, const stp_reqs *r)
+static int build_boot(stalloc *a, const stp_reqs *r, const stp_plan *p)
 {
 	for (uint32_t i = 0; i < a->pers.n; i++) {
 		uint64_t end = a->pers.e[i].off + units_of(a, a->pers.e[i].size) * a->unit;
@@ -219,8 +222,10 @@ static int build_boot(stalloc *a, const stp_reqs *r)
 	uint32_t *by_ordinal = st_map((size_t)r->nstartup * sizeof *by_ordinal);
 	st_entry *e = st_map((size_t)n * sizeof *e);
 	a->boot_slot = st_map((size_t)n * sizeof *a->boot_slot);
+	if (p->startup_offset)
+		a->boot_place = st_map((size_t)n * sizeof *a->boot_place);
 	int rc = -1;
-	if (!by_ordinal || !e || !a->boot_slot)
+	if (!by_ordinal || !e || !a->boot_slot || (p->startup_offset && !a->boot_place))
 		goto out;
 	memset(by_ordinal, 0xff, (size_t)r->nstartup * sizeof *by_ordinal);
 	for (uint32_t i = 0; i < a->pers.n; i++)
@@ -231,6 +236,8 @@ static int build_boot(stalloc *a, const stp_reqs *r)
 		uint64_t size = STP_STARTUP_SIZE(r->startup[i]);
 		if (size < a->o.min_size || !size)
 			continue;
+		if (a->boot_place)
+			a->boot_place[n] = p->startup_offset[i] == STP_NO_OFFSET ? UINT64_MAX : p->startup_offset[i];
 		e[n] = (st_entry){.size = size, .group = UINT32_MAX, .ordinal = i};
 		a->boot_slot[n++] = by_ordinal[i] != UINT32_MAX                   ? by_ordinal[i]
 		                    : r->startup[i] & STP_STARTUP_OUTLIVES ? BOOT_LATE_TEMP
@@ -259,7 +266,7 @@ static int build_tables(stalloc *a, const stp_reqs *r, const stp_plan *p)
 		return -1;
 	rc = st_seq_build(&a->iter, e, n, 1);
 	st_unmap(e, (size_t)n * sizeof *e);
-	return rc < 0 ? rc : build_boot(a, r);
+	return rc < 0 ? rc : build_boot(a, r, p);
 }
 
 stalloc *stalloc_new(const stp_reqs *r, const stp_plan *p, const stalloc_backend *b, const stalloc_opts *o,
@@ -390,6 +397,7 @@ void stalloc_destroy(stalloc *a)
 	st_seq_free(&a->iter);
 	st_seq_free(&a->spare);
 	st_unmap(a->boot_slot, a->boot.n * sizeof *a->boot_slot);
+	st_unmap(a->boot_place, a->boot.n * sizeof *a->boot_place);
 	st_seq_free(&a->boot);
 	st_unmap(a->gfirst, a->ngroups * sizeof *a->gfirst);
 	st_unmap(a->gcount, a->ngroups * sizeof *a->gcount);
@@ -667,7 +675,11 @@ static int match_boot(stalloc *a, uint64_t size, uint64_t align, void **out)
 			        : a->boot_slot[pos] == BOOT_LATE_TEMP ? "a temporary that outlives start-up"
 			                                              : "a temporary",
 			        m == ST_MISS ? a->boot.cursor : pos, a->boot.n);
-		return m != ST_MISS && a->boot_slot[pos] == BOOT_LATE_TEMP ? BOOT_LATE : BOOT_OTHER;
+		if (m != ST_MISS && a->boot_slot[pos] == BOOT_LATE_TEMP) {
+			a->late_pos = pos;
+			return BOOT_LATE;
+		}
+		return BOOT_OTHER;
 	}
 	*out = take_slot(a, a->boot_slot[pos], size, align);
 	if (*out) {
@@ -734,6 +746,18 @@ static void *take_early(stalloc *a, uint64_t size, uint64_t align)
 	return NULL;
 }
 
+/* A start-up temporary that outlives start-up, at the range the plan gave
+ * it (1.4: over the slots of persistent requests made after it is freed,
+ * planner/startup.c), when that is free. */
+static void *take_placed(stalloc *a, uint64_t size, uint64_t align)
+{
+	uint64_t off = a->boot_place && a->late_pos < a->boot.n ? a->boot_place[a->late_pos] : UINT64_MAX;
+	void *p = off == UINT64_MAX ? NULL : take(a, off, size, align, 0);
+	if (p && a->o.log)
+		fprintf(a->o.log, "  -> its planned range at offset %" PRIu64 "\n", off);
+	return p;
+}
+
 static void *match(stalloc *a, uint64_t size, uint64_t align)
 {
 	void *p = NULL;
@@ -762,7 +786,8 @@ static void *match(stalloc *a, uint64_t size, uint64_t align)
 	 * batch made before the loop's first step) */
 	if (a->boot.n && !late && (p = take_startup(a, size, align)) != NULL)
 		return p;
-	if (late && ((p = take_same_size(a, &a->spare, size, size, align)) != NULL ||
+	if (late && ((p = take_placed(a, size, align)) != NULL ||
+	             (p = take_same_size(a, &a->spare, size, size, align)) != NULL ||
 	             (p = take_early(a, size, align)) != NULL)) {
 		a->st.startup_hits++;
 		return p;
@@ -773,7 +798,32 @@ static void *match(stalloc *a, uint64_t size, uint64_t align)
 	return NULL;
 }
 
-void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align)
+/* A request the trace kept only because it outlives an iteration the
+ * collector folded (st_alloc_outliving): the next iteration entry of its
+ * size that outlives the planned iteration, after those taken in this one. */
+static void *match_outliving(stalloc *a, uint64_t size, uint64_t align)
+{
+	const st_seq *s = &a->iter;
+	uint64_t *head = a->iter_armed ? st_ptrmap_get(&s->first, size) : NULL;
+	uint32_t pos = UINT32_MAX;
+	for (uint32_t c = head ? (uint32_t)*head : 0; c && pos == UINT32_MAX; c = s->next_same[c - 1])
+		if (c - 1 >= a->outliving_at && s->e[c - 1].outlives && !s->e[c - 1].dynamic)
+			pos = c - 1;
+	if (pos == UINT32_MAX)
+		return NULL;
+	a->outliving_at = pos + 1;
+	void *p = take(a, s->e[pos].off, size, align, 0);
+	if (!p)
+		p = rehome(a, s->e[pos].size, size, align);
+	if (p)
+		a->st.hits++;
+	if (a->o.log)
+		fprintf(a->o.log, "outliving %" PRIu64 " -> entry %u %s %" PRIu64 "\n", size, pos,
+		        p ? "at offset" : "no room, planned offset", p ? (uint64_t)((char *)p - a->base) : s->e[pos].off);
+	return p;
+}
+
+static void *alloc_with(stalloc *a, uint64_t size, uint64_t align, int outliving)
 {
 	if (!align)
 		align = a->unit;
@@ -784,7 +834,10 @@ void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align)
 	note_thread(a);
 	void *p = NULL;
 	if (size >= a->o.min_size && size) {
-		p = match(a, size, align);
+		if (outliving)
+			p = match_outliving(a, size, align);
+		if (!p)
+			p = match(a, size, align);
 		if (!p && a->iter_armed && a->lend_free)
 			p = take_free(a, size, align);
 		a->seen++;
@@ -808,43 +861,8 @@ void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align)
 	return p;
 }
 
-void *st_alloc_outliving(stalloc *a, uint64_t size, uint64_t align)
-{
-	if (!align)
-		align = a->unit;
-	if (align & (align - 1))
-		return NULL;
-	lock(a);
-	void *p = NULL;
-	uint32_t pos = UINT32_MAX;
-	const st_seq *s = &a->iter;
-	uint64_t *head = a->iter_armed && size >= a->o.min_size && size ? st_ptrmap_get(&s->first, size) : NULL;
-	for (uint32_t c = head ? (uint32_t)*head : 0; c; c = s->next_same[c - 1])
-		if (c - 1 >= a->outliving_at && s->e[c - 1].outlives && !s->e[c - 1].dynamic) {
-			pos = c - 1;
-			break;
-		}
-	if (pos != UINT32_MAX) {
-		a->outliving_at = pos + 1;
-		p = take(a, s->e[pos].off, size, align, 0);
-		if (!p)
-			p = rehome(a, s->e[pos].size, size, align);
-		if (a->o.log)
-			fprintf(a->o.log, "outliving %" PRIu64 " -> entry %u %s %" PRIu64 "\n", size, pos,
-			        p ? "at offset" : "no room, planned offset", p ? (uint64_t)((char *)p - a->base) : s->e[pos].off);
-	}
-	if (p) {
-		a->st.requests++;
-		a->st.hits++;
-		note_thread(a);
-		a->seen++;
-		a->hist[1] = a->hist[0];
-		a->hist[0] = size;
-		note_peaks(a);
-	}
-	unlock(a);
-	return p ? p : stalloc_alloc(a, size, align);
-}
+void *stalloc_alloc(stalloc *a, uint64_t size, uint64_t align) { return alloc_with(a, size, align, 0); }
+void *st_alloc_outliving(stalloc *a, uint64_t size, uint64_t align) { return alloc_with(a, size, align, 1); }
 
 static int in_pool(const stalloc *a, const void *p)
 {

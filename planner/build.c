@@ -38,6 +38,7 @@ void stp_plan_free(stp_plan *p)
 	free(p->group);
 	free(p->groups);
 	free(p->intervals);
+	free(p->startup_offset);
 	memset(p, 0, sizeof *p);
 }
 
@@ -177,7 +178,11 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 		st->optimal = 1;
 	if (!rc) {
 		p->pool = pl_pool(&w, p->offset);
-		rc = pl_dynamic(r, &w, p);
+		rc = pl_stack_pinned(r, &w, p->offset);
+		if (!rc)
+			rc = pl_place_startup(r, &w, p);
+		if (!rc)
+			rc = pl_dynamic(r, &w, p);
 		if (!rc)
 			rc = pl_dynamic_replay(r, p);
 	}

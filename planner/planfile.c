@@ -20,7 +20,7 @@
 #define PLAN_MAGIC "STPPLAN\0"
 const stp_outkind stp_outkind_plan = {"stprof plan", PLAN_MAGIC, 8, NULL};
 #define PLAN_MAJOR 1
-#define PLAN_MINOR 3
+#define PLAN_MINOR 4
 #define PLAN_FLAG_DEVICE 1u /* 1.1: the plan is of device (GPU) allocations */
 #define PLAN_FLAG_TENSORS 2u /* 1.1: of PyTorch CPU tensor storages */
 #define PLAN_FLAG_SHAPES_VARY 4u /* 1.3: shapes vary: free pool space is lent */
@@ -29,9 +29,9 @@ const stp_outkind stp_outkind_plan = {"stprof plan", PLAN_MAGIC, 8, NULL};
 #define TRAILER 8
 
 enum { SEC_ENTRIES = 1, SEC_GROUPS, SEC_INTERVALS, SEC_PHASES, SEC_LAYERS, SEC_STRINGS, SEC_SOURCE, SEC_STARTUP,
-       SEC_MAX = SEC_STARTUP };
-#define SEC_REQUIRED SEC_SOURCE /* 1.3 added SEC_STARTUP: absent in older files */
-static const uint32_t rec_size[SEC_MAX + 1] = {0, 72, 48, 16, 32, 32, 1, 80, 8};
+       SEC_PLACED, SEC_MAX = SEC_PLACED };
+#define SEC_REQUIRED SEC_SOURCE /* 1.3 added SEC_STARTUP, 1.4 SEC_PLACED: absent in older files */
+static const uint32_t rec_size[SEC_MAX + 1] = {0, 72, 48, 16, 32, 32, 1, 80, 8, 16};
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -61,7 +61,8 @@ static uint64_t get64(const unsigned char *p)
 int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char *err, size_t errlen)
 {
 	uint64_t count[SEC_MAX + 1] = {0, r->n, p->ngroups, p->nintervals, r->nphases, r->nlayers,
-	                               r->strings_len ? r->strings_len : 1, 1, r->nstartup};
+	                               r->strings_len ? r->strings_len : 1, 1, r->nstartup,
+	                               p->startup_offset ? p->nplaced : 0};
 	uint64_t size = HDR_SIZE + (uint64_t)SEC_MAX * DIR_SIZE, at[SEC_MAX + 1];
 	for (int s = 1; s <= SEC_MAX; s++) {
 		at[s] = size;
@@ -152,6 +153,11 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put64(src + 72, p->stats.improved_requests);
 	for (uint32_t k = 0; k < r->nstartup; k++)
 		put64(b + at[SEC_STARTUP] + (size_t)k * 8, r->startup[k]);
+	for (uint32_t k = 0, j = 0; p->startup_offset && k < r->nstartup && j < count[SEC_PLACED]; k++)
+		if (p->startup_offset[k] != STP_NO_OFFSET) {
+			put32(b + at[SEC_PLACED] + (size_t)j * 16, k);
+			put64(b + at[SEC_PLACED] + (size_t)j++ * 16 + 8, p->startup_offset[k]);
+		}
 	put32(b + size - 8, stp_crc32c(0, b, size - 8));
 	memcpy(b + size - 4, "PEND", 4);
 	stp_outfile o;
@@ -219,7 +225,7 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 		FAIL(at[SEC_SOURCE], "source section must hold one record");
 	if (cnt[SEC_ENTRIES] >= UINT32_MAX / 4 || cnt[SEC_GROUPS] >= UINT32_MAX || cnt[SEC_INTERVALS] >= UINT32_MAX ||
 	    cnt[SEC_PHASES] >= UINT32_MAX || cnt[SEC_LAYERS] >= UINT32_MAX || cnt[SEC_STRINGS] >= UINT32_MAX ||
-	    cnt[SEC_STARTUP] >= UINT32_MAX / 2)
+	    cnt[SEC_STARTUP] >= UINT32_MAX / 2 || cnt[SEC_PLACED] > cnt[SEC_STARTUP])
 		FAIL(hsize, "section too large");
 	/* strings: starts with "", ends with NUL */
 	const char *str = (const char *)b + at[SEC_STRINGS];
@@ -357,6 +363,30 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 		r->nstartup = r->startup_cap = (uint32_t)cnt[SEC_STARTUP];
 		for (uint32_t k = 0; k < r->nstartup; k++)
 			r->startup[k] = get64(b + at[SEC_STARTUP] + (size_t)k * rs[SEC_STARTUP]);
+	}
+	/* where start-up temporaries that outlive start-up go (1.4) */
+	if (cnt[SEC_PLACED]) {
+		p->startup_offset = malloc((size_t)r->nstartup * sizeof *p->startup_offset);
+		if (!p->startup_offset)
+			FAIL(at[SEC_PLACED], "out of memory");
+		for (uint32_t k = 0; k < r->nstartup; k++)
+			p->startup_offset[k] = STP_NO_OFFSET;
+		for (uint32_t j = 0, last = 0; j < cnt[SEC_PLACED]; j++) {
+			const unsigned char *e = b + at[SEC_PLACED] + (size_t)j * rs[SEC_PLACED];
+			uint64_t eo = at[SEC_PLACED] + (uint64_t)j * rs[SEC_PLACED];
+			uint32_t k = get32(e);
+			uint64_t off = get64(e + 8);
+			if (k >= r->nstartup || (j && k <= last))
+				FAIL(eo, "placement %u: start-up position %u out of order or range", j, k);
+			if (!(r->startup[k] & STP_STARTUP_OUTLIVES))
+				FAIL(eo, "placement %u: start-up position %u does not outlive start-up", j, k);
+			uint64_t sz = STP_STARTUP_SIZE(r->startup[k]);
+			if (off % p->align || sz > p->pool || off > p->pool - pl_align_up(sz, p->align))
+				FAIL(eo + 8, "placement %u: [offset, offset + size) outside the pool or unaligned", j);
+			p->startup_offset[k] = off;
+			last = k;
+		}
+		p->nplaced = (uint32_t)cnt[SEC_PLACED];
 	}
 	{
 		char e2[200];

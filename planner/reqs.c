@@ -23,6 +23,7 @@ void stp_reqs_free(stp_reqs *r)
 	free(r->layers);
 	free(r->strings);
 	free(r->startup);
+	free(r->startup_until);
 	stp_reqs_init(r);
 }
 
@@ -305,6 +306,17 @@ int stp_reqs_raise_min(const stp_reqs *src, uint64_t min_size, stp_reqs *dst)
 		if ((dst->req[i].flags & STP_REQ_PERSISTENT) && dst->req[i].ordinal + 1 > last)
 			last = dst->req[i].ordinal + 1;
 	dst->nstartup = last < dst->nstartup ? last : dst->nstartup;
+	/* a free's position in the sequence: the entries kept before it */
+	if (src->startup_until && dst->nstartup) {
+		dst->startup_until = malloc((size_t)dst->nstartup * sizeof *dst->startup_until);
+		if (!dst->startup_until)
+			goto oom;
+		for (uint32_t i = 0; i < src->nstartup; i++) {
+			uint32_t at = src->startup_until[i];
+			if (STP_STARTUP_SIZE(src->startup[i]) >= dst->min_size && rank[i] < dst->nstartup)
+				dst->startup_until[rank[i]] = at < src->nstartup ? rank[at] : UINT32_MAX;
+		}
+	}
 	free(rank);
 	free(ords);
 	return 0;

@@ -348,6 +348,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	int rc = -1;
 	iterwin *its = NULL;
 	size_t nits = 0, capits = 0;
+	uint32_t *until = NULL; /* pairs (start-up position, entries made before its free) */
+	size_t nuntil = 0, capuntil = 0;
 	conv c = {0};
 	map pos = {0}, occ = {0}, sopen = {0}; /* sopen: address -> stream object + 1 */
 	map lives = {0}; /* pass 1: address -> size << SP_N | spaces, for the iterations' peaks */
@@ -701,6 +703,19 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			obj *o = &c.objs[oi];
 			if (o->req < 0 && seq < first_begin && o->pre_ordinal < r->nstartup)
 				r->startup[o->pre_ordinal] &= ~STP_STARTUP_OUTLIVES;
+			else if (o->req < 0 && o->alloc_seq < first_begin && first_begin != UINT64_MAX &&
+			         o->pre_ordinal < r->nstartup) {
+				/* made in start-up, freed in an iteration before the window */
+				if (nuntil == capuntil) {
+					capuntil = capuntil ? 2 * capuntil : 64;
+					uint32_t *nu = realloc(until, capuntil * 2 * sizeof *nu);
+					if (!nu)
+						goto oom;
+					until = nu;
+				}
+				until[2 * nuntil] = o->pre_ordinal;
+				until[2 * nuntil++ + 1] = pre_ordinal;
+			}
 			if (seq >= end) {
 				continue; /* still live at the end of the window */
 			}
@@ -763,6 +778,15 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		if ((r->req[i].flags & STP_REQ_PERSISTENT) && r->req[i].ordinal + 1 > last)
 			last = r->req[i].ordinal + 1;
 	r->nstartup = last < r->nstartup ? last : r->nstartup;
+	if (nuntil && r->nstartup) {
+		r->startup_until = malloc((size_t)r->nstartup * sizeof *r->startup_until);
+		if (!r->startup_until)
+			goto oom;
+		memset(r->startup_until, 0xff, (size_t)r->nstartup * sizeof *r->startup_until);
+		for (size_t j = 0; j < nuntil; j++)
+			if (until[2 * j] < r->nstartup && until[2 * j + 1] < r->nstartup)
+				r->startup_until[until[2 * j]] = until[2 * j + 1];
+	}
 	/* pair outgoing with incoming by key, in allocation order: first by
 	 * (size, call site), then what is left by call site alone (a tensor
 	 * whose size changes from step to step, as the batch of a loop over
@@ -926,6 +950,7 @@ out:
 	free(c.mods);
 	free(inc);
 	free(outg);
+	free(until);
 	if (rc) {
 		stp_reqs_free(r);
 		if (w->stream)

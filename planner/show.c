@@ -80,6 +80,10 @@ void stp_plan_summary(FILE *f, const stp_reqs *r, const stp_plan *p, uint64_t gr
 	if (st->pinned_requests)
 		fprintf(f, "pinned:         %" PRIu64 " requests live across the cyclic cut are kept for the whole iteration\n",
 		        st->pinned_requests);
+	if (p->nplaced)
+		fprintf(f, "start-up:       %u temporar%s that outlive%s start-up placed over the slots of persistent requests\n"
+		           "                made after %s freed (the slots stacked in the order their objects come)\n",
+		        p->nplaced, p->nplaced == 1 ? "y" : "ies", p->nplaced == 1 ? "s" : "", p->nplaced == 1 ? "it is" : "they are");
 	if (st->seconds > 0) {
 		/* which step's layout this is, and how good it is known to be */
 		fprintf(f, "result:         %s; ", stp_plan_step_name(st->step));

@@ -92,6 +92,12 @@ typedef struct stp_reqs {
 	                                * next: the runtime lends free pool space (plan 1.3) */
 	uint64_t *startup;             /* sizes, | STP_STARTUP_OUTLIVES */
 	uint32_t nstartup, startup_cap;
+	/* Optional (a trace's, not a plan file's; NULL: unknown), per start-up
+	 * entry: for one made before the first iteration marker and freed after
+	 * it, how many entries of the sequence were made before its free (the
+	 * persistent requests from that position on arrive after it is gone);
+	 * UINT32_MAX for every other entry. */
+	uint32_t *startup_until;
 } stp_reqs;
 /* In the start-up sequence: the allocation was still live when the first
  * iteration began (persistent, or freed in one of the first iterations). */
@@ -230,6 +236,12 @@ typedef struct stp_plan {
 	uint32_t ngroups;
 	stp_interval *intervals;
 	uint32_t nintervals;
+	/* Per start-up entry (stp_reqs.nstartup), or NULL: the range a start-up
+	 * temporary that outlives start-up takes, over the slots of persistent
+	 * requests made after it is freed (STP_NO_OFFSET: none); nplaced of
+	 * them have one (plan 1.4). */
+	uint64_t *startup_offset;
+	uint32_t nplaced;
 	stp_plan_stats stats;
 } stp_plan;
 

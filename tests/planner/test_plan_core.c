@@ -1,7 +1,8 @@
 /*
  * test_plan_core.c - the planner on request sets built in memory: lower
  * bound, instances whose optimum is known by construction, the cyclic cut,
- * the verifier catching bad plans, the plan file and the CSV format.
+ * the verifier catching bad plans, the plan file (its start-up placements
+ * too) and the CSV format.
  * Every plan produced here goes through stp_plan_verify.
  */
 #include <stdint.h>
@@ -11,6 +12,7 @@
 
 #include "check.h"
 #include "stprof/plan.h"
+#include "stprof/trace_codec.h"
 
 static void add(stp_reqs *r, uint64_t size, uint64_t s, uint64_t e, uint32_t flags)
 {
@@ -360,6 +362,106 @@ static void test_plan_file(void)
 	stp_reqs_free(&r);
 }
 
+/* A plan with a start-up placement (1.4, section 9): W (persistent,
+ * position 0), B (a start-up temporary freed before position 2), N
+ * (persistent, position 2): B is placed over N's slot; the file keeps it,
+ * and a reader refuses a placement at a position out of range, at one that
+ * does not outlive start-up, or outside the pool, naming the offset. */
+static void placed_plan(stp_reqs *r, stp_plan *p)
+{
+	stp_reqs_init(r);
+	r->period = 10;
+	add(r, 4096, 2, 6, 0);
+	add(r, 65536, 0, 0, STP_REQ_PERSISTENT);
+	add(r, 8192, 0, 0, STP_REQ_PERSISTENT);
+	r->req[1].ordinal = 0;
+	r->req[2].ordinal = 2;
+	uint64_t seq[] = {65536 | STP_STARTUP_OUTLIVES, 8192 | STP_STARTUP_OUTLIVES, 8192 | STP_STARTUP_OUTLIVES};
+	for (int k = 0; k < 3; k++)
+		CHECK(stp_reqs_add_startup(r, seq[k]) == 0);
+	r->startup_until = malloc(3 * sizeof *r->startup_until);
+	CHECK(r->startup_until != NULL);
+	r->startup_until[0] = r->startup_until[2] = UINT32_MAX;
+	r->startup_until[1] = 2;
+	CHECK(plan_ok(r, STP_ALGO_STALLOC, p) > 0);
+}
+
+/* the file's bytes with section 9's first record changed, checksum redone */
+static int parse_with_placement(unsigned char *b, size_t len, uint32_t pos, uint64_t off, char *err, size_t errlen)
+{
+	uint32_t nsec = b[24] | b[25] << 8;
+	for (uint32_t k = 0; k < nsec; k++) {
+		unsigned char *d = b + 64 + k * 24;
+		if (d[0] != 9)
+			continue;
+		uint64_t at = 0;
+		for (int i = 0; i < 8; i++)
+			at |= (uint64_t)d[8 + i] << (8 * i);
+		for (int i = 0; i < 4; i++)
+			b[at + i] = (unsigned char)(pos >> (8 * i));
+		for (int i = 0; i < 8; i++)
+			b[at + 8 + i] = (unsigned char)(off >> (8 * i));
+	}
+	uint32_t crc = stp_crc32c(0, b, len - 8);
+	for (int i = 0; i < 4; i++)
+		b[len - 8 + i] = (unsigned char)(crc >> (8 * i));
+	stp_reqs r;
+	stp_plan p;
+	int rc = stp_plan_parse(b, len, "x.plan", &r, &p, err, errlen);
+	if (!rc) {
+		stp_plan_free(&p);
+		stp_reqs_free(&r);
+	}
+	return rc;
+}
+
+static void test_plan_file_placed(void)
+{
+	stp_reqs r;
+	stp_plan p;
+	char err[512];
+	placed_plan(&r, &p);
+	CHECK_EQ_U(p.nplaced, 1);
+	CHECK(p.startup_offset && p.startup_offset[1] == p.offset[2]);
+	const char *path = check_tmp("placed.plan");
+	CHECK(stp_plan_write(path, &r, &p, err, sizeof err) == 0);
+	stp_reqs r2;
+	stp_plan p2;
+	CHECK(stp_plan_read(path, &r2, &p2, err, sizeof err) == 0);
+	CHECK_EQ_U(p2.nplaced, 1);
+	CHECK(p2.startup_offset && p2.startup_offset[1] == p.offset[2] && p2.startup_offset[0] == STP_NO_OFFSET);
+	stp_plan_free(&p2);
+	stp_reqs_free(&r2);
+	FILE *f = fopen(path, "rb");
+	unsigned char b[8192];
+	size_t len = f ? fread(b, 1, sizeof b, f) : 0;
+	if (f)
+		fclose(f);
+	CHECK(len > 64 && len < sizeof b);
+	CHECK(parse_with_placement(b, len, 1, p.offset[2], err, sizeof err) == 0);
+	CHECK(parse_with_placement(b, len, 3, p.offset[2], err, sizeof err) < 0);
+	CHECK(strstr(err, "x.plan: offset ") && strstr(err, "start-up position 3 out of order or range"));
+	r.startup[1] &= ~STP_STARTUP_OUTLIVES;
+	CHECK(stp_plan_write(path, &r, &p, err, sizeof err) == 0);
+	f = fopen(path, "rb");
+	len = f ? fread(b, 1, sizeof b, f) : 0;
+	if (f)
+		fclose(f);
+	CHECK(parse_with_placement(b, len, 1, p.offset[2], err, sizeof err) < 0);
+	CHECK(strstr(err, "does not outlive start-up") != NULL);
+	r.startup[1] |= STP_STARTUP_OUTLIVES;
+	CHECK(stp_plan_write(path, &r, &p, err, sizeof err) == 0);
+	f = fopen(path, "rb");
+	len = f ? fread(b, 1, sizeof b, f) : 0;
+	if (f)
+		fclose(f);
+	CHECK(parse_with_placement(b, len, 1, p.pool, err, sizeof err) < 0);
+	CHECK(strstr(err, "outside the pool") != NULL);
+	unlink(path);
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+}
+
 static void test_csv(void)
 {
 	const char *good = "id,lower,upper,size\n0,0,10,5\n1,5,15,5\r\n\n2,10,20,10\n";
@@ -416,6 +518,7 @@ int main(void)
 	test_cyclic();
 	test_generator();
 	test_plan_file();
+	test_plan_file_placed();
 	test_csv();
 	return check_done();
 }
