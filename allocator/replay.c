@@ -85,10 +85,15 @@ void stalloc_replay_opts(const stp_reqs *r, stalloc_opts *o)
 /* An iteration ended (a marker or the sequence's wrap): what went to the
  * fallback in it, when it is not the first (start-up and lazily made state
  * are not the steady state).  mark: the statistics when it began. */
-static void close_iteration(stalloc_replay_result *res, const stalloc_stats *now, stalloc_stats *mark)
+static void close_iteration(stalloc_replay_result *res, const stalloc_stats *now, stalloc_stats *mark, int64_t value)
 {
 	if (mark->iterations >= 1) {
 		uint64_t fb = (now->fallbacks - now->small) - (mark->fallbacks - mark->small);
+		if (now->unmatched != mark->unmatched) {
+			if (res->unmatched_iterations < STALLOC_REPLAY_NAMED)
+				res->unmatched_at[res->unmatched_iterations] = value;
+			res->unmatched_iterations++;
+		}
 		res->steady_iterations++;
 		res->steady_fallbacks += fb;
 		res->steady_occupied += now->occupied - mark->occupied;
@@ -128,6 +133,7 @@ int stalloc_replay(const stp_reqs *r, const stp_plan *p, const stp_stream *s, co
 		min = 0; /* preload_cuda.c asks the allocator for every size */
 	uint64_t align = stalloc_request_align(r), small_live = 0;
 	stalloc_stats st, mark;
+	int64_t open_at = -1; /* the open iteration's marker value */
 	memset(&mark, 0, sizeof mark);
 	for (size_t i = 0; i < s->n; i++) {
 		const stp_sev *e = &s->ev[i];
@@ -135,6 +141,13 @@ int stalloc_replay(const stp_reqs *r, const stp_plan *p, const stp_stream *s, co
 			if (o->log)
 				fprintf(o->log, "iteration %" PRIu64 " begins (marker)\n", e->size);
 			stalloc_step(a);
+			/* the open iteration ends here, when anything was asked in it
+			 * (a folded one: only what outlives it, if that) */
+			stalloc_stats_get(a, &st);
+			if (st.requests != mark.requests)
+				close_iteration(res, &st, &mark, open_at);
+			open_at = (int64_t)e->size;
+			mark.iterations = st.iterations;
 		} else if ((e->kind == STP_SEV_ALLOC || e->kind == STP_SEV_ALLOC_OUTLIVING) && e->obj < s->nobj) {
 			if (e->size && e->size >= min) {
 				ptr[e->obj] = e->kind == STP_SEV_ALLOC_OUTLIVING ? st_alloc_outliving(a, e->size, align)
@@ -162,8 +175,10 @@ int stalloc_replay(const stp_reqs *r, const stp_plan *p, const stp_stream *s, co
 		uint64_t total = st.pool + st.fb_reserved + small_live;
 		if (total > res->total_peak)
 			res->total_peak = total;
-		if (st.iterations != mark.iterations)
-			close_iteration(res, &st, &mark);
+		if (st.iterations != mark.iterations) { /* the sequence wrapped, no marker */
+			close_iteration(res, &st, &mark, open_at);
+			open_at = -1;
+		}
 	}
 	stalloc_stats_get(a, &res->st);
 	res->iterations = res->st.iterations;

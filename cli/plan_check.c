@@ -79,11 +79,28 @@ static void print_advice(FILE *f, const stp_reqs *r, const stalloc_replay_result
 		       " requests) came in the first one\n                (start-up, lazily made state): nothing to change unless "
 		       "that peak matters\n",
 		       res->st.fallbacks - res->st.small);
-	if (res->steady_unmatched && !r->shapes_vary)
-		ADVISE("%" PRIu64 " requests in steady iterations have sizes or places the planned iteration lacks: if\n"
-		       "                shapes change from step to step, plan with --varying max (the default); else plan\n"
-		       "                another iteration (-i N), or record until the loop has settled\n",
+	if (res->steady_unmatched && !r->shapes_vary && res->unmatched_iterations < res->steady_iterations) {
+		/* some steps unlike the rest: an evaluation every few steps, a checkpoint */
+		char its[96] = "";
+		size_t at = 0;
+		for (uint64_t k = 0; k < res->unmatched_iterations && k < STALLOC_REPLAY_NAMED && at < sizeof its; k++)
+			at += (size_t)snprintf(its + at, sizeof its - at, "%s%" PRId64, k ? ", " : "", res->unmatched_at[k]);
+		ADVISE("%" PRIu64 " requests the planned iteration lacks came in %" PRIu64 " of the %" PRIu64
+		       " steady iterations (iteration%s %s%s):\n"
+		       "                steps unlike the others (an evaluation, a checkpoint or logging every few steps?),\n"
+		       "                whose own requests take the fallback: peak reserved %.4f x the pool; nothing to\n"
+		       "                change unless that peak matters (-i N plans such a step instead)\n",
+		       res->steady_unmatched, res->unmatched_iterations, res->steady_iterations,
+		       res->unmatched_iterations > 1 ? "s" : "", its,
+		       res->unmatched_iterations > STALLOC_REPLAY_NAMED ? ", ..." : "",
+		       res->st.pool ? (double)res->st.peak_reserved / (double)res->st.pool : 0.0);
+	} else if (res->steady_unmatched && !r->shapes_vary) {
+		ADVISE("%" PRIu64 " requests in every steady iteration have sizes or places the planned iteration\n"
+		       "                lacks: plan another iteration (-i N), or record until the loop has settled (if\n"
+		       "                shapes change from step to step, --varying max, the default, plans each at its\n"
+		       "                largest: --varying off was given?)\n",
 		       res->steady_unmatched);
+	}
 	if (r->shapes_vary)
 		ADVISE("shapes vary from step to step (see input:): the plan is of the largest iteration seen; pad or\n"
 		       "                bucket the varying dimension (sequence length, batch) to a few sizes, or record more\n"

@@ -183,7 +183,11 @@ typedef struct stalloc_replay_result {
 	uint64_t worst_fallbacks;      /* the most in one of them */
 	uint64_t steady_occupied, steady_unmatched, steady_nofit; /* in them: requests not served at
 	                                * their planned range, by reason (stalloc_stats') */
+	uint64_t unmatched_iterations; /* steady iterations with requests the plan lacks */
+	int64_t unmatched_at[4];       /* the first STALLOC_REPLAY_NAMED of them: their markers' value
+	                                * (-1: an iteration the sequence's wrap began) */
 } stalloc_replay_result;
+#define STALLOC_REPLAY_NAMED 4
 
 /* Replays stream s (stp_window.stream of the trace plan (r, p) was made
  * from, or of another run of the program) through the allocator of plan

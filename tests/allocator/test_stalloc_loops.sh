@@ -27,6 +27,9 @@
 # transformer encoder answering 2 request threads at once: the same
 # outputs, at least 65% of the requests served by the plan, peak reserved
 # within 60% of the pool (the threads' order differs from the recording's).
+# And torch_eval_every.py, a loop evaluating every 20 steps: the summary
+# names the evaluation step as the one whose requests the plan lacks, and
+# the run holds the peak it predicted (within 2% of the pool).
 set -eu
 B=${STPROF_BUILD:?}
 S=${STPROF_SRC:?}
@@ -135,4 +138,23 @@ grep -q "detected from the allocation sequence" torch_resnet_infer.summary || fa
 grep -q "would not follow it" off.summary || fail "not followed, and not said: $(cat off.summary)"
 grep -q "optimal" off.summary && fail "a plan not followed called optimal: $(grep result: off.summary)"
 grep -q "^what to change: " off.summary || fail "no advice: $(cat off.summary)"
+# a loop that evaluates every 20 steps: the evaluation steps' requests are
+# not in the planned (training) iteration and take the fallback; the
+# summary says which iteration they came in and what it means (it said
+# "plan with --varying max (the default)", which the run had done), and the
+# run holds what it predicted
+V=$S/tests/allocator/torch_eval_every.py
+"$B/stprof" record -q -o ev.stp -- "$PY" "$V" 100 >ev.native
+"$B/stprof" plan -o ev.plan ev.stp >ev.summary
+grep -A3 "^what to change" ev.summary
+grep -q "^what to change: [0-9]* requests the planned iteration lacks came in 1 of the [0-9]* steady iterations (iteration 20):" ev.summary &&
+	grep -q "steps unlike the others (an evaluation, a checkpoint or logging every few steps?)" ev.summary ||
+	fail "eval every 20 steps: not said which steps: $(cat ev.summary)"
+grep -q "varying max (the default)" ev.summary && fail "eval every 20 steps: advice to use the default: $(cat ev.summary)"
+"$B/stprof" run --plan ev.plan --stalloc-stats ev.stats -- "$PY" "$V" 100 >ev.out
+cmp -s ev.native ev.out || fail "eval every 20 steps: output differs with the plan enforced"
+want=$(sed -n 's/.*peak reserved [^=]*= \([0-9.]*\) x pool.*/\1/p' ev.summary)
+awk -v p="$(stat_of ev.stats pool)" -v r="$(stat_of ev.stats peak_reserved)" -v w="$want" 'BEGIN {
+	printf "torch_eval_every: peak reserved %.4f x pool (at most 1.02; the plan said %s)\n", r / p, w
+	exit !(r <= 1.02 * p && r / p - w < 0.01 && w - r / p < 0.01) }' || fail "eval every 20 steps: peak reserved"
 echo "test_stalloc_loops: passed"
