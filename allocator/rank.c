@@ -5,8 +5,8 @@
  *
  * A process image started with RANK=R in its environment (torchrun and
  * torch.distributed's launchers set it for each worker) is rank R's process
- * unless an ancestor already is one, as the collector decides it
- * (collector/core/output.c, docs/record.md "Ranks"); it claims the rank for
+ * unless an ancestor already is one, by the rule the collector names traces
+ * by (stprof/rankclaim.h, docs/record.md "Ranks"); it claims the rank for
  * its descendants by setting STALLOC_RANK_PID=R:<pid> in its environment.
  * So:
  *   - the launcher (no RANK) enforces nothing;
@@ -27,37 +27,7 @@
 #include <unistd.h>
 
 #include "rank.h"
-
-/* A decimal number of at most 8 digits at s; -1 when there is none. */
-static long decimal(const char *s, const char **end)
-{
-	long v = 0;
-	const char *p = s;
-	for (; *p >= '0' && *p <= '9' && p - s < 9; p++)
-		v = v * 10 + (*p - '0');
-	if (p == s || p - s > 8)
-		return -1;
-	*end = p;
-	return v;
-}
-
-/* This image's rank when it is a rank's process, else -1. */
-static long rank_of_process(long pid)
-{
-	const char *v = getenv("RANK"), *e = NULL;
-	long rank = v ? decimal(v, &e) : -1;
-	if (rank < 0 || *e)
-		return -1;
-	const char *claim = getenv("STALLOC_RANK_PID");
-	if (!claim || !*claim)
-		return rank;
-	long r = decimal(claim, &e), p = -1;
-	if (r >= 0 && *e == ':')
-		p = decimal(e + 1, &e);
-	if (r != rank || p < 0 || *e)
-		return rank; /* another rank's claim, or none we understand */
-	return p == pid ? rank : -1; /* our own claim (an exec'd image), or an ancestor's */
-}
+#include "stprof/rankclaim.h"
 
 int st_rank_plan(char *path, size_t len, long *rank)
 {
@@ -65,7 +35,7 @@ int st_rank_plan(char *path, size_t len, long *rank)
 	if (!stem || !*stem)
 		return -1;
 	long pid = (long)getpid();
-	long r = rank_of_process(pid);
+	long r = stp_rank_of_process(getenv("RANK"), getenv("STALLOC_RANK_PID"), pid);
 	if (r < 0)
 		return 0;
 	char v[48];
