@@ -12,6 +12,7 @@
  *   stalloc.c    the allocator: lock, pool, the calls of stprof/stalloc.h
  *   backend_host.c  the host backend (mmap pool, glibc blocks)
  *   preload.c    libstalloc.so's malloc family and marker entry point
+ *   rank.c       which rank plan a process of a torchrun job enforces (rank.h)
  *   preload_cuda.c  libstalloc.so's cudaMalloc/cudaFree and PyTorch's
  *                CUDAPluggableAllocator entry points
  *   preload_torch.c  libstalloc.so's c10::alloc_cpu/free_cpu: PyTorch CPU

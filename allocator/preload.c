@@ -19,8 +19,12 @@
  *     an iteration of the plan.
  *
  * Environment: STALLOC_PLAN (the plan), STALLOC_PID (only that process
- * enforces it: programs it executes run as usual), STALLOC_STATS (1: the
- * statistics on stderr at exit; a path: written there), STALLOC_MIN_SIZE
+ * enforces it: programs it executes run as usual), STALLOC_RANK_PLANS
+ * (instead of those two: a set of rank plans, STEM.rank<R>.plan, each
+ * enforced by its rank's process alone: rank.c), STALLOC_STATS (1: the
+ * statistics on stderr at exit, one write per block, so that the blocks of
+ * ranks sharing stderr do not interleave; a path: written there, or to
+ * PATH.rank<R> by a rank's process), STALLOC_MIN_SIZE
  * (overrides the plan's), STALLOC_LOOKAHEAD, STALLOC_LOG, STALLOC_HUGEPAGES
  * (backend_host.c).  A plan that cannot be read
  * is said once on stderr and the program runs on glibc alone.
@@ -37,6 +41,7 @@
 
 #include "internal.h"
 #include "lifetime.h"
+#include "rank.h"
 #include "stprof/plan.h"
 
 /* the caller of the malloc family: its return address and stack height
@@ -64,6 +69,9 @@ static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 static stalloc_opts opts;
 static size_t (*real_usable_size)(void *);
 static char stats_to[4096];
+static long my_rank = -1;      /* with rank plans: the rank whose plan this process enforces */
+static pid_t plan_pid;         /* the process that enforces the plan (its forked children print nothing) */
+static char rank_plan[4096];
 
 static void say(const char *msg)
 {
@@ -87,6 +95,35 @@ static void fork_release(void)
 		st_fork_release(host);
 }
 
+/* A child the planned process forks (a DataLoader worker) is not the
+ * planned process: its requests pass through (its recording was a trace of
+ * its own, FILE.<pid>, not in the plan), while the blocks it inherited are
+ * still freed to the pool; it writes no statistics (stalloc_fini).  It
+ * kept the plan before: its requests, none of them planned, went to its
+ * copy of the fallback, and its statistics, written at its exit, could
+ * replace the planned process's. */
+static void fork_child(void)
+{
+	fork_release();
+	host_min = UINT64_MAX;
+	tensor_min = UINT64_MAX;
+}
+
+/* Writes all of buf to fd (stderr: one write for a block, so that the
+ * blocks of processes sharing it do not interleave line by line). */
+static void write_all(int fd, const char *buf, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, buf, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		buf += w;
+		n -= (size_t)w;
+	}
+}
+
 static void write_stats(stalloc *a)
 {
 	stalloc_stats s;
@@ -95,20 +132,16 @@ static void write_stats(stalloc *a)
 		s.small_passed = __atomic_load_n(&tensor_small, __ATOMIC_RELAXED);
 	else if (a == host)
 		s.small_uncounted = 1; /* planned(): straight to glibc, no counter on that path */
-	FILE *f = stderr;
-	stp_outfile out;
-	char err[512];
-	if (strcmp(stats_to, "1")) {
-		/* as every output of stprof's: beside the path, renamed into place;
-		 * stprof run --plan checked the path before the program ran */
-		f = stp_outfile_open(&out, stats_to, &stp_outkind_stalloc_stats, err, sizeof err);
-		if (!f) {
-			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
-			return;
-		}
-	}
+	int to_file = strcmp(stats_to, "1") != 0;
+	/* the block is formatted whole, then written at once */
+	static char block[16384];
+	FILE *f = fmemopen(block, sizeof block, "w");
+	if (!f)
+		return;
+	if (my_rank >= 0)
+		fprintf(f, "stalloc: rank %ld (plan %s)\n", my_rank, rank_plan);
 	stalloc_stats_print(f, &s);
-	if (f != stderr) {
+	if (to_file) {
 		/* machine-readable lines for tests and scripts */
 		fprintf(f, "slot_hits=%llu pool=%llu hits=%llu dynamic_hits=%llu skipped=%llu reordered=%llu resyncs=%llu "
 		           "occupied=%llu unmatched=%llu small=%llu fallbacks=%llu requests=%llu "
@@ -125,9 +158,30 @@ static void write_stats(stalloc *a)
 		        (unsigned long long)s.rehomed, (unsigned long long)s.spare_hits,
 		        (unsigned long long)s.startup_hits, (unsigned long long)s.free_hits,
 		        (unsigned long long)s.small_passed, (unsigned long long)s.threads);
-		if (stp_outfile_commit(&out, err, sizeof err) < 0)
-			fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 	}
+	fflush(f);
+	long n = ftell(f);
+	fclose(f);
+	if (n <= 0)
+		return;
+	if ((size_t)n >= sizeof block)
+		n = (long)strlen(block);
+	if (!to_file) {
+		write_all(2, block, (size_t)n);
+		return;
+	}
+	/* as every output of stprof's: beside the path, renamed into place;
+	 * stprof run --plan checked the path before the program ran */
+	stp_outfile out;
+	char err[512];
+	f = stp_outfile_open(&out, stats_to, &stp_outkind_stalloc_stats, err, sizeof err);
+	if (!f) {
+		fprintf(stderr, "stalloc: statistics not written: %s\n", err);
+		return;
+	}
+	fwrite(block, 1, (size_t)n, f);
+	if (stp_outfile_commit(&out, err, sizeof err) < 0)
+		fprintf(stderr, "stalloc: statistics not written: %s\n", err);
 }
 
 __attribute__((constructor)) static void stalloc_init(void)
@@ -138,13 +192,34 @@ __attribute__((constructor)) static void stalloc_init(void)
 	if (libc)
 		*(void **)&real_usable_size = dlsym(libc, "malloc_usable_size");
 	const char *plan = getenv("STALLOC_PLAN");
-	if (!plan || !*plan)
-		return;
-	const char *pid = getenv("STALLOC_PID");
-	if (pid && *pid && strtol(pid, NULL, 10) != (long)getpid())
-		return; /* a program the planned one executed */
+	long rank = -1;
+	int ranked = st_rank_plan(rank_plan, sizeof rank_plan, &rank);
+	if (!ranked)
+		return; /* the launcher, or a rank's descendant */
+	if (ranked > 0) {
+		if (access(rank_plan, F_OK) != 0) {
+			char line[sizeof rank_plan + 96];
+			snprintf(line, sizeof line, "stalloc: rank %ld: no plan %s; running without one\n", rank, rank_plan);
+			say(line);
+			return;
+		}
+		plan = rank_plan;
+		my_rank = rank;
+	} else {
+		if (!plan || !*plan)
+			return;
+		const char *pid = getenv("STALLOC_PID");
+		if (pid && *pid && strtol(pid, NULL, 10) != (long)getpid())
+			return; /* a program the planned one executed */
+	}
+	plan_pid = getpid();
 	const char *st = getenv("STALLOC_STATS");
-	if (st && *st && strlen(st) < sizeof stats_to)
+	if (st && *st && my_rank >= 0 && strcmp(st, "1")) {
+		/* each rank's statistics in a file of its own */
+		int n = snprintf(stats_to, sizeof stats_to, "%s.rank%ld", st, my_rank);
+		if (n < 0 || (size_t)n >= sizeof stats_to)
+			stats_to[0] = 0;
+	} else if (st && *st && strlen(st) < sizeof stats_to)
 		strcpy(stats_to, st);
 	if (stp_lt_is_model(plan)) {
 		lt_start(plan);
@@ -181,7 +256,7 @@ __attribute__((constructor)) static void stalloc_init(void)
 		stp_plan_free(&p);
 		return;
 	}
-	pthread_atfork(fork_prepare, fork_release, fork_release);
+	pthread_atfork(fork_prepare, fork_release, fork_child);
 	if (r.device) {
 		dev_r = r;
 		dev_p = p;
@@ -218,6 +293,8 @@ __attribute__((destructor)) static void stalloc_fini(void)
 	/* the allocators stay: blocks may still be freed by later destructors */
 	if (!stats_to[0])
 		return;
+	if (getpid() != plan_pid)
+		return; /* a child the planned process forked: the statistics are its parent's */
 	if (lt_on)
 		lt_write_stats(stats_to);
 	if (host)

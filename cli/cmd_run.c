@@ -45,8 +45,15 @@ static void usage(FILE *f)
 	           "      --no-plan        no allocation plan\n"
 	           "      --plan FILE      do not record: run PROGRAM with libstalloc enforcing\n"
 	           "                       the plan FILE (`stprof plan`) on its allocations;\n"
-	           "                       its statistics print on stderr at exit\n"
-	           "      --stalloc-stats FILE  with --plan: write the statistics to FILE\n"
+	           "                       its statistics print on stderr at exit.  A torchrun\n"
+	           "                       job's plans (STEM.rank<R>.plan, as this mode writes\n"
+	           "                       them): FILE is STEM.plan (no such file) or one of\n"
+	           "                       them; every one is checked, and the process with\n"
+	           "                       RANK=R enforces STEM.rank<R>.plan (the launcher and\n"
+	           "                       the ranks' children none); each rank's statistics\n"
+	           "                       print as one block headed `stalloc: rank R`\n"
+	           "      --stalloc-stats FILE  with --plan: write the statistics to FILE (with\n"
+	           "                       rank plans: FILE.rank<R>, one per rank)\n"
 	           "      --no-export      no timeline\n"
 	           "      --no-html        no HTML report\n"
 	           "      --full-timeline  draw every object and every counter point; by default\n"
@@ -139,8 +146,9 @@ static int write_html(stp_det *const *det, size_t n, const char *out, int quiet)
 
 /* The allocation plan of trace's steady iteration in out (`stprof plan`'s
  * choice: the one with the most bytes live, the last of those), its
- * summary on stderr (after the heading when asked). */
-static void write_plan(const char *trace, const char *out, int quiet, int heading)
+ * summary on stderr (after the heading when asked); cmd_plan's status (0:
+ * written). */
+static int write_plan(const char *trace, const char *out, int quiet, int heading)
 {
 	char *pargv[6];
 	int pc = 0;
@@ -172,7 +180,7 @@ static void write_plan(const char *trace, const char *out, int quiet, int headin
 		      "`stprof run --plan` will hold, replayed through its allocator\n",
 		      stdout);
 	fflush(stdout);
-	cmd_plan(pc, pargv);
+	int rc = cmd_plan(pc, pargv);
 	fflush(stdout);
 	fflush(stderr);
 	dup2(saved, 1);
@@ -181,13 +189,45 @@ static void write_plan(const char *trace, const char *out, int quiet, int headin
 		dup2(saved2, 2);
 		close(saved2);
 	}
+	return rc;
+}
+
+/* The command that enforces the plan(s) just written, on stderr:
+ * `enforce:  stprof run --plan PLAN -- PROGRAM ARGS`, each word quoted for
+ * a POSIX shell where it needs to be. */
+static void say_enforce(const char *plan, char *const *argv)
+{
+	char abs[PATH_MAX + 64];
+	char cwd[PATH_MAX];
+	if (plan[0] != '/' && getcwd(cwd, sizeof cwd))
+		snprintf(abs, sizeof abs, "%s/%s", cwd, plan);
+	else
+		snprintf(abs, sizeof abs, "%s", plan);
+	fflush(stdout);
+	fputs("enforce:        stprof run --plan ", stderr);
+	for (int i = -1; i < 0 || argv[i]; i++) {
+		const char *w = i < 0 ? abs : argv[i];
+		if (i == 0)
+			fputs(" --", stderr);
+		if (i >= 0)
+			fputc(' ', stderr);
+		if (*w && !w[strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=./:,@%")]) {
+			fputs(w, stderr);
+			continue;
+		}
+		fputc('\'', stderr);
+		for (const char *c = w; *c; c++)
+			fputs(*c == '\'' ? "'\\''" : (char[2]){*c, 0}, stderr);
+		fputc('\'', stderr);
+	}
+	fputc('\n', stderr);
 }
 
 /* The one-shot mode's outputs for a run with rank traces (a torchrun job):
  * the report on every rank (the launcher listed, not compared), a plan per
  * rank (NAME.rank<R>.plan), one timeline of the ranks (NAME.pftrace). */
 static void outputs_of_ranks(const traceset *ts, const char *trace, const record_opts *o, int report, int timeline,
-                             int plan, int full, int html)
+                             int plan, int full, int html, char *const *argv)
 {
 	stp_det **det = calloc(ts->n, sizeof *det);
 	if (!det)
@@ -216,7 +256,7 @@ static void outputs_of_ranks(const traceset *ts, const char *trace, const record
 	}
 	size_t tl = strlen(trace);
 	int stem = (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl);
-	char out[PATH_MAX + 48];
+	char out[PATH_MAX + 48], first[PATH_MAX + 48] = "";
 	if (plan && !o->quiet)
 		fputs("\nAllocation plans (stprof plan; docs/planner.md), one per rank: a fixed offset in one\n"
 		      "pool for every allocation of the last iteration that repeats; pool / bound near 1\n"
@@ -229,9 +269,15 @@ static void outputs_of_ranks(const traceset *ts, const char *trace, const record
 		snprintf(out, sizeof out, "%.*s%s.plan", stem, trace, rk);
 		if (!o->quiet)
 			fprintf(stderr, "%s:\n", ts->path[i]);
-		if (sidecar_ok(out, OUTNAME_PLAN, "plan"))
-			write_plan(ts->path[i], out, o->quiet, 0);
+		if (sidecar_ok(out, OUTNAME_PLAN, "plan") && write_plan(ts->path[i], out, o->quiet, 0) == 0 && !*first)
+			snprintf(first, sizeof first, "%s", out);
 	}
+	/* `stprof run --plan STEM.plan` finds the ranks' plans beside it
+	 * (cli/rank_plans.c); while an earlier run's STEM.plan is there, that
+	 * name would be a plain plan: one of the ranks' then names the set */
+	snprintf(out, sizeof out, "%.*s.plan", stem, trace);
+	if (*first && !o->quiet)
+		say_enforce(access(out, F_OK) == 0 ? first : out, argv);
 	snprintf(out, sizeof out, "%.*s.html", stem, trace);
 	if (html && ok == ts->n && sidecar_ok(out, OUTNAME_HTML, "HTML report"))
 		write_html(det, ts->nranks, out, o->quiet);
@@ -322,6 +368,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return stprof_usage_error("run", "no program to run");
+	char *const *prog = argv + optind; /* write_plan's cmd_plan resets optind */
 	if (enforce)
 		return run_with_plan(enforce, argv + optind, o.quiet, enforce_stats);
 	if (o.quiet)
@@ -346,7 +393,7 @@ int cmd_run(int argc, char **argv)
 	if (traces > 1 && traceset_find(trace, &ts) > 0) { /* a job's ranks */
 		for (size_t i = 0; i < ts.n && !o.quiet; i++)
 			stprof_warn_cut(ts.path[i]);
-		outputs_of_ranks(&ts, trace, &o, report, timeline, plan, full, html);
+		outputs_of_ranks(&ts, trace, &o, report, timeline, plan, full, html, prog);
 		traceset_free(&ts);
 		exit_like(status);
 	}
@@ -382,8 +429,10 @@ int cmd_run(int argc, char **argv)
 	char out[PATH_MAX + 16];
 	size_t tl = strlen(trace);
 	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
-	if (traces > 0 && plan && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan"))
-		write_plan(trace, out, o.quiet, 1);
+	if (traces > 0 && plan && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
+		if (write_plan(trace, out, o.quiet, 1) == 0 && !o.quiet)
+			say_enforce(out, prog);
+	}
 	snprintf(out, sizeof out, "%.*s.html", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (det && html && !stp_det_result_of(det)->error && sidecar_ok(out, OUTNAME_HTML, "HTML report"))
 		write_html(&det, 1, out, o.quiet);

@@ -7,6 +7,14 @@
  * its own place: same pid, same signals, same exit status; libstalloc
  * enforces the plan in that process only (STALLOC_PID), not in programs it
  * executes, and prints its statistics on stderr at exit unless quiet.
+ *
+ * A set of rank plans (rank_plans.h: FILE names no file and
+ * STEM.rank<R>.plan exist beside it, or FILE is one of them), for a
+ * torchrun job: every one is checked, and libstalloc gets the set
+ * (STALLOC_RANK_PLANS=STEM, no STALLOC_PID): each process that is rank R's
+ * enforces STEM.rank<R>.plan, the launcher and the ranks' descendants
+ * nothing (allocator/rank.c); with --stalloc-stats FILE each rank writes
+ * FILE.rank<R>.  Lifetime models are enforced per process only.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +24,7 @@
 #include <unistd.h>
 
 #include "enforce.h"
+#include "rank_plans.h"
 #include "record.h"
 #include "stprof/lifetimes.h"
 #include "stprof/plan.h"
@@ -38,37 +47,84 @@ static const char *stalloc_path(void)
 	return NULL;
 }
 
+/* Reads PATH as a plan (or, lifetimes, a lifetime model): 0, or -1 after
+ * the one-line error naming it and the offset. */
+static int check_plan(const char *path, int lifetimes)
+{
+	char err[1024];
+	if (lifetimes) {
+		stp_lt_model m;
+		if (stp_lt_read(path, &m, err, sizeof err) < 0) {
+			stprof_err("%s", err);
+			return -1;
+		}
+		stp_lt_model_free(&m);
+		return 0;
+	}
+	stp_reqs r;
+	stp_plan p;
+	stp_reqs_init(&r);
+	memset(&p, 0, sizeof p);
+	int rc = stp_plan_read(path, &r, &p, err, sizeof err);
+	if (rc < 0)
+		stprof_err("%s", err);
+	stp_reqs_free(&r);
+	stp_plan_free(&p);
+	return rc < 0 ? -1 : 0;
+}
+
+/* Checks every plan of the set and says which process enforces which. */
+static int check_rank_plans(const char *plan, const rank_plans *rp, int quiet)
+{
+	char path[PATH_MAX + 32];
+	for (size_t i = 0; i < rp->n; i++) {
+		rank_plans_path(rp, i, path, sizeof path);
+		if (stp_lt_is_model(path)) {
+			stprof_err("%s: a lifetime model: a set of rank plans takes plans (`stprof plan`); a lifetime model "
+			           "is enforced by one process (--plan MODEL)", path);
+			return -1;
+		}
+		if (check_plan(path, 0) < 0)
+			return -1;
+	}
+	if (quiet)
+		return 0;
+	char list[256];
+	rank_plans_list(rp, list, sizeof list);
+	if (rp->sibling)
+		stprof_err("%s is rank %ld's plan of a set: each process with RANK=R in its environment enforces "
+		           "%s.rank<R>.plan (%zu plans: ranks %s); the launcher and the ranks' children run without a plan",
+		           plan, rp->given, rp->stem, rp->n, list);
+	else
+		stprof_err("%s: no such file, but %zu rank plans beside it: each process with RANK=R in its environment "
+		           "enforces %s.rank<R>.plan (ranks %s); the launcher and the ranks' children run without a plan",
+		           plan, rp->n, rp->stem, list);
+	return 0;
+}
+
 int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 {
 	char err[1024];
+	rank_plans rp;
+	int ranks = rank_plans_find(plan, &rp, err, sizeof err);
+	if (ranks < 0) {
+		stprof_err("%s", err);
+		return 2;
+	}
 	/* a lifetime model (`stprof plan --lifetimes`, docs/lifetimes.md) or a plan */
-	int lifetimes = stp_lt_is_model(plan);
-	if (lifetimes) {
-		stp_lt_model m;
-		if (stp_lt_read(plan, &m, err, sizeof err) < 0) {
-			stprof_err("%s", err);
-			return 2;
-		}
-		stp_lt_model_free(&m);
-	} else {
-		stp_reqs r;
-		stp_plan p;
-		stp_reqs_init(&r);
-		memset(&p, 0, sizeof p);
-		if (stp_plan_read(plan, &r, &p, err, sizeof err) < 0) {
-			stprof_err("%s", err);
-			return 2;
-		}
-		stp_reqs_free(&r);
-		stp_plan_free(&p);
+	int lifetimes = ranks ? 0 : stp_lt_is_model(plan);
+	if (ranks ? check_rank_plans(plan, &rp, quiet) < 0 : check_plan(plan, lifetimes) < 0) {
+		rank_plans_free(&rp);
+		return 2;
 	}
 	const char *lib = stalloc_path();
 	if (!lib) {
 		stprof_err("cannot find libstalloc.so beside %s (set STALLOC_LIB to its path)", stprof_self_dir());
+		rank_plans_free(&rp);
 		return 2;
 	}
 	char abs[PATH_MAX];
-	if (!realpath(plan, abs)) {
+	if (!ranks && !realpath(plan, abs)) {
 		stprof_err("%s: %s", plan, strerror(errno));
 		return 2;
 	}
@@ -76,20 +132,38 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	const char *old = getenv("LD_PRELOAD");
 	snprintf(buf, sizeof buf, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
 	setenv("LD_PRELOAD", buf, 1);
-	setenv("STALLOC_PLAN", abs, 1);
+	if (ranks) {
+		/* libstalloc picks each rank's plan; no process is pinned, and no
+		 * claim of an outer run's rank is inherited */
+		setenv("STALLOC_RANK_PLANS", rp.stem, 1);
+		unsetenv("STALLOC_PLAN");
+		unsetenv("STALLOC_PID");
+		unsetenv("STALLOC_RANK_PID");
+	} else {
+		unsetenv("STALLOC_RANK_PLANS");
+		setenv("STALLOC_PLAN", abs, 1);
+	}
 	/* a Python program gets the shim's markers (optimizer steps start the
 	 * plan's iterations), as when it was recorded */
 	const char *shim_lib = lifetimes ? NULL : stprof_collector_path();
 	if (shim_lib)
 		record_python_shim(shim_lib, argv);
-	snprintf(buf, sizeof buf, "%ld", (long)getpid());
-	setenv("STALLOC_PID", buf, 1);
+	if (!ranks) {
+		snprintf(buf, sizeof buf, "%ld", (long)getpid());
+		setenv("STALLOC_PID", buf, 1);
+	}
 	if (stats) {
 		/* checked now, not when the program ends; absolute, so that a
 		 * program that changes directory still writes it here */
-		if (stp_outfile_check(stats, &stp_outkind_stalloc_stats, err, sizeof err) < 0) {
-			stprof_err("run: --stalloc-stats: %s", err);
-			return 2;
+		for (size_t i = 0; i < (ranks ? rp.n : 1); i++) {
+			char each[PATH_MAX + 32];
+			if (ranks)
+				snprintf(each, sizeof each, "%s.rank%ld", stats, rp.rank[i]);
+			if (stp_outfile_check(ranks ? each : stats, &stp_outkind_stalloc_stats, err, sizeof err) < 0) {
+				stprof_err("run: --stalloc-stats: %s", err);
+				rank_plans_free(&rp);
+				return 2;
+			}
 		}
 		char cwd[PATH_MAX];
 		if (stats[0] != '/' && getcwd(cwd, sizeof cwd)) {
@@ -100,6 +174,7 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	}
 	else if (!quiet)
 		setenv("STALLOC_STATS", "1", 1);
+	rank_plans_free(&rp);
 	fflush(NULL);
 	execvp(argv[0], argv);
 	int e = errno;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "stprof/rankclaim.h"
 
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 static int out_fd = -1;
@@ -160,35 +161,10 @@ static int try_open(const char *path)
 	return fd;
 }
 
-/* A non-negative decimal number filling s up to end (or to the end of s). */
-static long parse_num(const char *s, const char **end)
-{
-	long v = 0;
-	const char *p = s;
-	for (; *p >= '0' && *p <= '9' && v < 100000000; p++)
-		v = v * 10 + (*p - '0');
-	if (p == s)
-		return -1;
-	*end = p;
-	return v;
-}
-
 /* This image's rank when it is a rank's process (see the top), else -1. */
 static long rank_process(int pid)
 {
-	const char *v = getenv("RANK"), *e;
-	long rank = v ? parse_num(v, &e) : -1;
-	if (rank < 0 || *e)
-		return -1;
-	const char *claim = getenv("STPROF_RANK_PID");
-	if (!claim)
-		return rank;
-	long r = parse_num(claim, &e), p = -1;
-	if (r >= 0 && *e == ':')
-		p = parse_num(e + 1, &e);
-	if (r != rank || p < 0 || *e)
-		return rank; /* another rank's claim, or none we understand */
-	return p == pid ? rank : -1; /* our own claim (an exec'd image), or an ancestor's */
+	return stp_rank_of_process(getenv("RANK"), getenv("STPROF_RANK_PID"), pid);
 }
 
 /* Marks the rank as claimed for this process's descendants. */

@@ -9,15 +9,17 @@
 # 2. ddp_other.py (a conv net, Adam, a DataLoader worker forked from each
 #    rank, all_reduce) through the one-shot mode: a trace per rank, the
 #    workers' traces not taken for ranks, the merged report, a plan per rank
-#    and one timeline.
+#    and one timeline, and the command that enforces the plans.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch.distributed' 2>/dev/null || skip "no torch.distributed for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
 export OMP_NUM_THREADS=1
 # Debian's torch 1.13 on Python 3.11 cannot parse its default --redirects 0
 # (Std.from_str returns None); a mapping for a local rank that does not
-# exist means the same: no redirection
-RUN=(-m torch.distributed.run --nproc_per_node 2 --redirects 9:0 --tee 9:0)
+# exist means the same: no redirection.  A free port, not the default
+# 29500 that another job on the machine (another test's torchrun) may hold
+port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+RUN=(-m torch.distributed.run --nproc_per_node 2 --master_port "$port" --redirects 9:0 --tee 9:0)
 S="$STPROF_SRC/tests/python"
 cd "$T"
 
@@ -71,4 +73,7 @@ workers=$(ls "$T" | grep -cE '^ddp_other\.stp\.[0-9]+$' || true)
 grep -q "^stprof report: [0-9]* traces, 2 ranks (world size 2)" "$T/err2.txt" || fail "one-shot report: $(cat "$T/err2.txt")"
 grep -q "^Merged view" "$T/err2.txt" || fail "no merged view"
 grep -q "timeline of the 2 ranks written" "$T/err2.txt" || fail "no timeline message"
+# and the command that enforces the ranks' plans (test_stalloc_ranks.sh runs one)
+grep -qxF "enforce:        stprof run --plan $T/ddp_other.plan -- $PY ${RUN[*]} $S/ddp_other.py" "$T/err2.txt" ||
+	fail "no enforce line: $(grep -A1 '^written:' "$T/err2.txt")"
 echo ok

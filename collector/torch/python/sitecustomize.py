@@ -26,9 +26,11 @@ def _chain_user_sitecustomize():
 
 
 def _start():
-    # under the collector, or under libstalloc enforcing a plan (`stprof run
-    # --plan`: its iterations start at the markers, as when recorded)
-    if not (os.environ.get("STPROF_OUTPUT") or os.environ.get("STALLOC_PLAN")) or os.environ.get("STPROF_SHIM") == "0":
+    # under the collector, or under libstalloc enforcing a plan or a rank's
+    # plan (`stprof run --plan`: its iterations start at the markers, as when
+    # recorded)
+    planned = os.environ.get("STALLOC_PLAN") or os.environ.get("STALLOC_RANK_PLANS")
+    if not (os.environ.get("STPROF_OUTPUT") or planned) or os.environ.get("STPROF_SHIM") == "0":
         return
     import stprof
     stprof._arm()

@@ -120,7 +120,7 @@ def install(torch):
     global _mode
     if _mode is not None:
         return
-    if os.environ.get("STALLOC_PLAN"):
+    if os.environ.get("STALLOC_PLAN") or os.environ.get("STALLOC_RANK_PLANS"):
         _mode = "stalloc" if install_stalloc(torch) else "off"
         return
     try:
