@@ -93,6 +93,8 @@ static void close_iteration(stalloc_replay_result *res, const stalloc_stats *now
 			if (res->unmatched_iterations < STALLOC_REPLAY_NAMED)
 				res->unmatched_at[res->unmatched_iterations] = value;
 			res->unmatched_iterations++;
+		} else {
+			res->occupied_alone += now->occupied - mark->occupied;
 		}
 		res->steady_iterations++;
 		res->steady_fallbacks += fb;

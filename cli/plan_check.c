@@ -106,11 +106,16 @@ static void print_advice(FILE *f, const stp_reqs *r, const stalloc_replay_result
 		       "                bucket the varying dimension (sequence length, batch) to a few sizes, or record more\n"
 		       "                steps so that the largest is among them; --min-size 4k or more keeps the many\n"
 		       "                small per-step tensors out of the plan\n");
-	if (res->steady_occupied)
+	/* in steps unlike the others (above), ranges found in use are theirs too */
+	int unlike = res->steady_unmatched && !r->shapes_vary && res->unmatched_iterations < res->steady_iterations;
+	if (unlike && res->steady_occupied > res->occupied_alone)
+		ADVISE("in those steps %" PRIu64 " more requests found their planned range still in use\n",
+		       res->steady_occupied - res->occupied_alone);
+	if (unlike ? res->occupied_alone : res->steady_occupied)
 		ADVISE("%" PRIu64 " requests found their planned range still in use (objects that live longer than in\n"
 		       "                the planned iteration: outputs or losses kept across steps, caches); free them\n"
 		       "                earlier (`del`), or plan an iteration where they live as long (-i N)\n",
-		       res->steady_occupied);
+		       unlike ? res->occupied_alone : res->steady_occupied);
 	if (res->steady_nofit)
 		ADVISE("%" PRIu64 " dynamic requests found no room: --varying max plans each at its largest size\n",
 		       res->steady_nofit);

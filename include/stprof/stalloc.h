@@ -184,6 +184,7 @@ typedef struct stalloc_replay_result {
 	uint64_t steady_occupied, steady_unmatched, steady_nofit; /* in them: requests not served at
 	                                * their planned range, by reason (stalloc_stats') */
 	uint64_t unmatched_iterations; /* steady iterations with requests the plan lacks */
+	uint64_t occupied_alone;       /* of steady_occupied: those in iterations without such requests */
 	int64_t unmatched_at[4];       /* the first STALLOC_REPLAY_NAMED of them: their markers' value
 	                                * (-1: an iteration the sequence's wrap began) */
 } stalloc_replay_result;

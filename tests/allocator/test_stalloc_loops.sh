@@ -151,6 +151,10 @@ grep -q "^what to change: [0-9]* requests the planned iteration lacks came in 1 
 	grep -q "steps unlike the others (an evaluation, a checkpoint or logging every few steps?)" ev.summary ||
 	fail "eval every 20 steps: not said which steps: $(cat ev.summary)"
 grep -q "varying max (the default)" ev.summary && fail "eval every 20 steps: advice to use the default: $(cat ev.summary)"
+# ranges found in use in those steps are theirs, not objects kept too long
+grep -q "objects that live longer than in" ev.summary && fail "eval every 20 steps: advice to free objects earlier: $(cat ev.summary)"
+grep -q "^ *in those steps [0-9]* more requests found their planned range still in use" ev.summary ||
+	fail "eval every 20 steps: the ranges found in use not told as the steps': $(cat ev.summary)"
 "$B/stprof" run --plan ev.plan --stalloc-stats ev.stats -- "$PY" "$V" 100 >ev.out
 cmp -s ev.native ev.out || fail "eval every 20 steps: output differs with the plan enforced"
 want=$(sed -n 's/.*peak reserved [^=]*= \([0-9.]*\) x pool.*/\1/p' ev.summary)
