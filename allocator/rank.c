@@ -15,8 +15,9 @@
  *     and enforces nothing;
  *   - an image the rank's process runs with execve (same pid: the claim is
  *     its own) is the rank's process again.
- * A child forked without exec runs no constructor: it keeps its parent's
- * allocator, as after any fork (preload.c).
+ * A child forked without exec runs no constructor: its requests pass
+ * through, and it writes no statistics, as after any fork of a planned
+ * process (preload.c, fork_child).
  *
  * Runs in libstalloc's constructor, before any plan is loaded: setenv's
  * allocation goes to glibc.

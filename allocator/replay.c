@@ -89,16 +89,17 @@ static void close_iteration(stalloc_replay_result *res, const stalloc_stats *now
 {
 	if (mark->iterations >= 1) {
 		uint64_t fb = (now->fallbacks - now->small) - (mark->fallbacks - mark->small);
+		uint64_t occupied = now->occupied - mark->occupied;
 		if (now->unmatched != mark->unmatched) {
 			if (res->unmatched_iterations < STALLOC_REPLAY_NAMED)
 				res->unmatched_at[res->unmatched_iterations] = value;
 			res->unmatched_iterations++;
 		} else {
-			res->occupied_alone += now->occupied - mark->occupied;
+			res->occupied_alone += occupied;
 		}
 		res->steady_iterations++;
 		res->steady_fallbacks += fb;
-		res->steady_occupied += now->occupied - mark->occupied;
+		res->steady_occupied += occupied;
 		res->steady_unmatched += now->unmatched - mark->unmatched;
 		res->steady_nofit += now->dynamic_nofit - mark->dynamic_nofit;
 		if (fb > res->worst_fallbacks)

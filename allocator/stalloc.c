@@ -48,7 +48,6 @@ struct stalloc {
 	uint32_t *boot_slot;       /* boot position -> persistent slot, or BOOT_TEMP, BOOT_LATE_TEMP */
 	uint64_t *boot_place;      /* boot position -> the range planned for a BOOT_LATE_TEMP (plan 1.4),
 	                            * UINT64_MAX none; NULL when the plan places none */
-	uint32_t late_pos;         /* the boot position match_boot last called BOOT_LATE */
 	uint64_t slot_top;         /* end of the persistent slots' ranges (the bottom of the pool) */
 	uint64_t layout_top;       /* end of the plan's ranges; above it, the dynamic space */
 	int lend_free;             /* shapes vary: requests the plan does not serve take free
@@ -660,7 +659,7 @@ static void *drifted_slot(stalloc *a, uint32_t pos, uint64_t size, uint64_t alig
  * a request at a persistent request's position takes that request's slot;
  * any other is a temporary (or the iteration's), which never takes a slot
  * its owner will want. */
-static int match_boot(stalloc *a, uint64_t size, uint64_t align, void **out)
+static int match_boot(stalloc *a, uint64_t size, uint64_t align, void **out, uint32_t *late_pos)
 {
 	uint32_t pos, skipped;
 	int m = st_seq_match(&a->boot, size, a->hist, a->o.lookahead, a->o.resync_after, &pos, &skipped);
@@ -676,7 +675,7 @@ static int match_boot(stalloc *a, uint64_t size, uint64_t align, void **out)
 			                                              : "a temporary",
 			        m == ST_MISS ? a->boot.cursor : pos, a->boot.n);
 		if (m != ST_MISS && a->boot_slot[pos] == BOOT_LATE_TEMP) {
-			a->late_pos = pos;
+			*late_pos = pos;
 			return BOOT_LATE;
 		}
 		return BOOT_OTHER;
@@ -749,9 +748,9 @@ static void *take_early(stalloc *a, uint64_t size, uint64_t align)
 /* A start-up temporary that outlives start-up, at the range the plan gave
  * it (1.4: over the slots of persistent requests made after it is freed,
  * planner/startup.c), when that is free. */
-static void *take_placed(stalloc *a, uint64_t size, uint64_t align)
+static void *take_placed(stalloc *a, uint32_t pos, uint64_t size, uint64_t align)
 {
-	uint64_t off = a->boot_place && a->late_pos < a->boot.n ? a->boot_place[a->late_pos] : UINT64_MAX;
+	uint64_t off = a->boot_place ? a->boot_place[pos] : UINT64_MAX;
 	void *p = off == UINT64_MAX ? NULL : take(a, off, size, align, 0);
 	if (p && a->o.log)
 		fprintf(a->o.log, "  -> its planned range at offset %" PRIu64 "\n", off);
@@ -762,8 +761,9 @@ static void *match(stalloc *a, uint64_t size, uint64_t align)
 {
 	void *p = NULL;
 	int late = 0;
+	uint32_t late_pos = 0; /* with late: its start-up position */
 	if (a->boot.n && a->boot.cursor < a->boot.n) {
-		int m = match_boot(a, size, align, &p);
+		int m = match_boot(a, size, align, &p, &late_pos);
 		late = m == BOOT_LATE;
 		if (m == BOOT_SERVED)
 			return p;
@@ -786,7 +786,7 @@ static void *match(stalloc *a, uint64_t size, uint64_t align)
 	 * batch made before the loop's first step) */
 	if (a->boot.n && !late && (p = take_startup(a, size, align)) != NULL)
 		return p;
-	if (late && ((p = take_placed(a, size, align)) != NULL ||
+	if (late && ((p = take_placed(a, late_pos, size, align)) != NULL ||
 	             (p = take_same_size(a, &a->spare, size, size, align)) != NULL ||
 	             (p = take_early(a, size, align)) != NULL)) {
 		a->st.startup_hits++;
@@ -936,8 +936,8 @@ void stalloc_step(stalloc *a)
 	lock(a);
 	a->iter_armed = 1;
 	a->slots_due = 1;
-	/* a marker right after the sequence wrapped by itself starts nothing new */
 	a->outliving_at = 0;
+	/* a marker right after the sequence wrapped by itself starts nothing new */
 	if (a->iter.cursor != 0 || a->iter.misses) {
 		st_seq_restart(&a->iter);
 		a->st.iterations++;

@@ -79,7 +79,9 @@ static void print_advice(FILE *f, const stp_reqs *r, const stalloc_replay_result
 		       " requests) came in the first one\n                (start-up, lazily made state): nothing to change unless "
 		       "that peak matters\n",
 		       res->st.fallbacks - res->st.small);
-	if (res->steady_unmatched && !r->shapes_vary && res->unmatched_iterations < res->steady_iterations) {
+	/* requests the plan lacks in some steps only: steps unlike the others */
+	int unlike = res->steady_unmatched && !r->shapes_vary && res->unmatched_iterations < res->steady_iterations;
+	if (unlike) {
 		/* some steps unlike the rest: an evaluation every few steps, a checkpoint */
 		char its[96] = "";
 		size_t at = 0;
@@ -107,7 +109,6 @@ static void print_advice(FILE *f, const stp_reqs *r, const stalloc_replay_result
 		       "                steps so that the largest is among them; --min-size 4k or more keeps the many\n"
 		       "                small per-step tensors out of the plan\n");
 	/* in steps unlike the others (above), ranges found in use are theirs too */
-	int unlike = res->steady_unmatched && !r->shapes_vary && res->unmatched_iterations < res->steady_iterations;
 	if (unlike && res->steady_occupied > res->occupied_alone)
 		ADVISE("in those steps %" PRIu64 " more requests found their planned range still in use\n",
 		       res->steady_occupied - res->occupied_alone);

@@ -178,9 +178,7 @@ int stp_plan_build(const stp_reqs *r, const stp_plan_opts *o, stp_plan *p, char 
 		st->optimal = 1;
 	if (!rc) {
 		p->pool = pl_pool(&w, p->offset);
-		rc = pl_stack_pinned(r, &w, p->offset);
-		if (!rc)
-			rc = pl_place_startup(r, &w, p);
+		rc = pl_place_startup(r, &w, p);
 		if (!rc)
 			rc = pl_dynamic(r, &w, p);
 		if (!rc)

@@ -104,10 +104,9 @@ int pl_dynamic(const stp_reqs *r, const pl_work *w, stp_plan *p);
  * stats.dynamic_fit and stats.dynamic_fallback_peak. */
 int pl_dynamic_replay(const stp_reqs *r, stp_plan *p);
 /* startup.c: the pinned requests stacked anew at the bottom in the order
- * their objects arrive (persistent ones by start-up position, last on top);
+ * their objects arrive (persistent ones by start-up position, last on top),
  * then the start-up temporaries that outlive start-up placed over the slots
  * of persistent requests made after their free (p->startup_offset). */
-int pl_stack_pinned(const stp_reqs *r, const pl_work *w, uint64_t *off);
 int pl_place_startup(const stp_reqs *r, const pl_work *w, stp_plan *p);
 /* Requests placed already that a search must avoid: obstacle o occupies
  * [lo[o], hi[o]) over ticks [s[o], e[o]) of the working timeline. */

@@ -617,7 +617,6 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 				                w->stream->nobj) < 0)
 					goto oom;
 				w->stream->nobj++;
-				w->stream->outliving += in_folded;
 			}
 			if (!want_device && a->kind == STP_MEM_HOST && a->size < w->host_min_size)
 				continue;

@@ -3,7 +3,7 @@
  *
  * The pinned requests (persistent ones, spares, whole-period ones) sit at
  * the bottom of the pool, stacked in any order: every layout step stacks
- * them from offset 0 in the request list's order.  pl_stack_pinned stacks
+ * them from offset 0 in the request list's order.  pl_place_startup stacks
  * them anew in the order their objects arrive: the ones live from the
  * iteration's start first, then the persistent requests by their position
  * in the start-up sequence.  So the slots of the objects made last (an
@@ -11,7 +11,7 @@
  * after the first backward) form one range at the top of the pinned part,
  * idle until those arrive.
  *
- * pl_place_startup gives each start-up temporary that outlives start-up
+ * Then it gives each start-up temporary that outlives start-up
  * (made before the first iteration marker, freed in an iteration before
  * the planned one: DDP's first gradient bucket, freed when it rebuilds its
  * buckets) a range over the slots of the persistent requests that arrive
@@ -28,49 +28,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-typedef struct pin {
-	uint64_t key;  /* 0: live from the iteration's start; else 1 + start-up position */
-	uint32_t i;
-} pin;
-
-static int cmp_pin(const void *a, const void *b)
-{
-	const pin *x = a, *y = b;
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* The pinned requests in arrival order; *n gets how many (NULL: no memory). */
-static pin *pinned_by_arrival(const stp_reqs *r, const pl_work *w, size_t *n)
-{
-	pin *v = malloc((w->n + 1) * sizeof *v);
-	*n = 0;
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < w->n; i++)
-		if (w->kind[i] == PL_PINNED)
-			v[(*n)++] = (pin){(r->req[i].flags & STP_REQ_PERSISTENT) ? (uint64_t)r->req[i].ordinal + 1 : 0,
-			                  (uint32_t)i};
-	qsort(v, *n, sizeof *v, cmp_pin);
-	return v;
-}
-
-int pl_stack_pinned(const stp_reqs *r, const pl_work *w, uint64_t *off)
-{
-	size_t n;
-	pin *v = pinned_by_arrival(r, w, &n);
-	if (!v)
-		return -1;
-	uint64_t base = 0;
-	for (size_t k = 0; k < n; k++) {
-		off[v[k].i] = base;
-		base += w->size[v[k].i];
-	}
-	free(v);
-	return 0;
-}
 
 /* at most this many temporaries placed (each is checked against the others) */
 #define PLACE_MAX 4096
@@ -97,22 +54,18 @@ static uint64_t first_fit(const placed *pl, size_t n, uint64_t lo, uint64_t hi, 
 	return at + size <= hi ? at : UINT64_MAX;
 }
 
-int pl_place_startup(const stp_reqs *r, const pl_work *w, stp_plan *p)
+/* Places the start-up temporaries over the slots v (the pinned requests by
+ * arrival, n of them, stacked): fills p->startup_offset and p->nplaced. */
+static int place(const stp_reqs *r, const pl_work *w, const pl_kv *v, size_t n, stp_plan *p)
 {
-	p->startup_offset = NULL;
-	p->nplaced = 0;
-	if (!r->startup_until || !r->nstartup)
-		return 0;
-	size_t n;
-	pin *v = pinned_by_arrival(r, w, &n);
 	char *persistent = calloc(r->nstartup, 1);
 	placed *pl = malloc(PLACE_MAX * sizeof *pl);
 	int rc = -1;
-	if (!v || !persistent || !pl)
+	if (!persistent || !pl)
 		goto out;
 	for (size_t k = 0; k < n; k++)
-		if (v[k].key && v[k].key - 1 < r->nstartup)
-			persistent[v[k].key - 1] = 1;
+		if (v[k].k && v[k].k - 1 < r->nstartup)
+			persistent[v[k].k - 1] = 1;
 	size_t np = 0;
 	for (uint32_t i = 0; i < r->nstartup && np < PLACE_MAX; i++) {
 		uint32_t until = r->startup_until[i];
@@ -121,12 +74,12 @@ int pl_place_startup(const stp_reqs *r, const pl_work *w, stp_plan *p)
 		/* the slots of the persistent requests made from `until` on: the
 		 * top of the pinned part, they being stacked by arrival */
 		size_t k = n;
-		while (k > 0 && v[k - 1].key >= (uint64_t)until + 1)
+		while (k > 0 && v[k - 1].k >= (uint64_t)until + 1)
 			k--;
 		if (k == n)
 			continue;
 		uint64_t size = pl_align_up(STP_STARTUP_SIZE(r->startup[i]), p->align);
-		uint64_t at = first_fit(pl, np, p->offset[v[k].i], w->pinned_bytes, size, i, until);
+		uint64_t at = first_fit(pl, np, p->offset[v[k].v], w->pinned_bytes, size, i, until);
 		if (at == UINT64_MAX)
 			continue;
 		if (!p->startup_offset) {
@@ -142,8 +95,33 @@ int pl_place_startup(const stp_reqs *r, const pl_work *w, stp_plan *p)
 	p->nplaced = (uint32_t)np;
 	rc = 0;
 out:
-	free(v);
 	free(persistent);
 	free(pl);
+	return rc;
+}
+
+int pl_place_startup(const stp_reqs *r, const pl_work *w, stp_plan *p)
+{
+	/* the pinned requests in arrival order (key 0: live from the iteration's
+	 * start; else 1 + start-up position), stable: ties keep the list's order */
+	pl_kv *v = malloc((w->n + 1) * sizeof *v), *tmp = malloc((w->n + 1) * sizeof *tmp);
+	int rc = -1;
+	if (!v || !tmp)
+		goto out;
+	size_t n = 0;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->kind[i] == PL_PINNED)
+			v[n++] = (pl_kv){(r->req[i].flags & STP_REQ_PERSISTENT) ? (uint64_t)r->req[i].ordinal + 1 : 0,
+			                 (uint32_t)i};
+	pl_sort_kv(v, tmp, n);
+	uint64_t base = 0;
+	for (size_t k = 0; k < n; k++) {
+		p->offset[v[k].v] = base;
+		base += w->size[v[k].v];
+	}
+	rc = r->startup_until && r->nstartup ? place(r, w, v, n, p) : 0;
+out:
+	free(v);
+	free(tmp);
 	return rc;
 }

@@ -347,7 +347,6 @@ typedef struct stp_stream {
 	uint32_t nobj;                /* objects allocated */
 	uint32_t iterations;          /* ITER events */
 	uint32_t folded;              /* iterations the collector folded */
-	uint64_t outliving;           /* ALLOC_OUTLIVING events */
 } stp_stream;
 
 void stp_stream_free(stp_stream *s);

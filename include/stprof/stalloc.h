@@ -177,7 +177,8 @@ typedef struct stalloc_replay_result {
 	uint64_t small_peak;           /* their peak live bytes */
 	uint64_t total_peak;           /* max over time of pool + fallback reserved + those */
 	uint64_t iterations;           /* iterations seen (markers and wraps) */
-	uint64_t folded;               /* iterations folded by the collector, left out (stp_stream) */
+	uint64_t folded;               /* iterations folded by the collector (what outlives each replayed
+	                                * at the ranges it repeats: stp_stream) */
 	uint64_t steady_iterations;    /* the complete iterations after the first */
 	uint64_t steady_fallbacks;     /* requests of the plan's sizes served by the fallback in them */
 	uint64_t worst_fallbacks;      /* the most in one of them */
