@@ -145,7 +145,7 @@ int det_site_is_library(stp_det *d, uint32_t stack)
 const char *stp_det_expect_name(unsigned e)
 {
 	static const char *const n[] = {"", "across-iterations", "phases", "teardown", "library",
-	                                "caching-allocator", "off-peak", "set-up", "negligible"};
+	                                "caching-allocator", "off-peak", "set-up", "negligible", "minor"};
 	return e < STP_EXPECT_COUNT ? n[e] : "?";
 }
 
@@ -163,6 +163,8 @@ const char *stp_det_expect_text(unsigned e)
 		"would not lower the peak",
 		"before the loop began: set-up",
 		"under 1/1024 of its memory space's peak: too small to matter",
+		"an early allocation or idle gap wasting under 1/16 of what the same object's own finding wastes: "
+		"listed for that one",
 	};
 	return e < STP_EXPECT_COUNT ? n[e] : "?";
 }
