@@ -850,7 +850,14 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		in.until_ns = g->until_ns;
 		in.at_seq = g->at_seq;
 		in.until_seq = g->until_seq;
-		pend_add(d, STP_PAT_TEMP_IDLE, k ? g->why : sized(d, ob->space, ob->size, STP_EXPECT_NONE), g->waste, &in);
+		/* gaps in the forward of an object the backward reads later: it
+		 * stays allocated for the backward anyway (a residual's input
+		 * between its two uses, saved by the layer norm before it) */
+		stp_det_expect why = k ? (stp_det_expect)g->why
+		                     : det_kept_for_backward(d, g->until_seq, x->seq_last) ? STP_EXPECT_PHASES
+		                                                                            : sized(d, ob->space, ob->size,
+		                                                                                    STP_EXPECT_NONE);
+		pend_add(d, STP_PAT_TEMP_IDLE, why, g->waste, &in);
 	}
 	/* the last write, never read before the free */
 	int unread = freed && x->last_cs_write && x->unplaced_write == a->unplaced;

@@ -69,6 +69,14 @@ stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t fro
 	return STP_EXPECT_NONE;
 }
 
+int det_kept_for_backward(const stp_det *d, uint64_t gap_seq, uint64_t last_seq)
+{
+	if (!det_judge_usable(d) || det_ib_at(d, gap_seq) != det_ib_at(d, last_seq))
+		return 0;
+	int32_t a = det_phase_at(d, gap_seq), b = det_phase_at(d, last_seq);
+	return b >= 0 && a != b && d->phases[b].begin_seq > gap_seq && is_backward(d->phases[b].name);
+}
+
 int det_before_loop(const stp_det *d, uint64_t seq) { return det_judge_usable(d) && det_ib_at(d, seq) == 0; }
 
 int det_same_segment(const stp_det *d, uint64_t a_seq, uint64_t b_seq)

@@ -190,4 +190,41 @@ static inline void scenario_lagging(tg *g)
 	tg_api(g, STP_API_KERNEL, "kU", 0, NULL, 0);
 	tg_close(g);
 }
+
+/* "residual": 3 iterations with markers; in each forward, X (+0x1d0, 1 MiB)
+ * is written, read, idle for 4 kernels, read again (a residual's input
+ * around attention), and read by the backward (saved for it), then freed;
+ * Y (+0x1e0, 1 MiB) the same in the forward, but never read by the
+ * backward, freed at the forward's end.  Expected: X's idle gap kept apart
+ * (phases: it stays allocated for the backward anyway), Y's a finding. */
+static inline void scenario_residual(tg *g)
+{
+	uint32_t sx = tg_stack(g, 0x1d0, 0x900, 0), sy = tg_stack(g, 0x1e0, 0x900, 0);
+	const uint64_t X = 0xb000000, Y = 0xb100000;
+	stp_range wx = {X, 1 << 20, STP_ACCESS_WRITE}, rx = {X, 1 << 20, STP_ACCESS_READ};
+	stp_range wy = {Y, 1 << 20, STP_ACCESS_WRITE}, ry = {Y, 1 << 20, STP_ACCESS_READ};
+	for (int it = 0; it < 3; it++) {
+		tg_mark(g, STP_MARK_ITER_BEGIN, 0, it);
+		tg_mark(g, STP_MARK_PHASE_BEGIN, "forward", 0);
+		tg_alloc_k(g, X, 1 << 20, sx, STP_MEM_DEVICE, 0, 0);
+		tg_alloc_k(g, Y, 1 << 20, sy, STP_MEM_DEVICE, 0, 0);
+		tg_api(g, STP_API_KERNEL, "w", 0, &wx, 1);
+		tg_api(g, STP_API_KERNEL, "w", 0, &wy, 1);
+		tg_api(g, STP_API_KERNEL, "r", 0, &rx, 1);
+		tg_api(g, STP_API_KERNEL, "r", 0, &ry, 1);
+		for (int k = 0; k < 4; k++)
+			tg_api(g, STP_API_KERNEL, "attn", 0, NULL, 0);
+		tg_api(g, STP_API_KERNEL, "r", 0, &rx, 1);
+		tg_api(g, STP_API_KERNEL, "r", 0, &ry, 1);
+		tg_free_k(g, Y, 0, 0);
+		tg_mark(g, STP_MARK_PHASE_END, "forward", 0);
+		tg_mark(g, STP_MARK_PHASE_BEGIN, "backward", 0);
+		tg_api(g, STP_API_KERNEL, "bw", 0, NULL, 0);
+		tg_api(g, STP_API_KERNEL, "r", 0, &rx, 1);
+		tg_free_k(g, X, 0, 0);
+		tg_mark(g, STP_MARK_PHASE_END, "backward", 0);
+		tg_mark(g, STP_MARK_ITER_END, 0, it);
+	}
+	tg_close(g);
+}
 #endif

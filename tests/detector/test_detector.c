@@ -290,6 +290,32 @@ static void test_lagging(void)
 	remove(path);
 }
 
+/* An activation the backward reads: its idle gap in the forward is kept
+ * apart (it stays allocated for the backward anyway); one the backward
+ * does not read is a finding. */
+static void test_residual(void)
+{
+	const char *path = check_tmp("residual.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_residual(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	const stp_det_finding *f = finding(d, STP_PAT_TEMP_IDLE, 0x1e0);
+	CHECK(f && f->objects == 3 && f->max_distance == 5);
+	CHECK(finding(d, STP_PAT_TEMP_IDLE, 0x1d0) == NULL);
+	int apart = 0;
+	for (uint32_t i = 0; i < r->nexpected; i++)
+		apart += r->expected[i].pattern == STP_PAT_TEMP_IDLE && r->expected[i].expected == STP_EXPECT_PHASES &&
+		         &sites_of(d)[r->expected[i].site] == site_at(d, 0x1d0);
+	CHECK_EQ_I(apart, 1);
+	stp_det_free(d);
+	remove(path);
+}
+
 static void test_late_free(void)
 {
 	const char *path = check_tmp("late.stp");
@@ -547,6 +573,7 @@ int main(void)
 	test_streams();
 	test_adjacent();
 	test_lagging();
+	test_residual();
 	test_late_free();
 	test_wrappers();
 	test_kernel_dead_write();
