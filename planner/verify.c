@@ -340,6 +340,11 @@ static int verify_startup(const stp_reqs *r, const stp_plan *p, char *err, size_
 		if (o == STP_NO_OFFSET)
 			continue;
 		uint64_t size = pl_align_up(STP_STARTUP_SIZE(r->startup[i]), p->align), end = o + size;
+		if (end < o || end > p->pool) {
+			snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
+			         ") outside the pool of %" PRIu64 " bytes", i, size, o, p->pool);
+			goto out;
+		}
 		uint32_t until = r->startup_until ? r->startup_until[i] : i + 1;
 		if (until == UINT32_MAX || until <= i) {
 			snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
