@@ -486,10 +486,15 @@ static void test_verify_placed(void)
 	p.startup_offset[1] = good;
 	CHECK(stp_plan_verify(&r, &p, err, sizeof err) == 0);
 	r.startup_until = until;
-	/* past the persistent slots */
+	/* past the pool, then over the iteration's request's range */
 	p.startup_offset[1] = p.pool;
 	CHECK(stp_plan_verify(&r, &p, err, sizeof err) < 0);
+	CHECK(strstr(err, "outside the pool") != NULL);
+	p.startup_offset[1] = p.offset[0];
+	p.pool += 8192;
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) < 0);
 	CHECK(strstr(err, "lies in no persistent request's slot") != NULL);
+	p.pool -= 8192;
 	p.startup_offset[1] = good;
 	/* a second temporary placed over the same bytes while the first lives */
 	r.startup[0] = 8192 | STP_STARTUP_OUTLIVES;
