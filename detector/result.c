@@ -361,6 +361,13 @@ uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max)
 	return n;
 }
 
+int stp_det_site_library(stp_det *d, uint32_t site)
+{
+	if (site >= d->res.nsites || !d->rd)
+		return 0;
+	return det_site_is_library(d, d->spub[d->site_order[site]].stack);
+}
+
 uint32_t stp_det_site_frames(stp_det *d, uint32_t site, stp_det_frame *out, uint32_t max)
 {
 	if (site >= d->res.nsites || !d->rd || !max)
@@ -460,41 +467,67 @@ const char *stp_det_site_no_line(stp_det *d, uint32_t site)
 	return "no frame of the program in its path (all of it the runtime's, the driver's or a library's)";
 }
 
-/* The index of the user's line in a raw path (n when none). */
+/* The index of the user's frame in a path with inlined calls apart: its
+ * Python line, else (a native program) its first frame of its own, as the
+ * folded view picks it (n when none). */
 static uint32_t user_index(const stp_det_frame *f, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (det_frame_is_user_python(&f[i]))
+			return i;
+	for (uint32_t i = 0; i < n; i++)
+		if (STP_IS_PYFRAME(f[i].ip))
+			return n; /* Python, none of it the user's */
+	for (uint32_t i = 0; i < n; i++)
+		if (stp_det_frame_is_user(&f[i]))
 			return i;
 	return n;
 }
 
 static int same_frame(const stp_det_frame *a, const stp_det_frame *b)
 {
-	if (a->ip == b->ip)
+	if (a->ip == b->ip && (a->function == b->function || (a->function && b->function && !strcmp(a->function, b->function))))
 		return 1;
 	char x[512], y[512];
 	return !strcmp(stp_det_frame_text(a, x, sizeof x), stp_det_frame_text(b, y, sizeof y));
+}
+
+/* A frame inside the CUDA driver, runtime, sanitizer or CUPTI: where two
+ * paths of a native program part there, the program cannot tell (a
+ * driver's internal path), and naming it would show the frames the folded
+ * view hides from CUDA programs. */
+static int cuda_internal(const stp_det_frame *f)
+{
+	if (STP_IS_PYFRAME(f->ip) || !f->module)
+		return 0;
+	const char *b = strrchr(f->module, '/');
+	b = b ? b + 1 : f->module;
+	return !strncmp(b, "libcuda.so", 10) || !strncmp(b, "libcudart", 9) || !strncmp(b, "libsanitizer", 12) ||
+	       !strncmp(b, "libcupti", 8) || (f->file && !strcmp(strrchr(f->file, '/') ? strrchr(f->file, '/') + 1 : f->file,
+	                                                           "cuda_runtime.h"));
 }
 
 int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_frame *out)
 {
 	if (site >= d->res.nsites || other >= d->res.nsites || !d->rd)
 		return 0;
-	stp_det_frame a[96], b[96];
-	uint32_t na = raw_frames(d, d->spub[d->site_order[site]].stack, a, 96);
-	uint32_t nb = raw_frames(d, d->spub[d->site_order[other]].stack, b, 96);
+	stp_det_frame ra[96], rb[96], a[128], b[128];
+	uint32_t na = raw_frames(d, d->spub[d->site_order[site]].stack, ra, 96);
+	uint32_t nb = raw_frames(d, d->spub[d->site_order[other]].stack, rb, 96);
+	na = expand_inline(d, ra, 0, na, a, 128);
+	nb = expand_inline(d, rb, 0, nb, b, 128);
 	uint32_t ua = user_index(a, na), ub = user_index(b, nb);
+	int native = ua < na && !STP_IS_PYFRAME(a[ua].ip);
 	if (ua == na || ub == nb) /* no user line: from the innermost frame */
 		ua = ub = 0;
 	/* inward from the user's line (the library lines it went through),
 	 * then outward (its callers) */
 	int found = 0;
 	for (uint32_t k = 1; k <= ua && k <= ub && !found; k++)
-		if (!same_frame(&a[ua - k], &b[ub - k]))
+		if (!same_frame(&a[ua - k], &b[ub - k]) && !(native && cuda_internal(&a[ua - k])))
 			*out = a[ua - k], found = 1;
 	for (uint32_t k = 1; ua + k < na && ub + k < nb && !found; k++)
-		if (!same_frame(&a[ua + k], &b[ub + k]))
+		if (!same_frame(&a[ua + k], &b[ub + k]) && !(native && cuda_internal(&a[ua + k])))
 			*out = a[ua + k], found = 1;
 	if (found && out->function && !STP_IS_PYFRAME(out->ip) && !d->opt.all_frames) {
 		char t[512];

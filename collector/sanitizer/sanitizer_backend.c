@@ -237,13 +237,21 @@ static szctx *ctx_of(CUcontext ctx, int32_t device)
 	return c;
 }
 
-/* The call path of a callback: the frames inside the sanitizer library,
- * the driver and the runtime left out, so that it starts at the caller of
- * the CUDA API (the program's line), as the CUPTI backend's paths do.  With
- * python (allocations only: a Python walk per launch would cost too much),
- * a Python program's line completes it. */
-static const char *const cuda_libs[] = {"libsanitizer-public.so", "libcuda.so", "libcudart.so"};
-static stc_modset libs = {.prefix = cuda_libs, .n = 3};
+/* The call path of a callback: the frames inside the sanitizer's
+ * libraries (libsanitizer-public.so and the libsanitizer-*.so it may hand
+ * callbacks through), the driver, its debugger back end and the runtime
+ * left out, so that it starts at the caller of the CUDA API (the program's
+ * line), as the CUPTI backend's paths do.  Everything up to the outermost
+ * of their frames goes, not only a leading run of them: a callback may
+ * come through code of no module the set names (a thunk the driver or the
+ * sanitizer made at run time), and the frames past it would otherwise keep
+ * the driver's and the sanitizer's; the program never runs between two of
+ * a CUDA call's driver frames (no CUDA call may be made from a callback of
+ * the driver's).  With python (allocations only: a Python walk per launch
+ * would cost too much), a Python program's line completes it. */
+static const char *const cuda_libs[] = {"libsanitizer", "libcuda.so", "libcudadebugger.so", "libcudart.so"};
+#define N_CUDA_LIBS (sizeof cuda_libs / sizeof cuda_libs[0])
+static stc_modset libs = {.prefix = cuda_libs, .n = N_CUDA_LIBS};
 
 static __attribute__((noinline)) uint32_t call_path(int python)
 {
@@ -253,7 +261,13 @@ static __attribute__((noinline)) uint32_t call_path(int python)
 		return 0;
 	stc_modset_scan(&libs);
 	uint32_t d = stc_unwind(ips, walk);
-	uint32_t first = stc_modset_skip(&libs, 3, ips, d);
+	uint32_t first = 0;
+	for (uint32_t i = 0; i < d; i++)
+		for (unsigned m = 0; m < N_CUDA_LIBS; m++)
+			if (stc_modset_has(&libs, m, ips[i])) {
+				first = i + 1;
+				break;
+			}
 	d -= first;
 	if (d > want)
 		d = want;

@@ -278,7 +278,8 @@ static void sites_plot(stp_det *d, const stp_det_result *r, const stp_report_opt
 		fprintf(f, "<tr data-stp-site=%u><td class=n>%u</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td>"
 		           "<td>%s</td><td>",
 		        i, i + 1, rf_bytes(s->peak_bytes, b, 32), rf_count(s->peak_objects, b + 32, 32),
-		        rf_count(s->allocs, t, 64), stp_det_class_name(s->dominant));
+		        rf_count(s->allocs, t, 64),
+		        stp_det_site_library(d, i) ? "library (its own buffer)" : stp_det_class_name(s->dominant));
 		path_html(d, f, i, o->frames);
 		fputs("</td></tr>\n", f);
 	}

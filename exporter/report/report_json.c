@@ -334,6 +334,7 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		const stp_det_site *s = &site;
 		fprintf(f, "%s\n{\"id\":%u,\"stack\":%u,\"kind\":\"%s\",\"class\":\"%s\",", first ? "" : ",", i, s->stack,
 		        stp_mem_kind_name(s->kind), stp_det_class_name(s->dominant));
+		fprintf(f, "\"library\":%s,", stp_det_site_library(d, i) ? "true" : "false");
 		u64(f, "allocs", s->allocs, 1);
 		u64(f, "frees", s->frees, 1);
 		u64(f, "bytes_allocated", s->bytes_allocated, 1);

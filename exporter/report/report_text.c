@@ -318,8 +318,15 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 		return;
 	char b[4][64], sp[32];
 	fprintf(f, "Top call sites by bytes live at the peak (%s)\n", rf_space(&r->spaces[r->primary], sp, sizeof sp));
+	/* the wrappers named are those a user can act on: the framework's
+	 * (a CUDA runtime linked into the program, the driver's, the
+	 * sanitizer's) are folded out of every path anyway, and the header
+	 * would show them after all */
 	stp_det_frame w[8];
-	uint32_t nw = stp_det_wrappers(d, w, 8);
+	uint32_t nall = stp_det_wrappers(d, w, 8), nw = 0;
+	for (uint32_t i = 0; i < nall; i++)
+		if (!stp_det_frame_hidden(d, w[i].ip))
+			w[nw++] = w[i];
 	if (nw) {
 		char t[512];
 		fprintf(f, "  (paths are shown below the allocation wrapper%s these sites go through: ", nw > 1 ? "s" : "");
@@ -340,7 +347,8 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 			break;
 		rows++;
 	}
-	unsigned shown = 0;
+	unsigned shown = 0, nlib = 0;
+	uint64_t lib_bytes = 0;
 	for (uint32_t i = 0; i < r->nsites && shown < o->top; i++) {
 		stp_det_site site;
 		stp_det_site_get(d, i, &site);
@@ -348,14 +356,24 @@ static void section_sites(stp_det *d, const stp_det_result *r, const stp_report_
 		if (!s->peak_bytes && shown)
 			break;
 		shown++;
+		/* a library's own buffer (cuBLAS's workspace) is not the
+		 * program's: said in the class column, counted below */
+		int lib = stp_det_site_library(d, i);
+		nlib += lib;
+		lib_bytes += lib ? s->peak_bytes : 0;
 		fprintf(f, "  %2u %11s %8s %9s %16s  %s\n", shown, rf_bytes(s->peak_bytes, b[0], 64),
 		        rf_count(s->peak_objects, b[1], 64), rf_count(s->allocs, b[2], 64),
-		        rf_bytes(s->bytes_allocated, b[3], 64), stp_det_class_name(s->dominant));
+		        rf_bytes(s->bytes_allocated, b[3], 64), lib ? "library" : stp_det_class_name(s->dominant));
 		print_path(d, f, i, o->frames, "      ", 0, rows);
 	}
 	if (r->nsites > shown)
 		fprintf(f, "  (%u more call sites; --top N shows more, --group function|line|module sums them)\n",
 		        r->nsites - shown);
+	if (nlib)
+		fprintf(f, "  (%u of these sites, %s at the peak, are a library's own buffers, not the program's: cuBLAS's\n"
+		           "   or cuDNN's workspaces and the like, made at the line whose call first needed them (one per\n"
+		           "   thread and stream) and kept by the library for the process)\n",
+		        nlib, rf_bytes(lib_bytes, b[0], 64));
 	report_text_no_line(d, r, rows, f, "  ");
 	fputc('\n', f);
 }

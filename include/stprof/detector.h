@@ -563,6 +563,12 @@ int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_f
  * of 5 or more sites), e.g. a program's own tensor_alloc <- xmalloc.
  * Returns how many (<= max). */
 uint32_t stp_det_wrappers(stp_det *d, stp_det_frame *out, uint32_t max);
+/* 1 when a site's objects are a library's own buffers, not the program's
+ * tensors: its path goes through a CUDA library (cuBLAS, cuDNN, NCCL ...)
+ * or a function naming a workspace or a BLAS handle (PyTorch's cuBLAS and
+ * cuBLASLt workspaces, made at the first matmul of each thread and stream
+ * and kept for the process).  The report shows them apart. */
+int stp_det_site_library(stp_det *d, uint32_t site);
 /* One line for a frame: "func (file:line)", "func (module+0xoff)" or
  * "module+0xoff". */
 const char *stp_det_frame_text(const stp_det_frame *f, char *buf, size_t len);

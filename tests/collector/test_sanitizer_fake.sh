@@ -146,7 +146,14 @@ got = [(f['pattern'], f['worst']['addr']) for f in d['findings']]
 assert got == [('unused-allocation', objs['mine'])], got
 apart = [(f['pattern'], f['expected'], f['objects']) for f in d['expected']]
 assert apart == [('unused-allocation', 'library', 1)], apart
+lib = [(s['library'], s['peak_bytes']) for s in d['sites'] if s['peak_bytes']]
+assert lib == [(True, 32 << 20), (False, 32 << 20), (False, 1 << 20)], lib
 PY
+# the call sites table says which row is the library's, and how much
+"$STPROF" report -n 5 l.stp | sed -n '/^Top call sites/,/^$/p' >l.txt
+grep -q "^   1    32.0 MiB .* library$" l.txt && grep -q "^   2    32.0 MiB .* unclassified$" l.txt &&
+	grep -q "^  (1 of these sites, 32.0 MiB at the peak, are a library's own buffers" l.txt ||
+	fail "the workspace's row: $(cat l.txt)"
 
 # 20,000 launches over 2,000 objects, no synchronization until the end
 "$STPROF" record --accesses=exact -q -o m.stp -- "$PROG" many 20000 >m.out || fail "record many"

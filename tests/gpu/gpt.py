@@ -4,7 +4,9 @@
 iteration's loss and writes the loop's time and torch.cuda's peaks to
 STATS.json.  The environment adds what training runs often use:
 GPT_AMP=1 bf16 autocast, GPT_CKPT=1 activation checkpointing of every other
-block, GPT_MICRO=N micro-batches per step (gradients accumulated)."""
+block, GPT_MICRO=N micro-batches per step (gradients accumulated);
+GPT_DEVICE=cpu runs it on the CPU (tests/python/test_gpt_lines.sh), with
+bf16 autocast on the CPU and no torch.cuda figures."""
 import json, os, sys, time, torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -13,6 +15,7 @@ torch.manual_seed(0)
 V, D, H, L, S, B = 2048, 256, 4, 4, 128, 16
 AMP, CKPT = os.environ.get("GPT_AMP") == "1", os.environ.get("GPT_CKPT") == "1"
 MICRO = int(os.environ.get("GPT_MICRO", "1"))
+DEV = os.environ.get("GPT_DEVICE", "cuda")
 
 class Block(nn.Module):
     def __init__(self):
@@ -42,16 +45,16 @@ class GPT(nn.Module):
             x = checkpoint(blk, x, use_reentrant=False) if CKPT and i % 2 else blk(x)
         return self.head(self.ln(x))
 
-model = GPT().cuda()
+model = GPT().to(DEV)
 opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
 ITERS = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-data = torch.randint(0, V, (ITERS, B, S + 1), device="cuda")
-torch.cuda.synchronize()
+data = torch.randint(0, V, (ITERS, B, S + 1), device=DEV)
+torch.cuda.synchronize() if DEV == "cuda" else None
 t0 = time.perf_counter()
 for it in range(ITERS):
     x, y = data[it, :, :-1], data[it, :, 1:]
     for mb in range(MICRO):
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=AMP):
+        with torch.autocast(DEV, dtype=torch.bfloat16, enabled=AMP):
             logits = model(x)
         loss = F.cross_entropy(logits.float().view(-1, V), y.reshape(-1))
         if MICRO > 1:
@@ -61,7 +64,7 @@ for it in range(ITERS):
         loss.backward()
     opt.step()
     print(f"iter {it} loss {loss.item():.6f}")
-torch.cuda.synchronize()
+torch.cuda.synchronize() if DEV == "cuda" else None
 loop = time.perf_counter() - t0
 st = {"loop_s": loop}
 for k, f in (("max_allocated", torch.cuda.max_memory_allocated), ("max_reserved", torch.cuda.max_memory_reserved)):
