@@ -992,6 +992,9 @@ void stalloc_stats_print(FILE *f, const stalloc_stats *s)
 	if (s->small_uncounted)
 		fprintf(f, "stalloc: below the plan's min size (%s): passed to glibc, not planned (not counted)\n",
 		        human(s->min_size, b1, sizeof b1));
+	else if (!s->min_size) /* only requests of 0 bytes (empty tensors) are below it */
+		fprintf(f, "stalloc: zero-byte requests (empty tensors and the like): %" PRIu64 ", not planned%s\n",
+		        s->small + s->small_passed, s->small_passed ? " (the program's own allocator served them)" : "");
 	else
 		fprintf(f, "stalloc: below the plan's min size (%s): %" PRIu64 " requests, not planned%s\n",
 		        human(s->min_size, b1, sizeof b1), s->small + s->small_passed,

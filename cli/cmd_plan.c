@@ -170,8 +170,9 @@ static int verify_file(const char *path, int quiet)
 	if (rc < 0)
 		stprof_err("%s: INVALID: %s", path, err);
 	else if (!quiet)
-		printf("%s: valid: %zu requests, pool %" PRIu64 " bytes, no two overlap in time and address\n", path, r.n,
-		       p.pool);
+		printf("%s: valid: %zu requests, pool %" PRIu64 " bytes, no two overlap in time and address%s\n", path,
+		       r.n, p.pool,
+		       p.nplaced ? "; its start-up placements lie over slots of persistent requests made after them" : "");
 	stp_plan_free(&p);
 	stp_reqs_free(&r);
 	return rc < 0 ? 1 : 0;
@@ -617,7 +618,8 @@ static int plan_input(const char *in, const char *csv, const char *out, stp_plan
 			           "                the search, half the budget, at least %g; --greedy runs it\n"
 			           "                to the end)\n",
 			        glimit, GREEDY_MIN_SECONDS);
-		fprintf(f, "verified:       no two requests overlap in time and address\n");
+		fprintf(f, "verified:       no two requests overlap in time and address%s\n",
+		        p.nplaced ? ";\n                each placed start-up temporary over slots idle while it lives" : "");
 		if (replayed) {
 			plan_check_print_min(f, &minc);
 			plan_check_print(f, &r, &p, &rep);

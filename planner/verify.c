@@ -10,6 +10,14 @@
  * enough for every pair, since the live set stays disjoint.  Then every
  * dynamic group's intervals are checked against the static requests live
  * during the group's range.  O(n log n) plus O(groups x n) for the groups.
+ *
+ * Start-up placements (plans 1.4, planner/startup.c): each placed
+ * temporary's range must be covered by slots of persistent requests made
+ * after it is freed (their ordinal at or past its startup_until; from a
+ * plan file, which keeps no free position, made after it was made), and
+ * two placed temporaries may share bytes only when the first is freed
+ * before the second is made (known only with a trace's startup_until).
+ * O(p log n + p^2) for p placements.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -301,6 +309,94 @@ out:
 	return rc;
 }
 
+typedef struct pslot {
+	uint64_t off, end;
+	uint32_t ordinal, req;
+} pslot;
+
+static int pslot_cmp(const void *a, const void *b)
+{
+	const pslot *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int verify_startup(const stp_reqs *r, const stp_plan *p, char *err, size_t errlen)
+{
+	size_t n = r->n, ns = 0;
+	pslot *sl = malloc((n + 1) * sizeof *sl);
+	if (!sl) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((r->req[i].flags & STP_REQ_PERSISTENT) && p->offset[i] != STP_NO_OFFSET)
+			sl[ns++] = (pslot){p->offset[i], p->offset[i] + asize(r, p, (uint32_t)i), r->req[i].ordinal,
+			                   (uint32_t)i};
+	qsort(sl, ns, sizeof *sl, pslot_cmp);
+	int rc = -1;
+	char a[256];
+	for (uint32_t i = 0; i < r->nstartup; i++) {
+		uint64_t o = p->startup_offset[i];
+		if (o == STP_NO_OFFSET)
+			continue;
+		uint64_t size = pl_align_up(STP_STARTUP_SIZE(r->startup[i]), p->align), end = o + size;
+		if (end < o || end > p->pool) {
+			snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
+			         ") outside the pool of %" PRIu64 " bytes", i, size, o, p->pool);
+			goto out;
+		}
+		uint32_t until = r->startup_until ? r->startup_until[i] : i + 1;
+		if (until == UINT32_MAX || until <= i) {
+			snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
+			         ") is placed but not freed after it is made", i, size, o);
+			goto out;
+		}
+		/* walk the slots that cover [o, end): persistent slots never overlap */
+		for (uint64_t at = o; at < end;) {
+			size_t lo = 0, hi = ns; /* the last slot starting at or below at */
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (sl[mid].off <= at)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (!lo || sl[lo - 1].end <= at) {
+				snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
+				         "): byte %" PRIu64 " lies in no persistent request's slot", i, size, o, at);
+				goto out;
+			}
+			const pslot *s = &sl[lo - 1];
+			if (s->ordinal < until) {
+				describe(r, p, s->req, a, sizeof a);
+				snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
+				         ", %s %u) over the slot of %s, made before that", i, size, o,
+				         r->startup_until ? "freed before position" : "made at position",
+				         r->startup_until ? until : i, a);
+				goto out;
+			}
+			at = s->end;
+		}
+		if (!r->startup_until)
+			continue;
+		for (uint32_t j = 0; j < i; j++) { /* placed earlier, still live when i is made */
+			uint64_t oj = p->startup_offset[j];
+			if (oj == STP_NO_OFFSET || r->startup_until[j] <= i)
+				continue;
+			uint64_t ej = oj + pl_align_up(STP_STARTUP_SIZE(r->startup[j]), p->align);
+			if (oj < end && o < ej) {
+				snprintf(err, errlen, "start-up temporaries at positions %u and %u overlap (offsets %" PRIu64
+				         " and %" PRIu64 ") while both live", j, i, oj, o);
+				goto out;
+			}
+		}
+	}
+	rc = 0;
+out:
+	free(sl);
+	return rc;
+}
+
 int stp_plan_verify(const stp_reqs *r, const stp_plan *p, char *err, size_t errlen)
 {
 	size_t n = r->n;
@@ -393,6 +489,8 @@ int stp_plan_verify(const stp_reqs *r, const stp_plan *p, char *err, size_t errl
 	}
 	/* dynamic groups: their intervals must be idle over the group's range */
 	if (p->ngroups && verify_groups(r, p, err, errlen) < 0)
+		goto out;
+	if (p->nplaced && p->startup_offset && verify_startup(r, p, err, errlen) < 0)
 		goto out;
 	rc = 0;
 out:

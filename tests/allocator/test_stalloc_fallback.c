@@ -17,7 +17,9 @@
  *     middle of one of its blocks) are refused by stalloc_free and
  *     stalloc_owns, and leave its blocks alone;
  *   - the statistics add up at the end: every block freed, nothing live,
- *     and the threads that made requests counted.
+ *     and the threads that made requests counted; a request of 0 bytes
+ *     (an empty tensor), the only kind below a plan's minimum of 0 B, is
+ *     named as such in the printed statistics.
  */
 #include <pthread.h>
 
@@ -242,6 +244,23 @@ int main(void)
 	CHECK(st.foreign_frees >= 4);
 	CHECK(st.peak_reserved >= st.peak_allocated);
 	CHECK_EQ_U(st.threads, THREADS + 1); /* the workers and main's test_foreign */
+	/* a zero-byte request: not planned, and called what it is */
+	void *z = stalloc_alloc(A, 0, 16);
+	if (z)
+		CHECK(stalloc_free(A, z) == 1);
+	stalloc_stats_get(A, &st);
+	CHECK_EQ_U(st.min_size, 0);
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *mf = open_memstream(&text, &tlen);
+	CHECK(mf != NULL);
+	if (mf) {
+		stalloc_stats_print(mf, &st);
+		fclose(mf);
+		CHECK(strstr(text, "\nstalloc: zero-byte requests (empty tensors and the like): 1, not planned") != NULL);
+		CHECK(strstr(text, "below the plan's min size") == NULL);
+		free(text);
+	}
 	if (check_failures_)
 		stalloc_stats_print(stderr, &st);
 	stalloc_destroy(A);

@@ -462,6 +462,67 @@ static void test_plan_file_placed(void)
 	stp_reqs_free(&r);
 }
 
+/* the verifier checks start-up placements: over slots of persistent
+ * requests made after the temporary is freed, clear of each other */
+static void test_verify_placed(void)
+{
+	stp_reqs r;
+	stp_plan p;
+	char err[512];
+	placed_plan(&r, &p);
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) == 0);
+	/* over the slot of request 1 (ordinal 0: made before the temporary is
+	 * freed, at position 2) */
+	uint64_t good = p.startup_offset[1];
+	p.startup_offset[1] = p.offset[1];
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) < 0);
+	CHECK(strstr(err, "start-up temporary at position 1") && strstr(err, "freed before position 2") &&
+	      strstr(err, "made before that"));
+	/* without the trace's free positions (a plan file): made before it */
+	uint32_t *until = r.startup_until;
+	r.startup_until = NULL;
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) < 0);
+	CHECK(strstr(err, "made at position 1") != NULL);
+	p.startup_offset[1] = good;
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) == 0);
+	r.startup_until = until;
+	/* past the pool, then over the iteration's request's range */
+	p.startup_offset[1] = p.pool;
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) < 0);
+	CHECK(strstr(err, "outside the pool") != NULL);
+	p.startup_offset[1] = p.offset[0];
+	p.pool += 8192;
+	CHECK(stp_plan_verify(&r, &p, err, sizeof err) < 0);
+	CHECK(strstr(err, "lies in no persistent request's slot") != NULL);
+	p.pool -= 8192;
+	p.startup_offset[1] = good;
+	/* a second temporary placed over the same bytes while the first lives */
+	r.startup[0] = 8192 | STP_STARTUP_OUTLIVES;
+	r.req[1].ordinal = 3; /* the 64 KiB one now arrives last */
+	CHECK(stp_reqs_add_startup(&r, 65536 | STP_STARTUP_OUTLIVES) == 0);
+	uint32_t *u = realloc(r.startup_until, 4 * sizeof *u);
+	CHECK(u != NULL);
+	if (u) {
+		r.startup_until = u;
+		u[0] = 2;
+		u[3] = UINT32_MAX;
+		uint64_t *so = realloc(p.startup_offset, 4 * sizeof *so);
+		CHECK(so != NULL);
+		if (so) {
+			p.startup_offset = so;
+			so[0] = so[1] = good;
+			so[3] = STP_NO_OFFSET;
+			p.nplaced = 2;
+			CHECK(stp_plan_verify(&r, &p, err, sizeof err) < 0);
+			CHECK(strstr(err, "positions 0 and 1 overlap") != NULL);
+			u[0] = 1; /* freed before the second is made: they may share */
+			CHECK(stp_plan_verify(&r, &p, err, sizeof err) == 0);
+		}
+	}
+	stp_plan_free(&p);
+	stp_reqs_free(&r);
+}
+
 static void test_csv(void)
 {
 	const char *good = "id,lower,upper,size\n0,0,10,5\n1,5,15,5\r\n\n2,10,20,10\n";
@@ -519,6 +580,7 @@ int main(void)
 	test_generator();
 	test_plan_file();
 	test_plan_file_placed();
+	test_verify_placed();
 	test_csv();
 	return check_done();
 }
