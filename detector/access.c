@@ -20,8 +20,11 @@
  * with the levels beside them.
  *
  * Patterns per object, at the end of its life (thresholds in the options):
- *   early allocation   levels strictly between allocation and first access
- *                      >= early_min_apis; waste = size x (first access - alloc)
+ *   early allocation   levels strictly between allocation and first access,
+ *                      and APIs between in invocation order, >= early_min_apis
+ *                      (2: one kernel between is an op's own order);
+ *                      waste = size x (first access - the allocation's time
+ *                      on the device: after the APIs launched before it)
  *   late deallocation  levels strictly between last access and free
  *                      >= late_min_apis, and, when the trace has trusted
  *                      iterations (judge.c), a phase boundary between them
@@ -32,8 +35,11 @@
  *                      it sooner would not lower the peak);
  *                      waste = size x (free - last access end)
  *   unused allocation  no access at all; waste = size x lifetime
- *   temporary idleness levels strictly between two consecutive accesses
- *                      >= idle_min_apis; waste = size x the idle times
+ *   temporary idleness levels strictly between two consecutive accesses,
+ *                      and APIs between in invocation order, >= idle_min_apis;
+ *                      waste = size x the idle times
+ *   An early allocation or temporary idleness wasting under 1/16 of another
+ *   actionable instance of the same object is kept apart (minor).
  *   dead write         a copy, set or kernel writes it (no read) and the
  *                      access before was also a copy, set or kernel that
  *                      only wrote it, or it is freed with such a write
@@ -97,6 +103,7 @@ typedef struct acc_obj {
 	uint64_t api_alloc, api_first, api_last, api_write; /* API ordinals */
 	uint64_t seq_first, seq_last, seq_write;
 	uint64_t first_ns, last_end_ns, last_write_ns;
+	uint64_t alloc_dev_ns;  /* when it took effect on the device (det_access_alloc) */
 	uint64_t unplaced_alloc, unplaced_write; /* a->unplaced then */
 	uint64_t cover;        /* 64ths of the object any range touched */
 	uint64_t api_cover;    /* ... this API's ranges */
@@ -125,6 +132,12 @@ typedef struct acc_rec {     /* an accessed object, for redundant allocation */
 	uint8_t cached;          /* a caching allocator's tensor (pool 1) */
 } acc_rec;
 
+typedef struct acc_pend {   /* an object's instance, held until its others are known */
+	stp_det_instance in;
+	double waste;
+	uint8_t pat, why;
+} acc_pend;
+
 typedef struct acc_late {    /* a late deallocation waiting for the iterations' peaks */
 	stp_det_instance in;
 	double waste;
@@ -138,6 +151,7 @@ struct det_access {
 	uint32_t rng;
 	uint32_t stamp;
 	uint64_t max_level;
+	uint64_t end_max;        /* the latest end of an API so far (device time when timed there) */
 	uint64_t napi;           /* API events so far: the ordinal of the last */
 	uint64_t unplaced;       /* API events with an UNPLACED range so far */
 	uint64_t nkernel, nop, nother; /* API events by kind (the distances' unit) */
@@ -153,6 +167,8 @@ struct det_access {
 	uint64_t nrec, rec_cap;
 	acc_late *late;          /* late deallocations judged at the end (the peaks) */
 	uint64_t nlate, late_cap;
+	acc_pend pend[8];        /* the ending object's instances (det_access_end_obj) */
+	uint32_t npend;
 	uint32_t (*freq)[64];    /* per 64th of an object, the APIs that touched it */
 	uint32_t nfreq, freq_cap, freq_free; /* freq_free: 1 + a released one, chained through [0] */
 };
@@ -354,8 +370,15 @@ int det_access_alloc(stp_det *d, uint32_t slot, const stp_event *ev)
 	a->rng ^= a->rng << 13;
 	a->rng ^= a->rng >> 17;
 	a->rng ^= a->rng << 5;
+	/* an allocation takes effect on the device once the work launched
+	 * before it is done (a caching allocator hands out blocks that
+	 * queued kernels may still use): with kernels timed on the device,
+	 * running behind the host, the host's time of the allocation would
+	 * count that lag as early allocation */
+	uint64_t at = d->objs[slot].alloc_ns;
 	a->o[slot] = (acc_obj){.left = NIL, .right = NIL, .prio = a->rng, .stamp = 0, .lvl_alloc = lvl,
-	                       .lvl_write = lvl, .api_alloc = a->napi, .unplaced_alloc = a->unplaced};
+	                       .lvl_write = lvl, .api_alloc = a->napi, .unplaced_alloc = a->unplaced,
+	                       .alloc_dev_ns = a->end_max > at ? a->end_max : at};
 	a->root = t_insert(d, a->root, slot);
 	return 0;
 }
@@ -457,6 +480,7 @@ int det_access_api(stp_det *d, const stp_event *ev)
 	if (api->kind == STP_API_SYNC)
 		return 0; /* a wait, not work: no vertex, not counted */
 	a->napi++;
+	a->end_max = max64(a->end_max, end_ns);
 	if (api->kind == STP_API_KERNEL)
 		a->nkernel++;
 	else if (api->kind == STP_API_OP)
@@ -507,12 +531,14 @@ int det_access_api(stp_det *d, const stp_event *ev)
 			x->first_ns = ns;
 		} else {
 			uint64_t gap = lvl > x->lvl_last ? lvl - x->lvl_last - 1 : 0;
-			/* idle: levels apart (DrGPUM's), and some API really ran in
-			 * between (levels of two streams can differ with nothing between) */
-			if (gap >= d->opt.idle_min_apis && gap > 0 && a->napi - x->api_last > 1) {
+			uint64_t apis = a->napi - x->api_last - 1;
+			/* idle: levels apart (DrGPUM's), and as many APIs really ran in
+			 * between in invocation order (levels of two streams can differ
+			 * with nothing between; allocations and frees are levels too,
+			 * and one kernel between two uses is no gap to offload in) */
+			if (gap >= d->opt.idle_min_apis && gap > 0 && apis >= d->opt.idle_min_apis && apis > 0) {
 				uint8_t why = (uint8_t)det_judge_idle(d, ob->alloc_seq, x->seq_last, ev->seq);
 				acc_idle *g = &x->idle[why != STP_EXPECT_NONE];
-				uint64_t apis = a->napi - x->api_last - 1;
 				g->count++;
 				g->waste += (double)ob->size * (double)(ns > x->last_end_ns ? ns - x->last_end_ns : 0);
 				if (apis >= g->max_apis) {
@@ -593,6 +619,42 @@ static void whole_life(stp_det_instance *in, const det_obj *ob, uint64_t ns)
 }
 
 /* Overallocation: the touched 64ths, the untouched run, DrGPUM's rule. */
+/* An instance of the ending object, held until its others are known. */
+static void pend_add(stp_det *d, stp_det_pattern pat, stp_det_expect why, double waste, const stp_det_instance *in)
+{
+	struct det_access *a = d->acc;
+	if (a->npend < sizeof a->pend / sizeof a->pend[0])
+		a->pend[a->npend++] = (acc_pend){.in = *in, .waste = waste, .pat = (uint8_t)pat, .why = (uint8_t)why};
+}
+
+/* The ending object's instances, added: an early allocation or a temporary
+ * idleness wasting under 1/MINOR_RATIO of what another actionable pattern
+ * of the same object wastes is set apart (STP_EXPECT_MINOR): the object is
+ * listed for the stronger one, and a second line for a gap that small is
+ * nothing to act on. */
+#define MINOR_RATIO 16.0
+static void pend_flush(stp_det *d, const det_obj *ob, double late_waste)
+{
+	struct det_access *a = d->acc;
+	for (uint32_t i = 0; i < a->npend; i++) {
+		acc_pend *p = &a->pend[i];
+		if (p->why == STP_EXPECT_NONE && (p->pat == STP_PAT_EARLY_ALLOC || p->pat == STP_PAT_TEMP_IDLE)) {
+			double other = late_waste;
+			for (uint32_t j = 0; j < a->npend; j++)
+				if (j != i && a->pend[j].why == STP_EXPECT_NONE && a->pend[j].waste > other)
+					other = a->pend[j].waste;
+			if (p->waste * MINOR_RATIO < other)
+				p->why = STP_EXPECT_MINOR;
+		}
+	}
+	for (uint32_t i = 0; i < a->npend; i++) {
+		const acc_pend *p = &a->pend[i];
+		det_finding_add_x(d, (stp_det_pattern)p->pat, (stp_det_expect)p->why, ob->site, 1, ob->size, p->waste,
+		                  p->in.distance, &p->in);
+	}
+	a->npend = 0;
+}
+
 static void judge_parts(stp_det *d, const acc_obj *x, const det_obj *ob, uint64_t ns, stp_det_instance *in)
 {
 	uint64_t c = x->cover;
@@ -618,8 +680,8 @@ static void judge_parts(stp_det *d, const acc_obj *x, const det_obj *ob, uint64_
 	in->distance = 64 - used; /* 64ths never touched */
 	whole_life(in, ob, ns);
 	double untouched = (double)(size - in->used_bytes);
-	det_finding_add_x(d, STP_PAT_OVERALLOC, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
-	                  untouched * (double)(ns - ob->alloc_ns), in->distance, in);
+	pend_add(d, STP_PAT_OVERALLOC, sized(d, ob->space, ob->size, STP_EXPECT_NONE),
+	         untouched * (double)(ns - ob->alloc_ns), in);
 	in->used_bytes = in->used_lo = in->used_hi = 0;
 }
 
@@ -637,8 +699,8 @@ static void judge_slices(stp_det *d, const acc_obj *x, const det_obj *ob, uint64
 	in->used_hi = off64(ob->size, 64 - (unsigned)__builtin_clzll(x->slices));
 	in->distance = x->nslices;
 	whole_life(in, ob, ns);
-	det_finding_add_x(d, STP_PAT_STRUCTURED, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
-	                  (double)(ob->size - part) * (double)(ns - ob->alloc_ns), in->distance, in);
+	pend_add(d, STP_PAT_STRUCTURED, sized(d, ob->space, ob->size, STP_EXPECT_NONE),
+	         (double)(ob->size - part) * (double)(ns - ob->alloc_ns), in);
 	in->used_bytes = in->used_lo = in->used_hi = 0;
 }
 
@@ -677,8 +739,8 @@ static void judge_freq(stp_det *d, const acc_obj *x, const uint32_t *f, const de
 	in->distance = top;
 	whole_life(in, ob, ns);
 	double idle = x->naccess ? 1.0 - cold / (double)x->naccess : 0;
-	det_finding_add_x(d, STP_PAT_NONUNIFORM, sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site, 1, ob->size,
-	                  (double)cold_bytes * (double)(ns - ob->alloc_ns) * (idle > 0 ? idle : 0), in->distance, in);
+	pend_add(d, STP_PAT_NONUNIFORM, sized(d, ob->space, ob->size, STP_EXPECT_NONE),
+	         (double)cold_bytes * (double)(ns - ob->alloc_ns) * (idle > 0 ? idle : 0), in);
 	in->used_bytes = in->used_lo = in->used_hi = in->hot_apis = 0;
 	in->cold_apis = 0;
 }
@@ -729,19 +791,20 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		                  sz * (double)(ns - ob->alloc_ns), in.distance, &in);
 		return lvl_end - x->lvl_alloc;
 	}
+	double late_waste = 0; /* a late deallocation judged at the end, its waste */
+	a->npend = 0;
 	uint64_t between = x->lvl_first - x->lvl_alloc - 1;
 	if (x->lvl_first > x->lvl_alloc && between >= d->opt.early_min_apis && between > 0 &&
-	    x->api_first > x->api_alloc + 1) {
+	    x->api_first - x->api_alloc - 1 >= d->opt.early_min_apis && x->api_first > x->api_alloc + 1) {
 		in.distance = x->api_first - x->api_alloc - 1;
 		in.levels = x->lvl_first - x->lvl_alloc;
-		in.at_ns = ob->alloc_ns;
+		in.at_ns = x->alloc_dev_ns < x->first_ns ? x->alloc_dev_ns : x->first_ns;
 		in.until_ns = x->first_ns;
 		in.at_seq = ob->alloc_seq;
 		in.until_seq = x->seq_first;
 		stp_det_expect why = det_before_loop(d, x->seq_first) ? STP_EXPECT_SETUP : STP_EXPECT_NONE;
-		det_finding_add_x(d, STP_PAT_EARLY_ALLOC, sized(d, ob->space, ob->size, why), ob->site, 1, ob->size,
-		                  sz * (double)(x->first_ns > ob->alloc_ns ? x->first_ns - ob->alloc_ns : 0), in.distance,
-		                  &in);
+		pend_add(d, STP_PAT_EARLY_ALLOC, sized(d, ob->space, ob->size, why),
+		         sz * (double)(x->first_ns - in.at_ns), &in);
 	}
 	if (freed && lvl_end > x->lvl_last + 1) {
 		between = lvl_end - x->lvl_last - 1;
@@ -771,8 +834,9 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 				}
 				if (a->nlate < a->late_cap)
 					a->late[a->nlate++] = (acc_late){.in = in, .waste = w, .site = ob->site};
+				late_waste = w;
 			} else {
-				det_finding_add_x(d, STP_PAT_LATE_DEALLOC, why, ob->site, 1, ob->size, w, in.distance, &in);
+				pend_add(d, STP_PAT_LATE_DEALLOC, why, w, &in);
 			}
 		}
 	}
@@ -786,9 +850,14 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		in.until_ns = g->until_ns;
 		in.at_seq = g->at_seq;
 		in.until_seq = g->until_seq;
-		det_finding_add_x(d, STP_PAT_TEMP_IDLE, k ? g->why : sized(d, ob->space, ob->size, STP_EXPECT_NONE), ob->site,
-		                  1, ob->size, g->waste,
-		                  g->max_apis, &in);
+		/* gaps in the forward of an object the backward reads later: it
+		 * stays allocated for the backward anyway (a residual's input
+		 * between its two uses, saved by the layer norm before it) */
+		stp_det_expect why = k ? (stp_det_expect)g->why
+		                     : det_kept_for_backward(d, g->until_seq, x->seq_last) ? STP_EXPECT_PHASES
+		                                                                            : sized(d, ob->space, ob->size,
+		                                                                                    STP_EXPECT_NONE);
+		pend_add(d, STP_PAT_TEMP_IDLE, why, g->waste, &in);
 	}
 	/* the last write, never read before the free */
 	int unread = freed && x->last_cs_write && x->unplaced_write == a->unplaced;
@@ -811,14 +880,14 @@ uint64_t det_access_end_obj(stp_det *d, uint32_t slot, int freed, uint64_t ns)
 		/* the only unread write is the last one, freed after the loop:
 		 * the final state of a training loop */
 		stp_det_expect why = !x->dead_writes && teardown ? STP_EXPECT_TEARDOWN : STP_EXPECT_NONE;
-		det_finding_add_x(d, STP_PAT_DEAD_WRITE, sized(d, ob->space, ob->size, why), ob->site, 1, ob->size, w,
-		                  in.distance, &in);
+		pend_add(d, STP_PAT_DEAD_WRITE, sized(d, ob->space, ob->size, why), w, &in);
 	}
 	judge_parts(d, x, ob, ns, &in);
 	judge_slices(d, x, ob, ns, &in);
 	if (x->freq)
 		judge_freq(d, x, a->freq[x->freq - 1], ob, ns, &in);
 	freq_release(a, x);
+	pend_flush(d, ob, late_waste);
 	/* kept for redundant allocation */
 	if (a->nrec == a->rec_cap) {
 		uint64_t nc = a->rec_cap ? a->rec_cap * 2 : 1024;

@@ -14,7 +14,7 @@
 void stp_det_options_default(stp_det_options *o)
 {
 	memset(o, 0, sizeof *o);
-	o->early_min_apis = 1;
+	o->early_min_apis = 2; /* DrGPUM's 1: one kernel between is the framework's own order */
 	o->late_min_apis = 1;
 	o->idle_min_apis = 2;
 	o->redundant_pct = 10.0;

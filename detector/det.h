@@ -338,6 +338,10 @@ int32_t det_phase_at(const stp_det *d, uint64_t seq); /* innermost phase, -1 non
  * to the next: what explains it. */
 stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t from_seq, uint64_t to_seq);
 int det_before_loop(const stp_det *d, uint64_t seq); /* before the first iteration */
+/* an object idle before gap_seq and last read at last_seq, in a backward of
+ * the same iteration that began after gap_seq: an activation saved for the
+ * backward, whose earlier idle gaps its keeping costs anyway */
+int det_kept_for_backward(const stp_det *d, uint64_t gap_seq, uint64_t last_seq);
 int det_same_segment(const stp_det *d, uint64_t a_seq, uint64_t b_seq);
 int det_after_loop(const stp_det *d, uint64_t seq); /* past the last iteration's end */
 /* 1 when [a_seq, b_seq] holds an iteration's live-bytes peak (pass 2's

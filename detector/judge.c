@@ -69,6 +69,14 @@ stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t fro
 	return STP_EXPECT_NONE;
 }
 
+int det_kept_for_backward(const stp_det *d, uint64_t gap_seq, uint64_t last_seq)
+{
+	if (!det_judge_usable(d) || det_ib_at(d, gap_seq) != det_ib_at(d, last_seq))
+		return 0;
+	int32_t a = det_phase_at(d, gap_seq), b = det_phase_at(d, last_seq);
+	return b >= 0 && a != b && d->phases[b].begin_seq > gap_seq && is_backward(d->phases[b].name);
+}
+
 int det_before_loop(const stp_det *d, uint64_t seq) { return det_judge_usable(d) && det_ib_at(d, seq) == 0; }
 
 int det_same_segment(const stp_det *d, uint64_t a_seq, uint64_t b_seq)
@@ -145,7 +153,7 @@ int det_site_is_library(stp_det *d, uint32_t stack)
 const char *stp_det_expect_name(unsigned e)
 {
 	static const char *const n[] = {"", "across-iterations", "phases", "teardown", "library",
-	                                "caching-allocator", "off-peak", "set-up", "negligible"};
+	                                "caching-allocator", "off-peak", "set-up", "negligible", "minor"};
 	return e < STP_EXPECT_COUNT ? n[e] : "?";
 }
 
@@ -163,6 +171,8 @@ const char *stp_det_expect_text(unsigned e)
 		"would not lower the peak",
 		"before the loop began: set-up",
 		"under 1/1024 of its memory space's peak: too small to matter",
+		"an early allocation or idle gap wasting under 1/16 of what the same object's own finding wastes: "
+		"listed for that one",
 	};
 	return e < STP_EXPECT_COUNT ? n[e] : "?";
 }

@@ -89,3 +89,18 @@ if $PY -c 'import torch' 2>/dev/null; then
     "native=$PY $S/examples/torch_transformer.py --iters 25" \
     "stprof=$B/stprof record -q -o $T/l{i}.stp -- $PY $S/examples/torch_transformer.py --iters 25"
 fi
+
+# The Compute Sanitizer backend's host work per launch when the live-object
+# table changes before each launch (a PyTorch step's shape: a new map each
+# time), on the fake device of collector/sanitizer/tests (its own memory
+# traffic included): page faults and CPU time of the whole recording, per
+# launch; page faults do not depend on the machine's load.
+if [ -x "$B/sz_fake_program" ] && [ -r "$B/libsz_fake_device.so" ] && command -v perf >/dev/null 2>&1; then
+  echo "4. --accesses=exact host work, fake device, churn 5000 (2,000 live objects, a new map per launch)"
+  for i in 1 2 3; do
+    STPROF_SANITIZER_LIB="$B/libsz_fake_device.so" perf stat -x, -e page-faults,task-clock -- \
+      "$B/stprof" record --accesses=exact -q -o "$T/z.stp" -- "$B/sz_fake_program" churn 5000 2>&1 >/dev/null |
+      awk -F, '/page-faults/ {p = $1} /task-clock/ {t = $1} END {print t, p}'
+  done | sort -n | sed -n 2p | awk '{printf "  median of 3: %.1f us CPU, %.1f page faults per launch\n", $1 * 1000 / 5000, $2 / 5000}'
+  rm -f "$T"/z.stp*
+fi

@@ -191,6 +191,10 @@ static int have_clock_off;
  * no kernel could be patched says why: the first failing call's result) */
 static uint64_t n_ctx_patched, n_modules_patched, n_lazy_loaded, n_lazy_patched;
 static uint32_t kinds_patched;  /* KIND_BIT(k): kinds[k] accepted by some module */
+/* KIND_BIT(k): kinds[k] to patch (STPROF_SANITIZER_KINDS, a cost diagnostic:
+ * 0 patches nothing, measuring the Compute Sanitizer's own callbacks; 0x180
+ * the block times alone; all by default) */
+static uint32_t kinds_want = ~0u;
 static int first_patch_error; /* SanitizerResult, 0: none */
 static const char *first_patch_error_at = "";
 static int started;
@@ -824,6 +828,8 @@ static void on_module(const Sanitizer_ResourceModuleData *md)
 		 * where this driver and architecture have them */
 		SanitizerResult rc = SANITIZER_SUCCESS;
 		for (size_t k = 0; k < NKINDS; k++) {
+			if (!(kinds_want & KIND_BIT(k)))
+				continue;
 			SanitizerResult r = api.patch_instructions(kinds[k].id, md->module, kinds[k].fn);
 			if (r == SANITIZER_SUCCESS)
 				kinds_patched |= KIND_BIT(k);
@@ -983,6 +989,9 @@ void stc_sanitizer_start(void)
 		return;
 	if (g_cfg.sample_launches)
 		sample_every = g_cfg.sample_launches;
+	const char *kw = getenv("STPROF_SANITIZER_KINDS");
+	if (kw && *kw)
+		kinds_want = (uint32_t)strtoul(kw, NULL, 0);
 	const char *dbg = getenv("STPROF_SANITIZER_DEBUG");
 	debug = dbg && *dbg && strcmp(dbg, "0");
 	void *h = open_lib();

@@ -4,17 +4,54 @@
  * bits and chunk masks, copy and set ranges, sampling.  Memory
  * comes from mmap (stc_mem_alloc), never the recorded heap.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "../core/face.h"
 #include "sanitizer_map.h"
 
+/* Freed maps' memory, kept for the next maps: a caching allocator changes
+ * the live-object table before nearly every launch of a training step, and
+ * a fresh mmap per map cost its page faults and an munmap each time (the
+ * churn shape of tests/collector/test_sanitizer_fake.sh).  The maps retired
+ * until a drain are freed together, so the pool holds up to as many as a
+ * drain frees (POOL_MAX, and POOL_BYTES in all): what was in use anyway.
+ * Builds and frees come under the backend's mutex; the pool has its own. */
+#define POOL_MAX 1024
+#define POOL_BYTES (64ull << 20)
+static struct {
+	pthread_mutex_t mu;
+	uint32_t n;
+	uint64_t bytes;
+	struct {
+		void *p;
+		size_t bytes;
+	} e[POOL_MAX];
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
 static stc_szmap *alloc_map(size_t cap)
 {
 	size_t bytes = sizeof(stc_szmap) + (cap ? cap : 1) * 3 * sizeof(uint64_t);
-	stc_szmap *m = stc_mem_alloc(bytes);
-	if (!m)
+	stc_szmap *m = NULL;
+	size_t have = 0;
+	pthread_mutex_lock(&pool.mu);
+	for (uint32_t i = 0; i < pool.n; i++) {
+		/* the first that fits, if it is not wastefully large */
+		if (pool.e[i].bytes >= bytes && pool.e[i].bytes / 4 <= bytes) {
+			m = pool.e[i].p;
+			have = pool.e[i].bytes;
+			pool.bytes -= have;
+			pool.e[i] = pool.e[--pool.n];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pool.mu);
+	if (m) {
+		memset(m, 0, sizeof *m);
+		bytes = have;
+	} else if (!(m = stc_mem_alloc(bytes))) {
 		return NULL;
+	}
 	m->bytes = bytes;
 	m->starts = (uint64_t *)(m + 1);
 	m->ends = m->starts + cap;
@@ -44,6 +81,17 @@ stc_szmap *stc_szmap_build(int32_t dev)
 
 void stc_szmap_free(stc_szmap *m)
 {
+	if (!m)
+		return;
+	pthread_mutex_lock(&pool.mu);
+	if (pool.n < POOL_MAX && pool.bytes + m->bytes <= POOL_BYTES) {
+		pool.e[pool.n].p = m;
+		pool.e[pool.n].bytes = m->bytes;
+		pool.bytes += m->bytes;
+		pool.n++;
+		m = NULL;
+	}
+	pthread_mutex_unlock(&pool.mu);
 	if (m)
 		stc_mem_free(m, m->bytes);
 }

@@ -45,7 +45,7 @@ typedef enum stp_det_iter_mode {
 typedef struct stp_det_options {
 	uint64_t min_size;        /* objects smaller than this are ignored (0) */
 	/* DrGPUM thresholds (defaults are the paper's). */
-	uint32_t early_min_apis;  /* APIs between alloc and first access (1) */
+	uint32_t early_min_apis;  /* APIs between alloc and first access (2) */
 	uint32_t late_min_apis;   /* APIs between last access and free (1) */
 	uint32_t idle_min_apis;   /* APIs between two accesses (2) */
 	double redundant_pct;     /* size difference for a reuse pair, % (10) */
@@ -215,7 +215,9 @@ typedef enum stp_det_expect {
 	                                   * not lower the peak */
 	STP_EXPECT_SETUP = 7,             /* before the loop began: set-up */
 	STP_EXPECT_NEGLIGIBLE = 8,        /* the object is under 1/1024 of its space's peak */
-	STP_EXPECT_COUNT = 9
+	STP_EXPECT_MINOR = 9,             /* an early allocation or idleness wasting under 1/16
+	                                   * of another finding on the same object */
+	STP_EXPECT_COUNT = 10
 } stp_det_expect;
 
 /* Lifetime histogram buckets in time: [0] < 1 us, [1] < 10 us, ...

@@ -6,7 +6,8 @@
 # call order, no access written after its object's free; `stprof report`
 # names the dead write and the unused object; 20,000 launches over 2,000
 # objects without synchronizing are read back in a few ring-full batches,
-# not one synchronization per launch; --sample-launches; planted.cu's
+# not one synchronization per launch; a new map before every launch (churn)
+# decoded exactly; --sample-launches; planted.cu's
 # patterns at their lines (the intra-object ones from each launch's own
 # parts: structured access, non-uniform frequency); a library's workspace
 # kept apart.
@@ -184,6 +185,31 @@ expect_eq "launches with their header's parts" \
 echo "many: $syncs stream synchronizations for 20,000 launches"
 
 # sampling: every 4th launch
+# a new map before every launch (an activation allocated, one freed, as a
+# caching allocator does between a step's kernels): each launch still
+# decodes against its own map (map memory is reused once freed)
+"$STPROF" record --accesses=exact -q -o c.stp -- "$PROG" churn 3000 >c.out || fail "record churn"
+grep -q '^fake errors=0 ' c.out || fail "fake device, churn: $(tail -1 c.out)"
+"$STPROF" dump c.stp >c.txt
+"$PY" - c.txt <<'PY' || fail "churn accesses"
+import re, sys
+small, act = 0x7f0000000000 + 8 * (1 << 20), 0x7f0000000000 + 32 * (1 << 20)
+k, maps = 0, None
+for line in open(sys.argv[1]):
+    m = re.search(r'name="stprof.sanitizer_maps" value=(\d+)', line)
+    if m:
+        maps = int(m.group(1))
+    if ' api kind=kernel' not in line:
+        continue
+    rs = re.findall(r' (read|write|readwrite)=0x([0-9a-f]+)\+(\d+)', line)
+    want = [('read', small + (k % 2000) * 1024, 16), ('write', act + (k % 32) * 4096, 128)]
+    if [(m, int(a, 16), int(s)) for m, a, s in rs] != want:
+        print('launch %d: %s' % (k, rs)); sys.exit(1)
+    k += 1
+assert k == 3000, k
+assert maps == 3000, maps
+print('churn: 3000 launches exact, a map each')
+PY
 "$STPROF" record --accesses=exact --sample-launches 4 -q -o s.stp -- "$PROG" many 2000 >s.out || fail "record sampled"
 grep -q 'blocks=500$' s.out || fail "sampled: $(tail -1 s.out)"
 "$STPROF" dump s.stp >s.txt

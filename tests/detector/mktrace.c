@@ -21,6 +21,8 @@ int main(int argc, char **argv)
 		scenario_patterns(&g);
 	else if (!strcmp(argv[1], "streams"))
 		scenario_streams(&g);
+	else if (!strcmp(argv[1], "adjacent"))
+		scenario_adjacent(&g);
 	else {
 		fprintf(stderr, "mktrace: unknown scenario %s\n", argv[1]);
 		tg_abandon(&g);

@@ -117,4 +117,114 @@ static inline void scenario_streams(tg *g)
 	tg_free_k(g, Y, 0, 2);
 	tg_close(g);
 }
+
+/* "adjacent": the shapes of PyTorch ops under --accesses=exact (issue 28:
+ * planted_train.py and gpt.py on an H200 listed these as findings):
+ *   E (+0x180): allocated, a kernel of another tensor, then written (an op
+ *     allocates its output, then its kernels run): 1 kernel between;
+ *     read, a temporary T allocated, written and freed (3 levels), read
+ *     again: 1 kernel between two uses.
+ *   M (+0x190, 16 KiB): idle 2 kernels (2 us) between two uses, then kept
+ *     20 ms past 20 kernels after its last use before its free.
+ * Expected: no early allocation and no temporary idleness finding; E none
+ * at all; M's late deallocation a finding and its idleness (1/10000 of
+ * that waste) kept apart as minor (T may reuse O: a redundant allocation). */
+static inline void scenario_adjacent(tg *g)
+{
+	uint32_t so = tg_stack(g, 0x1a0, 0x900, 0), se = tg_stack(g, 0x180, 0x900, 0), st = tg_stack(g, 0x1b0, 0x900, 0),
+	         sm = tg_stack(g, 0x190, 0x900, 0);
+	const uint64_t O = 0x9000000, E = 0x9100000, T = 0x9200000, M = 0x9300000;
+	stp_range wo = {O, 4096, STP_ACCESS_WRITE}, kb[2] = {{O, 4096, STP_ACCESS_READ}, {E, 4096, STP_ACCESS_WRITE}};
+	stp_range re = {E, 4096, STP_ACCESS_READ}, wt = {T, 4096, STP_ACCESS_READ | STP_ACCESS_WRITE};
+	stp_range wm = {M, 16384, STP_ACCESS_WRITE}, rm = {M, 16384, STP_ACCESS_READ};
+	tg_alloc_k(g, O, 4096, so, STP_MEM_DEVICE, 0, 0);
+	tg_alloc_k(g, E, 4096, se, STP_MEM_DEVICE, 0, 0);
+	tg_api(g, STP_API_KERNEL, "kA", 0, &wo, 1);
+	tg_api(g, STP_API_KERNEL, "kB", 0, kb, 2);
+	tg_free_k(g, O, 0, 0);
+	tg_api(g, STP_API_KERNEL, "kC", 0, &re, 1);
+	tg_alloc_k(g, T, 4096, st, STP_MEM_DEVICE, 0, 0);
+	tg_api(g, STP_API_KERNEL, "kD", 0, &wt, 1);
+	tg_free_k(g, T, 0, 0);
+	tg_api(g, STP_API_KERNEL, "kE", 0, &re, 1);
+	tg_free_k(g, E, 0, 0);
+	tg_alloc_k(g, M, 16384, sm, STP_MEM_DEVICE, 0, 0);
+	tg_api(g, STP_API_KERNEL, "k1", 0, &wm, 1);
+	tg_api(g, STP_API_KERNEL, "k2", 0, NULL, 0);
+	tg_api(g, STP_API_KERNEL, "k3", 0, NULL, 0);
+	tg_api(g, STP_API_KERNEL, "k4", 0, &rm, 1);
+	g->step_ns = 1000000;
+	for (int k = 0; k < 20; k++)
+		tg_api(g, STP_API_KERNEL, "k5", 0, NULL, 0);
+	tg_free_k(g, M, 0, 0);
+	tg_close(g);
+}
+
+/* "lagging": kernels timed on the device, which runs 50 ms behind the host
+ * (--accesses=exact under a slow patch): L (+0x1c0, 1 MiB) is allocated on
+ * the host while an earlier kernel still runs until 50 ms, then 2 kernels
+ * (1 ms each) run before the one that writes it.  Expected: an early
+ * allocation of distance 2 wasting 1 MiB x 2 ms (from the earlier
+ * kernel's end on the device, when the allocation takes effect), not
+ * 1 MiB x 52 ms (from the host's time of the allocation). */
+static inline void tg_api_dev(tg *g, const char *name, const stp_range *r, uint32_t n, uint64_t b, uint64_t e)
+{
+	stp_event ev = {.type = STP_EV_API, .seq = STP_SEQ_AUTO, .tid = g->tid, .time_ns = b};
+	ev.u.api = (stp_api_info){.kind = STP_API_KERNEL, .name = stp_writer_string(g->w, name), .device = 0,
+	                          .stream = 0, .nranges = n, .ranges = r, .end_ns = e};
+	stp_writer_event(g->w, &ev);
+}
+static inline void scenario_lagging(tg *g)
+{
+	uint32_t sl = tg_stack(g, 0x1c0, 0x900, 0);
+	const uint64_t L = 0xa000000, ms = 1000000, t = g->now;
+	stp_range wl = {L, 1 << 20, STP_ACCESS_WRITE}, rl = {L, 1 << 20, STP_ACCESS_READ};
+	tg_api_dev(g, "kP", NULL, 0, t + 1 * ms, t + 50 * ms);
+	tg_alloc_k(g, L, 1 << 20, sl, STP_MEM_DEVICE, 0, 0);
+	tg_api_dev(g, "kQ", NULL, 0, t + 50 * ms, t + 51 * ms);
+	tg_api_dev(g, "kR", NULL, 0, t + 51 * ms, t + 52 * ms);
+	tg_api_dev(g, "kS", &wl, 1, t + 52 * ms, t + 53 * ms);
+	tg_api_dev(g, "kT", &rl, 1, t + 53 * ms, t + 54 * ms);
+	tg_free_k(g, L, 0, 0);
+	g->now = t + 60 * ms;
+	tg_api(g, STP_API_KERNEL, "kU", 0, NULL, 0);
+	tg_close(g);
+}
+
+/* "residual": 3 iterations with markers; in each forward, X (+0x1d0, 1 MiB)
+ * is written, read, idle for 4 kernels, read again (a residual's input
+ * around attention), and read by the backward (saved for it), then freed;
+ * Y (+0x1e0, 1 MiB) the same in the forward, but never read by the
+ * backward, freed at the forward's end.  Expected: X's idle gap kept apart
+ * (phases: it stays allocated for the backward anyway), Y's a finding. */
+static inline void scenario_residual(tg *g)
+{
+	uint32_t sx = tg_stack(g, 0x1d0, 0x900, 0), sy = tg_stack(g, 0x1e0, 0x900, 0);
+	const uint64_t X = 0xb000000, Y = 0xb100000;
+	stp_range wx = {X, 1 << 20, STP_ACCESS_WRITE}, rx = {X, 1 << 20, STP_ACCESS_READ};
+	stp_range wy = {Y, 1 << 20, STP_ACCESS_WRITE}, ry = {Y, 1 << 20, STP_ACCESS_READ};
+	for (int it = 0; it < 3; it++) {
+		tg_mark(g, STP_MARK_ITER_BEGIN, 0, it);
+		tg_mark(g, STP_MARK_PHASE_BEGIN, "forward", 0);
+		tg_alloc_k(g, X, 1 << 20, sx, STP_MEM_DEVICE, 0, 0);
+		tg_alloc_k(g, Y, 1 << 20, sy, STP_MEM_DEVICE, 0, 0);
+		tg_api(g, STP_API_KERNEL, "w", 0, &wx, 1);
+		tg_api(g, STP_API_KERNEL, "w", 0, &wy, 1);
+		tg_api(g, STP_API_KERNEL, "r", 0, &rx, 1);
+		tg_api(g, STP_API_KERNEL, "r", 0, &ry, 1);
+		for (int k = 0; k < 4; k++)
+			tg_api(g, STP_API_KERNEL, "attn", 0, NULL, 0);
+		tg_api(g, STP_API_KERNEL, "r", 0, &rx, 1);
+		tg_api(g, STP_API_KERNEL, "r", 0, &ry, 1);
+		tg_free_k(g, Y, 0, 0);
+		tg_mark(g, STP_MARK_PHASE_END, "forward", 0);
+		tg_mark(g, STP_MARK_PHASE_BEGIN, "backward", 0);
+		tg_api(g, STP_API_KERNEL, "bw", 0, NULL, 0);
+		tg_api(g, STP_API_KERNEL, "r", 0, &rx, 1);
+		tg_free_k(g, X, 0, 0);
+		tg_mark(g, STP_MARK_PHASE_END, "backward", 0);
+		tg_mark(g, STP_MARK_ITER_END, 0, it);
+	}
+	tg_close(g);
+}
 #endif

@@ -226,6 +226,96 @@ static void test_streams(void)
 	remove(path);
 }
 
+/* Issue 28: a gap of one kernel (an op's output allocated before another
+ * kernel of the op; a kernel between two uses) is no early allocation and
+ * no temporary idleness, though DrGPUM's levels count the allocations and
+ * frees between; an idle gap wasting 1/10000 of the same object's late
+ * deallocation is kept apart (minor), not listed a second time. */
+static void test_adjacent(void)
+{
+	const char *path = check_tmp("adjacent.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_adjacent(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK_EQ_U(count_findings(d, STP_PAT_EARLY_ALLOC), 0);
+	CHECK_EQ_U(count_findings(d, STP_PAT_TEMP_IDLE), 0);
+	CHECK(finding(d, STP_PAT_LATE_DEALLOC, 0x190) != NULL);
+	for (unsigned p = 0; p < STP_PAT_COUNT; p++)
+		CHECK(finding(d, (stp_det_pattern)p, 0x180) == NULL);
+	CHECK_EQ_U(r->expect_objects[STP_EXPECT_MINOR], 1);
+	int minor_idle = 0;
+	for (uint32_t i = 0; i < r->nexpected; i++)
+		minor_idle += r->expected[i].pattern == STP_PAT_TEMP_IDLE && r->expected[i].expected == STP_EXPECT_MINOR &&
+		              &sites_of(d)[r->expected[i].site] == site_at(d, 0x190);
+	CHECK_EQ_I(minor_idle, 1);
+	/* DrGPUM's own early threshold (1) finds E's early allocation again,
+	 * distance 1; its idle gap of one kernel stays below --idle-apis 2 */
+	stp_det_options o;
+	stp_det_options_default(&o);
+	o.early_min_apis = 1;
+	stp_det_free(d);
+	d = run(path, &o);
+	CHECK(d != NULL);
+	if (d) {
+		const stp_det_finding *f = finding(d, STP_PAT_EARLY_ALLOC, 0x180);
+		CHECK(f && f->max_distance == 1);
+		CHECK_EQ_U(count_findings(d, STP_PAT_TEMP_IDLE), 0);
+		stp_det_free(d);
+	}
+	remove(path);
+}
+
+/* Issue 28: kernels timed on a device running behind the host; the early
+ * allocation's waste counts from when the allocation takes effect there. */
+static void test_lagging(void)
+{
+	const char *path = check_tmp("lagging.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_lagging(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_finding *f = finding(d, STP_PAT_EARLY_ALLOC, 0x1c0);
+	CHECK(f && f->max_distance == 2);
+	CHECK(f && f->waste_byte_ns > 0.99 * (1 << 20) * 2e6 && f->waste_byte_ns < 1.01 * (1 << 20) * 2e6);
+	CHECK(f && f->worst.until_ns - f->worst.at_ns == 2000000);
+	stp_det_free(d);
+	remove(path);
+}
+
+/* An activation the backward reads: its idle gap in the forward is kept
+ * apart (it stays allocated for the backward anyway); one the backward
+ * does not read is a finding. */
+static void test_residual(void)
+{
+	const char *path = check_tmp("residual.stp");
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	scenario_residual(&g);
+	stp_det *d = run(path, NULL);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	const stp_det_result *r = stp_det_result_of(d);
+	const stp_det_finding *f = finding(d, STP_PAT_TEMP_IDLE, 0x1e0);
+	CHECK(f && f->objects == 3 && f->max_distance == 5);
+	CHECK(finding(d, STP_PAT_TEMP_IDLE, 0x1d0) == NULL);
+	int apart = 0;
+	for (uint32_t i = 0; i < r->nexpected; i++)
+		apart += r->expected[i].pattern == STP_PAT_TEMP_IDLE && r->expected[i].expected == STP_EXPECT_PHASES &&
+		         &sites_of(d)[r->expected[i].site] == site_at(d, 0x1d0);
+	CHECK_EQ_I(apart, 1);
+	stp_det_free(d);
+	remove(path);
+}
+
 static void test_late_free(void)
 {
 	const char *path = check_tmp("late.stp");
@@ -481,6 +571,9 @@ int main(void)
 	test_train_cut();
 	test_patterns();
 	test_streams();
+	test_adjacent();
+	test_lagging();
+	test_residual();
 	test_late_free();
 	test_wrappers();
 	test_kernel_dead_write();

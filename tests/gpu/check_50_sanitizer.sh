@@ -9,8 +9,9 @@
 #      out, scratch; one 32nd of each small one), and `stprof report` names
 #      scratch's dead write and the unused object;
 #   2. overhead of that program (500 iterations) as a ratio to native,
-#      without sampling and with --sample-launches 10, and (for comparison
-#      only) under compute-sanitizer's memcheck and initcheck;
+#      without sampling and with --sample-launches 10, with no instruction
+#      patched and with the block times alone (where the time goes), and
+#      (for comparison only) under compute-sanitizer's memcheck and initcheck;
 #   3. a small PyTorch GPU run (20 steps of a 512x512 matmul) and the small
 #      GPT of check_40 (tests/gpu/gpt.py, 20 iterations): the training
 #      loop's time under --accesses=exact as a ratio to native, the whole
@@ -110,6 +111,15 @@ echo "  known_objects x500: native ${nat}s, --accesses=exact ${rec}s, ratio $(ec
 rec10=$("$B/stprof" record --accesses=exact --sample-launches 10 -q -o "$T/k500s.stp" -- "$T/known" 500 |
 	sed -n 's/loop_seconds //p')
 echo "  known_objects x500, --sample-launches 10: ${rec10}s, ratio $(echo "$rec10 $nat" | awk '{printf "%.2f", $1 / $2}')x"
+# where the time goes (STPROF_SANITIZER_KINDS, a diagnostic): the Compute
+# Sanitizer's callbacks and the backend's per-launch work with no
+# instruction patched (0), with the block times alone (0x180), and all
+for kw in 0 0x180; do
+	rk=$(STPROF_SANITIZER_KINDS=$kw "$B/stprof" record --accesses=exact -q -o "$T/k500k.stp" -- "$T/known" 500 |
+		sed -n 's/loop_seconds //p')
+	[ -n "$rk" ] && echo "  known_objects x500, instructions patched $kw: ${rk}s, ratio" \
+		"$(echo "$rk $nat" | awk '{printf "%.2f", $1 / $2}')x" || echo "  known_objects x500, instructions patched $kw: no figure"
+done
 # compute-sanitizer's own tools on the same loop, for docs/accesses.md's
 # comparison (not a pass/fail check)
 CS=$CUDA/bin/compute-sanitizer

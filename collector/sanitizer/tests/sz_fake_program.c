@@ -15,6 +15,9 @@
  *           "obj NAME ADDR SIZE" lines
  *   many N  N launches reading object i % 2000 with no synchronization
  *           in between, then one; object 7 freed and reallocated half-way
+ *   churn N N launches, each after a new 4 KiB activation is allocated
+ *           and the one 16 launches older freed, over 2,000 live objects:
+ *           the table changes at every launch (a PyTorch step's shape)
  *   planted the calls of tests/sanitizer/planted.cu, one object per DrGPUM
  *           pattern (and one clean object), in the same order; "obj NAME
  *           ADDR SIZE" lines name them
@@ -119,6 +122,30 @@ static void many(int n)
 		fake_launch("k_read", 0, 1, &a, &f);
 	}
 	fake_sync();
+	for (int i = 0; i < NSMALL; i++)
+		fake_free(small(i), SMALL);
+}
+
+/* A PyTorch-shaped stream of launches: NSMALL live objects (the model),
+ * and before each launch a new activation allocated, the oldest of 16
+ * freed: the live-object table changes at every launch, as a caching
+ * allocator's tensors change it between a training step's kernels. */
+static void churn(int n)
+{
+	for (int i = 0; i < NSMALL; i++)
+		fake_malloc(small(i), SMALL);
+	const uint64_t ACT = IN + 32 * BIG; /* activation k at ACT + (k % 32) * 4096 */
+	for (int k = 0; k < n; k++) {
+		if (k >= 16)
+			fake_free(ACT + (uint64_t)((k - 16) % 32) * 4096, 4096);
+		fake_malloc(ACT + (uint64_t)(k % 32) * 4096, 4096);
+		uint64_t a[2] = {small(k % NSMALL) + 8, ACT + (uint64_t)(k % 32) * 4096};
+		uint32_t f[2] = {R, W};
+		fake_launch("k_act", 0, 2, a, f);
+	}
+	fake_sync();
+	for (int k = n > 16 ? n - 16 : 0; k < n; k++)
+		fake_free(ACT + (uint64_t)(k % 32) * 4096, 4096);
 	for (int i = 0; i < NSMALL; i++)
 		fake_free(small(i), SMALL);
 }
@@ -247,6 +274,8 @@ int main(int argc, char **argv)
 		known();
 	else if (argc > 2 && !strcmp(argv[1], "many"))
 		many(atoi(argv[2]));
+	else if (argc > 2 && !strcmp(argv[1], "churn"))
+		churn(atoi(argv[2]));
 	else if (argc > 1 && !strcmp(argv[1], "planted"))
 		planted();
 	else if (argc > 1 && !strcmp(argv[1], "library"))
