@@ -32,9 +32,20 @@ fi
 ARGS="--steps 30 --width 4096 --eval 10 --live"
 now() { date +%s.%N; }
 t0=$(now)
-"$JP" "$TRAIN" $ARGS --check >"$T/native.txt"
+# a run that dies says which one, how, and where (Python's faulthandler
+# prints the Python stack of a fatal signal; on an H200 with jax 0.11.2 one
+# of these two died of SIGSEGV before anything said which: tests/gpu/jax_diag.sh
+# tells the parts of stprof apart)
+died() {
+	echo "  FAIL: the $1 run died (status $2): $(grep -v '^ *$' "$3" | tail -8 | cut -c1-160 | tr '\n' '|')"
+	exit 1
+}
+export PYTHONFAULTHANDLER=1
+st=0; "$JP" "$TRAIN" $ARGS --check >"$T/native.txt" 2>"$T/native.err" || st=$?
+[ "$st" = 0 ] || died native "$st" "$T/native.err"
 t1=$(now)
-"$B/stprof" record -q -o "$T/j.stp" -- "$JP" "$TRAIN" $ARGS --check >"$T/rec.txt"
+st=0; "$B/stprof" record -q -o "$T/j.stp" -- "$JP" "$TRAIN" $ARGS --check >"$T/rec.txt" 2>"$T/rec.err" || st=$?
+[ "$st" = 0 ] || died recorded "$st" "$T/rec.err"
 t2=$(now)
 echo "  native: $(tail -1 "$T/native.txt"); $(tail -2 "$T/native.txt" | head -1)"
 echo "  stprof: $(tail -1 "$T/rec.txt"); $(tail -2 "$T/rec.txt" | head -1)"
