@@ -166,4 +166,9 @@ double pl_now(void);
  * shorten) */
 double pl_cpu_now(void);
 static inline uint64_t pl_align_up(uint64_t x, uint64_t a) { return a <= 1 ? x : (x + a - 1) / a * a; }
+/* The bytes a start-up temporary at position i takes when placed (plans 1.4). */
+static inline uint64_t pl_startup_bytes(const stp_reqs *r, const stp_plan *p, uint32_t i)
+{
+	return pl_align_up(STP_STARTUP_SIZE(r->startup[i]), p->align);
+}
 #endif

@@ -78,7 +78,7 @@ static int place(const stp_reqs *r, const pl_work *w, const pl_kv *v, size_t n, 
 			k--;
 		if (k == n)
 			continue;
-		uint64_t size = pl_align_up(STP_STARTUP_SIZE(r->startup[i]), p->align);
+		uint64_t size = pl_startup_bytes(r, p, i);
 		uint64_t at = first_fit(pl, np, p->offset[v[k].v], w->pinned_bytes, size, i, until);
 		if (at == UINT64_MAX)
 			continue;

@@ -309,37 +309,29 @@ out:
 	return rc;
 }
 
-typedef struct pslot {
-	uint64_t off, end;
-	uint32_t ordinal, req;
-} pslot;
-
-static int pslot_cmp(const void *a, const void *b)
-{
-	const pslot *x = a, *y = b;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
 static int verify_startup(const stp_reqs *r, const stp_plan *p, char *err, size_t errlen)
 {
+	/* the persistent requests' slots by offset (key), request index (value) */
 	size_t n = r->n, ns = 0;
-	pslot *sl = malloc((n + 1) * sizeof *sl);
-	if (!sl) {
+	pl_kv *sl = malloc((n + 1) * sizeof *sl), *tmp = malloc((n + 1) * sizeof *tmp);
+	if (!sl || !tmp) {
+		free(sl);
+		free(tmp);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
 		if ((r->req[i].flags & STP_REQ_PERSISTENT) && p->offset[i] != STP_NO_OFFSET)
-			sl[ns++] = (pslot){p->offset[i], p->offset[i] + asize(r, p, (uint32_t)i), r->req[i].ordinal,
-			                   (uint32_t)i};
-	qsort(sl, ns, sizeof *sl, pslot_cmp);
+			sl[ns++] = (pl_kv){p->offset[i], (uint32_t)i};
+	pl_sort_kv(sl, tmp, ns);
+	free(tmp);
 	int rc = -1;
 	char a[256];
 	for (uint32_t i = 0; i < r->nstartup; i++) {
 		uint64_t o = p->startup_offset[i];
 		if (o == STP_NO_OFFSET)
 			continue;
-		uint64_t size = pl_align_up(STP_STARTUP_SIZE(r->startup[i]), p->align), end = o + size;
+		uint64_t size = pl_startup_bytes(r, p, i), end = o + size;
 		if (end < o || end > p->pool) {
 			snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
 			         ") outside the pool of %" PRIu64 " bytes", i, size, o, p->pool);
@@ -356,26 +348,26 @@ static int verify_startup(const stp_reqs *r, const stp_plan *p, char *err, size_
 			size_t lo = 0, hi = ns; /* the last slot starting at or below at */
 			while (lo < hi) {
 				size_t mid = lo + (hi - lo) / 2;
-				if (sl[mid].off <= at)
+				if (sl[mid].k <= at)
 					lo = mid + 1;
 				else
 					hi = mid;
 			}
-			if (!lo || sl[lo - 1].end <= at) {
+			uint32_t q = lo ? sl[lo - 1].v : 0;
+			if (!lo || sl[lo - 1].k + asize(r, p, q) <= at) {
 				snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
 				         "): byte %" PRIu64 " lies in no persistent request's slot", i, size, o, at);
 				goto out;
 			}
-			const pslot *s = &sl[lo - 1];
-			if (s->ordinal < until) {
-				describe(r, p, s->req, a, sizeof a);
+			if (r->req[q].ordinal < until) {
+				describe(r, p, q, a, sizeof a);
 				snprintf(err, errlen, "start-up temporary at position %u (size %" PRIu64 ", offset %" PRIu64
 				         ", %s %u) over the slot of %s, made before that", i, size, o,
 				         r->startup_until ? "freed before position" : "made at position",
 				         r->startup_until ? until : i, a);
 				goto out;
 			}
-			at = s->end;
+			at = sl[lo - 1].k + asize(r, p, q);
 		}
 		if (!r->startup_until)
 			continue;
@@ -383,7 +375,7 @@ static int verify_startup(const stp_reqs *r, const stp_plan *p, char *err, size_
 			uint64_t oj = p->startup_offset[j];
 			if (oj == STP_NO_OFFSET || r->startup_until[j] <= i)
 				continue;
-			uint64_t ej = oj + pl_align_up(STP_STARTUP_SIZE(r->startup[j]), p->align);
+			uint64_t ej = oj + pl_startup_bytes(r, p, j);
 			if (oj < end && o < ej) {
 				snprintf(err, errlen, "start-up temporaries at positions %u and %u overlap (offsets %" PRIu64
 				         " and %" PRIu64 ") while both live", j, i, oj, o);
