@@ -10,6 +10,8 @@
 #    (every event), memray and memray --native (from $MEMRAY_VENV, as
 #    run.sh; left out when missing).  The targets: 1.10x for the loop,
 #    1.15x for the whole run.
+#    Then small_gpt.py (a loop of small operations): native, the default
+#    and STPROF_LEAN=0.
 # 2. Trace bytes per steady iteration: tests/python/fold_loop.py (an MLP)
 #    recorded for 200 and 1,000 steps, the difference over 800; the same
 #    with --full.
@@ -33,6 +35,14 @@ fi
 echo "python loop: torch_transformer.py --iters 20 (/usr/bin/python3, CPU, 1 thread); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/step_series.py" -n "${RUNS:-5}" --cwd "$T" "$@"
 echo "  load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+# the same with a loop of small operations (what a GPU's host side runs):
+# the default (lean iterations) against STPROF_LEAN=0 (docs/record.md,
+# "Lean iterations")
+G="$S/bench/python/small_gpt.py 300"
+echo "python loop: small_gpt.py 300 ($PY, CPU, 1 thread); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/step_series.py" -n "${RUNS:-5}" --cwd "$T" \
+  "native=$PY $W $G" "stprof=$B/stprof record -q -o $T/g{i}.stp -- $PY $W $G" \
+  "stprof-nolean=env STPROF_LEAN=0 $B/stprof record -q -o $T/l{i}.stp -- $PY $W $G"
 P="$S/tests/python/fold_loop.py"
 for v in default full; do
   o=; [ $v = default ] || o=--full

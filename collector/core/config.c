@@ -34,6 +34,9 @@
  *                     no folding of steady iterations)
  *   STPROF_FOLD_KEEP  steady-state folding keeps the first and the last N
  *                     iterations in full, 0..1000 (default 2; 0: no folding)
+ *   STPROF_LEAN       0: every iteration of a Python loop recorded in full
+ *                     detail before folding (default 1: lean once they
+ *                     repeat; fold.c, "Lean iterations")
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +62,7 @@ void stc_config_defaults(stc_config *c)
 	c->flush_ms = STC_FLUSH_MS_DEFAULT;
 	c->heap_full_iters = STC_HEAP_FULL_ITERS_DEFAULT;
 	c->fold_keep = STC_FOLD_KEEP_DEFAULT;
+	c->lean = 1;
 }
 
 /* Digits only, no sign, no overflow. */
@@ -164,6 +168,12 @@ int stc_config_set(stc_config *c, const char *name, const char *value)
 		c->full = value[0] == '1';
 		return 0;
 	}
+	if (!strcmp(name, "LEAN")) {
+		if (strcmp(value, "0") && strcmp(value, "1"))
+			return -1;
+		c->lean = value[0] == '1';
+		return 0;
+	}
 	if (!strcmp(name, "SAMPLE_LAUNCHES")) {
 		if (parse_u64(value, 1000000, &v) || v == 0)
 			return -1;
@@ -177,7 +187,8 @@ void stc_config_from_env(stc_config *c)
 {
 	static const char *names[] = {"OUTPUT",          "MIN_SIZE",    "DEPTH",           "HOST_DEPTH",
 	                              "FLUSH_MS",        "UNWIND",      "ACCESSES",        "SAMPLE_LAUNCHES",
-	                              "HEAP_SAMPLE",     "HEAP_FULL_ITERS", "FULL",        "FOLD_KEEP"};
+	                              "HEAP_SAMPLE",     "HEAP_FULL_ITERS", "FULL",        "FOLD_KEEP",
+	                              "LEAN"};
 	char var[32];
 	stc_config_defaults(c);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

@@ -69,6 +69,7 @@ typedef struct stc_config {
 	uint8_t heap_sample_set;  /* given by the environment */
 	uint8_t full;             /* STPROF_FULL: every event (no sampling, no folding) */
 	uint32_t fold_keep;       /* STPROF_FOLD_KEEP: iterations kept in full at each end; 0 = no folding */
+	uint8_t lean;             /* STPROF_LEAN: steady iterations of a Python loop recorded lean (fold.c; default 1) */
 } stc_config;
 enum { STC_ACCESSES_NONE = 0, STC_ACCESSES_OPS = 1, STC_ACCESSES_EXACT = 2 };
 enum { STC_UNWIND_FAST = 0, STC_UNWIND_LIBUNWIND = 1, STC_UNWIND_CHECK = 2 };
@@ -198,6 +199,17 @@ STC_HIDDEN int stc_py_frames_how(void);
  * frames it was started from.  Returns the new depth (n when there are no
  * Python frames to add). */
 STC_HIDDEN uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int take_gil);
+/* A hash of the thread's Python frames without a backward site (those a
+ * lean iteration's tensors are made under; where the thread has none, the
+ * backward's origin): the key of collector/torch/torch_lean.c. */
+STC_HIDDEN uint64_t stc_py_lean_key(int take_gil);
+/* The iteration under way is recorded lean (fold.c, "Lean iterations"):
+ * a tensor's path is the one the last full iteration had (torch_lean.c). */
+STC_HIDDEN extern int g_lean_now;
+/* Counts the ITER_BEGIN markers recorded where iterations may go lean
+ * (folding on, STPROF_LEAN, Python frames in place; marker.c): a thread
+ * sees a new iteration begin when it moves; 0: no lean iteration can come. */
+STC_HIDDEN extern uint64_t g_iter_gen;
 
 /* ---------------------------------------------------------------- live device objects (devobj.c) */
 /*

@@ -43,6 +43,25 @@
  *     they are summed per call site and written with the FOLD of the last
  *     folded iteration of a run (or every 1024 folded iterations).
  *
+ * Lean iterations (docs/record.md, "Lean iterations"; STPROF_LEAN=0 turns
+ * them off): once two
+ * consecutive iterations of a Python loop, as they are scanned, match an
+ * iteration written in full, the next iterations are recorded lean: a
+ * tensor's call path is the one the thread's last full iteration had for
+ * the same place in its sequence (collector/torch/torch_lean.c: same size,
+ * same Python frames) instead of a native walk, and the Python shim hands
+ * out no backward sites (stprof_lean_v1), until the collector says
+ * otherwise.  What an iteration is recorded as is decided at its
+ * ITER_BEGIN (marker.c, g_lean_now); a change is recorded by the
+ * annotation "stprof.lean" (value 1 or 0) right after that marker.  A lean
+ * iteration that repeats its reference has the events of a full one, so
+ * it is judged like one; one that deviates (a tensor kept, a new size,
+ * whose paths were walked) is written in full, and the recording goes back
+ * to full detail from the next ITER_BEGIN after this thread sees it, until
+ * two iterations match again.  Only
+ * where Python frames are read in place (a thread's path has a Python part
+ * without the GIL: marker.c checks).
+ *
  * Memory: held events are decoded stp_events (about 140 bytes each) in
  * mmap'd arrays; past FOLD_HELD_MAX of them the oldest complete iteration
  * is written in full at once, and an iteration that alone exceeds it is
@@ -65,6 +84,7 @@
 #define NONE UINT64_MAX
 
 int g_fold_on;
+int g_lean_wanted, g_lean_now;
 
 typedef struct hev {              /* a held event */
 	stp_event ev;
@@ -146,6 +166,7 @@ static struct {
 	live_ent *live;
 	size_t live_cap, nlive, live_used;
 	uint64_t heap_interval;   /* sampling in force (annotations) */
+	unsigned steady;          /* consecutive iterations scanned that matched */
 	/* output */
 	uint8_t *out;
 	size_t outlen;
@@ -469,6 +490,7 @@ static uint64_t hash_event(const hev *h)
 	return 0;
 }
 
+
 /* In the digest: what should repeat from one iteration to the next. */
 static int in_digest(const hev *h)
 {
@@ -506,6 +528,8 @@ static unit *new_unit(int64_t value, uint64_t first)
 static unit *open_unit(void) { return F.open >= 0 ? &F.units[F.open] : NULL; }
 
 /* Walks the ordered events not yet scanned: units, partners, peaks, digests. */
+static void lean_judge(const unit *u);
+
 static void scan(void)
 {
 	for (; F.scanned < F.base + F.nord; F.scanned++) {
@@ -566,6 +590,7 @@ static void scan(void)
 			u->complete = 1;
 			memcpy(u->peak, F.runpeak, sizeof u->peak);
 			F.open = -1;
+			lean_judge(u);
 		}
 	}
 }
@@ -595,6 +620,27 @@ static const sig *find_sig(const unit *u)
 static int has_content(const unit *u)
 {
 	return u->last != NONE && u->last > u->first + 1;
+}
+
+/* u was just scanned whole: whether the next iterations may be recorded
+ * lean (two in a row matched an iteration written in full), or must not
+ * (u matched none). */
+static void lean_judge(const unit *u)
+{
+	int match = has_content(u) && find_sig(u) != NULL;
+	F.steady = match ? F.steady + 1 : 0;
+	int want = g_cfg.lean && F.steady >= 2;
+	if (want != __atomic_load_n(&g_lean_wanted, __ATOMIC_RELAXED))
+		__atomic_store_n(&g_lean_wanted, want, __ATOMIC_RELAXED);
+}
+
+int stc_fold_lean_begin(int allowed)
+{
+	int want = allowed && __atomic_load_n(&g_lean_wanted, __ATOMIC_RELAXED);
+	if (want == __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED))
+		return -1;
+	__atomic_store_n(&g_lean_now, want, __ATOMIC_RELAXED);
+	return want;
 }
 
 /* Whether unit u (complete, not among the last K) would be folded, with the
@@ -987,4 +1033,5 @@ void stc_fold_atfork_child(void)
 	memset(&F, 0, sizeof F);
 	F.open = -1;
 	g_fold_on = 0;
+	g_lean_wanted = g_lean_now = 0;
 }

@@ -3,7 +3,9 @@
  * (include/stprof/stprof.h finds it with dlsym).  Records a MARKER event on
  * the calling thread; the first iteration marker starts the folding of
  * steady iterations (fold.c), and an iteration marker may switch the host
- * heap's sampling (sample.c), which an annotation right after it records.
+ * heap's sampling (sample.c) or the lean recording of steady iterations
+ * (fold.c), which an annotation right after it records.  stprof_lean_v1
+ * tells the Python shim which recording is in force.
  */
 #include <string.h>
 
@@ -11,6 +13,24 @@
 #include "sample.h"
 
 __attribute__((visibility("default"))) void stprof_mark_v1(int kind, const char *name, int64_t value);
+__attribute__((visibility("default"))) int stprof_lean_v1(void);
+
+/* Whether the iteration under way is recorded lean (fold.c): the Python
+ * shim asks at each ITER_BEGIN it marks, and its module hooks return at
+ * once while it is. */
+uint64_t g_iter_gen;
+
+int stprof_lean_v1(void)
+{
+	return __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED);
+}
+
+/* Lean recording is possible: a Python loop whose frames are read in
+ * place (torch_lean.c matches tensors by their Python frames). */
+static int lean_allowed(void)
+{
+	return g_cfg.lean && g_cfg.depth && stc_py_active() && stc_py_frames_how() == STC_PYF_IN_PLACE;
+}
 
 void stprof_mark_v1(int kind, const char *name, int64_t value)
 {
@@ -27,6 +47,18 @@ void stprof_mark_v1(int kind, const char *name, int64_t value)
 		stc_fold_activate(); /* before the marker is recorded: the folder sees it */
 	stc_emit(&ev);
 	if (kind == STP_MARK_ITER_BEGIN || kind == STP_MARK_ITER_END) {
+		int lean = kind == STP_MARK_ITER_BEGIN && g_fold_on ? stc_fold_lean_begin(lean_allowed()) : -1;
+		if (lean >= 0) {
+			stp_event an = {.type = STP_EV_MARKER};
+			an.u.marker.kind = STP_MARK_ANNOTATION;
+			an.u.marker.name = stc_intern_string(STP_LEAN_ANNOTATION, strlen(STP_LEAN_ANNOTATION));
+			an.u.marker.value = lean;
+			stc_emit(&an);
+		}
+		/* after g_lean_now: torch_lean.c reads both; only where iterations
+		 * may go lean (no cost elsewhere) */
+		if (kind == STP_MARK_ITER_BEGIN && g_fold_on && lean_allowed())
+			__atomic_add_fetch(&g_iter_gen, 1, __ATOMIC_RELEASE);
 		int64_t r = stc_sample_marker(kind);
 		if (r >= 0) {
 			stp_event an = {.type = STP_EV_MARKER};

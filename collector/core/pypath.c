@@ -4,10 +4,24 @@
  * Python frames (pyframes.c) follow.  Inside a backward pass
  * (pybackward.c) the frames of the forward line and module whose backward
  * runs take their place; on a thread with no Python, else, those of the
- * line that started the pass.
+ * line that started the pass.  stc_py_lean_key hashes the Python frames
+ * as a lean iteration reads them (collector/torch/torch_lean.c).
  */
 #include "internal.h"
 #include "stprof/trace.h"
+
+/* The Python part: in a module's backward its forward line, else the
+ * thread's frames, else (a thread with no Python: autograd's on a GPU, in
+ * a backward) where the pass began. */
+static uint32_t py_part(uint64_t *ips, uint32_t lim, int take_gil)
+{
+	uint32_t np = stc_py_backward_site(ips, lim);
+	if (!np)
+		np = stc_py_frames(ips, lim, take_gil);
+	if (!np)
+		np = stc_py_backward_origin(ips, lim);
+	return np;
+}
 
 uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int take_gil)
 {
@@ -19,13 +33,22 @@ uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int take_gil)
 	if (keep >= max)
 		return n;
 	uint32_t room = max - keep, lim = room < g_cfg.depth ? room : g_cfg.depth;
-	/* in a module's backward: its forward line */
-	uint32_t np = stc_py_backward_site(ips + keep, lim);
-	if (!np)
-		np = stc_py_frames(ips + keep, lim, take_gil);
-	if (!np) /* a thread with no Python: autograd's on a GPU, in a backward */
-		np = stc_py_backward_origin(ips + keep, lim);
+	uint32_t np = py_part(ips + keep, lim, take_gil);
 	return np ? keep + np : n;
+}
+
+uint64_t stc_py_lean_key(int take_gil)
+{
+	uint64_t ips[STC_DEPTH_MAX], h = 0x9e3779b97f4a7c15ull;
+	uint32_t lim = g_cfg.depth < STC_DEPTH_MAX ? g_cfg.depth : STC_DEPTH_MAX;
+	uint32_t n = stc_py_active() ? stc_py_frames(ips, lim, take_gil) : 0;
+	if (!n)
+		n = stc_py_backward_origin(ips, lim);
+	for (uint32_t i = 0; i < n; i++) {
+		h ^= ips[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+		h *= 0xbf58476d1ce4e5b9ull;
+	}
+	return h ^ n;
 }
 
 void stc_py_atfork_child(void)

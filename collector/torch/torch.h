@@ -7,6 +7,7 @@
  *
  * Files:
  *   torch_common.c          a tensor's call path; libc10's own symbols
+ *   torch_lean.c            a lean iteration's tensor paths, from the last full one's
  *   torch_cpu.c             c10::alloc_cpu / free_cpu interposed
  *   torch_cuda_pluggable.c  torch_cuda_caching.c  torch_cuda_api.c
  *                           the CUDA tensors (torch_cuda.h)
@@ -20,10 +21,19 @@
 #include "../core/face.h"
 
 /* ---------------------------------------------------------------- torch (torch_common.c) */
-/* The call path of a tensor allocated now (native frames up to the
- * interpreter, then Python frames); take_gil as for stc_py_frames.
+/* The call path of a tensor of size bytes allocated now (native frames up
+ * to the interpreter, then Python frames; in a lean iteration the one the
+ * last full iteration had, torch_lean.c); take_gil as for stc_py_frames.
  * Returns its stack id, 0 for none. */
-STC_HIDDEN uint32_t stc_tensor_stack(int take_gil);
+STC_HIDDEN uint32_t stc_tensor_stack(uint64_t size, int take_gil);
+/* ---------------------------------------------------------------- lean iterations (torch_lean.c) */
+/* In a lean iteration: the stack id of the reference's allocation of this
+ * size and key at the thread's cursor (or a little after it); 0: none, walk
+ * it. */
+STC_HIDDEN uint32_t stc_lean_predict(uint64_t size, uint64_t key);
+/* In an iteration recorded in full: the thread's allocation, for the
+ * reference of the next lean ones. */
+STC_HIDDEN void stc_lean_note(uint64_t size, uint64_t key, uint32_t stack);
 /* libc10.so's own definition of name, NULL when there is none. */
 STC_HIDDEN void *stc_c10_sym(const char *name);
 

@@ -6,7 +6,8 @@
  * A tensor's call path is the native frames up to the interpreter, then the
  * Python frames, innermost first (stc_py_complete, core/face.h: a thread
  * without Python frames inside a backward pass gets the frames the pass was
- * started from).  take_gil (STC_GIL_*) says
+ * started from; in a lean iteration, fold.c, the Python frames alone when
+ * there are some).  take_gil (STC_GIL_*) says
  * when a thread without the GIL may take it for them: a caller that may run
  * under one of PyTorch's locks must not wait for the GIL (a thread holding
  * the GIL may be waiting for that lock); the CPU allocator's callers may
@@ -22,12 +23,29 @@
 
 #include "torch.h"
 
-uint32_t stc_tensor_stack(int take_gil)
+static __attribute__((noinline)) uint32_t walked(int take_gil)
 {
 	uint64_t ips[STC_DEPTH_MAX];
-	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
+	uint32_t d = stc_unwind(ips, g_cfg.depth);
 	d = stc_py_complete(ips, d, STC_DEPTH_MAX, take_gil);
 	return d ? stc_intern_stack(ips, d) : 0;
+}
+
+uint32_t stc_tensor_stack(uint64_t size, int take_gil)
+{
+	if (!g_cfg.depth)
+		return 0;
+	if (!__atomic_load_n(&g_iter_gen, __ATOMIC_RELAXED))
+		return walked(take_gil); /* no loop that may go lean (marker.c) */
+	/* lean iterations configured: the path the last full iteration had,
+	 * or walked (and noted, in a full one) */
+	uint64_t key = stc_py_lean_key(take_gil);
+	uint32_t s = __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED) ? stc_lean_predict(size, key) : 0;
+	if (s)
+		return s;
+	s = walked(take_gil);
+	stc_lean_note(size, key, s);
+	return s;
 }
 
 static int find_c10(struct dl_phdr_info *info, size_t size, void *data)

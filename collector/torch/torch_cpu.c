@@ -56,7 +56,7 @@ static __attribute__((noinline)) void record_tensor(void *p, size_t n)
 	ev.u.alloc.kind = STP_MEM_HOST;
 	ev.u.alloc.device = -1;
 	ev.u.alloc.pool = STP_POOL_TENSORS;
-	ev.u.alloc.stack = stc_tensor_stack(STC_GIL_IF_ALONE);
+	ev.u.alloc.stack = stc_tensor_stack(n, STC_GIL_IF_ALONE);
 	stc_emit(&ev);
 }
 

@@ -258,7 +258,7 @@ static void record(void *ptr, int64_t size, uint64_t res, stc_c10_device dv)
 	t_busy = 1;
 	uint64_t p = (uint64_t)(uintptr_t)ptr, n = size > 0 ? (uint64_t)size : (uint64_t)-size;
 	int32_t dev = dv.index;
-	uint32_t stack = size > 0 ? stc_tensor_stack(STC_GIL_NEVER) : 0;
+	uint32_t stack = size > 0 ? stc_tensor_stack(n, STC_GIL_NEVER) : 0;
 	pthread_mutex_lock(&mu);
 	n_reports++;
 	dev_state *d = &devs[dev];

@@ -106,7 +106,7 @@ void *stprof_torch_cuda_alloc(ssize_t size, int device, void *stream)
 	if (real_malloc(&p, (size_t)size) != 0)
 		p = NULL;
 	if (p && size && recording()) {
-		uint32_t stack = stc_tensor_stack(STC_GIL_WAIT);
+		uint32_t stack = stc_tensor_stack((uint64_t)size, STC_GIL_WAIT);
 		stp_event ev = {.type = STP_EV_ALLOC};
 		ev.u.alloc.addr = (uint64_t)(uintptr_t)p;
 		ev.u.alloc.size = ev.u.alloc.requested = (uint64_t)size;

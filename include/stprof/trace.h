@@ -107,6 +107,11 @@ typedef enum stp_marker_kind {
  * 1 - exp(-size/R), one of R bytes or more always; value 0, every one was.
  * Before the first such annotation every allocation was recorded. */
 #define STP_HEAP_SAMPLE_ANNOTATION "stprof.heap_sample_bytes"
+/* Lean recording (docs/record.md, "Lean iterations"): from the ITER_BEGIN
+ * this annotation follows, value 1: tensor call paths taken from the last
+ * full iteration instead of walked, no module markers from the PyTorch
+ * shim; 0: full detail again. */
+#define STP_LEAN_ANNOTATION "stprof.lean"
 /* What a recorded allocation of size bytes stands for under interval R
  * (0: every allocation recorded): 1/p, at least 1. */
 double stp_heap_weight(uint64_t size, uint64_t interval);

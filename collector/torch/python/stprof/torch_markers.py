@@ -26,6 +26,13 @@ the backward):
 One phase is open at a time (the next one closes it); markers never change
 what the program computes.
 
+Lean iterations (docs/record.md): at each iteration boundary the shim asks
+the collector (stprof_lean_v1) whether the next iteration is recorded lean,
+as it is once the loop's iterations repeat.  While it is, the forward hook
+hands out no backward sites (the collector takes a lean iteration's tensor
+paths, sites included, from the last full iteration:
+collector/torch/torch_lean.c); markers are the same.
+
 For the tensors a backward makes, the forward hook also hands the collector
 each module's output nodes (stprof_py_module_site_v1: the module's name and
 the line that called it) and hooks each such node so that the thread that
@@ -62,6 +69,7 @@ class _State:
         self.lock = threading.RLock()
         self.grad_enabled = lambda: True
         self.tensor_type = ()
+        self.lean = False        # the iteration under way is recorded lean
 
     # ---- iterations and phases
     def begin_iteration(self):
@@ -81,6 +89,13 @@ class _State:
             # it); one never ended is dropped by the detector
             self.in_iter = False
             self.begin_iteration()
+            if _LEAN is not None:
+                self.sync_lean()
+
+    def sync_lean(self):
+        """At an iteration boundary: whether the iteration begun is
+        recorded lean."""
+        self.lean = bool(_LEAN())
 
     def open_phase(self, name, mb):
         if self.phase == (name, mb):
@@ -152,7 +167,7 @@ class _State:
                 self.recompute_depth -= 1
                 if not self.recompute_depth:
                     mark(PHASE_END, "recompute", max(self.micro_batch - 1, 0))
-        if _MODULE_SITE is not None and self.grad_enabled():
+        if _MODULE_SITE is not None and not self.lean and self.grad_enabled():
             self.tag_backward(module, output)
 
     def tag_backward(self, module, output):
@@ -246,6 +261,21 @@ def _site_fns():
 
 
 _MODULE_SITE, _USE_SITE = _site_fns()
+
+
+def _lean_fn():
+    """The collector's stprof_lean_v1, or None (an older collector)."""
+    try:
+        import ctypes
+        f = ctypes.CDLL(None).stprof_lean_v1
+        f.argtypes = []
+        f.restype = ctypes.c_int
+        return f
+    except (AttributeError, OSError):
+        return None
+
+
+_LEAN = _lean_fn()
 
 
 def _disable_sites():
