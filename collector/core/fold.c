@@ -44,23 +44,21 @@
  *     folded iteration of a run (or every 1024 folded iterations).
  *
  * Lean iterations (docs/record.md, "Lean iterations"; STPROF_LEAN=0 turns
- * them off): once two
- * consecutive iterations of a Python loop, as they are scanned, match an
- * iteration written in full, the next iterations are recorded lean: a
- * tensor's call path is the one the thread's last full iteration had for
- * the same place in its sequence (collector/torch/torch_lean.c: same size,
- * same Python frames) instead of a native walk, and the Python shim hands
- * out no backward sites (stprof_lean_v1), until the collector says
- * otherwise.  What an iteration is recorded as is decided at its
- * ITER_BEGIN (marker.c, g_lean_now); a change is recorded by the
- * annotation "stprof.lean" (value 1 or 0) right after that marker.  A lean
- * iteration that repeats its reference has the events of a full one, so
- * it is judged like one; one that deviates (a tensor kept, a new size,
- * whose paths were walked) is written in full, and the recording goes back
- * to full detail from the next ITER_BEGIN after this thread sees it, until
- * two iterations match again.  Only
- * where Python frames are read in place (a thread's path has a Python part
- * without the GIL: marker.c checks).
+ * them off): once two consecutive iterations of a Python loop, as they are
+ * scanned, match an iteration written in full, the next iterations are
+ * recorded lean: a tensor's call path is the one the thread's last full
+ * iteration had at the same place in its sequence
+ * (collector/torch/torch_lean.c: same size, same Python frames) instead of
+ * a native walk, and the Python shim hands out no backward sites
+ * (stprof_lean_v1), until the collector says otherwise.  What an iteration
+ * is recorded as is decided at its ITER_BEGIN (marker.c, g_lean_now); a
+ * change is recorded by the annotation "stprof.lean" (value 1 or 0) right
+ * after that marker.  A lean iteration that repeats its reference has the
+ * events of a full one, so it is judged like one; one that deviates (a
+ * tensor kept, a new size, whose paths were walked) is written in full,
+ * and the recording goes back to full detail from the next ITER_BEGIN
+ * after this thread sees it, until two iterations match again.  Only where
+ * Python frames are read in place (marker.c checks).
  *
  * Memory: held events are decoded stp_events (about 140 bytes each) in
  * mmap'd arrays; past FOLD_HELD_MAX of them the oldest complete iteration
@@ -85,6 +83,7 @@
 
 int g_fold_on;
 int g_lean_wanted, g_lean_now;
+uint64_t g_iter_gen; /* face.h; moved by marker.c */
 
 typedef struct hev {              /* a held event */
 	stp_event ev;
@@ -490,7 +489,6 @@ static uint64_t hash_event(const hev *h)
 	return 0;
 }
 
-
 /* In the digest: what should repeat from one iteration to the next. */
 static int in_digest(const hev *h)
 {
@@ -527,9 +525,9 @@ static unit *new_unit(int64_t value, uint64_t first)
 
 static unit *open_unit(void) { return F.open >= 0 ? &F.units[F.open] : NULL; }
 
-/* Walks the ordered events not yet scanned: units, partners, peaks, digests. */
 static void lean_judge(const unit *u);
 
+/* Walks the ordered events not yet scanned: units, partners, peaks, digests. */
 static void scan(void)
 {
 	for (; F.scanned < F.base + F.nord; F.scanned++) {
@@ -1034,4 +1032,5 @@ void stc_fold_atfork_child(void)
 	F.open = -1;
 	g_fold_on = 0;
 	g_lean_wanted = g_lean_now = 0;
+	g_iter_gen = 0; /* a child (a DataLoader worker) runs no loop of its own yet */
 }

@@ -16,10 +16,8 @@ __attribute__((visibility("default"))) void stprof_mark_v1(int kind, const char 
 __attribute__((visibility("default"))) int stprof_lean_v1(void);
 
 /* Whether the iteration under way is recorded lean (fold.c): the Python
- * shim asks at each ITER_BEGIN it marks, and its module hooks return at
- * once while it is. */
-uint64_t g_iter_gen;
-
+ * shim asks at each ITER_BEGIN it marks, and hands out no backward sites
+ * while it is. */
 int stprof_lean_v1(void)
 {
 	return __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED);

@@ -6,8 +6,8 @@
  * A tensor's call path is the native frames up to the interpreter, then the
  * Python frames, innermost first (stc_py_complete, core/face.h: a thread
  * without Python frames inside a backward pass gets the frames the pass was
- * started from; in a lean iteration, fold.c, the Python frames alone when
- * there are some).  take_gil (STC_GIL_*) says
+ * started from; in a lean iteration, core/fold.c, the path the thread's
+ * last full iteration had at that place, torch_lean.c).  take_gil (STC_GIL_*) says
  * when a thread without the GIL may take it for them: a caller that may run
  * under one of PyTorch's locks must not wait for the GIL (a thread holding
  * the GIL may be waiting for that lock); the CPU allocator's callers may

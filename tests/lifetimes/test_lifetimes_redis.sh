@@ -69,7 +69,11 @@ up
 load
 lt_ro=$(ro_kb "$(srv_pid)")
 echo "read-only pages of the program, libc, libcrypto: $native_ro KiB natively, $lt_ro KiB under the lifetime heap"
-[ "$lt_ro" -le $((native_ro + 64)) ] || { echo "FAIL: the unwind tables stayed resident ($lt_ro KiB, natively $native_ro KiB)"; exit 1; }
+# the tables of these three (.eh_frame and .eh_frame_hdr) are 935 KiB on
+# Debian 12, libcrypto's alone 527: resident, they would be hundreds of KiB
+# over; what runs natively moves the figure by tens (2584 against 2508 KiB
+# once, 76 over the 64 this allowed then)
+[ "$lt_ro" -le $((native_ro + 256)) ] || { echo "FAIL: the unwind tables stayed resident ($lt_ro KiB, natively $native_ro KiB)"; exit 1; }
 for n in 1 1000 100000 3000000; do
 	head -c "$n" /dev/urandom | base64 -w0 | head -c "$n" >v$n
 	redis-cli -p $PORT -x set key$n <v$n >/dev/null
