@@ -75,7 +75,6 @@ const char record_help[] =
 	"      --full           record every event: no host-heap sampling, no folding\n"
 	"                       of steady iterations (docs/record.md, \"Long runs\";\n"
 	"                       tensors and device memory are never sampled)\n"
-
 	"  -q, --quiet          print nothing of stprof's own\n"
 	"      --accesses[=ops|exact]\n"
 	"                       record which objects each operation read and wrote,\n"

@@ -208,8 +208,8 @@ STC_HIDDEN uint64_t stc_py_lean_key(int take_gil);
 STC_HIDDEN extern int g_lean_now;
 /* Counts the ITER_BEGIN markers recorded where iterations may go lean
  * (folding on, STPROF_LEAN, Python frames in place; marker.c moves it,
- * fold.c holds it): a thread
- * sees a new iteration begin when it moves; 0: no lean iteration can come. */
+ * fold.c holds it): a thread sees a new iteration begin when it moves;
+ * 0: no lean iteration can come. */
 STC_HIDDEN extern uint64_t g_iter_gen;
 
 /* ---------------------------------------------------------------- live device objects (devobj.c) */

@@ -627,7 +627,7 @@ static void lean_judge(const unit *u)
 {
 	int match = has_content(u) && find_sig(u) != NULL;
 	F.steady = match ? F.steady + 1 : 0;
-	int want = g_cfg.lean && F.steady >= 2;
+	int want = F.steady >= 2; /* marker.c checks STPROF_LEAN and the rest */
 	if (want != __atomic_load_n(&g_lean_wanted, __ATOMIC_RELAXED))
 		__atomic_store_n(&g_lean_wanted, want, __ATOMIC_RELAXED);
 }
