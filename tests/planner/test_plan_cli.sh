@@ -75,13 +75,24 @@ if [ -f "$mm/C.1048576.csv" ]; then
 fi
 # A, I and K meet the best known capacity (their bound) in well under a
 # second here (341, 13,101 and 2,751 nodes): the support rule, the
-# least-slack section and the time-reversed restarts at work
+# least-slack section and the time-reversed restarts at work.
+# Under ASan+UBSan (a Debug build, about 30x slower a node) I's first try at
+# its bound runs out of its share (a quarter CPU second: 7,296 of the 13,101
+# nodes) and the tries after it do not get back there in 10 s (measured:
+# 1,078,272 bytes, 2.83% over); there the search's layout is checked, not its
+# quality, which is the optimized build's to show
 for n in A I K; do
   [ -f "$mm/$n.1048576.csv" ] || continue
   STPROF_PLAN_CLOCK=cpu "$ST" plan --budget 10 --csv "$mm/$n.1048576.csv" -o "$T/$n.s.csv" >"$T/$n.s.txt" || fail "csv $n with the search"
+  "$ST" plan -q --verify "$T/$n.s.csv" || fail "$n verify"
+  if [ "$n" = I ] && [ "${STPROF_SANITIZE:-0}" = 1 ]; then
+    grep -q "^result: *exact search" "$T/$n.s.txt" || fail "$n result: $(cat "$T/$n.s.txt")"
+    "$ST" plan -q --algo greedy --csv "$mm/$n.1048576.csv" -o "$T/$n.g.csv" || fail "csv greedy $n"
+    [ "$(pool "$T/$n.s.csv")" -le "$(pool "$T/$n.g.csv")" ] || fail "$n: the search's layout is larger than greedy's"
+    continue
+  fi
   grep -q "^result: *exact search; optimal" "$T/$n.s.txt" || fail "$n result: $(cat "$T/$n.s.txt")"
   grep -q "^pool: .*(1048576 bytes)" "$T/$n.s.txt" || fail "$n pool: $(cat "$T/$n.s.txt")"
-  "$ST" plan -q --verify "$T/$n.s.csv" || fail "$n verify"
 done
 "$ST" plan --help | grep -q -- "--budget SECONDS" || fail "--budget not in --help"
 set +e
