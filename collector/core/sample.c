@@ -156,7 +156,7 @@ void stc_heap_remember(void *p)
 	if (!s->keys[j]) {
 		s->keys[j] = a;
 		s->n++;
-		_Atomic uint8_t *c = &g_heap_filter[stc_heap_filter_index(h)];
+		_Atomic uint8_t *c = &g_heap_filter[stc_heap_filter_index(a)];
 		uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
 		while (v != 255 && !atomic_compare_exchange_weak_explicit(c, &v, (uint8_t)(v + 1), memory_order_relaxed,
 		                                                          memory_order_relaxed))
@@ -189,7 +189,7 @@ int stc_heap_forget_slow(void *p, uint64_t h)
 				}
 			}
 			s->keys[hole] = 0;
-			_Atomic uint8_t *c = &g_heap_filter[stc_heap_filter_index(h)];
+			_Atomic uint8_t *c = &g_heap_filter[stc_heap_filter_index(a)];
 			uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
 			while (v != 255 && v != 0 &&
 			       !atomic_compare_exchange_weak_explicit(c, &v, (uint8_t)(v - 1), memory_order_relaxed,

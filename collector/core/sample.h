@@ -34,15 +34,25 @@ static inline int stc_sample_take(size_t n)
 }
 
 /* The set of live recorded heap blocks (used when g_heap_set): a counting
- * filter of 2^STC_HEAP_FILTER_BITS counters in front of exact tables. */
+ * filter of 2^STC_HEAP_FILTER_BITS counters in front of exact tables.  A
+ * counter stands for a granule of 2^STC_HEAP_GRANULE_SHIFT bytes of address
+ * (blocks that start in it; granules 16 MiB apart share one), not for a
+ * hash: every free reads its counter, and blocks near one another in memory
+ * then read one cache line, where hashed counters missed the cache on most
+ * frees (measured: 75% of the interposed free's time, a small GPT's loop on
+ * PyTorch 2.11).  A block beside a recorded one takes the exact path. */
 #define STC_HEAP_FILTER_BITS 18
+#define STC_HEAP_GRANULE_SHIFT 6
 STC_HIDDEN extern _Atomic uint8_t *g_heap_filter;
 static inline uint64_t stc_heap_hash(uint64_t a)
 {
 	uint64_t h = (a >> 4) * 0x9e3779b97f4a7c15ull;
 	return h ^ (h >> 31);
 }
-static inline size_t stc_heap_filter_index(uint64_t h) { return (size_t)(h >> (64 - STC_HEAP_FILTER_BITS)); }
+static inline size_t stc_heap_filter_index(uint64_t a)
+{
+	return (size_t)(a >> STC_HEAP_GRANULE_SHIFT) & (((size_t)1 << STC_HEAP_FILTER_BITS) - 1);
+}
 STC_HIDDEN void stc_heap_remember(void *p);
 STC_HIDDEN int stc_heap_forget_slow(void *p, uint64_t h);
 /* Whether the free of p is recorded: p was, and is forgotten now. */
@@ -50,10 +60,10 @@ static inline int stc_heap_forget(void *p)
 {
 	if (STC_LIKELY(!g_heap_set))
 		return 1;
-	uint64_t h = stc_heap_hash((uint64_t)(uintptr_t)p);
-	if (STC_LIKELY(!atomic_load_explicit(&g_heap_filter[stc_heap_filter_index(h)], memory_order_relaxed)))
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	if (STC_LIKELY(!atomic_load_explicit(&g_heap_filter[stc_heap_filter_index(a)], memory_order_relaxed)))
 		return 0;
-	return stc_heap_forget_slow(p, h);
+	return stc_heap_forget_slow(p, stc_heap_hash(a));
 }
 
 /* Sampling as the options say (the collector's start, after the config). */
