@@ -28,6 +28,7 @@ import sys
 ITER_BEGIN, ITER_END, PHASE_BEGIN, PHASE_END, MODULE_ENTER, MODULE_EXIT, ANNOTATION = 1, 2, 3, 4, 5, 6, 7
 
 _fn = None
+_fast = None  # the collector's builtin mark(kind, name, value), or False
 
 
 def _resolve():
@@ -41,6 +42,29 @@ def _resolve():
         except (AttributeError, OSError):
             _fn = False
     return _fn
+
+
+def fast_mark():
+    """The collector's marker entry point as a builtin function (called
+    like mark below, a str name as it is: collector/core/pymark.c), where
+    this collector has one; else mark itself; None without the collector.
+    For hot paths: a call costs a tenth of mark's through ctypes."""
+    global _fast
+    if _fast is None:
+        _fast = False
+        if _resolve():
+            try:
+                g = ctypes.PyDLL(None).stprof_py_mark_fn_v1
+                g.argtypes = []
+                g.restype = ctypes.c_void_p
+                if g():  # NULL: this Python lacks what it needs
+                    g.restype = ctypes.py_object
+                    _fast = g()
+            except (AttributeError, OSError, ValueError):
+                pass
+    if _fast:
+        return _fast
+    return mark if _resolve() else None
 
 
 def mark(kind, name=None, value=0):

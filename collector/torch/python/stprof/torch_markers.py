@@ -51,7 +51,7 @@ import threading
 import weakref
 
 from .importhook import ImportHook
-from . import ITER_BEGIN, ITER_END, PHASE_BEGIN, PHASE_END, MODULE_ENTER, MODULE_EXIT, mark
+from . import ITER_BEGIN, ITER_END, PHASE_BEGIN, PHASE_END, MODULE_ENTER, MODULE_EXIT, mark, fast_mark
 
 
 class _State:
@@ -319,10 +319,11 @@ def _wrap_step(fn):
 
 def install(torch):
     """Hooks torch once: module hooks, autograd entry points, optimizers."""
-    global _installed
+    global _installed, mark
     if _installed:
         return
     _installed = True
+    mark = fast_mark() or mark  # the collector's builtin: the hooks' markers cost less
     from . import torch_cuda
     try:  # first: before the program can touch the GPU
         torch_cuda.install(torch)
