@@ -131,4 +131,20 @@ PY
 "$STPROF" record -q -o "$T/isc.stp" -- "$PY" "$S" --checkpoint >/dev/null 2>&1 || fail "record iter_shapes --checkpoint"
 "$STPROF" report "$T/isc.stp" | grep -q "^  phases    forward backward (+recompute) forward\[1\] backward\[1\] (+recompute) optimizer (markers)" ||
   fail "phases under checkpointing: $("$STPROF" report "$T/isc.stp" | grep '^  phases')"
+
+# 5. the hooks' markers go through the collector's builtin (pymark.c): it
+#    takes a str, bytes or None name; arguments of other kinds record
+#    nothing and raise nothing; the program's output is its own
+cat >"$T/fm.py" <<'PY'
+import stprof, stprof.torch_markers as tm, torch
+f = stprof.fast_mark()
+assert type(f).__name__ == "builtin_function_or_method" and tm.mark is f, (f, tm.mark)
+f(7, "fm.str", 5); f(7, b"fm.bytes", 6); f(7, None, 7)
+f(7); f("x", 1, 2); f(999, "fm.big", 1); f(7, 3.5, "fm")
+print("fm done")
+PY
+got=$("$STPROF" record -q -o "$T/fm.stp" -- "$PY" "$T/fm.py" 2>&1)
+expect_eq "fast_mark output" "$got" "fm done"
+fm=$("$STPROF" dump -t marker "$T/fm.stp" | sed -n 's/.* kind=annotation name="\([^"]*\)" value=\([0-9]*\).*/\1=\2/p' | grep -v '^stprof\.' | tr '\n' ' ')
+expect_eq "fast_mark markers" "$fm" "fm.str=5 fm.bytes=6 =7 =0 "
 echo ok
