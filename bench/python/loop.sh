@@ -10,8 +10,10 @@
 #    (every event), memray and memray --native (from $MEMRAY_VENV, as
 #    run.sh; left out when missing).  The targets: 1.10x for the loop,
 #    1.15x for the whole run.
-#    Then small_gpt.py (a loop of small operations): native, the default
-#    and STPROF_LEAN=0.
+#    Then small_gpt.py (a loop of small operations): native, native with
+#    one idle thread (idle_thread.py: glibc's multi-threaded paths, which
+#    the collector's flusher thread brings), the default and
+#    STPROF_LEAN=0.
 # 2. Trace bytes per steady iteration: tests/python/fold_loop.py (an MLP)
 #    recorded for 200 and 1,000 steps, the difference over 800; the same
 #    with --full.
@@ -41,7 +43,8 @@ echo "  load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 G="$S/bench/python/small_gpt.py 300"
 echo "python loop: small_gpt.py 300 ($PY, CPU, 1 thread); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/step_series.py" -n "${RUNS:-5}" --cwd "$T" \
-  "native=$PY $W $G" "stprof=$B/stprof record -q -o $T/g{i}.stp -- $PY $W $G" \
+  "native=$PY $W $G" "native-thread=$PY $S/bench/python/idle_thread.py $W $G" \
+  "stprof=$B/stprof record -q -o $T/g{i}.stp -- $PY $W $G" \
   "stprof-nolean=env STPROF_LEAN=0 $B/stprof record -q -o $T/l{i}.stp -- $PY $W $G"
 P="$S/tests/python/fold_loop.py"
 for v in default full; do
