@@ -6,14 +6,17 @@
  * Called through ctypes, stprof_mark_v1 cost the shim about 1.4 us a call
  * (argument conversion, the bytes of the name made from a str each time):
  * 0.09 ms of a 6.1 ms step of bench/python/small_gpt.py on PyTorch 2.11.
- * stprof_py_mark_fn_v1 (ctypes.PyDLL: the GIL is held) returns, borrowed,
- * a builtin function mark(kind, name, value) of the vectorcall kind
+ * stprof_py_mark_fn_v1 (ctypes.PyDLL: the GIL is held) returns a new
+ * reference (ctypes' py_object result takes one) to a builtin function
+ * mark(kind, name, value) of the vectorcall kind
  * (METH_FASTCALL), made once and kept for the life of the process: name a
  * str (its UTF-8 form is the one CPython caches in the object), bytes or
  * None.  It records what stprof_mark_v1 records and returns 0; arguments
  * of another kind or number record nothing and raise nothing (markers never
  * change what the program computes).  NULL where this Python lacks a
- * function it needs: the shim then keeps ctypes.
+ * function it needs: the shim then keeps ctypes (it asks first with a
+ * pointer result: ctypes crashes on a NULL py_object; the reference that
+ * call leaks keeps the function, which lives as long as the process).
  *
  * The interpreter's functions are found with dlsym, as pyframes.c does;
  * only the stable ABI's (Python 3.7 and later have all of them).  Calls
@@ -49,6 +52,7 @@ static struct {
 	PyObj *(*err_occurred)(void);
 	void (*err_clear)(void);
 	PyObj *(*from_long)(long);
+	void (*incref)(PyObj *);
 	PyObj *none;
 } P;
 
@@ -93,17 +97,22 @@ static method_def def = {"mark", fast_mark, METH_FASTCALL, "stprof_mark_v1(kind,
 
 void *stprof_py_mark_fn_v1(void)
 {
-	if (tried) /* the GIL is held: one caller at a time */
+	if (tried) { /* the GIL is held: one caller at a time */
+		if (made)
+			P.incref(made);
 		return made;
+	}
 	tried = 1;
 	int was = t_busy;
 	t_busy = 1;
 	if (SYM(new_fn, "PyCFunction_NewEx") && SYM(as_ll, "PyLong_AsLongLong") &&
 	    SYM(utf8, "PyUnicode_AsUTF8AndSize") && SYM(bytes, "PyBytes_AsString") &&
 	    SYM(err_occurred, "PyErr_Occurred") && SYM(err_clear, "PyErr_Clear") &&
-	    SYM(from_long, "PyLong_FromLong") && (P.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct")) != NULL) {
-		made = P.new_fn(&def, NULL, NULL);
-		if (!made)
+	    SYM(from_long, "PyLong_FromLong") && SYM(incref, "Py_IncRef") && (P.none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct")) != NULL) {
+		made = P.new_fn(&def, NULL, NULL); /* our reference, never dropped */
+		if (made)
+			P.incref(made); /* the caller's */
+		else
 			P.err_clear();
 	}
 	t_busy = was;
