@@ -111,9 +111,20 @@ STC_HIDDEN extern stc_real g_real;
 /* Resolves g_real with dlsym(RTLD_NEXT); allocations made meanwhile come
  * from a static bootstrap arena. */
 STC_HIDDEN void stc_real_resolve(void);
-STC_HIDDEN int stc_real_resolved(void);
+STC_HIDDEN extern atomic_int g_real_state; /* 2 once g_real is set */
+static inline int stc_real_resolved(void)
+{
+	return atomic_load_explicit(&g_real_state, memory_order_acquire) == 2;
+}
 STC_HIDDEN void *stc_boot_alloc(size_t n, size_t align);
-STC_HIDDEN int stc_boot_owns(const void *p);
+/* Inline: every free and realloc asks (a range test of the static arena). */
+#define STC_BOOT_SIZE (256u << 10)
+STC_HIDDEN extern uint8_t g_boot_arena[STC_BOOT_SIZE];
+static inline int stc_boot_owns(const void *p)
+{
+	uintptr_t a = (uintptr_t)p, b = (uintptr_t)g_boot_arena;
+	return a - b < STC_BOOT_SIZE;
+}
 
 /* ---------------------------------------------------------------- backends' hooks (hooks.c) */
 /* Each runs the hook of every registered backend that has one, in link

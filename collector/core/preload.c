@@ -51,7 +51,7 @@ __attribute__((noinline)) void stc_record_alloc(void *p, size_t size)
 	t_busy = 0;
 }
 
-void stc_record_free(void *p)
+__attribute__((noinline)) void stc_record_free(void *p)
 {
 	t_busy = 1;
 	stp_event ev = {.type = STP_EV_FREE};

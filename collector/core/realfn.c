@@ -12,10 +12,9 @@
 #include "internal.h"
 
 stc_real g_real;
-static atomic_int resolved;
+atomic_int g_real_state; /* 0 unresolved, 1 resolving, 2 resolved */
 
-#define BOOT_SIZE (256u << 10)
-static _Alignas(64) uint8_t boot_arena[BOOT_SIZE];
+_Alignas(64) uint8_t g_boot_arena[STC_BOOT_SIZE];
 static atomic_size_t boot_used;
 
 void *stc_boot_alloc(size_t n, size_t align)
@@ -25,18 +24,11 @@ void *stc_boot_alloc(size_t n, size_t align)
 	size_t cur = atomic_load(&boot_used), start;
 	do {
 		start = (cur + align - 1) & ~(align - 1);
-		if (start + n > BOOT_SIZE || start + n < start)
+		if (start + n > STC_BOOT_SIZE || start + n < start)
 			return NULL;
 	} while (!atomic_compare_exchange_weak(&boot_used, &cur, start + n));
-	return boot_arena + start; /* zeroed: static storage, never reused */
+	return g_boot_arena + start; /* zeroed: static storage, never reused */
 }
-
-int stc_boot_owns(const void *p)
-{
-	return (const uint8_t *)p >= boot_arena && (const uint8_t *)p < boot_arena + BOOT_SIZE;
-}
-
-int stc_real_resolved(void) { return atomic_load_explicit(&resolved, memory_order_acquire) == 2; }
 
 #define RESOLVE(field, name) do { \
 		void *s_ = dlsym(RTLD_NEXT, name); \
@@ -46,9 +38,9 @@ int stc_real_resolved(void) { return atomic_load_explicit(&resolved, memory_orde
 void stc_real_resolve(void)
 {
 	int expect = 0;
-	if (!atomic_compare_exchange_strong(&resolved, &expect, 1)) {
+	if (!atomic_compare_exchange_strong(&g_real_state, &expect, 1)) {
 		/* another thread is resolving (or done): wait for it */
-		while (atomic_load_explicit(&resolved, memory_order_acquire) != 2)
+		while (atomic_load_explicit(&g_real_state, memory_order_acquire) != 2)
 			;
 		return;
 	}
@@ -76,5 +68,5 @@ void stc_real_resolve(void)
 	RESOLVE(unshare, "unshare");
 	RESOLVE(setns, "setns");
 	RESOLVE(dlclose, "dlclose");
-	atomic_store_explicit(&resolved, 2, memory_order_release);
+	atomic_store_explicit(&g_real_state, 2, memory_order_release);
 }

@@ -64,6 +64,7 @@ class _State:
         self.root = None         # weakref to the root module
         self.root_size = 0
         self.names = weakref.WeakKeyDictionary()
+        self.name_cache = {}     # id(module) -> (weakref, name): name_of's
         self.bwd_depth = 0
         self.recompute_depth = 0
         self.lock = threading.RLock()
@@ -111,9 +112,20 @@ class _State:
 
     # ---- modules
     def name_of(self, module):
+        # by id first (a hook runs this twice a module call; a weak key's
+        # lookup makes a weakref each time), checked against the module
+        e = self.name_cache.get(id(module))
+        if e is not None and e[0]() is module:
+            return e[1]
         n = self.names.get(module)
         if n is None:
             n = type(module).__name__
+        if len(self.name_cache) >= 65536:  # modules made per call: ids go stale
+            self.name_cache.clear()
+        try:
+            self.name_cache[id(module)] = (weakref.ref(module), n)
+        except TypeError:
+            pass
         return n
 
     def learn_names(self, root):
@@ -129,6 +141,7 @@ class _State:
         if cur is not None and len(mods) <= self.root_size:
             return False
         self.root, self.root_size = weakref.ref(root), len(mods)
+        self.name_cache.clear()
         for name, m in mods:
             if name:
                 self.names[m] = name
