@@ -446,6 +446,7 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 		return -1;
 	double w = det_alloc_weight(p->heap_interval, a);
 	uint64_t bytes = det_weighted(a->size, w);
+	det_modbytes_stack(d, a->stack);
 	if (si == p->primary)
 		det_modbytes_alloc(d, bytes);
 	if (d->reuse_i < d->nreuse && d->reuse[d->reuse_i].seq == ev->seq) { /* lost free: end the old one here */

@@ -12,7 +12,8 @@
 #    1.15x for the whole run.
 #    Then small_gpt.py (a loop of small operations): native, native with
 #    one idle thread (idle_thread.py: glibc's multi-threaded paths, which
-#    the collector's flusher thread brings), the default and
+#    the collector's flusher thread brings), the default,
+#    STPROF_LEAN_HOOKS=1 (lean iterations that keep the module hooks) and
 #    STPROF_LEAN=0.
 # 2. Trace bytes per steady iteration: tests/python/fold_loop.py (an MLP)
 #    recorded for 200 and 1,000 steps, the difference over 800; the same
@@ -45,6 +46,7 @@ echo "python loop: small_gpt.py 300 ($PY, CPU, 1 thread); load: $(cut -d' ' -f1-
 OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/step_series.py" -n "${RUNS:-5}" --cwd "$T" \
   "native=$PY $W $G" "native-thread=$PY $S/bench/python/idle_thread.py $W $G" \
   "stprof=$B/stprof record -q -o $T/g{i}.stp -- $PY $W $G" \
+  "stprof-hooks=env STPROF_LEAN_HOOKS=1 $B/stprof record -q -o $T/h{i}.stp -- $PY $W $G" \
   "stprof-nolean=env STPROF_LEAN=0 $B/stprof record -q -o $T/l{i}.stp -- $PY $W $G"
 P="$S/tests/python/fold_loop.py"
 for v in default full; do

@@ -17,7 +17,7 @@
  * What is decided, per complete iteration, in order:
  *   - its digest: a sum (order-free: threads interleave differently from
  *     one iteration to the next) of a hash per allocation, free, segment,
- *     API and phase/module marker over what repeats (sizes, call paths,
+ *     API and phase marker over what repeats (sizes, call paths,
  *     kinds, names; not addresses, times or durations), leaving out the
  *     sampled host heap (random by design); and per memory space the peak
  *     of live bytes above the iteration's start;
@@ -49,12 +49,14 @@
  * recorded lean: a tensor's call path is the one the thread's last full
  * iteration had at the same place in its sequence
  * (collector/torch/torch_lean.c: same size, same Python frames) instead of
- * a native walk, and the Python shim hands out no backward sites
- * (stprof_lean_v1), until the collector says otherwise.  What an iteration
- * is recorded as is decided at its ITER_BEGIN (marker.c, g_lean_now); a
- * change is recorded by the annotation "stprof.lean" (value 1 or 0) right
- * after that marker.  A lean iteration that repeats its reference has the
- * events of a full one, so it is judged like one; one that deviates (a
+ * a native walk, and the Python shim hands out no backward sites and
+ * (unless the model recomputes) runs no module hooks, so records no module
+ * markers (stprof_lean_v1), until the collector says otherwise.  What an
+ * iteration is recorded as is decided at its ITER_BEGIN (marker.c,
+ * g_lean_now); a change is recorded by the annotation "stprof.lean" (value
+ * 1 or 0) right after that marker.  A lean iteration that repeats its
+ * reference has the events of a full one but for module markers, which no
+ * digest takes, so it is judged like one; one that deviates (a
  * tensor kept, a new size, whose paths were walked) is written in full,
  * and the recording goes back to full detail from the next ITER_BEGIN
  * after this thread sees it, until two iterations match again.  Only where
@@ -500,8 +502,8 @@ static int in_digest(const hev *h)
 	case STP_EV_SEGMENT_RELEASE:
 	case STP_EV_API:
 		return 1;
-	case STP_EV_MARKER:
-		return h->ev.u.marker.kind >= STP_MARK_PHASE_BEGIN && h->ev.u.marker.kind <= STP_MARK_MODULE_EXIT;
+	case STP_EV_MARKER: /* phases; not modules: a lean iteration has none */
+		return h->ev.u.marker.kind == STP_MARK_PHASE_BEGIN || h->ev.u.marker.kind == STP_MARK_PHASE_END;
 	}
 	return 0;
 }

@@ -126,6 +126,20 @@ static inline int stc_boot_owns(const void *p)
 	return a - b < STC_BOOT_SIZE;
 }
 
+/* ---------------------------------------------------------------- skipped Python code (pyskip.c) */
+#define STC_PY_SKIP_MAX 8
+STC_HIDDEN extern _Atomic(uintptr_t) g_py_skip[STC_PY_SKIP_MAX];
+STC_HIDDEN extern atomic_uint g_py_nskip;
+/* Whether frames of this code object are left out of Python call paths. */
+static inline int stc_py_skip_code(uintptr_t code)
+{
+	unsigned n = atomic_load_explicit(&g_py_nskip, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (atomic_load_explicit(&g_py_skip[i], memory_order_relaxed) == code)
+			return 1;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- backends' hooks (hooks.c) */
 /* Each runs the hook of every registered backend that has one, in link
  * order (face.h); mark returns the watermark lowered by every backend. */

@@ -215,7 +215,7 @@ uint32_t stc_py_frames(uint64_t *ips, uint32_t max, int take_gil)
 	while (f && n < max) {
 		PyObj *code = py.frame_code(f);
 		int pos = py.frame_lasti ? py.frame_lasti(f) : py.frame_line(f);
-		uint32_t id = code ? line_id(code, pos, f) : 0;
+		uint32_t id = code && !stc_py_skip_code((uintptr_t)code) ? line_id(code, pos, f) : 0;
 		if (code)
 			py.decref(code);
 		if (id)

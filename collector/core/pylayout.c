@@ -352,7 +352,7 @@ uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max)
 	uint32_t n = 0;
 	for (unsigned guard = 0; f && n < max && guard < 4096; guard++, f = (const char *)word(f, L.prev_off)) {
 		uintptr_t c = frame_code(f);
-		if (!is_code(c) || skipped(c))
+		if (!is_code(c) || skipped(c) || stc_py_skip_code(c))
 			continue;
 		uint32_t id = line_id((void *)c, lasti_of(f, c));
 		if (id)

@@ -7,7 +7,7 @@ data (seeded).  With --check it also annotates, at chosen points where no
 autograd graph is alive, PyTorch's own count of live tensor bytes (the sum of
 storage nbytes over every live tensor, each storage once) as an annotation
 marker "torch_bytes", for the test to compare with the trace.  With
---checkpoint the body runs under activation checkpointing.
+--checkpoint the body runs under activation checkpointing; --iters=N: N steps.
 """
 import gc
 import sys
@@ -65,7 +65,7 @@ def main(argv):
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     annotate("start")
     data = [(torch.randn(16, 32), torch.randint(0, 10, (16,))) for _ in range(MICRO)]
-    for it in range(ITERS):
+    for it in range(next((int(a[8:]) for a in argv if a.startswith("--iters=")), ITERS)):
         for x, y in data:
             loss = F.cross_entropy(model(x), y)
             (loss / MICRO).backward()

@@ -7,13 +7,20 @@
 #    the same iterations are folded either way; the tensor space's totals
 #    and peak equal a --full recording's; iteration 999 (lean, written in
 #    full) makes the same tensors with the same call paths in the same
-#    order as iteration 1 (full detail), and the same markers; the
-#    report's call sites and modules (tensors) are those of STPROF_LEAN=0;
+#    order as iteration 1 (full detail), and the same iteration and phase
+#    markers but no module markers (the shim takes its module hooks away
+#    in lean iterations); the report's call sites and modules (tensors)
+#    are those of STPROF_LEAN=0 (the modules of a lean iteration's
+#    tensors come from the full iterations);
 #    the deviating step's temporary is at its line (fold_loop.py:22).
 # 2. torch_eval_every.py (an evaluation every 20 steps): the plan is the
 #    one STPROF_LEAN=0 gives (its requests, persistent and static).
 # 3. slow_leak.py late (a 4 KiB tensor kept every step from step 700): the
 #    growth sends the recording back to full detail (annotation 0).
+# 4. known_model.py under activation checkpointing, 300 steps of 2
+#    micro-batches: lean iterations keep the module hooks (the recompute
+#    phases need them): the last iteration, lean and written in full, has
+#    its module markers and both recompute phases, and iterations fold.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -58,7 +65,10 @@ markers_of() { # TRACE ITER: its markers' kinds, names and values
 markers_of l.stp 1 | sed 's/value=1$/value=I/' >m1
 markers_of l.stp 999 | sed 's/value=999$/value=I/' >m999
 grep -q module_enter m1 || fail "fold_loop: no module marker in iteration 1"
-cmp -s m1 m999 || fail "fold_loop: iteration 999's markers unlike iteration 1's: $(diff m1 m999 | head -5)"
+grep -q module_ m999 && fail "fold_loop: module markers in iteration 999 (lean)"
+grep -q phase_begin m999 || fail "fold_loop: no phase marker in iteration 999 (lean)"
+grep -v module_ m1 >m1p
+cmp -s m1p m999 || fail "fold_loop: iteration 999's markers unlike iteration 1's: $(diff m1p m999 | head -5)"
 "$STPROF" report l.stp >l.txt
 "$STPROF" report d.stp >d.txt
 sections() { sed -n '/^Top call sites/,/^$/p; /^Bytes by module/,/^$/p' "$1"; }
@@ -80,4 +90,13 @@ expect_eq "eval_every: plan requests, lean vs not" "$(grep '^requests:' e.sum)" 
 S="$STPROF_SRC/tests/python/slow_leak.py"
 "$STPROF" record -q -o s.stp -- "$PY" "$S" 1000 late >/dev/null
 case "$(lean_marks s.stp)" in *1\ 0\ *) ;; *) fail "late: no return to full detail: '$(lean_marks s.stp)'" ;; esac
+
+# 4.
+K="$STPROF_SRC/tests/python/known_model.py"
+"$STPROF" record -q -o k.stp -- "$PY" "$K" --checkpoint --iters=300 >/dev/null
+case "$(lean_marks k.stp)" in 1\ *) ;; *) fail "checkpoint: annotations '$(lean_marks k.stp)'" ;; esac
+[ -n "$(folded k.stp)" ] || fail "checkpoint: no iteration folded"
+markers_of k.stp 299 >k299
+expect_eq "checkpoint: recompute phases in iteration 299 (lean)" "$(grep -c 'phase_begin name="recompute"' k299)" 2
+grep -q module_enter k299 || fail "checkpoint: no module markers in iteration 299 (lean)"
 echo ok

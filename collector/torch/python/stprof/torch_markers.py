@@ -28,10 +28,22 @@ what the program computes.
 
 Lean iterations (docs/record.md): at each iteration boundary the shim asks
 the collector (stprof_lean_v1) whether the next iteration is recorded lean,
-as it is once the loop's iterations repeat.  While it is, the forward hook
-hands out no backward sites (the collector takes a lean iteration's tensor
-paths, sites included, from the last full iteration:
-collector/torch/torch_lean.c); markers are the same.
+as it is once the loop's iterations repeat.  While it is, the shim hands
+out no backward sites (the collector takes a lean iteration's tensor paths,
+sites included, from the last full iteration: collector/torch/torch_lean.c)
+and, unless the iteration before recomputed (activation checkpointing,
+whose phase needs the module hooks), it takes its module hooks away: the
+modules run on PyTorch's hook-free path (the hooks cost a small model's
+step more than the rest of the shim).  A pre-hook waits for the root
+module's forward, opens its phase as `pre` does, and goes (it comes back
+after each backward, for the next micro-batch's forward).  Not once
+torch.compile has compiled a frame (its guards watch the global hooks).  So a lean
+iteration has the iteration and phase markers of a full one and no module
+markers; the collector leaves module markers out of an iteration's digest
+(collector/core/fold.c), and PyTorch's dispatch frames, which differ with
+and without hooks, out of every call path (stprof_py_skip_code_v1,
+collector/core/pyskip.c).  The full hooks come back at the first boundary
+that is not lean.
 
 For the tensors a backward makes, the forward hook also hands the collector
 each module's output nodes (stprof_py_module_site_v1: the module's name and
@@ -46,6 +58,7 @@ step wrapped once, at the first construction) and 2.x (the global optimizer
 step hooks).
 """
 import functools
+import os
 import sys
 import threading
 import weakref
@@ -71,6 +84,14 @@ class _State:
         self.grad_enabled = lambda: True
         self.tensor_type = ()
         self.lean = False        # the iteration under way is recorded lean
+        self.light = False       # ... and without module hooks
+        self.recomputed = False  # a recompute phase since the last boundary
+        self.mm = None           # torch.nn.modules.module, once installed
+        self.hooks = None        # the module hooks' handles (pre, post)
+        self.waiter = None       # pre_light's handle while it waits
+        self.can_light = False   # the collector leaves dispatch frames out
+        # STPROF_LEAN_HOOKS=1 keeps the module hooks in lean iterations
+        self.light_off = os.environ.get("STPROF_LEAN_HOOKS") == "1"
 
     # ---- iterations and phases
     def begin_iteration(self):
@@ -95,8 +116,45 @@ class _State:
 
     def sync_lean(self):
         """At an iteration boundary: whether the iteration begun is
-        recorded lean."""
+        recorded lean, and if so without module hooks."""
         self.lean = bool(_LEAN())
+        light = (self.lean and self.can_light and not self.recomputed and not self.light_off
+                 and not _compiled()
+                 and (self.hooks is not None or self.light)
+                 and self.root is not None and self.root() is not None)
+        self.recomputed = False
+        if light and not self.light:
+            for h in self.hooks:
+                h.remove()
+            self.hooks = None
+        elif self.light and not light:
+            if self.waiter is not None:
+                self.waiter.remove()
+                self.waiter = None
+            self.hooks = (self.mm.register_module_forward_pre_hook(self.pre),
+                          self.mm.register_module_forward_hook(self.post))
+        self.light = light
+        if light:
+            self.await_root()
+
+    def await_root(self):
+        if self.waiter is None:
+            self.waiter = self.mm.register_module_forward_pre_hook(self.pre_light)
+
+    def pre_light(self, module, inputs):
+        """The only module hook of a lean iteration, there while the root
+        module's forward is awaited: opens its phase as pre does, then goes,
+        so that the modules it runs take PyTorch's hook-free path."""
+        with self.lock:
+            if not self.light or self.bwd_depth or module is not self.root():
+                return
+            if not self.grad_enabled() or not getattr(module, "training", True):
+                return  # an evaluation: no phase (and the hook waits on)
+            self.begin_iteration()
+            self.open_phase("forward", self.micro_batch)
+            if self.waiter is not None:
+                self.waiter.remove()
+                self.waiter = None
 
     def open_phase(self, name, mb):
         if self.phase == (name, mb):
@@ -154,6 +212,7 @@ class _State:
             if top and self.bwd_depth:
                 self.recompute_depth += 1
                 if self.recompute_depth == 1:
+                    self.recomputed = True
                     mark(PHASE_BEGIN, "recompute", max(self.micro_batch - 1, 0))
             elif (top and self.learn_names(module) and self.grad_enabled()
                   and getattr(module, "training", True)):
@@ -231,6 +290,8 @@ class _State:
                 self.recompute_depth = 0
                 if self.phase is not None and self.phase[0] == "backward":
                     self.close_phase()
+                if self.light:
+                    self.await_root()  # the next micro-batch's forward
 
     def step_begin(self):
         with self.lock:
@@ -291,6 +352,44 @@ def _lean_fn():
 _LEAN = _lean_fn()
 
 
+def _compiled():
+    """Whether torch.compile has compiled a frame in this process: its
+    guards watch the global module hooks (each change would recompile), so
+    lean iterations keep them.  (torch._dynamo itself is loaded by plain
+    eager programs too: PyTorch 2.x's optimizers import it.)"""
+    u = sys.modules.get("torch._dynamo.utils")
+    if u is None:
+        return False
+    try:
+        return bool(u.counters.get("frames", {}).get("total", 0))
+    except Exception:
+        return True
+
+
+def _skip_dispatch_frames(module_class):
+    """Names PyTorch's module dispatch code to the collector, whose call
+    paths then leave its frames out (collector/core/pyskip.c): they differ
+    with and without module hooks, which lean iterations take away."""
+    try:
+        import ctypes
+        import types
+        f = ctypes.PyDLL(None).stprof_py_skip_code_v1
+        f.argtypes, f.restype = [ctypes.py_object], ctypes.c_int
+    except (AttributeError, OSError):
+        return False
+    ok = False
+    for name in ("_wrapped_call_impl", "_call_impl"):
+        fn = getattr(module_class, name, None)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            continue
+        ok = bool(f(code))
+        for c in code.co_consts:  # `inner`, where 2.x runs forward with hooks
+            if isinstance(c, types.CodeType):
+                ok = bool(f(c)) and ok
+    return ok
+
+
 def _disable_sites():
     global _MODULE_SITE
     _MODULE_SITE = None
@@ -345,8 +444,10 @@ def install(torch):
     STATE.grad_enabled = torch.is_grad_enabled
     STATE.tensor_type = torch.Tensor
     mm = torch.nn.modules.module
-    mm.register_module_forward_pre_hook(STATE.pre)
-    mm.register_module_forward_hook(STATE.post)
+    STATE.mm = mm
+    STATE.hooks = (mm.register_module_forward_pre_hook(STATE.pre),
+                   mm.register_module_forward_hook(STATE.post))
+    STATE.can_light = _skip_dispatch_frames(mm.Module)
 
     import os
     if os.environ.get("STPROF_ACCESSES") == "1":
