@@ -14,7 +14,9 @@
 #    tensors come from the full iterations);
 #    the deviating step's temporary is at its line (fold_loop.py:22).
 # 2. torch_eval_every.py (an evaluation every 20 steps): the plan is the
-#    one STPROF_LEAN=0 gives (its requests, persistent and static).
+#    one STPROF_LEAN=0 gives (its requests, persistent and static), and so
+#    are the report's bytes by module (an evaluation in a lean iteration
+#    brings the module hooks back).
 # 3. slow_leak.py late (a 4 KiB tensor kept every step from step 700): the
 #    growth sends the recording back to full detail (annotation 0).
 # 4. known_model.py under activation checkpointing, 300 steps of 2
@@ -85,6 +87,8 @@ case "$(lean_marks e.stp)" in 1\ *) ;; *) fail "eval_every: annotations '$(lean_
 "$STPROF" plan -o e.plan e.stp >e.sum
 "$STPROF" plan -o e0.plan e0.stp >e0.sum
 expect_eq "eval_every: plan requests, lean vs not" "$(grep '^requests:' e.sum)" "$(grep '^requests:' e0.sum)"
+modules() { "$STPROF" report "$1" | sed -n '/^Bytes by module/,/^$/p'; }
+expect_eq "eval_every: bytes by module, lean vs not" "$(modules e.stp)" "$(modules e0.stp)"
 
 # 3.
 S="$STPROF_SRC/tests/python/slow_leak.py"

@@ -36,7 +36,8 @@ whose phase needs the module hooks), it takes its module hooks away: the
 modules run on PyTorch's hook-free path (the hooks cost a small model's
 step more than the rest of the shim).  A pre-hook waits for the root
 module's forward, opens its phase as `pre` does, and goes (it comes back
-after each backward, for the next micro-batch's forward).  Not once
+after each backward, for the next micro-batch's forward; an evaluation's
+forward brings the module hooks back until the boundary).  Not once
 torch.compile has compiled a frame (its guards watch the global hooks).  So a lean
 iteration has the iteration and phase markers of a full one and no module
 markers; the collector leaves module markers out of an iteration's digest
@@ -128,14 +129,20 @@ class _State:
                 h.remove()
             self.hooks = None
         elif self.light and not light:
-            if self.waiter is not None:
-                self.waiter.remove()
-                self.waiter = None
-            self.hooks = (self.mm.register_module_forward_pre_hook(self.pre),
-                          self.mm.register_module_forward_hook(self.post))
+            self.hooks_back()
         self.light = light
         if light:
             self.await_root()
+
+    def hooks_back(self):
+        """The module hooks again, the waiter gone."""
+        if self.waiter is not None:
+            self.waiter.remove()
+            self.waiter = None
+        if self.hooks is None:
+            self.hooks = (self.mm.register_module_forward_pre_hook(self.pre),
+                          self.mm.register_module_forward_hook(self.post))
+        self.light = False
 
     def await_root(self):
         if self.waiter is None:
@@ -149,7 +156,10 @@ class _State:
             if not self.light or self.bwd_depth or module is not self.root():
                 return
             if not self.grad_enabled() or not getattr(module, "training", True):
-                return  # an evaluation: no phase (and the hook waits on)
+                # an evaluation (an iteration unlike the full ones): its
+                # modules marked, as in a full iteration, until the boundary
+                self.hooks_back()
+                return
             self.begin_iteration()
             self.open_phase("forward", self.micro_batch)
             if self.waiter is not None:
