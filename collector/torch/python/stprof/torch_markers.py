@@ -38,13 +38,13 @@ step more than the rest of the shim).  A pre-hook waits for the root
 module's forward, opens its phase as `pre` does, and goes (it comes back
 after each backward, for the next micro-batch's forward; an evaluation's
 forward brings the module hooks back until the boundary).  Not once
-torch.compile has compiled a frame (its guards watch the global hooks).  So a lean
-iteration has the iteration and phase markers of a full one and no module
-markers; the collector leaves module markers out of an iteration's digest
-(collector/core/fold.c), and PyTorch's dispatch frames, which differ with
-and without hooks, out of every call path (stprof_py_skip_code_v1,
-collector/core/pyskip.c).  The full hooks come back at the first boundary
-that is not lean.
+torch.compile has compiled a frame (its guards watch the global hooks).
+So a lean iteration has the iteration and phase markers of a full one and
+no module markers; the collector leaves module markers out of an
+iteration's digest (collector/core/fold.c), and PyTorch's dispatch frames,
+which differ with and without hooks, out of every call path
+(stprof_py_skip_code_v1, collector/core/pyskip.c).  The full hooks come
+back at the first boundary that is not lean.
 
 For the tensors a backward makes, the forward hook also hands the collector
 each module's output nodes (stprof_py_module_site_v1: the module's name and
@@ -387,17 +387,17 @@ def _skip_dispatch_frames(module_class):
         f.argtypes, f.restype = [ctypes.py_object], ctypes.c_int
     except (AttributeError, OSError):
         return False
-    ok = False
+    done = []
     for name in ("_wrapped_call_impl", "_call_impl"):
         fn = getattr(module_class, name, None)
         code = getattr(fn, "__code__", None)
         if code is None:
             continue
-        ok = bool(f(code))
+        done.append(f(code))
         for c in code.co_consts:  # `inner`, where 2.x runs forward with hooks
             if isinstance(c, types.CodeType):
-                ok = bool(f(c)) and ok
-    return ok
+                done.append(f(c))
+    return bool(done) and all(done)
 
 
 def _disable_sites():
