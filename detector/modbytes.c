@@ -107,7 +107,8 @@ static uint64_t alloc_key(det_modbytes *m)
 /* The module of the allocation under way, as an index + 1; 0 none. */
 static uint32_t module_of_alloc(det_modbytes *m)
 {
-	uint64_t key = m->cur_stack ? alloc_key(m) : 0;
+	/* only in iterations of a trace with module markers: no table else */
+	uint64_t key = m->cur_stack && m->markers && m->gen ? alloc_key(m) : 0;
 	if (m->depth) {
 		uint32_t ix1 = m->stack_ix[(m->depth < MOD_DEPTH ? m->depth : MOD_DEPTH) - 1] + 1;
 		if (!m->lean && key && reserve(&m->mods) == 0)
