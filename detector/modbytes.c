@@ -12,10 +12,12 @@
  * Lean iterations (annotation stprof.lean 1 to 0; docs/record.md) have no
  * module markers: the shim runs no module hooks there.  Their tensors'
  * call paths are those of the full iterations they repeat, so an
- * allocation made there with no module open takes the module its call
- * path (stack id) was last made under outside lean iterations (a table
- * stack -> module; none known: "(no module)").  det_modbytes_stack() says
- * the stack of the allocation the next calls are about.
+ * allocation made there with no module open takes the module that the same
+ * occurrence of its call path (the n-th allocation of that stack id in its
+ * iteration) was last made under outside lean iterations (none known: "(no
+ * module)").  The tables for it exist only in the iterations of a trace
+ * with module markers.  det_modbytes_stack() says the stack of the
+ * allocation the next calls are about.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,82 +42,37 @@ struct det_modbytes {
 	uint32_t gen;              /* iterations begun */
 	int cur_done;              /* cur_ix is the allocation's module */
 	uint32_t cur_ix;
-	struct tab { uint64_t *key; uint32_t *val, *gen; uint32_t n, cap; } mods, occ;
+	det_map mods;              /* stack << 32 | occurrence -> module index + 1 */
+	det_map occ;               /* stack -> gen << 32 | allocations of it in iteration gen */
 };
-
-/* Open addressing, keys >= 1; an entry of another generation is free for
- * its key only (occ: counts per iteration without clearing the table). */
-static uint32_t *slot(struct tab *t, uint64_t key)
-{
-	uint32_t mask = t->cap - 1, i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & mask;
-	while (t->key[i] && t->key[i] != key)
-		i = (i + 1) & mask;
-	if (!t->key[i])
-		t->key[i] = key, t->val[i] = 0, t->gen[i] = 0, t->n++;
-	return &t->val[i];
-}
-
-static uint32_t find(const struct tab *t, uint64_t key)
-{
-	if (!t->cap)
-		return 0;
-	uint32_t mask = t->cap - 1, i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & mask;
-	while (t->key[i] && t->key[i] != key)
-		i = (i + 1) & mask;
-	return t->key[i] ? t->val[i] : 0;
-}
-
-static int reserve(struct tab *t)
-{
-	if (2 * (t->n + 1) <= t->cap)
-		return 0;
-	struct tab o = *t;
-	uint32_t nc = t->cap ? t->cap * 2 : 1024;
-	t->key = calloc(nc, sizeof *t->key);
-	t->val = calloc(nc, sizeof *t->val);
-	t->gen = calloc(nc, sizeof *t->gen);
-	if (!t->key || !t->val || !t->gen) {
-		free(t->key), free(t->val), free(t->gen);
-		*t = o;
-		return -1;
-	}
-	t->cap = nc, t->n = 0;
-	for (uint32_t i = 0; i < o.cap; i++)
-		if (o.key[i]) {
-			uint32_t *v = slot(t, o.key[i]);
-			*v = o.val[i], t->gen[v - t->val] = o.gen[i];
-		}
-	free(o.key), free(o.val), free(o.gen);
-	return 0;
-}
-
-static void tab_free(struct tab *t) { free(t->key), free(t->val), free(t->gen); }
 
 /* The key of the allocation under way: its stack and how many allocations
  * of that stack came before it in this iteration (the same line runs once
- * per block of a model: the n-th is the n-th block's). */
+ * per block of a model: the n-th is the n-th block's); 0 out of memory. */
 static uint64_t alloc_key(det_modbytes *m)
 {
-	if (reserve(&m->occ) < 0)
+	uint64_t v = 0;
+	if (!m->occ.tab && det_map_init(&m->occ, 1024) < 0)
 		return 0;
-	uint32_t *c = slot(&m->occ, m->cur_stack), *g = &m->occ.gen[c - m->occ.val];
-	if (*g != m->gen)
-		*g = m->gen, *c = 0;
-	return (uint64_t)m->cur_stack << 32 | (*c)++;
+	det_map_get(&m->occ, m->cur_stack, &v);
+	uint32_t n = v >> 32 == m->gen ? (uint32_t)v : 0;
+	if (det_map_put(&m->occ, m->cur_stack, (uint64_t)m->gen << 32 | (n + 1), NULL) < 0)
+		return 0;
+	return (uint64_t)m->cur_stack << 32 | n;
 }
 
 /* The module of the allocation under way, as an index + 1; 0 none. */
 static uint32_t module_of_alloc(det_modbytes *m)
 {
 	/* only in iterations of a trace with module markers: no table else */
-	uint64_t key = m->cur_stack && m->markers && m->gen ? alloc_key(m) : 0;
+	uint64_t key = m->cur_stack && m->markers && m->gen ? alloc_key(m) : 0, v = 0;
 	if (m->depth) {
 		uint32_t ix1 = m->stack_ix[(m->depth < MOD_DEPTH ? m->depth : MOD_DEPTH) - 1] + 1;
-		if (!m->lean && key && reserve(&m->mods) == 0)
-			*slot(&m->mods, key) = ix1;
+		if (!m->lean && key && (m->mods.tab || det_map_init(&m->mods, 1024) == 0))
+			det_map_put(&m->mods, key, ix1, NULL); /* out of memory: not learned */
 		return ix1;
 	}
-	return m->lean && key ? find(&m->mods, key) : 0;
+	return m->lean && key && m->mods.tab && det_map_get(&m->mods, key, &v) ? (uint32_t)v : 0;
 }
 
 /* The same, worked out once per allocation (it counts the occurrence). */
@@ -244,8 +201,8 @@ void det_modbytes_free(stp_det *d)
 	if (d->modbytes) {
 		free(d->modbytes->rows);
 		free(d->modbytes->names);
-		tab_free(&d->modbytes->mods);
-		tab_free(&d->modbytes->occ);
+		det_map_destroy(&d->modbytes->mods);
+		det_map_destroy(&d->modbytes->occ);
 	}
 	free(d->modbytes);
 	d->modbytes = NULL;

@@ -63,8 +63,9 @@ void det_modbytes_marker(stp_det *d, const stp_event *ev);
 void det_modbytes_stack(stp_det *d, uint32_t stack);
 void det_modbytes_alloc(stp_det *d, uint64_t size);
 void det_modbytes_free(stp_det *d);
-/* The innermost module open now, as an index of det_modbytes_name() + 1;
- * 0 when none. */
+/* The module of the allocation det_modbytes_stack() named (the innermost
+ * open; in a lean iteration the one its call path had: modbytes.c), as an
+ * index of det_modbytes_name() + 1; 0 when none. */
 uint32_t det_modbytes_current(stp_det *d);
 const char *det_modbytes_name(const stp_det *d, uint32_t k);
 
