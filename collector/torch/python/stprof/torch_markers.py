@@ -121,7 +121,7 @@ class _State:
         self.lean = bool(_LEAN())
         light = (self.lean and self.can_light and not self.recomputed and not self.light_off
                  and not _compiled()
-                 and (self.hooks is not None or self.light)
+                 and self.mm is not None
                  and self.root is not None and self.root() is not None)
         self.recomputed = False
         if light and not self.light:
@@ -136,9 +136,7 @@ class _State:
 
     def hooks_back(self):
         """The module hooks again, the waiter gone."""
-        if self.waiter is not None:
-            self.waiter.remove()
-            self.waiter = None
+        self.drop_waiter()
         if self.hooks is None:
             self.hooks = (self.mm.register_module_forward_pre_hook(self.pre),
                           self.mm.register_module_forward_hook(self.post))
@@ -147,6 +145,11 @@ class _State:
     def await_root(self):
         if self.waiter is None:
             self.waiter = self.mm.register_module_forward_pre_hook(self.pre_light)
+
+    def drop_waiter(self):
+        if self.waiter is not None:
+            self.waiter.remove()
+            self.waiter = None
 
     def pre_light(self, module, inputs):
         """The only module hook of a lean iteration, there while the root
@@ -162,9 +165,7 @@ class _State:
                 return
             self.begin_iteration()
             self.open_phase("forward", self.micro_batch)
-            if self.waiter is not None:
-                self.waiter.remove()
-                self.waiter = None
+            self.drop_waiter()
 
     def open_phase(self, name, mb):
         if self.phase == (name, mb):
@@ -459,7 +460,6 @@ def install(torch):
                    mm.register_module_forward_hook(STATE.post))
     STATE.can_light = _skip_dispatch_frames(mm.Module)
 
-    import os
     if os.environ.get("STPROF_ACCESSES") == "1":
         from . import accesses
         accesses.install(torch)
