@@ -50,6 +50,10 @@ STC_HIDDEN uint32_t stc_py_lines_put(const void *code, long pos, uintptr_t k1, u
 STC_HIDDEN int stc_py_layout_probe(void);
 STC_HIDDEN int stc_py_layout_state(void);
 STC_HIDDEN uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max);
+/* pylayout.c: the frames stc_py_layout_walk would name (at most max), read
+ * in place but not named: *key a hash of each one's (code object, offset,
+ * file and name objects), for lean iterations (pypath.c); the count. */
+STC_HIDDEN uint32_t stc_py_layout_key(uint32_t max, uint64_t *key);
 /* pybackward.c: while a backward pass runs, the Python frames it was
  * started from after a "<backward>" frame; 0 otherwise.  The site of the
  * module whose backward the calling thread runs (its forward line after a

@@ -361,3 +361,28 @@ uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max)
 	return n;
 }
 
+/* The walk's frames unnamed: no lookup in the lines cache per frame (a
+ * tensor's key in a lean iteration costs the frame chain alone).  Kept in
+ * step with stc_py_layout_walk: the same frames skipped, the same limit. */
+uint32_t stc_py_layout_key(uint32_t max, uint64_t *key)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+	void *ts = C.this_tstate();
+	if (!ts || (C.finalizing && C.finalizing()))
+		return 0;
+	const char *f = current_frame(ts);
+	uint32_t n = 0;
+	for (unsigned guard = 0; f && n < max && guard < 4096; guard++, f = (const char *)word(f, L.prev_off)) {
+		uintptr_t c = frame_code(f);
+		if (!is_code(c) || skipped(c) || stc_py_skip_code(c))
+			continue;
+		uint64_t v = (uint64_t)c ^ ((uint64_t)lasti_of(f, c) << 48) ^ word((void *)c, L.fname_off) * 31 ^
+		             word((void *)c, L.qname_off) * 0x9e3779b97f4a7c15ull;
+		h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+		h *= 0xbf58476d1ce4e5b9ull;
+		n++;
+	}
+	*key = h;
+	return n;
+}
+

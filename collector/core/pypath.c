@@ -5,7 +5,9 @@
  * (pybackward.c) the frames of the forward line and module whose backward
  * runs take their place; on a thread with no Python, else, those of the
  * line that started the pass.  stc_py_lean_key hashes the Python frames
- * as a lean iteration reads them (collector/torch/torch_lean.c).
+ * as a lean iteration reads them (collector/torch/torch_lean.c): where they
+ * are read in place, each frame's code object and offset without naming it
+ * (a key only ever compared with keys made the same way in one process).
  */
 #include "internal.h"
 #include "stprof/trace.h"
@@ -40,8 +42,14 @@ uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int take_gil)
 uint64_t stc_py_lean_key(int take_gil)
 {
 	uint64_t ips[STC_DEPTH_MAX], h = 0x9e3779b97f4a7c15ull;
-	uint32_t lim = g_cfg.depth < STC_DEPTH_MAX ? g_cfg.depth : STC_DEPTH_MAX;
-	uint32_t n = stc_py_active() ? stc_py_frames(ips, lim, take_gil) : 0;
+	uint32_t lim = g_cfg.depth < STC_DEPTH_MAX ? g_cfg.depth : STC_DEPTH_MAX, n = 0;
+	int active = stc_py_active();
+	if (active && stc_py_layout_state() == 1) { /* read in place: frames unnamed */
+		if ((n = stc_py_layout_key(lim, &h)))
+			return h ^ n;
+		active = 0;
+	}
+	n = active ? stc_py_frames(ips, lim, take_gil) : 0;
 	if (!n)
 		n = stc_py_backward_origin(ips, lim);
 	for (uint32_t i = 0; i < n; i++) {
