@@ -343,17 +343,49 @@ static uint32_t line_id(void *code, long lasti)
 
 /* ---------------------------------------------------------------- the walk */
 
-uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max)
+/* A walk over the calling thread's frames that go into call paths (those
+ * whose code object is not skipped), innermost first, at most 4096 frames
+ * read. */
+typedef struct {
+	const char *f;
+	unsigned guard;
+} fwalk;
+
+static inline int fwalk_start(fwalk *w)
 {
 	void *ts = C.this_tstate();
 	if (!ts || (C.finalizing && C.finalizing()))
 		return 0;
-	const char *f = current_frame(ts);
-	uint32_t n = 0;
-	for (unsigned guard = 0; f && n < max && guard < 4096; guard++, f = (const char *)word(f, L.prev_off)) {
+	w->f = current_frame(ts);
+	w->guard = 0;
+	return 1;
+}
+
+/* The next such frame's code object (*frame the frame), 0 at the end. */
+static inline uintptr_t fwalk_next(fwalk *w, const char **frame)
+{
+	while (w->f && w->guard < 4096) {
+		const char *f = w->f;
 		uintptr_t c = frame_code(f);
-		if (!is_code(c) || skipped(c) || stc_py_skip_code(c))
-			continue;
+		w->f = (const char *)word(f, L.prev_off);
+		w->guard++;
+		if (is_code(c) && !skipped(c) && !stc_py_skip_code(c)) {
+			*frame = f;
+			return c;
+		}
+	}
+	return 0;
+}
+
+uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max)
+{
+	fwalk w;
+	const char *f;
+	uintptr_t c;
+	uint32_t n = 0;
+	if (!fwalk_start(&w))
+		return 0;
+	while (n < max && (c = fwalk_next(&w, &f))) {
 		uint32_t id = line_id((void *)c, lasti_of(f, c));
 		if (id)
 			ips[n++] = STP_PYFRAME_TAG | id;
@@ -362,20 +394,17 @@ uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max)
 }
 
 /* The walk's frames unnamed: no lookup in the lines cache per frame (a
- * tensor's key in a lean iteration costs the frame chain alone).  Kept in
- * step with stc_py_layout_walk: the same frames skipped, the same limit. */
+ * tensor's key in a lean iteration costs the frame chain alone). */
 uint32_t stc_py_layout_key(uint32_t max, uint64_t *key)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull;
-	void *ts = C.this_tstate();
-	if (!ts || (C.finalizing && C.finalizing()))
-		return 0;
-	const char *f = current_frame(ts);
+	fwalk w;
+	const char *f;
+	uintptr_t c;
 	uint32_t n = 0;
-	for (unsigned guard = 0; f && n < max && guard < 4096; guard++, f = (const char *)word(f, L.prev_off)) {
-		uintptr_t c = frame_code(f);
-		if (!is_code(c) || skipped(c) || stc_py_skip_code(c))
-			continue;
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+	if (!fwalk_start(&w))
+		return 0;
+	while (n < max && (c = fwalk_next(&w, &f))) {
 		uint64_t v = (uint64_t)c ^ ((uint64_t)lasti_of(f, c) << 48) ^ word((void *)c, L.fname_off) * 31 ^
 		             word((void *)c, L.qname_off) * 0x9e3779b97f4a7c15ull;
 		h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
