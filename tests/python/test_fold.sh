@@ -44,6 +44,15 @@ expect_eq "train: JSON timeline.folded, iterations 10 and 48" "$("$STPROF" repor
 import json, sys
 t = json.load(sys.stdin)["timeline"]
 print(t["folded"]["iterations"], t["iterations"][10].get("folded_like"), t["iterations"][48].get("folded_like"))')" "46 0 None"
+# the steady line's median: over the iterations with the steady one's
+# allocation count, folded ones included (counted here from the JSON)
+expect_eq "train: steady median's iterations" "$(sed -n 's/^ *\([0-9,]*\) iterations with its allocation count: median [0-9.]* [mun]*s$/\1/p' c.txt)" \
+	"$("$STPROF" report --format json c.stp | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["timeline"]
+its = t["iterations"]
+a = its[t["steady"]]["allocs"]
+print(sum(1 for i in its if i["allocs"] == a and i["end_ns"] > i["begin_ns"]))')"
 grep -q "^Findings.*" c.txt && ! grep -q "Late free" c.txt || fail "train: findings: $(grep -A3 Findings c.txt)"
 "$STPROF" plan -q -o c.plan c.stp
 "$STPROF" plan -q -o cf.plan cf.stp
