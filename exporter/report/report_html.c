@@ -85,6 +85,11 @@ static void summary(stp_det *d, const stp_det_result *r, FILE *f)
 		fprintf(f, "; steady state: iteration %" PRId64 " (", t->iterations[t->steady].index);
 		rf_html(f, t->steady_why);
 		fputc(')', f);
+		uint32_t nlike;
+		uint64_t med;
+		if (report_steady_median(t, &nlike, &med))
+			fprintf(f, "; %s iterations with its allocation count: median %s", rf_count(nlike, b[0], 96),
+			        rf_ns(med, b[1], 96));
 	}
 	fputs("</td></tr>\n</table>\n", f);
 	if (!r->whole)

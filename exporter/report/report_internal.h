@@ -1,6 +1,7 @@
 /*
  * report_internal.h - pieces the report writers share beyond number
- * formatting (report_fmt.h): the allocator-model sections.
+ * formatting (report_fmt.h): the allocator-model sections, the steady
+ * iteration's median time.
  */
 #ifndef STP_REPORT_INTERNAL_H
 #define STP_REPORT_INTERNAL_H
@@ -27,4 +28,8 @@ void report_text_grouped(stp_det *d, const stp_det_result *r, const stp_report_o
 /* The text report's line per reason that some of the top sites [0, rows)
  * show no line of the program (stp_det_site_no_line). */
 void report_text_no_line(stp_det *d, const stp_det_result *r, uint32_t rows, FILE *f, const char *indent);
+/* The median time of the iterations with the steady-state iteration's
+ * allocation count, folded ones included (report_steady.c): 1 with *n the
+ * count and *ns the median when there are at least 3, else 0. */
+int report_steady_median(const stp_det_timeline *t, uint32_t *n, uint64_t *ns);
 #endif

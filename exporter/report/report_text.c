@@ -8,7 +8,6 @@
  */
 #include <inttypes.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "report_fmt.h"
@@ -252,34 +251,6 @@ static void section_folded(const stp_det_result *r, FILE *f)
 	        rf_count(r->folded_events, b[1], 64), rf_count(r->folded_allocs, b[2], 64), full);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* The time to compare runs by: the median of the iterations with the
- * steady one's allocation count (folded ones included).  The steady
- * iteration's own time is one sample: in a DataLoader loop it can be three
- * times the median while the workers fill their queues. */
-static void steady_median(const stp_det_timeline *t, const stp_det_iteration *it, FILE *f)
-{
-	uint64_t *d = malloc(t->niterations * sizeof *d);
-	uint32_t n = 0;
-	if (!d)
-		return;
-	for (uint32_t i = 0; i < t->niterations; i++)
-		if (t->iterations[i].allocs == it->allocs && t->iterations[i].end_ns > t->iterations[i].begin_ns)
-			d[n++] = t->iterations[i].end_ns - t->iterations[i].begin_ns;
-	if (n >= 3) {
-		char b[2][64];
-		qsort(d, n, sizeof *d, cmp_u64);
-		fprintf(f, "            %s iterations with its allocation count: median %s\n", rf_count(n, b[0], 64),
-		        rf_ns(d[n / 2], b[1], 64));
-	}
-	free(d);
-}
-
 static void section_timeline(const stp_det_result *r, FILE *f)
 {
 	const stp_det_timeline *t = &r->timeline;
@@ -299,7 +270,11 @@ static void section_timeline(const stp_det_result *r, FILE *f)
 		fprintf(f, "  steady    iteration %" PRId64 ": %s, %s allocations, peak %s (%s)\n", it->index,
 		        rf_ns(it->end_ns - it->begin_ns, b[0], 64), rf_count(it->allocs, b[1], 64),
 		        rf_bytes(it->peak_bytes, b[2], 64), t->steady_why);
-		steady_median(t, it, f);
+		uint32_t nlike;
+		uint64_t med;
+		if (report_steady_median(t, &nlike, &med))
+			fprintf(f, "            %s iterations with its allocation count: median %s\n", rf_count(nlike, b[0], 64),
+			        rf_ns(med, b[1], 64));
 		if (it->nphases) {
 			fprintf(f, "  phases   ");
 			for (uint32_t i = 0; i < it->nphases && i < 12; i++) {

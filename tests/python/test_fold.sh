@@ -53,6 +53,9 @@ t = json.load(sys.stdin)["timeline"]
 its = t["iterations"]
 a = its[t["steady"]]["allocs"]
 print(sum(1 for i in its if i["allocs"] == a and i["end_ns"] > i["begin_ns"]))')"
+"$STPROF" report --format html -o c.html c.stp
+grep -q "steady state: iteration [0-9]* ([^<]*); [0-9,]* iterations with its allocation count: median" c.html ||
+	fail "train: HTML report: $(grep -o 'steady state: [^<]*' c.html)"
 grep -q "^Findings.*" c.txt && ! grep -q "Late free" c.txt || fail "train: findings: $(grep -A3 Findings c.txt)"
 "$STPROF" plan -q -o c.plan c.stp
 "$STPROF" plan -q -o cf.plan cf.stp

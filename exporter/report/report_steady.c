@@ -1,0 +1,38 @@
+/*
+ * report_steady.c - the time the reports give beside the steady-state
+ * iteration: the median time of the iterations with its allocation count
+ * (folded ones included).  The steady iteration's own time is one sample:
+ * in a DataLoader loop it can be three times the median while the workers
+ * fill their queues.  Shared by the text and HTML reports.
+ */
+#include <stdlib.h>
+
+#include "report_internal.h"
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int report_steady_median(const stp_det_timeline *t, uint32_t *n_out, uint64_t *ns_out)
+{
+	if (t->steady < 0)
+		return 0;
+	const stp_det_iteration *it = &t->iterations[t->steady];
+	uint64_t *d = malloc((t->niterations ? t->niterations : 1) * sizeof *d);
+	uint32_t n = 0;
+	if (!d)
+		return 0;
+	for (uint32_t i = 0; i < t->niterations; i++)
+		if (t->iterations[i].allocs == it->allocs && t->iterations[i].end_ns > t->iterations[i].begin_ns)
+			d[n++] = t->iterations[i].end_ns - t->iterations[i].begin_ns;
+	int ok = n >= 3;
+	if (ok) {
+		qsort(d, n, sizeof *d, cmp_u64);
+		*n_out = n;
+		*ns_out = d[n / 2];
+	}
+	free(d);
+	return ok;
+}
