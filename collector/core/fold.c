@@ -168,6 +168,8 @@ static struct {
 	/* objects allocated since folding started */
 	live_ent *live;
 	size_t live_cap, nlive, live_used;
+	live_ent *live_spare;     /* the map before the last rebuild, zeroed, for the next */
+	size_t live_spare_cap;
 	uint64_t heap_interval;   /* sampling in force (annotations) */
 	unsigned steady;          /* consecutive iterations scanned that matched */
 	/* output */
@@ -247,13 +249,26 @@ static hev *at(uint64_t g) { return g >= F.base && g < F.base + F.nord ? &F.ord[
 
 static size_t live_slot(uint64_t addr) { return (size_t)(mix(addr) & (F.live_cap - 1)); }
 
-/* Rebuilt (tombstones dropped) at a size for what is live: 4x, at least 4096. */
+/* Rebuilt (tombstones dropped) at a size for what is live: 4x, at least
+ * 4096.  Under churn it is rebuilt at the same size again and again, so the
+ * old map is kept zeroed for the next rebuild: a fresh mapping each time
+ * faulted in every page of it (a PyTorch 2.11 GPT's loop: about 700 page
+ * faults a second on the flusher's thread). */
 static int live_grow(void)
 {
 	size_t oc = F.live_cap, nc = 4096;
 	while (nc < 4 * (F.nlive + 1))
 		nc *= 2;
-	live_ent *o = F.live, *n = stc_mem_alloc(nc * sizeof *n);
+	live_ent *o = F.live, *n;
+	if (F.live_spare && F.live_spare_cap == nc) {
+		n = F.live_spare;
+		F.live_spare = NULL;
+	} else {
+		if (F.live_spare)
+			stc_mem_free(F.live_spare, F.live_spare_cap * sizeof *n);
+		F.live_spare = NULL;
+		n = stc_mem_alloc(nc * sizeof *n);
+	}
 	if (!n)
 		return -1;
 	F.live = n;
@@ -267,7 +282,12 @@ static int live_grow(void)
 			n[j] = o[i];
 			F.live_used++;
 		}
-	stc_mem_free(o, oc * sizeof *o);
+	if (o && oc == nc) {
+		memset(o, 0, oc * sizeof *o);
+		F.live_spare = o;
+		F.live_spare_cap = oc;
+	} else if (o)
+		stc_mem_free(o, oc * sizeof *o);
 	return 0;
 }
 
