@@ -54,6 +54,14 @@ STC_HIDDEN uint32_t stc_py_layout_walk(uint64_t *ips, uint32_t max);
  * in place but not named: *key a hash of each one's (code object, offset,
  * file and name objects), for lean iterations (pypath.c); the count. */
 STC_HIDDEN uint32_t stc_py_layout_key(uint32_t max, uint64_t *key);
+/* The lean key's hash (pypath.c, pylayout.c): from STC_HASH_SEED, one
+ * step per frame. */
+#define STC_HASH_SEED 0x9e3779b97f4a7c15ull
+static inline uint64_t stc_hash_step(uint64_t h, uint64_t v)
+{
+	h ^= v + STC_HASH_SEED + (h << 6) + (h >> 2);
+	return h * 0xbf58476d1ce4e5b9ull;
+}
 /* pybackward.c: while a backward pass runs, the Python frames it was
  * started from after a "<backward>" frame; 0 otherwise.  The site of the
  * module whose backward the calling thread runs (its forward line after a

@@ -401,14 +401,13 @@ uint32_t stc_py_layout_key(uint32_t max, uint64_t *key)
 	const char *f;
 	uintptr_t c;
 	uint32_t n = 0;
-	uint64_t h = 0x9e3779b97f4a7c15ull;
+	uint64_t h = STC_HASH_SEED;
 	if (!fwalk_start(&w))
 		return 0;
 	while (n < max && (c = fwalk_next(&w, &f))) {
 		uint64_t v = (uint64_t)c ^ ((uint64_t)lasti_of(f, c) << 48) ^ word((void *)c, L.fname_off) * 31 ^
-		             word((void *)c, L.qname_off) * 0x9e3779b97f4a7c15ull;
-		h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-		h *= 0xbf58476d1ce4e5b9ull;
+		             word((void *)c, L.qname_off) * STC_HASH_SEED;
+		h = stc_hash_step(h, v);
 		n++;
 	}
 	*key = h;

@@ -41,21 +41,18 @@ uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int take_gil)
 
 uint64_t stc_py_lean_key(int take_gil)
 {
-	uint64_t ips[STC_DEPTH_MAX], h = 0x9e3779b97f4a7c15ull;
+	uint64_t ips[STC_DEPTH_MAX], h = STC_HASH_SEED;
 	uint32_t lim = g_cfg.depth < STC_DEPTH_MAX ? g_cfg.depth : STC_DEPTH_MAX, n = 0;
-	int active = stc_py_active();
-	if (active && stc_py_layout_state() == 1) { /* read in place: frames unnamed */
-		if ((n = stc_py_layout_key(lim, &h)))
+	if (stc_py_active()) {
+		if (stc_py_layout_state() != 1)
+			n = stc_py_frames(ips, lim, take_gil);
+		else if ((n = stc_py_layout_key(lim, &h))) /* read in place: frames unnamed */
 			return h ^ n;
-		active = 0;
 	}
-	n = active ? stc_py_frames(ips, lim, take_gil) : 0;
 	if (!n)
 		n = stc_py_backward_origin(ips, lim);
-	for (uint32_t i = 0; i < n; i++) {
-		h ^= ips[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-		h *= 0xbf58476d1ce4e5b9ull;
-	}
+	for (uint32_t i = 0; i < n; i++)
+		h = stc_hash_step(h, ips[i]);
 	return h ^ n;
 }
 
