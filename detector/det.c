@@ -51,6 +51,21 @@ static stp_det *det_new(const char *path, const stp_det_options *o)
 	return d;
 }
 
+/* The method of iterations detected after a lone marked one: "one
+ * iteration begun by a marker, none ended; detected a period ..." where
+ * detection wrote "no iteration markers; detected a period ...". */
+static void say_lone_iteration(stp_det *d)
+{
+	static const char none[] = "no iteration markers", lone[] = "one iteration begun by a marker, none ended";
+	if (strncmp(d->method, none, sizeof none - 1))
+		return;
+	size_t rest = strlen(d->method) - (sizeof none - 1);
+	if (sizeof lone + rest > sizeof d->method)
+		return;
+	memmove(d->method + sizeof lone - 1, d->method + sizeof none - 1, rest + 1);
+	memcpy(d->method, lone, sizeof lone - 1);
+}
+
 /* Pass 1 and the windows (markers or detection): what both entry points
  * share.  0, -1 out of memory, -2 the trace could not be read at all. */
 static int det_timeline(stp_det *d)
@@ -63,6 +78,25 @@ static int det_timeline(stp_det *d)
 		found = det_windows_from_markers(d);
 	if (found < 0)
 		return -1;
+	/* One iteration begun and none ended says nothing of the loop: a
+	 * program whose optimizer step torch.compile compiled (the shim's step
+	 * hooks are traced as nothing: collector/torch/python/stprof/
+	 * torch_markers.py), or a trace cut short in its first iteration.  The
+	 * allocations' period, where there is one, says more; where there is
+	 * none the markers' window stays. */
+	if (found > 0 && d->opt.iter_mode == STP_DET_ITER_AUTO && d->tok && d->niters <= 1 && !d->seen_iter_end) {
+		char marked[sizeof d->method];
+		memcpy(marked, d->method, sizeof marked);
+		int p = det_detect_period(d);
+		if (p < 0)
+			return -1;
+		if (p > 0) {
+			d->have_iter_markers = 0;
+			say_lone_iteration(d);
+		} else {
+			memcpy(d->method, marked, sizeof marked);
+		}
+	}
 	if (!found && d->tok && (d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_DETECT))
 		found = det_detect_period(d);
 	if (found < 0)

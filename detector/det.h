@@ -173,6 +173,7 @@ struct stp_det {
 	int have_ranges;           /* API events carry address ranges */
 	uint8_t space_judged[256]; /* the access patterns judge space i's objects (det_scan) */
 	int have_iter_markers, have_phase_markers;
+	int seen_iter_end;         /* an ITER_END marker was read */
 	int snapshot;              /* the trace is a memory snapshot (STP_END_SNAPSHOT):
 	                            * what is live at its end is live, never leaked */
 

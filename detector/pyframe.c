@@ -2,8 +2,9 @@
  * pyframe.c - Python frames in call paths (STP_PYFRAME_TAG | string id, the
  * string being "FILE:LINE in FUNCTION", written by the collector's
  * pyframes.c): parsing them into frames, and telling the user's own code
- * from the interpreter's library, installed packages and the profiler's
- * shim.  Pure functions of their inputs; no state.
+ * from the interpreter's library, installed packages, code torch.compile
+ * generated and the profiler's shim.  Pure functions of their inputs; no
+ * state.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +49,11 @@ int det_frame_is_user_python(const stp_det_frame *fr)
 	size_t n = strlen(f);
 	if (n < 3 || strcmp(f + n - 3, ".py"))
 		return 0;
+	/* torch.compile's generated modules (Inductor's cache, by default
+	 * /tmp/torchinductor_USER/xx/cHASH.py): the user's line that ran the
+	 * compiled code is further out */
 	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python", "/lib64/python",
-	                                  "/collector/torch/python/", "/stprof-python/", 0};
+	                                  "/collector/torch/python/", "/stprof-python/", "/torchinductor_", 0};
 	if (f[0] == '<') /* <frozen importlib._bootstrap>, <string> */
 		return 0;
 	for (int i = 0; lib[i]; i++)

@@ -403,7 +403,11 @@ int det_scan(stp_det *d)
 			if (ev.u.marker.kind == STP_MARK_ANNOTATION)
 				note_annotation(d, stp_reader_string(r, ev.u.marker.name), ev.u.marker.value);
 			det_marker(d, r, &ev, live_total);
-			if (d->have_iter_markers && d->opt.iter_mode == STP_DET_ITER_AUTO && d->tok)
+			/* the markers make the windows: the tokens are not needed
+			 * (kept while one iteration is begun and none ended: see
+			 * det_timeline) */
+			if (d->have_iter_markers && d->opt.iter_mode == STP_DET_ITER_AUTO && d->tok &&
+			    (d->seen_iter_end || d->niters > 1))
 				det_tokens_free(d);
 			break;
 		case STP_EV_FOLD: {

@@ -111,6 +111,7 @@ void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t l
 		d->turn_cand_ns = ns;
 		break;
 	case STP_MARK_ITER_END:
+		d->seen_iter_end = 1;
 		close_iter(d, ev->seq, ns);
 		break;
 	case STP_MARK_PHASE_BEGIN:

@@ -4,7 +4,8 @@
  * as the full stp_det_run, with markers and with detected iterations; and
  * detection without markers finds the constructed period, iterations and
  * forward/backward turnaround exactly; a repeating run that keeps what it
- * allocates (a server storing what it is sent) is not taken for iterations.
+ * allocates (a server storing what it is sent) is not taken for iterations;
+ * one iteration begun by a marker and none ended gives way to the period.
  */
 #include <string.h>
 
@@ -96,6 +97,14 @@ static void detected(const char *path)
  * pattern repeats exactly and holds every byte, but the live bytes grow by
  * all the store keeps (99.8% of what the run allocates): no iterations, and
  * the method says why (Redis under redis-benchmark did this). */
+/* Closes g's trace at path and reads its timeline (NULL after a failed
+ * check). */
+static const stp_det_timeline *closed_timeline(tg *g, const char *path, stp_det **d)
+{
+	CHECK(tg_close(g) == 0);
+	return checked_timeline(path, d);
+}
+
 static void server(const char *path)
 {
 	tg g;
@@ -108,9 +117,8 @@ static void server(const char *path)
 		tg_alloc(&g, 0x900000, 2, tmp);
 		tg_free(&g, 0x900000);
 	}
-	CHECK(tg_close(&g) == 0);
 	stp_det *d;
-	const stp_det_timeline *t = checked_timeline(path, &d);
+	const stp_det_timeline *t = closed_timeline(&g, path, &d);
 	if (!t)
 		return;
 	CHECK_EQ_U(t->niterations, 0);
@@ -118,6 +126,51 @@ static void server(const char *path)
 	CHECK(t->method && strstr(t->method, "no credible iteration") && strstr(t->method, "keeps 99.") &&
 	      strstr(t->method, "of the bytes it allocates"));
 	stp_det_free(d);
+}
+
+/* One ITER_BEGIN and never an ITER_END, phase markers whose micro-batch
+ * only grows, then `reps` rounds of the forward/backward pattern above:
+ * what stprof's shim leaves when torch.compile compiled the optimizer step
+ * (its step hooks traced as nothing).  With 8 rounds the allocations'
+ * period makes the iterations, and the method says why; with 1 there is
+ * no period and the markers' one iteration stays. */
+static void lone_iteration(const char *path, int reps)
+{
+	tg g;
+	CHECK(tg_open(&g, path) == 0);
+	uint32_t w = tg_stack(&g, 0x10, 0x20, 0);
+	tg_alloc(&g, 0x100000, 1 << 20, w);
+	tg_mark(&g, STP_MARK_ITER_BEGIN, NULL, 0);
+	for (int it = 0; it < reps; it++) {
+		tg_mark(&g, STP_MARK_PHASE_BEGIN, "forward", it);
+		for (uint64_t k = 0; k < 12; k++)
+			tg_alloc(&g, 0x200000 + k * 0x10000, 4096 + k * 512, tg_stack(&g, 0x100 + k * 8, 0x200, 0));
+		tg_mark(&g, STP_MARK_PHASE_END, "forward", it);
+		tg_mark(&g, STP_MARK_PHASE_BEGIN, "backward", it);
+		for (uint64_t k = 12; k-- > 0;)
+			tg_free(&g, 0x200000 + k * 0x10000);
+		tg_mark(&g, STP_MARK_PHASE_END, "backward", it);
+		for (uint64_t k = 0; k < 3; k++) {
+			tg_alloc(&g, 0x900000, 256, tg_stack(&g, 0x300 + k * 8, 0x200, 0));
+			tg_free(&g, 0x900000);
+		}
+	}
+	stp_det *d;
+	const stp_det_timeline *t = closed_timeline(&g, path, &d);
+	if (!t)
+		return;
+	if (reps > 1) {
+		CHECK_EQ_U(t->iter_source, STP_DET_SRC_DETECTED);
+		CHECK_EQ_U(t->period_allocs, 15);
+		CHECK(t->niterations >= 6);
+		CHECK(t->method && strstr(t->method, "one iteration begun by a marker, none ended; detected a period"));
+	} else {
+		CHECK_EQ_U(t->iter_source, STP_DET_SRC_MARKERS);
+		CHECK_EQ_U(t->niterations, 1);
+		CHECK(t->method && strstr(t->method, "iteration and phase markers"));
+	}
+	stp_det_free(d);
+	same(path);
 }
 
 int main(void)
@@ -152,5 +205,10 @@ int main(void)
 	const char *p3 = check_tmp("tl-server.stp");
 	server(p3);
 	unlink(p3);
+
+	const char *p4 = check_tmp("tl-lone.stp");
+	lone_iteration(p4, 8);
+	lone_iteration(p4, 1);
+	unlink(p4);
 	return check_done();
 }

@@ -102,6 +102,8 @@ class _State:
             mark(ITER_BEGIN, None, self.iteration)
 
     def end_iteration(self):
+        if _IS_COMPILING is not None and _IS_COMPILING():
+            return
         with self.lock:
             self.begin_iteration()
             self.close_phase()
@@ -155,6 +157,8 @@ class _State:
         """The only module hook of a lean iteration, there while the root
         module's forward is awaited: opens its phase as pre does, then goes,
         so that the modules it runs take PyTorch's hook-free path."""
+        if _IS_COMPILING is not None and _IS_COMPILING():
+            return  # traced by torch.compile: see _compiling_fn
         with self.lock:
             if not self.light or self.bwd_depth or module is not self.root():
                 return
@@ -217,6 +221,8 @@ class _State:
         return True
 
     def pre(self, module, inputs):
+        if _IS_COMPILING is not None and _IS_COMPILING():
+            return  # traced by torch.compile: see _compiling_fn
         with self.lock:
             top = not self.stack
             self.stack.append(module)
@@ -237,6 +243,8 @@ class _State:
                 _USE_SITE(0)  # a recomputation's tensors keep their own lines
 
     def post(self, module, inputs, output):
+        if _IS_COMPILING is not None and _IS_COMPILING():
+            return  # traced by torch.compile: see _compiling_fn
         with self.lock:
             if not self.stack:
                 return
@@ -305,6 +313,8 @@ class _State:
                     self.await_root()  # the next micro-batch's forward
 
     def step_begin(self):
+        if _IS_COMPILING is not None and _IS_COMPILING():
+            return
         with self.lock:
             self.begin_iteration()
             self.open_phase("optimizer", 0)
@@ -377,6 +387,27 @@ def _compiled():
         return True
 
 
+def _compiling_fn(torch):
+    """torch.compiler.is_compiling (PyTorch 2.1 on; torch._dynamo's in
+    2.0), or None (1.x).  TorchDynamo traces the global module and
+    optimizer hooks into the graphs it compiles (torch.compile(model), a
+    compiled optimizer step); traced, the shim's hooks (their lock, their
+    markers through the collector's builtin) would break the graph there,
+    and the program would run other graphs than without stprof.  Dynamo
+    reads is_compiling() as True while tracing, so each hook asks it first
+    and is traced as returning at once: the compiled code runs no hook of
+    ours (its modules get no module markers; the compiled module's own
+    wrapper, run eagerly, still opens the forward phase)."""
+    for owner in ("compiler", "_dynamo"):
+        f = getattr(getattr(torch, owner, None), "is_compiling", None)
+        if callable(f):
+            return f
+    return None
+
+
+_IS_COMPILING = None
+
+
 def _skip_dispatch_frames(module_class):
     """Names PyTorch's module dispatch code to the collector, whose call
     paths then leave its frames out (collector/core/pyskip.c): they differ
@@ -408,7 +439,8 @@ def _disable_sites():
 
 def _site_hook(site):
     def hook(grad_outputs):
-        _USE_SITE(site)
+        if _IS_COMPILING is None or not _IS_COMPILING():  # compiled autograd
+            _USE_SITE(site)
     return hook
 
 
@@ -442,10 +474,11 @@ def _wrap_step(fn):
 
 def install(torch):
     """Hooks torch once: module hooks, autograd entry points, optimizers."""
-    global _installed, mark
+    global _installed, mark, _IS_COMPILING
     if _installed:
         return
     _installed = True
+    _IS_COMPILING = _compiling_fn(torch)
     mark = fast_mark() or mark  # the collector's builtin: the hooks' markers cost less
     from . import torch_cuda
     try:  # first: before the program can touch the GPU

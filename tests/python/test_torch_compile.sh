@@ -1,0 +1,33 @@
+#!/bin/bash
+# torch.compile under stprof (PyTorch 2.x; skipped with PyTorch 1.x, as
+# Debian's python3-torch is: run it with STPROF_PYTHON=a Python with
+# PyTorch 2).  TorchDynamo traces the global module and optimizer hooks
+# into its graphs; the shim's hooks return at once while it traces
+# (torch.compiler.is_compiling), so the program breaks its graphs where it
+# does without stprof and compiles the same graphs (counts and loss equal
+# to a native run), for a compiled model and for a compiled optimizer step.
+# A compiled model keeps the markers' iterations (its step is eager); a
+# compiled step leaves one iteration begun and none ended, and the report
+# takes the iterations from the allocations' period instead.
+. "$(dirname "$0")/../collector/lib.sh"
+"$PY" -c 'import torch, sys; sys.exit(0 if hasattr(torch, "compile") else 1)' 2>/dev/null ||
+	skip "no torch.compile for $PY (PyTorch 1.x)"
+[ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
+export OMP_NUM_THREADS=1
+P="$STPROF_SRC/tests/python/compiled_train.py"
+cd "$T"
+for mode in model step; do
+	native=$("$PY" "$P" 12 $mode 2>/dev/null) || fail "$mode: native run failed"
+	got=$("$STPROF" record -q -o "$T/$mode.stp" -- "$PY" "$P" 12 $mode 2>"$T/$mode.err") ||
+		fail "$mode: recorded run failed: $(tail -3 "$T/$mode.err")"
+	expect_eq "$mode: graphs and loss as without stprof" "$got" "$native"
+	"$STPROF" report "$T/$mode.stp" >"$T/$mode.txt" || fail "$mode: report failed"
+done
+grep -q "^Iterations: 12 from markers" "$T/model.txt" ||
+	fail "model: iterations: $(grep -A1 '^Iterations' "$T/model.txt")"
+grep -q "^Iterations: [0-9]* detected from the allocations" "$T/step.txt" ||
+	fail "step: iterations: $(grep -A1 '^Iterations' "$T/step.txt")"
+grep -q "one iteration begun by a marker, none ended; detected a period" "$T/step.txt" ||
+	fail "step: method: $(grep -A1 '^Iterations' "$T/step.txt")"
+grep -q "at compiled_train.py:[0-9]* in " "$T/model.txt" || fail "model: no row at the script's lines"
+echo ok
