@@ -82,19 +82,27 @@ static void print_advice(FILE *f, const stp_reqs *r, const stalloc_replay_result
 	/* requests the plan lacks in some steps only: steps unlike the others */
 	int unlike = res->steady_unmatched && !r->shapes_vary && res->unmatched_iterations < res->steady_iterations;
 	if (unlike) {
-		/* some steps unlike the rest: an evaluation every few steps, a checkpoint */
+		/* some steps unlike the rest: an evaluation every few steps, a
+		 * checkpoint; named by their markers' values (an iteration the
+		 * replay closed at the sequence's wrap, the trace having no
+		 * markers, has none: -1) */
 		char its[96] = "";
 		size_t at = 0;
+		uint64_t named = 0;
 		for (uint64_t k = 0; k < res->unmatched_iterations && k < STALLOC_REPLAY_NAMED && at < sizeof its; k++)
-			at += (size_t)snprintf(its + at, sizeof its - at, "%s%" PRId64, k ? ", " : "", res->unmatched_at[k]);
+			if (res->unmatched_at[k] >= 0)
+				at += (size_t)snprintf(its + at, sizeof its - at, "%s%" PRId64, named++ ? ", " : "",
+				                       res->unmatched_at[k]);
+		char which[128] = "";
+		if (named)
+			snprintf(which, sizeof which, " (iteration%s %s%s)", named > 1 ? "s" : "", its,
+			         res->unmatched_iterations > named ? ", ..." : "");
 		ADVISE("%" PRIu64 " requests the planned iteration lacks came in %" PRIu64 " of the %" PRIu64
-		       " steady iterations (iteration%s %s%s):\n"
+		       " steady iterations%s:\n"
 		       "                steps unlike the others (an evaluation, a checkpoint or logging every few steps?),\n"
 		       "                whose own requests take the fallback: peak reserved %.4f x the pool; nothing to\n"
 		       "                change unless that peak matters (-i N plans such a step instead)\n",
-		       res->steady_unmatched, res->unmatched_iterations, res->steady_iterations,
-		       res->unmatched_iterations > 1 ? "s" : "", its,
-		       res->unmatched_iterations > STALLOC_REPLAY_NAMED ? ", ..." : "",
+		       res->steady_unmatched, res->unmatched_iterations, res->steady_iterations, which,
 		       res->st.pool ? (double)res->st.peak_reserved / (double)res->st.pool : 0.0);
 	} else if (res->steady_unmatched && !r->shapes_vary) {
 		ADVISE("%" PRIu64 " requests in every steady iteration have sizes or places the planned iteration\n"

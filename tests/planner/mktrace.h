@@ -11,7 +11,9 @@
  * next (it wraps); with `varying`, one allocation per iteration whose size
  * changes between iterations (it must come out dynamic).  Device
  * allocations when `device`, else host.  Without `markers` no iteration
- * markers are written.
+ * markers are written.  With `odd` = k > 0, iteration k alone makes one more
+ * temporary (3 MiB, its own call path) in its optimizer phase: a step unlike
+ * the others.
  */
 #ifndef STPROF_TEST_MKTRACE_H
 #define STPROF_TEST_MKTRACE_H
@@ -23,6 +25,7 @@
 typedef struct mk_opts {
 	int iters, layers, micro_batches;
 	int varying, device, markers;
+	int odd;
 } mk_opts;
 
 typedef struct mk {
@@ -156,6 +159,10 @@ static int mk_trace(const char *path, const mk_opts *o)
 			mk_mark(&m, STP_MARK_PHASE_BEGIN, "optimizer", 0);
 		mk_alloc(&m, 6 * A, 1 << 20, 7);
 		mk_free(&m, 6 * A);
+		if (o->odd && it == o->odd) {
+			mk_alloc(&m, 7 * A, 3 << 20, 10);
+			mk_free(&m, 7 * A);
+		}
 		mk_free(&m, 9 * A + 16);
 		mk_alloc(&m, 8 * A + (uint64_t)it * 64, 512, 8); /* loss: freed next iteration */
 		loss_live = 1;

@@ -42,6 +42,13 @@ grep -q "detected from the allocation sequence" "$T/nm.txt" || fail "detected wi
 "$ST" plan -q --verify "$T/nomark.plan" || fail "verify detected"
 "$ST" plan --no-detect -o "$T/whole.plan" "$T/nomark.stp" | grep -q "the whole trace is one iteration" || fail "--no-detect"
 "$ST" plan -q --verify "$T/whole.plan" || fail "verify whole"
+# ... and one step unlike the others (iteration 6 makes one more temporary):
+# said, without a marker's value to name it by (it printed "iteration -1")
+"$B/plan_mktrace" "$T/odd.stp" 12 6 3 0 1 0 6
+"$ST" plan -o "$T/odd.plan" "$T/odd.stp" >"$T/odd.txt" || fail "plan with an odd step"
+grep -q "^what to change: 1 requests the planned iteration lacks came in 1 of the [0-9]* steady iterations:" \
+	"$T/odd.txt" || fail "odd step not said: $(cat "$T/odd.txt")"
+grep -q "iteration -" "$T/odd.txt" && fail "odd step named by no marker: $(grep 'iteration -' "$T/odd.txt")"
 
 # the MiniMalloc instances (shared/ sits beside the checkout, or one further up for a worktree)
 mm=""

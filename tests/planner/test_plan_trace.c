@@ -179,7 +179,7 @@ static void test_outlives_iteration(const char *path)
 int main(void)
 {
 	const char *path = check_tmp("t.stp");
-	mk_opts mo = {4, 6, 3, 1, 1, 1};
+	mk_opts mo = {4, 6, 3, 1, 1, 1, 0};
 	CHECK(mk_trace(path, &mo) == 0);
 	stp_window w;
 	stp_window_init(&w);
@@ -287,7 +287,7 @@ int main(void)
 	stp_reqs_free(&r);
 
 	/* no markers: one iteration, said so */
-	mk_opts nm = {2, 3, 2, 0, 0, 0};
+	mk_opts nm = {2, 3, 2, 0, 0, 0, 0};
 	CHECK(mk_trace(path, &nm) == 0);
 	stp_window_init(&w);
 	CHECK(stp_reqs_from_trace(path, &w, &r, err, sizeof err) == 0);
