@@ -258,6 +258,11 @@ class _State:
                 self.recompute_depth -= 1
                 if not self.recompute_depth:
                     mark(PHASE_END, "recompute", max(self.micro_batch - 1, 0))
+                    if _USE_SITE is not None:
+                        # the node whose saved tensors were recomputed
+                        # (non-reentrant checkpointing recomputes when its
+                        # first node unpacks them) goes on with its site
+                        _USE_SITE(getattr(_SITE, "v", 0))
         if _MODULE_SITE is not None and not self.lean and self.grad_enabled():
             self.tag_backward(module, output)
 
@@ -302,7 +307,20 @@ class _State:
                 self.open_phase("backward", self.micro_batch)
                 self.micro_batch += 1
 
+    def end_recompute(self):
+        """A recomputation that ended without its top module's post hook:
+        PyTorch 2.x's non-reentrant checkpoint stops recomputing (an
+        exception inside the module) once it has the tensors it needs.  Its
+        phase ends when the next tagged node runs or the backward ends;
+        the modules it left on the stack go."""
+        with self.lock:
+            if self.recompute_depth:
+                self.recompute_depth = 0
+                self.stack = []
+                mark(PHASE_END, "recompute", max(self.micro_batch - 1, 0))
+
     def backward_end(self):
+        self.end_recompute()
         with self.lock:
             self.bwd_depth -= 1
             if self.bwd_depth == 0:
@@ -437,9 +455,15 @@ def _disable_sites():
     _MODULE_SITE = None
 
 
+_SITE = threading.local()  # v: the site the thread's last tagged node set
+
+
 def _site_hook(site):
     def hook(grad_outputs):
         if _IS_COMPILING is None or not _IS_COMPILING():  # compiled autograd
+            if STATE.recompute_depth:
+                STATE.end_recompute()
+            _SITE.v = site
             _USE_SITE(site)
     return hook
 
