@@ -53,6 +53,29 @@ static void same(const char *path)
 	stp_det_free(b);
 }
 
+/* One round of a training-like pattern: 12 activations, their frees in
+ * reverse, 3 temporary alloc/free pairs; with phases, the activations in a
+ * "forward" phase and their frees in a "backward" one, micro-batch it. */
+static void train_round(tg *g, int it, int phases)
+{
+	if (phases)
+		tg_mark(g, STP_MARK_PHASE_BEGIN, "forward", it);
+	for (uint64_t k = 0; k < 12; k++)
+		tg_alloc(g, 0x200000 + k * 0x10000, 4096 + k * 512, tg_stack(g, 0x100 + k * 8, 0x200, 0));
+	if (phases) {
+		tg_mark(g, STP_MARK_PHASE_END, "forward", it);
+		tg_mark(g, STP_MARK_PHASE_BEGIN, "backward", it);
+	}
+	for (uint64_t k = 12; k-- > 0;)
+		tg_free(g, 0x200000 + k * 0x10000);
+	if (phases)
+		tg_mark(g, STP_MARK_PHASE_END, "backward", it);
+	for (uint64_t k = 0; k < 3; k++) {
+		tg_alloc(g, 0x900000, 256, tg_stack(g, 0x300 + k * 8, 0x200, 0));
+		tg_free(g, 0x900000);
+	}
+}
+
 /* The no-markers trace below, by construction: seq 2 allocates the weights;
  * iteration k (from 0) is seq 3+30k .. 32+30k: 12 activations (3..14),
  * their 12 frees, then 3 temporary alloc/free pairs.  Detection must find
@@ -129,7 +152,7 @@ static void server(const char *path)
 }
 
 /* One ITER_BEGIN and never an ITER_END, phase markers whose micro-batch
- * only grows, then `reps` rounds of the forward/backward pattern above:
+ * only grows, then `reps` rounds (train_round):
  * what stprof's shim leaves when torch.compile compiled the optimizer step
  * (its step hooks traced as nothing).  With 8 rounds the allocations'
  * period makes the iterations, and the method says why; with 1 there is
@@ -141,20 +164,8 @@ static void lone_iteration(const char *path, int reps)
 	uint32_t w = tg_stack(&g, 0x10, 0x20, 0);
 	tg_alloc(&g, 0x100000, 1 << 20, w);
 	tg_mark(&g, STP_MARK_ITER_BEGIN, NULL, 0);
-	for (int it = 0; it < reps; it++) {
-		tg_mark(&g, STP_MARK_PHASE_BEGIN, "forward", it);
-		for (uint64_t k = 0; k < 12; k++)
-			tg_alloc(&g, 0x200000 + k * 0x10000, 4096 + k * 512, tg_stack(&g, 0x100 + k * 8, 0x200, 0));
-		tg_mark(&g, STP_MARK_PHASE_END, "forward", it);
-		tg_mark(&g, STP_MARK_PHASE_BEGIN, "backward", it);
-		for (uint64_t k = 12; k-- > 0;)
-			tg_free(&g, 0x200000 + k * 0x10000);
-		tg_mark(&g, STP_MARK_PHASE_END, "backward", it);
-		for (uint64_t k = 0; k < 3; k++) {
-			tg_alloc(&g, 0x900000, 256, tg_stack(&g, 0x300 + k * 8, 0x200, 0));
-			tg_free(&g, 0x900000);
-		}
-	}
+	for (int it = 0; it < reps; it++)
+		train_round(&g, it, 1);
 	stp_det *d;
 	const stp_det_timeline *t = closed_timeline(&g, path, &d);
 	if (!t)
@@ -187,16 +198,8 @@ int main(void)
 	CHECK(tg_open(&g, p2) == 0);
 	uint32_t w = tg_stack(&g, 0x10, 0x20, 0);
 	tg_alloc(&g, 0x100000, 1 << 20, w);
-	for (int it = 0; it < 8; it++) {
-		for (uint64_t k = 0; k < 12; k++)
-			tg_alloc(&g, 0x200000 + k * 0x10000, 4096 + k * 512, tg_stack(&g, 0x100 + k * 8, 0x200, 0));
-		for (uint64_t k = 12; k-- > 0;)
-			tg_free(&g, 0x200000 + k * 0x10000);
-		for (uint64_t k = 0; k < 3; k++) {
-			tg_alloc(&g, 0x900000, 256, tg_stack(&g, 0x300 + k * 8, 0x200, 0));
-			tg_free(&g, 0x900000);
-		}
-	}
+	for (int it = 0; it < 8; it++)
+		train_round(&g, it, 0);
 	CHECK(stp_writer_close(g.w, STP_END_EXIT, 0) == 0);
 	same(p2);
 	detected(p2);

@@ -102,7 +102,7 @@ class _State:
             mark(ITER_BEGIN, None, self.iteration)
 
     def end_iteration(self):
-        if _IS_COMPILING is not None and _IS_COMPILING():
+        if _IS_COMPILING():
             return
         with self.lock:
             self.begin_iteration()
@@ -157,7 +157,7 @@ class _State:
         """The only module hook of a lean iteration, there while the root
         module's forward is awaited: opens its phase as pre does, then goes,
         so that the modules it runs take PyTorch's hook-free path."""
-        if _IS_COMPILING is not None and _IS_COMPILING():
+        if _IS_COMPILING():
             return  # traced by torch.compile: see _compiling_fn
         with self.lock:
             if not self.light or self.bwd_depth or module is not self.root():
@@ -221,7 +221,7 @@ class _State:
         return True
 
     def pre(self, module, inputs):
-        if _IS_COMPILING is not None and _IS_COMPILING():
+        if _IS_COMPILING():
             return  # traced by torch.compile: see _compiling_fn
         with self.lock:
             top = not self.stack
@@ -243,7 +243,7 @@ class _State:
                 _USE_SITE(0)  # a recomputation's tensors keep their own lines
 
     def post(self, module, inputs, output):
-        if _IS_COMPILING is not None and _IS_COMPILING():
+        if _IS_COMPILING():
             return  # traced by torch.compile: see _compiling_fn
         with self.lock:
             if not self.stack:
@@ -324,14 +324,13 @@ class _State:
         with self.lock:
             self.bwd_depth -= 1
             if self.bwd_depth == 0:
-                self.recompute_depth = 0
                 if self.phase is not None and self.phase[0] == "backward":
                     self.close_phase()
                 if self.light:
                     self.await_root()  # the next micro-batch's forward
 
     def step_begin(self):
-        if _IS_COMPILING is not None and _IS_COMPILING():
+        if _IS_COMPILING():
             return
         with self.lock:
             self.begin_iteration()
@@ -407,8 +406,8 @@ def _compiled():
 
 def _compiling_fn(torch):
     """torch.compiler.is_compiling (PyTorch 2.1 on; torch._dynamo's in
-    2.0), or None (1.x).  TorchDynamo traces the global module and
-    optimizer hooks into the graphs it compiles (torch.compile(model), a
+    2.0), or _not_compiling (1.x).  TorchDynamo traces the global module
+    and optimizer hooks into the graphs it compiles (torch.compile(model), a
     compiled optimizer step); traced, the shim's hooks (their lock, their
     markers through the collector's builtin) would break the graph there,
     and the program would run other graphs than without stprof.  Dynamo
@@ -420,10 +419,14 @@ def _compiling_fn(torch):
         f = getattr(getattr(torch, owner, None), "is_compiling", None)
         if callable(f):
             return f
-    return None
+    return _not_compiling
 
 
-_IS_COMPILING = None
+def _not_compiling():
+    return False
+
+
+_IS_COMPILING = _not_compiling
 
 
 def _skip_dispatch_frames(module_class):
@@ -460,7 +463,7 @@ _SITE = threading.local()  # v: the site the thread's last tagged node set
 
 def _site_hook(site):
     def hook(grad_outputs):
-        if _IS_COMPILING is None or not _IS_COMPILING():  # compiled autograd
+        if not _IS_COMPILING():  # compiled autograd
             if STATE.recompute_depth:
                 STATE.end_recompute()
             _SITE.v = site
