@@ -39,6 +39,25 @@ int det_pyframe_parse(const char *text, char **file, uint32_t *line, char **func
 
 int det_frame_is_python(const stp_det_frame *fr) { return STP_IS_PYFRAME(fr->ip); }
 
+/* A module Inductor (torch.compile) generated, wherever its cache is
+ * (TORCHINDUCTOR_CACHE_DIR moves it from /tmp/torchinductor_USER): its
+ * code cache names a file "c" + a base-32 hash + ".py" in a directory named
+ * after the hash's first two characters (.../zf/czfolaa7...3we.py). */
+static int inductor_generated(const char *f, size_t n)
+{
+	const char *base = strrchr(f, '/');
+	if (!base || base - f < 2 || (base - f > 2 && base[-3] != '/'))
+		return 0;
+	base++;
+	size_t hash = (size_t)(f + n - 3 - base) - 1; /* between "c" and ".py" */
+	if (base[0] != 'c' || hash < 32 || hash > 64 || base[-3] != base[1] || base[-2] != base[2])
+		return 0;
+	for (size_t i = 1; i <= hash; i++)
+		if (!((base[i] >= 'a' && base[i] <= 'z') || (base[i] >= '0' && base[i] <= '9')))
+			return 0;
+	return 1;
+}
+
 int det_frame_is_user_python(const stp_det_frame *fr)
 {
 	if (!STP_IS_PYFRAME(fr->ip) || !fr->file)
@@ -50,8 +69,8 @@ int det_frame_is_user_python(const stp_det_frame *fr)
 	if (n < 3 || strcmp(f + n - 3, ".py"))
 		return 0;
 	/* torch.compile's generated modules (Inductor's cache, by default
-	 * /tmp/torchinductor_USER/xx/cHASH.py): the user's line that ran the
-	 * compiled code is further out */
+	 * /tmp/torchinductor_USER/xx/cHASH.py, elsewhere inductor_generated):
+	 * the user's line that ran the compiled code is further out */
 	static const char *const lib[] = {"/site-packages/", "/dist-packages/", "/lib/python", "/lib64/python",
 	                                  "/collector/torch/python/", "/stprof-python/", "/torchinductor_", 0};
 	if (f[0] == '<') /* <frozen importlib._bootstrap>, <string> */
@@ -59,5 +78,5 @@ int det_frame_is_user_python(const stp_det_frame *fr)
 	for (int i = 0; lib[i]; i++)
 		if (strstr(f, lib[i]))
 			return 0;
-	return 1;
+	return !inductor_generated(f, n);
 }

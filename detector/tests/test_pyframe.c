@@ -37,6 +37,14 @@ int main(void)
 	CHECK(!user("<frozen importlib._bootstrap>"));
 	CHECK(!user("/opt/stprof/lib/stprof-python/stprof/torch_markers.py"));
 	CHECK(!user("/tmp/torchinductor_root/t5/ct5dpve3rg3sgkfd7yoxxa2yvyzcu4v45wvrx63qggstwcypnny5.py"));
+	/* TORCHINDUCTOR_CACHE_DIR elsewhere: the cache's layout tells */
+	CHECK(!user("/scratch/ind/zf/czfolaa7zcskam46lrwh66fbjf4lbzcg2rg7tqncvu6nld3qw3we.py"));
+	CHECK(!user("zf/czfolaa7zcskam46lrwh66fbjf4lbzcg2rg7tqncvu6nld3qw3we.py"));
+	CHECK(user("/home/u/ab/czfolaa7zcskam46lrwh66fbjf4lbzcg2rg7tqncvu6nld3qw3we.py"));
+	CHECK(user("/home/u/zf/czfolaa7zcskam46lrwh66fbjf4lbzcg2rg7tqncvu6nld3qwXwe.py"));
+	CHECK(user("/home/u/zf/czf.py"));
+	CHECK(user("/home/u/zf/config.py"));
+	CHECK(user("/home/u/cz/czfolaa7zcskam46lrwh66fbjf4lbzcg2rg7tqncvu6nld3qw3we.py"));
 	CHECK(!user("/home/u/model.cpp"));
 	return check_done();
 }
