@@ -1,7 +1,9 @@
 """compiled_train.py STEPS MODE - a small language model trained with
 torch.compile (PyTorch 2.x): MODE "model" compiles the model
 (torch.compile(model)), "step" also the optimizer step (a compiled function
-that calls opt.step()).  backend="eager": TorchDynamo traces and breaks
+that calls opt.step()), "hooked" compiles the model of a program with a
+global module hook of its own (PyTorch then warns at the compiled model's
+calls).  backend="eager": TorchDynamo traces and breaks
 graphs as with Inductor, without a C++ compiler.  Prints TorchDynamo's
 graph-break and graph counts and the last loss, which must be the same with
 and without stprof (tests/python/test_torch_compile.sh)."""
@@ -33,6 +35,8 @@ model = Net()
 cmodel = torch.compile(model, backend="eager")
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 step = opt.step
+if mode == "hooked":
+    torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
 if mode == "step":
     step = torch.compile(lambda: opt.step(), backend="eager")
 

@@ -453,6 +453,31 @@ def _skip_dispatch_frames(module_class):
     return bool(done) and all(done)
 
 
+_GLOBAL_HOOK_DICTS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_pre_hooks",
+                      "_global_forward_hooks", "_global_forward_hooks_always_called",
+                      "_global_forward_hooks_with_kwargs")
+
+
+def _hide_own_hooks(mm):
+    """torch.compile(module) warns at each call of the compiled module while
+    any global module hook exists (the UserWarning "Using
+    `torch.compile(module)` when there are global hooks on modules"; 2.x,
+    torch/_dynamo/eval_frame.py, through
+    torch.nn.modules.module._has_any_global_hook, which nothing else calls).
+    The shim's hooks are not the program's: that question leaves them out,
+    so the program prints what it prints without stprof (and still gets the
+    warning for global hooks of its own)."""
+    if not callable(getattr(mm, "_has_any_global_hook", None)) or \
+            not all(isinstance(getattr(mm, n, None), dict) for n in _GLOBAL_HOOK_DICTS):
+        return  # 1.x has none; another layout: left alone
+
+    def _has_any_global_hook():
+        own = set(h.id for h in (STATE.hooks or ()) + (STATE.waiter,) if h is not None)
+        return any(k not in own for n in _GLOBAL_HOOK_DICTS for k in getattr(mm, n))
+    _has_any_global_hook._stprof = True
+    mm._has_any_global_hook = _has_any_global_hook
+
+
 def _disable_sites():
     global _MODULE_SITE
     _MODULE_SITE = None
@@ -519,6 +544,7 @@ def install(torch):
     STATE.hooks = (mm.register_module_forward_pre_hook(STATE.pre),
                    mm.register_module_forward_hook(STATE.post))
     STATE.can_light = _skip_dispatch_frames(mm.Module)
+    _hide_own_hooks(mm)
 
     if os.environ.get("STPROF_ACCESSES") == "1":
         from . import accesses
