@@ -45,6 +45,7 @@ const struct option record_longopts[] = {
 	{"no-cuda", no_argument, 0, 'g'},
 	{"full", no_argument, 0, 'U'},
 	{"heap-sample", required_argument, 0, 'H'},
+	{"skip-exec", required_argument, 0, 'K'},
 	{"quiet", no_argument, 0, 'q'},
 	{"help", no_argument, 0, 'h'},
 	{0, 0, 0, 0},
@@ -75,6 +76,13 @@ const char record_help[] =
 	"      --full           record every event: no host-heap sampling, no folding\n"
 	"                       of steady iterations (docs/record.md, \"Long runs\";\n"
 	"                       tensors and device memory are never sampled)\n"
+	"      --skip-exec PATTERNS\n"
+	"                       programs the program runs that are not recorded:\n"
+	"                       comma-separated shell patterns of their names (default:\n"
+	"                       compilers, assemblers, linkers and build tools, as\n"
+	"                       torch.compile and cpp_extension run: cc, *gcc, *g++,\n"
+	"                       cc1*, as, ld, nvcc, ptxas, ninja, make...; '' records\n"
+	"                       every one); the recorded command itself always is\n"
 	"  -q, --quiet          print nothing of stprof's own\n"
 	"      --accesses[=ops|exact]\n"
 	"                       record which objects each operation read and wrote,\n"
@@ -193,6 +201,13 @@ int record_apply_option(record_opts *o, int c, const char *arg)
 			return -1;
 		}
 		o->heap_sample = (int64_t)v;
+		return 0;
+	case 'K':
+		if (strlen(arg) >= 1024) {
+			stprof_err("--skip-exec: the patterns are %zu bytes long, at most 1023 are taken", strlen(arg));
+			return -1;
+		}
+		o->skip_exec = arg;
 		return 0;
 	}
 	return 1;
@@ -398,6 +413,11 @@ int record_run(const record_opts *o, char **argv, char *trace, size_t trace_len,
 		snprintf(buf, sizeof buf, "%lld", (long long)o->heap_sample);
 		setenv("STPROF_HEAP_SAMPLE", buf, 1);
 	}
+	if (o->skip_exec)
+		setenv("STPROF_SKIP_EXEC", o->skip_exec, 1);
+	/* the program's first image claims the recorded command's pid
+	 * (collector/core/skipexec.c), not an image that ran this stprof */
+	unsetenv("STPROF_COMMAND_PID");
 
 	fflush(NULL);
 	/* a pipe closed on exec tells us whether execvp worked */

@@ -22,6 +22,7 @@ typedef struct record_opts {
 	int cuda;             /* 1 --cuda, -1 --no-cuda, 0 default (on when built in) */
 	int full;             /* --full: every event (no sampling, no folding) */
 	int64_t heap_sample;  /* --heap-sample SIZE; -1: collector default */
+	const char *skip_exec; /* --skip-exec PATTERNS; NULL: collector default */
 } record_opts;
 enum { RECORD_ACCESSES_NONE = 0, RECORD_ACCESSES_OPS = 1, RECORD_ACCESSES_EXACT = 2 };
 

@@ -37,6 +37,10 @@
  *   STPROF_LEAN       0: every iteration of a Python loop recorded in full
  *                     detail before folding (default 1: lean once they
  *                     repeat; fold.c, "Lean iterations")
+ *   STPROF_SKIP_EXEC  images not recorded unless they are the recorded
+ *                     command's: comma-separated shell patterns of program
+ *                     names (default STC_SKIP_EXEC_DEFAULT, the toolchain;
+ *                     empty: every image recorded; skipexec.c)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +67,7 @@ void stc_config_defaults(stc_config *c)
 	c->heap_full_iters = STC_HEAP_FULL_ITERS_DEFAULT;
 	c->fold_keep = STC_FOLD_KEEP_DEFAULT;
 	c->lean = 1;
+	snprintf(c->skip_exec, sizeof c->skip_exec, "%s", STC_SKIP_EXEC_DEFAULT);
 }
 
 /* Digits only, no sign, no overflow. */
@@ -174,6 +179,13 @@ int stc_config_set(stc_config *c, const char *name, const char *value)
 		c->lean = value[0] == '1';
 		return 0;
 	}
+	if (!strcmp(name, "SKIP_EXEC")) {
+		size_t n = strlen(value);
+		if (n >= sizeof c->skip_exec)
+			return -1;
+		memcpy(c->skip_exec, value, n + 1);
+		return 0;
+	}
 	if (!strcmp(name, "SAMPLE_LAUNCHES")) {
 		if (parse_u64(value, 1000000, &v) || v == 0)
 			return -1;
@@ -188,7 +200,7 @@ void stc_config_from_env(stc_config *c)
 	static const char *names[] = {"OUTPUT",          "MIN_SIZE",    "DEPTH",           "HOST_DEPTH",
 	                              "FLUSH_MS",        "UNWIND",      "ACCESSES",        "SAMPLE_LAUNCHES",
 	                              "HEAP_SAMPLE",     "HEAP_FULL_ITERS", "FULL",        "FOLD_KEEP",
-	                              "LEAN"};
+	                              "LEAN",            "SKIP_EXEC"};
 	char var[32];
 	stc_config_defaults(c);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {

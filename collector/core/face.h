@@ -70,6 +70,7 @@ typedef struct stc_config {
 	uint8_t full;             /* STPROF_FULL: every event (no sampling, no folding) */
 	uint32_t fold_keep;       /* STPROF_FOLD_KEEP: iterations kept in full at each end; 0 = no folding */
 	uint8_t lean;             /* STPROF_LEAN: steady iterations of a Python loop recorded lean (fold.c; default 1) */
+	char skip_exec[1024];     /* STPROF_SKIP_EXEC: images not recorded (skipexec.c); "" = none */
 } stc_config;
 enum { STC_ACCESSES_NONE = 0, STC_ACCESSES_OPS = 1, STC_ACCESSES_EXACT = 2 };
 enum { STC_UNWIND_FAST = 0, STC_UNWIND_LIBUNWIND = 1, STC_UNWIND_CHECK = 2 };

@@ -87,6 +87,20 @@ STC_HIDDEN int stc_config_set(stc_config *c, const char *name, const char *value
 STC_HIDDEN void stc_config_defaults(stc_config *c);
 STC_HIDDEN void stc_config_from_env(stc_config *c);
 
+/* ---------------------------------------------------------------- skipped images (skipexec.c) */
+/* The toolchain programs a program runs (JIT compilers' drivers,
+ * compilers, assemblers, linkers, build tools): not recorded unless they
+ * are the recorded command itself. */
+#define STC_SKIP_EXEC_DEFAULT \
+	"cc,c++,cpp,*gcc,*g++,*gcc-[0-9]*,*g++-[0-9]*,cc1*,collect2,lto1,lto-wrapper,as,*-as,ld,ld.*,*-ld,*-ld.*," \
+	"clang,clang++,clang-[0-9]*,clang++-[0-9]*,nvcc,ptxas,cicc,fatbinary,nvlink,cudafe++,ninja,make"
+/* 1 when name matches one of the comma-separated fnmatch(3) patterns of
+ * list (empty patterns, and patterns of 256 bytes or more, match nothing). */
+STC_HIDDEN int stc_skip_exec_match(const char *list, const char *name);
+/* 1 when this image is not to be recorded (see skipexec.c); claims the
+ * recorded command's pid for descendants when no image has yet. */
+STC_HIDDEN int stc_skip_exec_image(void);
+
 /* ---------------------------------------------------------------- state (state.c) */
 /* The main thread called pthread_exit: the flusher ends the process when it
  * is the last thread left, as glibc does for the last program thread. */

@@ -111,6 +111,11 @@ void stc_init(void)
 	t_busy = 1;
 	stc_real_resolve();
 	stc_config_from_env(&g_cfg);
+	if (stc_skip_exec_image()) { /* the toolchain the program runs (skipexec.c) */
+		atomic_store(&g_state, STC_FINISHED);
+		t_busy = 0;
+		return;
+	}
 	stc_config_host_depth(&g_cfg, dlsym(RTLD_DEFAULT, "Py_Initialize") != NULL);
 	stc_sample_start();
 	g_pid = getpid();

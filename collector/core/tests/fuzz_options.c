@@ -9,7 +9,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES", "HOST_DEPTH", "BOGUS"};
+	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES", "HOST_DEPTH", "SKIP_EXEC", "BOGUS"};
 	char buf[8192];
 	if (size < 1 || size >= sizeof buf)
 		return 0;

@@ -20,7 +20,7 @@ static const char *const pieces[] = {"",  " ",  "-",  "+",  "0x", "0",  "k",  "K
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES", "HOST_DEPTH", "BOGUS"};
+	static const char *names[] = {"OUTPUT", "MIN_SIZE", "DEPTH", "FLUSH_MS", "UNWIND", "ACCESSES", "SAMPLE_LAUNCHES", "HOST_DEPTH", "SKIP_EXEC", "BOGUS"};
 	wf_src s = {data, size};
 	char v[8192];
 	size_t n = 0;
