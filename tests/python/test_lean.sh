@@ -12,7 +12,7 @@
 #    in lean iterations); the report's call sites and modules (tensors)
 #    are those of STPROF_LEAN=0 (the modules of a lean iteration's
 #    tensors come from the full iterations);
-#    the deviating step's temporary is at its line (fold_loop.py:22).
+#    the deviating step's temporary is at its line (fold_loop.py's scratch).
 # 2. torch_eval_every.py (an evaluation every 20 steps): the plan is the
 #    one STPROF_LEAN=0 gives (its requests, persistent and static), and so
 #    are the report's bytes by module (an evaluation in a lean iteration
@@ -76,7 +76,8 @@ cmp -s m1p m999 || fail "fold_loop: iteration 999's markers unlike iteration 1's
 sections() { sed -n '/^Top call sites/,/^$/p; /^Bytes by module/,/^$/p' "$1"; }
 [ -n "$(sections l.txt)" ] || fail "fold_loop: no call sites in the report"
 expect_eq "fold_loop: call sites and modules, lean vs not" "$(sections l.txt)" "$(sections d.txt)"
-grep -q "fold_loop.py:22" l.txt || fail "fold_loop: the deviating step's line not in the report"
+line=$(grep -n "scratch = torch.ones" "$STPROF_SRC/tests/python/fold_loop.py" | cut -d: -f1)
+grep -q "fold_loop.py:$line" l.txt || fail "fold_loop: the deviating step's line not in the report"
 grep -q "every event of iterations 0-1, 500, 998-999" l.txt || fail "fold_loop: report: $(grep -A2 folded l.txt)"
 
 # 2.

@@ -8,7 +8,8 @@
 # to a native run), for a compiled model and for a compiled optimizer step.
 # A compiled model keeps the markers' iterations (its step is eager); a
 # compiled step leaves one iteration begun and none ended, and the report
-# takes the iterations from the allocations' period instead.  PyTorch's
+# takes the iterations from the allocations' period instead, until 32
+# backwards have run without a step: then forwards end the iterations.  PyTorch's
 # warning about global module hooks at a compiled model's calls is printed
 # as without stprof: not for the shim's hooks, still for the program's own.
 . "$(dirname "$0")/../collector/lib.sh"
@@ -34,6 +35,13 @@ grep -q "^Iterations: [0-9]* detected from the allocations" "$T/step.txt" ||
 grep -q "one iteration begun by a marker, none ended; detected a period" "$T/step.txt" ||
 	fail "step: method: $(grep -A1 '^Iterations' "$T/step.txt")"
 grep -q "at compiled_train.py:[0-9]* in " "$T/model.txt" || fail "model: no row at the script's lines"
+# a longer run of the compiled step: after 32 backwards with no step seen,
+# forwards end the iterations (tests/python/test_stepless.sh), and the
+# steady ones are folded
+"$STPROF" record -q -o "$T/long.stp" -- "$PY" "$P" 60 step >/dev/null 2>&1 || fail "step 60: failed"
+"$STPROF" report "$T/long.stp" >"$T/long.txt" || fail "step 60: report failed"
+grep -q "^Iterations: 28 from markers" "$T/long.txt" || fail "step 60: $(grep -A1 '^Iterations' "$T/long.txt")"
+grep -q "^  folded    2[0-9] steady iterations" "$T/long.txt" || fail "step 60: $(grep -A1 'folded' "$T/long.txt")"
 grep -q "UserWarning: Using .torch.compile(module). when there are global hooks" "$T/hooked.err" ||
 	fail "hooked: the program's own global hook no longer warned: $(cat "$T/hooked.err")"
 echo ok

@@ -22,6 +22,17 @@ the backward):
                             once ITER_BEGIN k+1 (the iteration after the
                             last step is never ended: the detector drops
                             an open iteration that follows an ended one)
+  no Optimizer.step      -> once STEPLESS_AFTER backwards have run and no
+                            step was seen (a compiled optimizer step, whose
+                            hooks TorchDynamo traced away; parameters
+                            updated by hand; an optimizer of another
+                            library), the root forward that follows a
+                            backward ends the iteration (ITER_END k,
+                            ITER_BEGIN k+1): iterations, and with them
+                            folding and lean iterations, for such loops
+                            too.  Iteration 0 then holds the first
+                            STEPLESS_AFTER backwards; a step seen later
+                            ends iterations again from then on.
 
 One phase is open at a time (the next one closes it); markers never change
 what the program computes.
@@ -80,6 +91,8 @@ class _State:
         self.names = weakref.WeakKeyDictionary()
         self.name_cache = {}     # id(module) -> (weakref, name): name_of's
         self.bwd_depth = 0
+        self.backwards = 0       # backwards begun in the run
+        self.stepped = False     # an optimizer step hook has run
         self.recompute_depth = 0
         self.lock = threading.RLock()
         self.grad_enabled = lambda: True
@@ -100,6 +113,13 @@ class _State:
             self.in_iter = True
             self.micro_batch = 0
             mark(ITER_BEGIN, None, self.iteration)
+
+    def stepless_boundary(self, module):
+        """A root training forward that ends the iteration of a loop with no
+        optimizer step (see the top)."""
+        return (not self.stepped and self.micro_batch > 0 and self.backwards >= STEPLESS_AFTER
+                and self.root is not None and self.root() is module
+                and self.grad_enabled() and getattr(module, "training", True))
 
     def end_iteration(self):
         if _IS_COMPILING():
@@ -167,6 +187,12 @@ class _State:
                 # modules marked, as in a full iteration, until the boundary
                 self.hooks_back()
                 return
+            if self.stepless_boundary(module):
+                self.end_iteration()
+                if not self.light:  # a full iteration: pre missed the root
+                    self.stack.append(module)
+                    self.open_phase("forward", self.micro_batch)
+                    return
             self.begin_iteration()
             self.open_phase("forward", self.micro_batch)
             self.drop_waiter()
@@ -225,6 +251,10 @@ class _State:
             return  # traced by torch.compile: see _compiling_fn
         with self.lock:
             top = not self.stack
+            if top and not self.bwd_depth and self.stepless_boundary(module):
+                self.end_iteration()
+                if self.light:  # lean from here: the root's forward is under way
+                    self.drop_waiter()
             self.stack.append(module)
             if top and self.bwd_depth:
                 self.recompute_depth += 1
@@ -302,6 +332,7 @@ class _State:
         with self.lock:
             self.bwd_depth += 1
             if self.bwd_depth == 1:
+                self.backwards += 1
                 self.begin_iteration()
                 self.stack = []
                 self.open_phase("backward", self.micro_batch)
@@ -333,10 +364,12 @@ class _State:
         if _IS_COMPILING():
             return
         with self.lock:
+            self.stepped = True
             self.begin_iteration()
             self.open_phase("optimizer", 0)
 
 
+STEPLESS_AFTER = 32  # backwards without a step before forwards end iterations
 STATE = _State()
 _installed = False
 
