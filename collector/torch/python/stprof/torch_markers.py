@@ -34,6 +34,15 @@ the backward):
                             STEPLESS_AFTER backwards; a step seen later
                             ends iterations again from then on.
 
+  DataLoader worker      -> each batch it fetches begins an iteration of the
+                            worker's own trace (ITER_END k, ITER_BEGIN k+1
+                            at the next fetch; the last is never ended), so
+                            a worker's steady batches are folded as the
+                            loop's steps are: without them a worker's trace
+                            grew by every tensor of every batch for the whole
+                            run.  The state the worker inherited from the
+                            loop (fork) is dropped at its first batch.
+
 One phase is open at a time (the next one closes it); markers never change
 what the program computes.
 
@@ -93,6 +102,7 @@ class _State:
         self.bwd_depth = 0
         self.backwards = 0       # backwards begun in the run
         self.stepped = False     # an optimizer step hook has run
+        self.worker_pid = 0      # this process is a DataLoader worker: its pid
         self.recompute_depth = 0
         self.lock = threading.RLock()
         self.grad_enabled = lambda: True
@@ -120,6 +130,21 @@ class _State:
         return (not self.stepped and self.micro_batch > 0 and self.backwards >= STEPLESS_AFTER
                 and self.root is not None and self.root() is module
                 and self.grad_enabled() and getattr(module, "training", True))
+
+    def worker_batch(self):
+        """A DataLoader worker begins to fetch a batch: the next iteration
+        of its trace (see the top)."""
+        with self.lock:
+            pid = os.getpid()
+            if self.worker_pid != pid:  # the loop's state, inherited by fork
+                self.worker_pid = pid
+                self.iteration, self.in_iter, self.phase, self.stack = 0, False, None, []
+                self.micro_batch = self.bwd_depth = self.recompute_depth = 0
+            elif self.in_iter:
+                mark(ITER_END, None, self.iteration)
+                self.iteration += 1
+                self.in_iter = False
+            self.begin_iteration()
 
     def end_iteration(self):
         if _IS_COMPILING():
@@ -557,6 +582,33 @@ def _wrap_step(fn):
     return wrapper
 
 
+def _wrap_fetch(fn, worker_info):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if worker_info() is not None:  # in a DataLoader worker
+            STATE.worker_batch()
+        return fn(*args, **kwargs)
+    wrapper._stprof = True
+    return wrapper
+
+
+def _mark_worker_batches(torch):
+    """Each batch a DataLoader worker fetches is an iteration of its trace
+    (see the top): the fetchers' fetch, which a worker calls once a batch
+    (and the loop itself, with num_workers=0: not marked there)."""
+    try:
+        import importlib
+        fetch = importlib.import_module("torch.utils.data._utils.fetch")
+        worker_info = torch.utils.data.get_worker_info
+    except (ImportError, AttributeError):
+        return
+    for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
+        cls = getattr(fetch, name, None)
+        f = getattr(cls, "fetch", None)
+        if callable(f) and not getattr(f, "_stprof", False):
+            cls.fetch = _wrap_fetch(f, worker_info)
+
+
 def install(torch):
     """Hooks torch once: module hooks, autograd entry points, optimizers."""
     global _installed, mark, _IS_COMPILING
@@ -582,6 +634,8 @@ def install(torch):
     if os.environ.get("STPROF_ACCESSES") == "1":
         from . import accesses
         accesses.install(torch)
+
+    _mark_worker_batches(torch)
 
     ag = torch.autograd
     for name in ("backward", "grad"):

@@ -1,0 +1,42 @@
+#!/bin/bash
+# DataLoader workers on a long run: each batch a worker fetches is an
+# iteration of the worker's own trace (the shim's fetch hook), so its steady
+# batches are folded as the loop's steps are.  Without it a worker's trace
+# grew by every tensor of every batch (882 bytes a batch of 32 samples
+# here).  Checked: the output is the native one; a worker trace has its
+# batches as iterations from markers, folded, with every event of a batch
+# unlike the others (a 1 MiB temporary) and its row at the dataset's line;
+# the workers' traces grow at most 1 KiB a batch (400 steps against 100);
+# the loop's own trace keeps its steps as iterations; with num_workers=0
+# the loop fetches its batches itself and nothing else is marked.
+. "$(dirname "$0")/../collector/lib.sh"
+"$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
+[ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
+export OMP_NUM_THREADS=1 PYTHONHASHSEED=0
+P="$STPROF_SRC/tests/python/loader_loop.py"
+line=$(grep -n "scratch = torch.ones" "$P" | cut -d: -f1)
+cd "$T"
+"$STPROF" record -q -o d.stp -- "$PY" "$P" 200 2 100 >d.out || fail "recorded run failed"
+expect_eq "output under stprof" "$(cat d.out)" "$("$PY" "$P" 200 2 100)"
+"$STPROF" report d.stp | grep -q "^Iterations: 200 from markers" || fail "the loop: $("$STPROF" report d.stp | grep -A1 '^Iterations')"
+n=0 dev=0
+for w in d.stp.*; do
+	"$STPROF" report "$w" >w.txt || fail "$w: report failed"
+	n=$((n + 1))
+	grep -q "^Iterations: [0-9]* from markers" w.txt || fail "$w: $(grep -A1 '^Iterations' w.txt)"
+	grep -q "^  folded    [0-9]* steady iterations" w.txt || fail "$w: not folded: $(grep -A3 '^Iterations' w.txt)"
+	grep -q "at loader_loop.py:[0-9]* in Samples.__getitem__" w.txt || fail "$w: no row at the dataset's line"
+	grep -q "at loader_loop.py:$line in Samples.__getitem__" w.txt && dev=$((dev + 1))
+done
+expect_eq "worker traces" "$n" 2
+expect_eq "workers with the deviating batch's row" "$dev" 1
+"$STPROF" record -q -o s100.stp -- "$PY" "$P" 100 2 >/dev/null
+"$STPROF" record -q -o s400.stp -- "$PY" "$P" 400 2 >/dev/null
+a=$(cat s100.stp.* | wc -c) b=$(cat s400.stp.* | wc -c)
+per=$(((b - a) / 300))
+echo "  workers: 100 steps $a bytes, 400 steps $b bytes: $per bytes per batch"
+[ "$per" -le 1024 ] || fail "a steady batch adds $per bytes to the workers' traces (at most 1 KiB)"
+"$STPROF" record -q -o z.stp -- "$PY" "$P" 50 0 >/dev/null
+ls z.stp.* >/dev/null 2>&1 && fail "num_workers=0: child traces: $(ls z.stp.*)"
+"$STPROF" report z.stp | grep -q "^Iterations: 50 from markers" || fail "num_workers=0: $("$STPROF" report z.stp | grep -A1 '^Iterations')"
+echo ok
