@@ -20,6 +20,7 @@
 #include "input.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
+#include "lastimage.h"
 #include "selfcheck.h"
 #include "util.h"
 
@@ -553,12 +554,15 @@ int cmd_report(int argc, char **argv)
 	}
 	if (iteration >= 0 && o.has_window)
 		return stprof_usage_error("report", "--window and --iteration exclude each other");
-	if (iteration >= 0 && iteration_window(argv[optind], &o, iteration) < 0)
+	/* a wrapper's trace (env, a shim) stands for the program it became */
+	char image[4096 + 64];
+	last_image_said("report", argv[optind], image, sizeof image);
+	if (iteration >= 0 && iteration_window(image, &o, iteration) < 0)
 		return 1;
 	int printed = 0;
 	o.progress_ctx = &printed;
 	char err[512];
-	const char *trace = argv[optind];
+	const char *trace = image;
 	stprof_warn_cut(trace);
 	if (stprof_pickle_input(&trace, 0)) /* a PyTorch snapshot: imported first */
 		return 1;

@@ -23,6 +23,7 @@
 #include "outname.h"
 #include "record.h"
 #include "traceset.h"
+#include "lastimage.h"
 #include "guard.h"
 #include "selfcheck.h"
 #include "input.h"
@@ -399,9 +400,16 @@ int cmd_run(int argc, char **argv)
 	}
 	if (traces > 0 && !o.quiet)
 		stprof_warn_cut(trace);
+	/* a wrapper's trace (a script's `#!/usr/bin/env python3`, a pyenv
+	 * shim) stands for the program it became: its last image's trace is
+	 * read; the files keep the command's names */
+	char image[PATH_MAX + 64];
+	snprintf(image, sizeof image, "%s", trace);
+	if (traces > 1)
+		(void)(o.quiet ? last_image(trace, image, sizeof image) : last_image_said(NULL, trace, image, sizeof image));
 	/* one detector run for the report and the timeline */
 	stp_det *det = NULL;
-	if (traces > 0 && (report || timeline || html) && access(trace, R_OK) == 0) {
+	if (traces > 0 && (report || timeline || html) && access(image, R_OK) == 0) {
 		stp_det_options dopt;
 		stp_det_options_default(&dopt);
 		dopt.keep_objects = html ? 2 : timeline; /* the viewer's and the timeline's per-object records */
@@ -412,7 +420,7 @@ int cmd_run(int argc, char **argv)
 			dopt.progress = det_progress;
 			dopt.progress_ctx = &printed;
 		}
-		det = selfcheck_det_run(trace, &dopt, err, sizeof err);
+		det = selfcheck_det_run(image, &dopt, err, sizeof err);
 		if (printed)
 			fprintf(stderr, "\r%40s\r", "");
 		if (!det)
@@ -429,17 +437,17 @@ int cmd_run(int argc, char **argv)
 	char out[PATH_MAX + 16];
 	size_t tl = strlen(trace);
 	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
-	if (traces > 0 && plan && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
-		if (write_plan(trace, out, o.quiet, 1) == 0 && !o.quiet)
+	if (traces > 0 && plan && access(image, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
+		if (write_plan(image, out, o.quiet, 1) == 0 && !o.quiet)
 			say_enforce(out, prog);
 	}
 	snprintf(out, sizeof out, "%.*s.html", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (det && html && !stp_det_result_of(det)->error && sidecar_ok(out, OUTNAME_HTML, "HTML report"))
 		write_html(&det, 1, out, o.quiet);
 	snprintf(out, sizeof out, "%.*s.pftrace", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
-	if (traces > 0 && timeline && access(trace, R_OK) == 0 && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
+	if (traces > 0 && timeline && access(image, R_OK) == 0 && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
 		stp_export_opts eo = {0};
-		const char *one[1] = {trace};
+		const char *one[1] = {image};
 		char bound[512] = "";
 		if (det && !full)
 			timeline_bound(stp_det_result_of(det), trace, &eo, bound, sizeof bound);

@@ -3,7 +3,8 @@
  * it must not destroy (see outname.h).
  *
  * A run of `python3 train.py` is named after train.py (train.stp,
- * train.plan, train.pftrace), not after the interpreter.  A file already at
+ * train.plan, train.pftrace), not after the interpreter; so is `./train.py`
+ * (the script run by its #! line).  A file already at
  * an output's name is either stprof's own (an earlier run: it is kept as
  * NAME.old, as perf keeps perf.data.old) or someone else's (never touched:
  * the outputs move to NAME.<pid>.*, as heaptrack adds the pid).  What is
@@ -114,8 +115,12 @@ void outname_base(char *const *argv, char *base, size_t len)
 		launched_script(argv, i + 1, base, len);
 		return;
 	}
-	if (!is_interpreter(base))
+	if (!is_interpreter(base)) {
+		size_t n = strlen(base);
+		if (n > 3 && !strcmp(base + n - 3, ".py")) /* ./train.py, run by its #! line: train */
+			base[n - 3] = 0;
 		return;
+	}
 	for (int k = i + 1; argv[k]; k++) {
 		const char *a = argv[k];
 		if (!strcmp(a, "-m") && argv[k + 1] && is_torch_launcher_module(argv[k + 1]) &&

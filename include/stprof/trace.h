@@ -348,6 +348,9 @@ int stp_trace_cut(const char *path, uint64_t *offset, uint64_t *bytes);
 /* 1 when the trace at path ends with a whole END chunk (found from its
  * last 64 bytes). */
 int stp_trace_has_end(const char *path);
+/* The same, and *reason the END chunk's reason (STP_END_*): 1 when the
+ * trace ends with a whole END chunk, 0 (*reason untouched) when not. */
+int stp_trace_end_reason(const char *path, uint32_t *reason);
 const stp_trace_header *stp_reader_header(const stp_reader *r);
 const char *stp_reader_path(const stp_reader *r);
 /* String by id; "" for 0 or an unknown id. */

@@ -1,0 +1,63 @@
+#!/bin/sh
+# A command that reaches the program through images that replace themselves
+# by execve (a script's `#!/usr/bin/env python3`, pyenv's shims): the first
+# trace, FILE, is the wrapper's; report, export, plan and the one-shot mode
+# read the last image of the command's process instead (FILE.<pid>, then
+# FILE.<pid>.<n>), and say so in one line; info reads the file named; a
+# trace not ended by execve is read as it is; a program the wrapper forks
+# is not followed.  With PyTorch: a script run as ./train.py through its
+# env shebang reports the script's iterations and lines.
+set -eu
+: "${STPROF_BUILD:?run through ctest}"
+S="$STPROF_BUILD/stprof"
+L="$STPROF_BUILD/cli_alloc_loop"
+PY="${STPROF_PYTHON:-/usr/bin/python3}"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$T"
+# the report's command line
+cmd() { sed -n 's/^  command   //p' "$1"; }
+
+# one exec: env runs the program
+"$S" record -q -o e.stp -- env "$L" 20000
+[ "$(ls e.stp.* | wc -l)" = 1 ] || fail "env: traces: $(ls)"
+"$S" info e.stp | grep -q "replaced by execve" || fail "env's trace not ended by execve"
+"$S" report e.stp >e.txt 2>e.err || fail "report: $(cat e.err)"
+case "$(cmd e.txt)" in *cli_alloc_loop\ 20000*) ;; *) fail "report read $(cmd e.txt)" ;; esac
+grep -q "e.stp is the trace of .*env, which execve replaced: reading e.stp.[0-9]* (.*cli_alloc_loop), the last image of its process" e.err ||
+	fail "report's note: $(cat e.err)"
+grep -q "allocated" e.txt || fail "report: $(head -12 e.txt)"
+"$S" plan -o e.plan e.stp >/dev/null 2>p.err || fail "plan: $(cat p.err)"
+grep -q "reading e.stp.[0-9]*" p.err || fail "plan's note: $(cat p.err)"
+"$S" export -q -o e.pftrace e.stp 2>x.err || fail "export: $(cat x.err)"
+"$S" lint-perfetto e.pftrace >/dev/null || fail "export's timeline"
+# info reads the file named
+"$S" info e.stp | grep -q "^command: *env " || fail "info: $("$S" info e.stp | grep command)"
+
+# two execs: FILE, FILE.<pid>, FILE.<pid>.1
+"$S" record -q -o ee.stp -- env env "$L" 20000
+[ "$(ls ee.stp.* | wc -l)" = 2 ] || fail "env env: traces: $(ls ee.stp*)"
+"$S" report ee.stp >ee.txt 2>ee.err || fail "report: $(cat ee.err)"
+case "$(cmd ee.txt)" in *cli_alloc_loop\ 20000*) ;; *) fail "env env: report read $(cmd ee.txt)" ;; esac
+grep -q "which execve replaced more than once: reading ee.stp.[0-9]*.1 " ee.err || fail "env env: note: $(cat ee.err)"
+
+# no exec: as it is, no note
+"$S" record -q -o n.stp -- "$L" 20000
+"$S" report n.stp >n.txt 2>n.err
+[ ! -s n.err ] || fail "a plain trace: $(cat n.err)"
+# a forked program is not the command's process: the wrapper's trace is read
+"$S" record -q -o f.stp -- sh -c "\"$L\" 20000; true"
+"$S" report f.stp >f.txt 2>/dev/null
+case "$(cmd f.txt)" in sh\ -c*) ;; *) fail "a forked program: report read $(cmd f.txt)" ;; esac
+
+# the one-shot mode, through a script's env shebang
+"$PY" -c 'import torch' 2>/dev/null || { echo "ok (no torch for $PY: the shebang part skipped)"; exit 0; }
+{ echo "#!/usr/bin/env $PY"; cat "$STPROF_SRC/tests/python/fold_loop.py"; } >train.py
+chmod +x train.py
+OMP_NUM_THREADS=1 "$S" --no-export --no-html ./train.py 30 >out 2>err || fail "one-shot: $(tail -3 err)"
+[ -s train.plan ] || fail "one-shot: no plan (named after the script: train.plan): $(ls)"
+grep -q "reading .*/train.stp.[0-9]* (.*python3[.0-9]*), the last image of its process" err || fail "one-shot: $(head -5 err)"
+grep -q "^Iterations: 30 from markers" err || fail "one-shot: $(grep -A1 '^Iterations' err)"
+grep -q "at train.py:[0-9]* in <module>" err || fail "one-shot: no row at the script's lines"
+echo ok
