@@ -4,11 +4,12 @@
 # batches are folded as the loop's steps are.  Without it a worker's trace
 # grew by every tensor of every batch (882 bytes a batch of 32 samples
 # here).  Checked: the output is the native one; a worker trace has its
-# batches as iterations from markers, folded, with every event of a batch
-# unlike the others (a 1 MiB temporary) and its row at the dataset's line;
-# the workers' traces grow at most 1 KiB a batch (400 steps against 100);
-# the loop's own trace keeps its steps as iterations; with num_workers=0
-# the loop fetches its batches itself and nothing else is marked.
+# batches as iterations from markers, their fetch as phase "fetch", folded,
+# with every event of a batch unlike the others (a 1 MiB temporary) and its
+# row at the dataset's line; the workers' traces grow at most 1 KiB a batch
+# (400 steps against 100); the loop's own trace keeps its steps as
+# iterations; with num_workers=0 the loop fetches its batches itself and
+# nothing else is marked.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -24,6 +25,7 @@ for w in d.stp.*; do
 	"$STPROF" report "$w" >w.txt || fail "$w: report failed"
 	n=$((n + 1))
 	grep -q "^Iterations: [0-9]* from markers" w.txt || fail "$w: $(grep -A1 '^Iterations' w.txt)"
+	grep -q "^  phases    fetch (markers)" w.txt || fail "$w: phases: $(grep '^  phases' w.txt)"
 	grep -q "^  folded    [0-9]* steady iterations" w.txt || fail "$w: not folded: $(grep -A3 '^Iterations' w.txt)"
 	grep -q "at loader_loop.py:[0-9]* in Samples.__getitem__" w.txt || fail "$w: no row at the dataset's line"
 	grep -q "at loader_loop.py:$line in Samples.__getitem__" w.txt && dev=$((dev + 1))

@@ -36,7 +36,9 @@ the backward):
 
   DataLoader worker      -> each batch it fetches begins an iteration of the
                             worker's own trace (ITER_END k, ITER_BEGIN k+1
-                            at the next fetch; the last is never ended), so
+                            at the next fetch; the last is never ended),
+                            its phase "fetch" 0 the fetch itself (dataset
+                            and collate; sending the batch is not in it), so
                             a worker's steady batches are folded as the
                             loop's steps are: without them a worker's trace
                             grew by every tensor of every batch for the whole
@@ -141,10 +143,16 @@ class _State:
                 self.iteration, self.in_iter, self.phase, self.stack = 0, False, None, []
                 self.micro_batch = self.bwd_depth = self.recompute_depth = 0
             elif self.in_iter:
+                self.close_phase()
                 mark(ITER_END, None, self.iteration)
                 self.iteration += 1
                 self.in_iter = False
             self.begin_iteration()
+            self.open_phase("fetch", 0)
+
+    def worker_batch_done(self):
+        with self.lock:
+            self.close_phase()
 
     def end_iteration(self):
         if _IS_COMPILING():
@@ -585,9 +593,13 @@ def _wrap_step(fn):
 def _wrap_fetch(fn, worker_info):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if worker_info() is not None:  # in a DataLoader worker
-            STATE.worker_batch()
-        return fn(*args, **kwargs)
+        if worker_info() is None:  # the loop itself (num_workers=0)
+            return fn(*args, **kwargs)
+        STATE.worker_batch()  # in a DataLoader worker
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            STATE.worker_batch_done()
     wrapper._stprof = True
     return wrapper
 
