@@ -578,30 +578,30 @@ def _wrap_backward(fn):
     return wrapper
 
 
-def _wrap_step(fn):
+def _around(fn, before, after, only_if=None):
+    """fn with before() and after() around each call (after() even when
+    fn raises); only where only_if() says so, when given."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        STATE.step_begin()
+        if only_if is not None and not only_if():
+            return fn(*args, **kwargs)
+        before()
         try:
             return fn(*args, **kwargs)
         finally:
-            STATE.end_iteration()
+            after()
     wrapper._stprof = True
     return wrapper
+
+
+def _wrap_step(fn):
+    return _around(fn, STATE.step_begin, STATE.end_iteration)
 
 
 def _wrap_fetch(fn, worker_info):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if worker_info() is None:  # the loop itself (num_workers=0)
-            return fn(*args, **kwargs)
-        STATE.worker_batch()  # in a DataLoader worker
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            STATE.worker_batch_done()
-    wrapper._stprof = True
-    return wrapper
+    """In a DataLoader worker only: the loop itself (num_workers=0) fetches
+    with the same fetchers."""
+    return _around(fn, STATE.worker_batch, STATE.worker_batch_done, lambda: worker_info() is not None)
 
 
 def _mark_worker_batches(torch):
