@@ -21,7 +21,7 @@
 #include "input.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
-#include "lastimage.h"
+#include "programtrace.h"
 #include "selfcheck.h"
 #include "util.h"
 #include "analysis.h"
@@ -251,7 +251,7 @@ int cmd_export(int argc, char **argv)
 	/* a wrapper's trace (env, a shim) stands for the program it became */
 	char image[4096 + 64];
 	const char *one[1];
-	if (found == 0 && ntraces == 1 && !snapshot && last_image_said("export", traces[0], image, sizeof image) > 0) {
+	if (found == 0 && ntraces == 1 && !snapshot && program_trace("export", traces[0], image, sizeof image, quiet) > 0) {
 		one[0] = image;
 		traces = one;
 	}

@@ -22,7 +22,7 @@
 #include "plan_check.h"
 #include "snapshot_cli.h"
 #include "util.h"
-#include "lastimage.h"
+#include "programtrace.h"
 
 #define GREEDY_AUTO_MAX 200000
 #define GREEDY_MIN_SECONDS 0.02 /* the greedy baseline's CPU limit is never below this */
@@ -414,7 +414,7 @@ int cmd_plan(int argc, char **argv)
 		csv = in;
 	/* a wrapper's trace (env, a shim) stands for the program it became */
 	char image[4096 + 64];
-	if (!csv && (quiet ? last_image(in, image, sizeof image) : last_image_said("plan", in, image, sizeof image)) > 0)
+	if (!csv && program_trace("plan", in, image, sizeof image, quiet) > 0)
 		in = image;
 	int rc = plan_input(in, csv, out, &po, &win, align, min_given, chose_iteration, detect, greedy, quiet);
 	free(defout);

@@ -20,7 +20,7 @@
 #include "input.h"
 #include "snapshot_cli.h"
 #include "traceset.h"
-#include "lastimage.h"
+#include "programtrace.h"
 #include "selfcheck.h"
 #include "util.h"
 
@@ -556,7 +556,7 @@ int cmd_report(int argc, char **argv)
 		return stprof_usage_error("report", "--window and --iteration exclude each other");
 	/* a wrapper's trace (env, a shim) stands for the program it became */
 	char image[4096 + 64];
-	last_image_said("report", argv[optind], image, sizeof image);
+	program_trace("report", argv[optind], image, sizeof image, 0);
 	if (iteration >= 0 && iteration_window(image, &o, iteration) < 0)
 		return 1;
 	int printed = 0;

@@ -23,7 +23,7 @@
 #include "outname.h"
 #include "record.h"
 #include "traceset.h"
-#include "lastimage.h"
+#include "programtrace.h"
 #include "guard.h"
 #include "selfcheck.h"
 #include "input.h"
@@ -224,6 +224,24 @@ static void say_enforce(const char *plan, char *const *argv)
 	fputc('\n', stderr);
 }
 
+/* The plan of a program a shell script ran (programtrace.c): libstalloc
+ * enforces a plan in the process stprof runs (STALLOC_PID), here the
+ * shell, so the line says to run the program itself under the plan, in
+ * the script, with the command line its trace recorded. */
+static void say_enforce_child(const char *plan, const char *trace, const char *script)
+{
+	char abs[PATH_MAX * 2 + 64], cwd[PATH_MAX], cmd[4096];
+	if (plan[0] != '/' && getcwd(cwd, sizeof cwd))
+		snprintf(abs, sizeof abs, "%s/%s", cwd, plan);
+	else
+		snprintf(abs, sizeof abs, "%s", plan);
+	if (trace_cmdline(trace, cmd, sizeof cmd) < 0)
+		snprintf(cmd, sizeof cmd, "PROGRAM");
+	fflush(stdout);
+	fprintf(stderr, "enforce:        in %s, run the program it ran under the plan (the plan is not enforced in\n"
+	                "                programs a script runs): stprof run --plan %s -- %s\n", script, abs, cmd);
+}
+
 /* The one-shot mode's outputs for a run with rank traces (a torchrun job):
  * the report on every rank (the launcher listed, not compared), a plan per
  * rank (NAME.rank<R>.plan), one timeline of the ranks (NAME.pftrace). */
@@ -405,8 +423,7 @@ int cmd_run(int argc, char **argv)
 	 * read; the files keep the command's names */
 	char image[PATH_MAX + 64];
 	snprintf(image, sizeof image, "%s", trace);
-	if (traces > 1)
-		(void)(o.quiet ? last_image(trace, image, sizeof image) : last_image_said(NULL, trace, image, sizeof image));
+	int child = traces > 1 && program_trace(NULL, trace, image, sizeof image, o.quiet) == 2;
 	/* one detector run for the report and the timeline */
 	stp_det *det = NULL;
 	if (traces > 0 && (report || timeline || html) && access(image, R_OK) == 0) {
@@ -439,7 +456,7 @@ int cmd_run(int argc, char **argv)
 	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (traces > 0 && plan && access(image, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
 		if (write_plan(image, out, o.quiet, 1) == 0 && !o.quiet)
-			say_enforce(out, prog);
+			child ? say_enforce_child(out, image, prog[0]) : say_enforce(out, prog);
 	}
 	snprintf(out, sizeof out, "%.*s.html", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (det && html && !stp_det_result_of(det)->error && sidecar_ok(out, OUTNAME_HTML, "HTML report"))

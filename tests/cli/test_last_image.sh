@@ -4,8 +4,8 @@
 # trace, FILE, is the wrapper's; report, export, plan and the one-shot mode
 # read the last image of the command's process instead (FILE.<pid>, then
 # FILE.<pid>.<n>), and say so in one line; info reads the file named; a
-# trace not ended by execve is read as it is; a program the wrapper forks
-# is not followed.  With PyTorch: a script run as ./train.py through its
+# trace not ended by execve is read as it is; when the command is a shell
+# script, the largest trace of the programs it ran is read.  With PyTorch: a script run as ./train.py through its
 # env shebang reports the script's iterations and lines.
 set -eu
 : "${STPROF_BUILD:?run through ctest}"
@@ -46,10 +46,25 @@ grep -q "which execve replaced more than once: reading ee.stp.[0-9]*.1 " ee.err 
 "$S" record -q -o n.stp -- "$L" 20000
 "$S" report n.stp >n.txt 2>n.err
 [ ! -s n.err ] || fail "a plain trace: $(cat n.err)"
-# a forked program is not the command's process: the wrapper's trace is read
-"$S" record -q -o f.stp -- sh -c "\"$L\" 20000; true"
-"$S" report f.stp >f.txt 2>/dev/null
-case "$(cmd f.txt)" in sh\ -c*) ;; *) fail "a forked program: report read $(cmd f.txt)" ;; esac
+# a shell script runs its programs as children: the largest trace of
+# those that are not shells is read (a small step, then the big one)
+printf '#!/bin/sh\n"%s" 200\n"%s" 50000\ntrue\n' "$L" "$L" >run.sh
+chmod +x run.sh
+"$S" record -q -o f.stp -- ./run.sh
+"$S" report f.stp >f.txt 2>f.err
+case "$(cmd f.txt)" in *cli_alloc_loop\ 50000*) ;; *) fail "a shell script: report read $(cmd f.txt)" ;; esac
+grep -q "f.stp is the trace of .*sh, a shell: reading f.stp.[0-9]* (.*cli_alloc_loop), the largest trace of the processes it ran" f.err ||
+	fail "a shell script: note: $(cat f.err)"
+# the one-shot mode on the script: the plan is the program's, and the line
+# that says how to enforce it names the program, not the script (the plan
+# is enforced in the process stprof runs)
+"$S" --no-export --no-html ./run.sh >/dev/null 2>o.err || fail "one-shot ./run.sh: $(tail -3 o.err)"
+grep -q "^enforce:        in ./run.sh, run the program it ran under the plan" o.err || fail "one-shot ./run.sh: $(grep -A1 '^enforce' o.err)"
+grep -q "stprof run --plan $T/run.sh.plan -- .*cli_alloc_loop 50000" o.err || fail "one-shot ./run.sh: $(grep -A1 '^enforce' o.err)"
+# a shell that ran nothing recorded: its own trace
+"$S" record -q -o s.stp -- sh -c 'true; true'
+"$S" report s.stp >s.txt 2>s.err
+case "$(cmd s.txt)" in sh\ -c*) ;; *) fail "a lone shell: report read $(cmd s.txt)" ;; esac
 
 # the one-shot mode, through a script's env shebang
 "$PY" -c 'import torch' 2>/dev/null || { echo "ok (no torch for $PY: the shebang part skipped)"; exit 0; }

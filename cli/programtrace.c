@@ -1,0 +1,169 @@
+/*
+ * programtrace.c - which trace of a recording is the program's.
+ *
+ * A command often reaches the program through images that replace
+ * themselves by execve: a script's `#!/usr/bin/env python3` line runs env
+ * first, pyenv's shims run bash, then pyenv's bash, then the interpreter.
+ * The collector writes each image's trace (collector/core/output.c): the
+ * first, FILE, is the wrapper's and ends with END(EXEC); the process's
+ * next image writes FILE.<pid>, the ones after FILE.<pid>.<n>, n = 1, 2...
+ * (pid: the process's, the same across execs).  report, export, plan and
+ * the one-shot mode read the last image's trace: the program as it ran
+ * (a wrapper's trace has a few hundred allocations of its own).  A file
+ * there that is not a trace of the same pid ends the chain; so does a
+ * trace not ended by execve (exit, a signal, cut short).
+ *
+ * A shell script (`stprof ./run.sh`) runs the program as a child: bash
+ * execs the last command of `bash -c` only, not of a script.  When the
+ * command's last image is a shell, the program is taken to be the largest
+ * trace (in bytes) among those of the processes it ran, FILE.<pid> and
+ * FILE.<pid>.<n>, that are not shells themselves nor ended by execve (an
+ * earlier image of a chain): a script's preprocessing step and its
+ * training are told apart by what they recorded, and the line that says
+ * which was read names the way to the others (stprof record lists them).
+ * info and dump read the file named.
+ */
+#include <dirent.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "guard.h"
+#include "programtrace.h"
+#include "stprof/trace.h"
+#include "util.h"
+
+/* pid and executable (or, with cmdline, command line) of the trace at path
+ * (its PROCESS event); 0 when it has none (not a trace, damaged, an
+ * imported snapshot). */
+static uint32_t process_info(const char *path, char *exe, size_t len, int cmdline)
+{
+	char err[256];
+	stp_reader *r = stp_reader_open(path, err, sizeof err);
+	if (!r)
+		return 0;
+	stp_event ev;
+	uint32_t pid = 0;
+	if (stp_reader_next(r, &ev) > 0 && ev.type == STP_EV_PROCESS) {
+		pid = ev.u.process.pid;
+		if (exe)
+			snprintf(exe, len, "%s", stp_reader_string(r, cmdline ? ev.u.process.cmdline : ev.u.process.exe));
+	}
+	stp_reader_close(r);
+	return pid;
+}
+
+static uint32_t process_of(const char *path, char *exe, size_t len) { return process_info(path, exe, len, 0); }
+
+int trace_cmdline(const char *path, char *out, size_t len)
+{
+	out[0] = 0;
+	return process_info(path, out, len, 1) ? 0 : -1;
+}
+
+int last_image(const char *path, char *out, size_t len)
+{
+	snprintf(out, len, "%s", path);
+	uint32_t reason = 0;
+	if (!stp_trace_end_reason(path, &reason) || reason != STP_END_EXEC)
+		return 0;
+	uint32_t pid = process_of(path, NULL, 0);
+	if (!pid)
+		return 0;
+	int hops = 0;
+	char next[4096 + 64];
+	/* out ends with END(EXEC): the next image is the first of FILE.<pid>,
+	 * FILE.<pid>.1, ... after out's */
+	for (long n = 0; n < 100000; n++) {
+		if (n == 0)
+			snprintf(next, sizeof next, "%s.%" PRIu32, path, pid);
+		else
+			snprintf(next, sizeof next, "%s.%" PRIu32 ".%ld", path, pid, n);
+		if (!stprof_is_trace(next) || process_of(next, NULL, 0) != pid)
+			break;
+		if (strlen(next) >= len)
+			break;
+		snprintf(out, len, "%s", next);
+		hops++;
+		if (!stp_trace_end_reason(next, &reason) || reason != STP_END_EXEC)
+			break;
+	}
+	return hops;
+}
+
+static int is_shell(const char *exe)
+{
+	static const char *const sh[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "tcsh", "csh", 0};
+	const char *b = strrchr(exe, '/');
+	b = b ? b + 1 : exe;
+	for (int i = 0; sh[i]; i++)
+		if (!strcmp(b, sh[i]))
+			return 1;
+	return 0;
+}
+
+/* The largest trace beside path named path.<pid>[.<n>] whose image is not
+ * a shell and did not call execve; 0 when there is none. */
+static int largest_child(const char *path, char *out, size_t len)
+{
+	char dirbuf[4096], basebuf[4096], cand[4096 + 256], exe[512];
+	snprintf(dirbuf, sizeof dirbuf, "%s", path);
+	snprintf(basebuf, sizeof basebuf, "%s", path);
+	const char *dir = dirname(dirbuf), *base = basename(basebuf);
+	size_t blen = strlen(base);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	off_t best = -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *s = e->d_name;
+		if (strncmp(s, base, blen) || s[blen] != '.' || !s[blen + 1] ||
+		    strspn(s + blen + 1, "0123456789.") != strlen(s + blen + 1))
+			continue; /* FILE.<pid>[.<n>] only: not ranks, not .old */
+		if (strchr(path, '/'))
+			snprintf(cand, sizeof cand, "%s/%s", dir, s);
+		else /* named as path is: f.stp.<pid>, not ./f.stp.<pid> */
+			snprintf(cand, sizeof cand, "%s", s);
+		struct stat sb;
+		uint32_t reason = 0;
+		if (stat(cand, &sb) || sb.st_size <= best || !stprof_is_trace(cand) ||
+		    (stp_trace_end_reason(cand, &reason) && reason == STP_END_EXEC))
+			continue;
+		exe[0] = 0;
+		if (!process_of(cand, exe, sizeof exe) || is_shell(exe) || strlen(cand) >= len)
+			continue;
+		best = sb.st_size;
+		snprintf(out, len, "%s", cand);
+	}
+	closedir(d);
+	return best >= 0;
+}
+
+int program_trace(const char *cmd, const char *path, char *out, size_t len, int quiet)
+{
+	char from[512] = "", to[512] = "", img[4096 + 64];
+	int hops = last_image(path, img, sizeof img);
+	snprintf(out, len, "%s", img);
+	int kind = hops > 0;
+	if (process_of(img, to, sizeof to) && is_shell(to) && largest_child(path, out, len))
+		kind = 2;
+	if (!kind || quiet)
+		return kind;
+	process_of(path, from, sizeof from);
+	if (kind == 2) {
+		char what[512] = "";
+		process_of(out, what, sizeof what);
+		stprof_err("%s%s%s is the trace of %s, a shell: reading %s (%s), the largest trace of the processes it "
+		           "ran (stprof record listed them all)", cmd ? cmd : "", cmd ? ": " : "", path, to, out,
+		           what[0] ? what : "?");
+	} else {
+		stprof_err("%s%s%s is the trace of %s, which execve replaced%s: reading %s (%s), the last image of "
+		           "its process", cmd ? cmd : "", cmd ? ": " : "", path, from[0] ? from : "the command's first image",
+		           hops > 1 ? " more than once" : "", out, to[0] ? to : "?");
+	}
+	return kind;
+}
