@@ -12,6 +12,7 @@
 # backwards have run without a step: then forwards end the iterations.  PyTorch's
 # warning about global module hooks at a compiled model's calls is printed
 # as without stprof: not for the shim's hooks, still for the program's own.
+# torch.export (strict) exports as without stprof.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch, sys; sys.exit(0 if hasattr(torch, "compile") else 1)' 2>/dev/null ||
 	skip "no torch.compile for $PY (PyTorch 1.x)"
@@ -44,4 +45,13 @@ grep -q "^Iterations: 28 from markers" "$T/long.txt" || fail "step 60: $(grep -A
 grep -q "^  folded    2[0-9] steady iterations" "$T/long.txt" || fail "step 60: $(grep -A1 'folded' "$T/long.txt")"
 grep -q "UserWarning: Using .torch.compile(module). when there are global hooks" "$T/hooked.err" ||
 	fail "hooked: the program's own global hook no longer warned: $(cat "$T/hooked.err")"
+# torch.export, strict too (which traced the module's __call__ while the
+# shim's global hooks were there, and raised), then training with markers
+E="$STPROF_SRC/tests/python/export_model.py"
+native=$("$PY" "$E" 2>/dev/null) || fail "export: native run failed"
+got=$("$STPROF" record -q -o "$T/export.stp" -- "$PY" "$E" 2>"$T/export.err") ||
+	fail "export: recorded run failed: $(grep -m1 -A3 '^torch._dynamo.exc' "$T/export.err")"
+expect_eq "export: graphs and loss as without stprof" "$got" "$native"
+"$STPROF" report "$T/export.stp" | grep -q "^Iterations: 4 from markers" ||
+	fail "export: the markers after the export: $("$STPROF" report "$T/export.stp" | grep -A1 '^Iterations')"
 echo ok

@@ -544,6 +544,43 @@ def _hide_own_hooks(mm):
     mm._has_any_global_hook = _has_any_global_hook
 
 
+def _without_module_hooks(fn):
+    """fn run with the shim's global module hooks away: strict torch.export
+    (2.x) traces a module's __call__ instead of its forward while any global
+    forward hook exists (torch/_dynamo/convert_frame.py, get_traced_fn), and
+    then refuses its own wrapper ("Attempted to inline function marked as
+    skipped: ModuleToTrace.forward"): the export raised under stprof and
+    not without.  An export is no training step: its markers are not
+    missed."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with STATE.lock:
+            had, waited = STATE.hooks is not None, STATE.waiter is not None
+            for h in STATE.hooks or ():
+                h.remove()
+            STATE.hooks = None
+            STATE.drop_waiter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with STATE.lock:
+                if had and STATE.hooks is None:
+                    STATE.hooks = (STATE.mm.register_module_forward_pre_hook(STATE.pre),
+                                   STATE.mm.register_module_forward_hook(STATE.post))
+                if waited:
+                    STATE.await_root()
+    wrapper._stprof = True
+    return wrapper
+
+
+def _hooks_away_in_export(torch):
+    ex = getattr(torch, "export", None)  # 2.x
+    for name in ("export", "draft_export"):
+        f = getattr(ex, name, None)
+        if callable(f) and not getattr(f, "_stprof", False):
+            setattr(ex, name, _without_module_hooks(f))
+
+
 def _disable_sites():
     global _MODULE_SITE
     _MODULE_SITE = None
@@ -642,6 +679,7 @@ def install(torch):
                    mm.register_module_forward_hook(STATE.post))
     STATE.can_light = _skip_dispatch_frames(mm.Module)
     _hide_own_hooks(mm)
+    _hooks_away_in_export(torch)
 
     if os.environ.get("STPROF_ACCESSES") == "1":
         from . import accesses
