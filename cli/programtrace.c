@@ -21,7 +21,8 @@
  * earlier image of a chain): a script's preprocessing step and its
  * training are told apart by what they recorded, and the line that says
  * which was read names the way to the others (stprof record lists them).
- * info and dump read the file named.
+ * info and dump read the file named; a FIFO or a pipe is never opened
+ * here (the command reads it once).
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -64,9 +65,19 @@ int trace_cmdline(const char *path, char *out, size_t len)
 	return process_info(path, out, len, 1) ? 0 : -1;
 }
 
+/* A regular file: a FIFO or a pipe (/dev/stdin) is read once, by the
+ * command (input.c), never opened here. */
+static int regular(const char *path)
+{
+	struct stat sb;
+	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 int last_image(const char *path, char *out, size_t len)
 {
 	snprintf(out, len, "%s", path);
+	if (!regular(path))
+		return 0;
 	uint32_t reason = 0;
 	if (!stp_trace_end_reason(path, &reason) || reason != STP_END_EXEC)
 		return 0;
@@ -82,7 +93,7 @@ int last_image(const char *path, char *out, size_t len)
 			snprintf(next, sizeof next, "%s.%" PRIu32, path, pid);
 		else
 			snprintf(next, sizeof next, "%s.%" PRIu32 ".%ld", path, pid, n);
-		if (!stprof_is_trace(next) || process_of(next, NULL, 0) != pid)
+		if (!regular(next) || !stprof_is_trace(next) || process_of(next, NULL, 0) != pid)
 			break;
 		if (strlen(next) >= len)
 			break;
@@ -130,7 +141,7 @@ static int largest_child(const char *path, char *out, size_t len)
 			snprintf(cand, sizeof cand, "%s", s);
 		struct stat sb;
 		uint32_t reason = 0;
-		if (stat(cand, &sb) || sb.st_size <= best || !stprof_is_trace(cand) ||
+		if (stat(cand, &sb) || !S_ISREG(sb.st_mode) || sb.st_size <= best || !stprof_is_trace(cand) ||
 		    (stp_trace_end_reason(cand, &reason) && reason == STP_END_EXEC))
 			continue;
 		exe[0] = 0;
@@ -146,6 +157,10 @@ static int largest_child(const char *path, char *out, size_t len)
 int program_trace(const char *cmd, const char *path, char *out, size_t len, int quiet)
 {
 	char from[512] = "", to[512] = "", img[4096 + 64];
+	if (!regular(path)) {
+		snprintf(out, len, "%s", path);
+		return 0;
+	}
 	int hops = last_image(path, img, sizeof img);
 	snprintf(out, len, "%s", img);
 	int kind = hops > 0;
