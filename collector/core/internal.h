@@ -153,7 +153,7 @@ static inline int stc_boot_owns(const void *p)
 }
 
 /* ---------------------------------------------------------------- skipped Python code (pyskip.c) */
-#define STC_PY_SKIP_MAX 8
+#define STC_PY_SKIP_MAX 16
 STC_HIDDEN extern _Atomic(uintptr_t) g_py_skip[STC_PY_SKIP_MAX];
 STC_HIDDEN extern atomic_uint g_py_nskip;
 /* Whether frames of this code object are left out of Python call paths. */

@@ -1,8 +1,11 @@
 /*
  * pyskip.c - code objects whose frames no Python call path shows: the
  * frames of PyTorch's module dispatch (nn.Module._wrapped_call_impl,
- * _call_impl and the `inner` it runs hooks in), which the Python shim names
- * at install (stprof_py_skip_code_v1, ctypes.PyDLL: the GIL is held).
+ * _call_impl and the `inner` it runs hooks in), and the shim's own that
+ * tensors are made under (its module hook that hands over backward sites,
+ * its wrappers of autograd.backward, optimizer steps, DataLoader fetches
+ * and torch.export), which the Python shim names at install
+ * (stprof_py_skip_code_v1, ctypes.PyDLL: the GIL is held).
  *
  * Why: the dispatch's frames depend on whether module hooks are installed
  * (PyTorch 2.x runs forward from `inner` with hooks and from _call_impl

@@ -70,6 +70,11 @@ grep -q "^  (no line of the program for [0-9]* of these sites, .*: host-heap pat
 "$STPROF" report --all-frames --frames 64 -n 3 "$T/t.stp" >"$T/a.txt" 2>&1
 grep -q "<- at::detail::empty" "$T/a.txt" || fail "--all-frames hides the framework"
 grep -q "c10::ArrayRef<long>" "$T/a.txt" || fail "--all-frames shortens names"
+# the shim's own frames are in no path, a backward tensor's (under the
+# module site the shim hands over) included
+"$STPROF" report --all-frames --frames 64 -n 200 "$T/t.stp" >"$T/a200.txt" 2>&1
+grep -q "<backward>:0 in " "$T/a200.txt" || fail "--all-frames: no backward path among 200 sites"
+grep -q "torch_markers.py" "$T/a200.txt" && fail "the shim's frames in a path: $(grep -m2 torch_markers.py "$T/a200.txt")"
 "$STPROF" report --group line -n 3 "$T/t.stp" | grep -qE "^ +1 .* threads_train\.py:[0-9]+ in " || fail "--group line"
 # grouped by the user's frame's function and file, not PyTorch's
 "$STPROF" report --group function -n 3 "$T/t.stp" | grep -qE "^ +1 .* [A-Za-z_.<>]+ in threads_train\.py$" ||

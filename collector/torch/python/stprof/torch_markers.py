@@ -581,6 +581,25 @@ def _hooks_away_in_export(torch):
             setattr(ex, name, _without_module_hooks(f))
 
 
+def _skip_own_frames():
+    """The shim's own frames that tensors are made under are left out of
+    call paths as PyTorch's dispatch frames are (collector/core/pyskip.c):
+    the module site a backward tensor is charged to (post -> tag_backward
+    -> stprof_py_module_site_v1), and the wrappers of autograd.backward,
+    of an optimizer's step (1.x), of a DataLoader worker's fetch and of
+    torch.export.  They are nothing a user reads or changes, yet whole paths
+    (report --all-frames) showed "torch_markers.py:330 in _State.post"."""
+    try:
+        import ctypes
+        f = ctypes.PyDLL(None).stprof_py_skip_code_v1
+        f.argtypes, f.restype = [ctypes.py_object], ctypes.c_int
+    except (AttributeError, OSError):
+        return
+    wrappers = (_around(len, int, int), _wrap_backward(len), _without_module_hooks(len))
+    for fn in (_State.post, _State.tag_backward) + wrappers:
+        f(fn.__code__)
+
+
 def _disable_sites():
     global _MODULE_SITE
     _MODULE_SITE = None
@@ -678,6 +697,7 @@ def install(torch):
     STATE.hooks = (mm.register_module_forward_pre_hook(STATE.pre),
                    mm.register_module_forward_hook(STATE.post))
     STATE.can_light = _skip_dispatch_frames(mm.Module)
+    _skip_own_frames()
     _hide_own_hooks(mm)
     _hooks_away_in_export(torch)
 
