@@ -19,7 +19,10 @@
  *     one iteration to the next) of a hash per allocation, free, segment,
  *     API and phase marker over what repeats (sizes, call paths,
  *     kinds, names; not addresses, times or durations), leaving out the
- *     sampled host heap (random by design); and per memory space the peak
+ *     sampled host heap (random by design) and, while it is sampled, the
+ *     frees of host-heap blocks allocated before the iteration (as
+ *     random: the interpreter's buffers given back when its garbage
+ *     collector runs); and per memory space the peak
  *     of live bytes above the iteration's start;
  *   - it is folded when it is not among the first K (g_cfg.fold_keep) nor
  *     the last K of the loop, and an iteration written in full had the same
@@ -585,7 +588,14 @@ static void scan(void)
 			break;
 		}
 		case STP_EV_FREE: {
-			live_ent *l = live_find(e->u.free.addr);
+			const stp_free_info *f = &e->u.free;
+			/* the free of a host-heap block from before this iteration
+			 * (a buffer the interpreter made before the loop, given
+			 * back when its garbage collector runs): when it comes is
+			 * as random as the sampled heap, so while the heap is
+			 * sampled it is not in the digest (it is still written) */
+			int older_heap = g_cfg.heap_sample && f->kind == STP_MEM_HOST && f->pool == 0;
+			live_ent *l = live_find(f->addr);
 			if (l) {
 				h->known = 1;
 				h->bytes = l->bytes;
@@ -596,9 +606,13 @@ static void scan(void)
 					h->partner = l->index;
 					a->partner = g;
 				}
+				if (older_heap && (!a || a->ev.type != STP_EV_ALLOC || !u || a->unit != u->serial))
+					h->sampled = 1;
 				live_del(l);
 				if (u)
 					note_peak(h->space, -(int64_t)h->bytes);
+			} else {
+				h->sampled = (uint8_t)older_heap;
 			}
 			break;
 		}
