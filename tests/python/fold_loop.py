@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""fold_loop.py STEPS [DEVIATE [UPDATE]] - a small MLP trained STEPS steps on
+"""fold_loop.py STEPS [DEVIATE [MODE]] - a small MLP trained STEPS steps on
 the CPU (the shim marks its iterations and phases).  With DEVIATE (-1:
 none), step DEVIATE also makes a 1 MiB temporary (the line that says so): an
 iteration unlike the others, which steady-state folding must write in full.
-UPDATE "manual" updates the parameters by hand, with no optimizer (no step
-the shim could end iterations at); default "sgd", torch.optim.SGD.  Prints
-the final loss."""
+MODE "manual" updates the parameters by hand, with no optimizer (no step
+the shim could end iterations at); "drop": step DEVIATE instead gives back
+a 256 KiB host buffer made before the loop, as the interpreter gives back
+its buffers when its garbage collector runs (no deviation while the heap
+is sampled); default "sgd", torch.optim.SGD.  Prints the final loss."""
 import sys
 
 import torch
@@ -13,7 +15,9 @@ import torch
 torch.manual_seed(0)
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 deviate = int(sys.argv[2]) if len(sys.argv) > 2 else -1
-manual = len(sys.argv) > 3 and sys.argv[3] == "manual"
+mode = sys.argv[3] if len(sys.argv) > 3 else "sgd"
+manual = mode == "manual"
+buf = bytearray(256 * 1024) if mode == "drop" else None
 model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(32, 64)
@@ -23,7 +27,9 @@ for step in range(steps):
     if not manual:
         opt.zero_grad()
     loss = torch.nn.functional.cross_entropy(model(x), y)
-    if step == deviate:
+    if step == deviate and mode == "drop":
+        buf = None
+    elif step == deviate:
         scratch = torch.ones(256 * 1024).sum()  # noqa: F841
     loss.backward()
     if not manual:

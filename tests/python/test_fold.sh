@@ -95,7 +95,7 @@ expect_eq "python: cpu tensors, folded vs --full" "$(tens d.stp)" "$(tens f.stp)
 # a host-heap block from before the loop given back in step 150 (the
 # interpreter's buffers go when its collector runs): with the heap sampled
 # that is no deviation, the step is folded (the free is still written)
-"$STPROF" record -q -o drop.stp -- "$PY" "$STPROF_SRC/tests/python/drop_loop.py" 300 150 >/dev/null
+"$STPROF" record -q -o drop.stp -- "$PY" "$P" 300 150 drop >/dev/null
 "$STPROF" report drop.stp | grep -q "every event of iterations 0-1, 298-299 " ||
 	fail "python: a pre-loop host block freed in step 150: $("$STPROF" report drop.stp | grep 'every event of')"
 "$STPROF" record -q -o s200.stp -- "$PY" "$P" 200 >/dev/null
