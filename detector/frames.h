@@ -62,6 +62,9 @@ int det_frame_is_python(const stp_det_frame *fr);
 /* A Python frame of the user's own code: not the standard library, an
  * installed package or the profiler's shim. */
 int det_frame_is_user_python(const stp_det_frame *fr);
+/* A Python frame of an installed package other than PyTorch (transformers,
+ * timm, torchvision...): where a library's model runs. */
+int det_frame_is_package_python(const stp_det_frame *fr);
 /* A copy of s kept until det_frames_free(), one per distinct text. */
 const char *det_frames_intern(det_frames *f, const char *s);
 

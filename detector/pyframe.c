@@ -58,6 +58,22 @@ static int inductor_generated(const char *f, size_t n)
 	return 1;
 }
 
+int det_frame_is_package_python(const stp_det_frame *fr)
+{
+	if (!STP_IS_PYFRAME(fr->ip) || !fr->file)
+		return 0;
+	static const char *const roots[] = {"/site-packages/", "/dist-packages/", 0};
+	for (int i = 0; roots[i]; i++) {
+		const char *p = strstr(fr->file, roots[i]);
+		if (!p)
+			continue;
+		p += strlen(roots[i]);
+		/* PyTorch's own (torch/, functorch/) and the profiler's shim */
+		return strncmp(p, "torch/", 6) && strncmp(p, "functorch/", 10) && !strstr(fr->file, "/stprof-python/");
+	}
+	return 0;
+}
+
 int det_frame_is_user_python(const stp_det_frame *fr)
 {
 	if (!STP_IS_PYFRAME(fr->ip) || !fr->file)

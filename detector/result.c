@@ -507,6 +507,22 @@ static int cuda_internal(const stp_det_frame *f)
 	                                                           "cuda_runtime.h"));
 }
 
+int stp_det_site_package_line(stp_det *d, uint32_t site, stp_det_frame *out)
+{
+	if (site >= d->res.nsites || !d->rd)
+		return 0;
+	stp_det_frame r[96], a[128];
+	uint32_t n = raw_frames(d, d->spub[d->site_order[site]].stack, r, 96);
+	n = expand_inline(d, r, 0, n, a, 128);
+	uint32_t u = user_index(a, n);
+	for (uint32_t k = 0; k < u && u < n; k++)
+		if (det_frame_is_package_python(&a[k])) {
+			*out = a[k];
+			return 1;
+		}
+	return 0;
+}
+
 int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_frame *out)
 {
 	if (site >= d->res.nsites || other >= d->res.nsites || !d->rd)

@@ -27,9 +27,12 @@ void stp_report_options_default(stp_report_options *o)
 	o->viewer_accesses = 32;
 }
 
-/* The path of a site, as many frames as asked; the sites [lo, hi) are the
- * others of its table: a path that reads as one of theirs gets the frame
- * that tells them apart (the nearest 32 on either side are compared). */
+/* The path of a site, as many frames as asked; below it, the line of an
+ * installed package's model it went through (a Hugging Face model run
+ * from the user's trainer.train(): stp_det_site_package_line).  The sites
+ * [lo, hi) are the others of its table: a path that reads as one of theirs
+ * gets the frame that tells them apart (the nearest 32 on either side are
+ * compared). */
 static void print_path(stp_det *d, FILE *f, uint32_t site, unsigned nframes, const char *indent, uint32_t lo,
                        uint32_t hi)
 {
@@ -44,6 +47,14 @@ static void print_path(stp_det *d, FILE *f, uint32_t site, unsigned nframes, con
 	}
 	for (uint32_t i = 0; i < n; i++)
 		fprintf(f, "%s%s %s\n", indent, i ? "<-" : "at", stp_det_frame_text(&fr[i], b, sizeof b));
+	/* a library's model (transformers, timm...) run from one line of the
+	 * user's: the line in the model that made it */
+	stp_det_frame pkg;
+	char in[512] = "";
+	if (stp_det_site_package_line(d, site, &pkg)) {
+		stp_det_frame_text(&pkg, in, sizeof in);
+		fprintf(f, "%s   (in %s)\n", indent, in);
+	}
 	if (site > lo + 32)
 		lo = site - 32;
 	if (hi > site + 33)
@@ -58,8 +69,8 @@ static void print_path(stp_det *d, FILE *f, uint32_t site, unsigned nframes, con
 		if (m != n || i < n)
 			continue;
 		stp_det_frame diff;
-		if (stp_det_site_difference(d, site, j, &diff))
-			fprintf(f, "%s   (through %s)\n", indent, stp_det_frame_text(&diff, b, sizeof b));
+		if (stp_det_site_difference(d, site, j, &diff) && strcmp(stp_det_frame_text(&diff, b, sizeof b), in))
+			fprintf(f, "%s   (through %s)\n", indent, b);
 		break;
 	}
 }

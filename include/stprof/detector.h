@@ -560,6 +560,12 @@ int stp_det_frame_hidden(stp_det *d, uint64_t ip);
  * that tells it from other's (the first that differs inward from the
  * user's line, then outward), in *out.  Returns 0 when none does. */
 int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_frame *out);
+/* The innermost line of an installed package other than PyTorch that a
+ * site's path went through below the user's line (a Hugging Face model's
+ * modeling_gpt2.py:374 in GPT2MLP.forward, run from the user's
+ * trainer.train()), in *out.  Returns 0 when it went through none (a model
+ * of the user's own, torch.nn's layers). */
+int stp_det_site_package_line(stp_det *d, uint32_t site, stp_det_frame *out);
 /* The allocation wrappers that site paths are shown below (innermost
  * first): the innermost frames nearly every call site shares (at least 80%
  * of 5 or more sites), e.g. a program's own tensor_alloc <- xmalloc.

@@ -1,0 +1,52 @@
+#!/bin/bash
+# A model from an installed package (transformers, timm...) run from one
+# line of the user's (trainer.train(), model(x)): every row's user line is
+# that call, so the report names, below it, the line of the package's model
+# that made the tensor ("(in model.py:N in Block.forward)").  A model of the
+# user's own, run through torch.nn's layers, gets no such line.
+. "$(dirname "$0")/../collector/lib.sh"
+"$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
+export OMP_NUM_THREADS=1
+cd "$T"
+mkdir -p lib/site-packages/fakelib
+cat >lib/site-packages/fakelib/__init__.py <<'PY'
+PY
+cat >lib/site-packages/fakelib/model.py <<'PY'
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.up = nn.Linear(d, 4 * d)
+        self.down = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        h = torch.tanh(self.up(x))
+        return x + self.down(h)
+
+
+def train(steps, d=64):
+    model = nn.Sequential(Block(d), Block(d))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        loss = model(torch.randn(32, d)).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return float(loss)
+PY
+cat >run.py <<'PY'
+import fakelib.model
+print("%.4f" % fakelib.model.train(20))
+PY
+PYTHONPATH="$T/lib/site-packages" "$STPROF" record -q -o p.stp -- "$PY" run.py >/dev/null || fail "recorded run failed"
+"$STPROF" report -n 6 p.stp >p.txt 2>&1 || fail "report failed"
+sed -n '/^Top call sites/,/^$/p' p.txt >rows.txt
+grep -q "at run.py:2 in <module> (aten::" rows.txt || fail "rows not at the user's line: $(cat rows.txt)"
+grep -q "(in model.py:12 in Block.forward)" rows.txt || fail "no package line under the rows: $(cat rows.txt)"
+# a model of the user's own: no package line
+"$STPROF" record -q -o u.stp -- "$PY" "$STPROF_SRC/tests/python/fold_loop.py" 20 >/dev/null || fail "fold_loop failed"
+"$STPROF" report -n 10 u.stp | grep -q "   (in " && fail "a package line for a model of the user's own: $("$STPROF" report -n 10 u.stp | grep '(in ')"
+echo ok
