@@ -196,14 +196,20 @@ static int write_plan(const char *trace, const char *out, int quiet, int heading
 /* The command that enforces the plan(s) just written, on stderr:
  * `enforce:  stprof run --plan PLAN -- PROGRAM ARGS`, each word quoted for
  * a POSIX shell where it needs to be. */
-static void say_enforce(const char *plan, char *const *argv)
+/* The plan's path as the enforce line names it: absolute. */
+static void plan_abs(const char *plan, char *abs, size_t len)
 {
-	char abs[PATH_MAX + 64];
 	char cwd[PATH_MAX];
 	if (plan[0] != '/' && getcwd(cwd, sizeof cwd))
-		snprintf(abs, sizeof abs, "%s/%s", cwd, plan);
+		snprintf(abs, len, "%s/%s", cwd, plan);
 	else
-		snprintf(abs, sizeof abs, "%s", plan);
+		snprintf(abs, len, "%s", plan);
+}
+
+static void say_enforce(const char *plan, char *const *argv)
+{
+	char abs[PATH_MAX * 2 + 64];
+	plan_abs(plan, abs, sizeof abs);
 	fflush(stdout);
 	fputs("enforce:        stprof run --plan ", stderr);
 	for (int i = -1; i < 0 || argv[i]; i++) {
@@ -230,11 +236,8 @@ static void say_enforce(const char *plan, char *const *argv)
  * the script, with the command line its trace recorded. */
 static void say_enforce_child(const char *plan, const char *trace, const char *script)
 {
-	char abs[PATH_MAX * 2 + 64], cwd[PATH_MAX], cmd[4096];
-	if (plan[0] != '/' && getcwd(cwd, sizeof cwd))
-		snprintf(abs, sizeof abs, "%s/%s", cwd, plan);
-	else
-		snprintf(abs, sizeof abs, "%s", plan);
+	char abs[PATH_MAX * 2 + 64], cmd[4096];
+	plan_abs(plan, abs, sizeof abs);
 	if (trace_cmdline(trace, cmd, sizeof cmd) < 0)
 		snprintf(cmd, sizeof cmd, "PROGRAM");
 	fflush(stdout);

@@ -73,11 +73,12 @@ static int regular(const char *path)
 	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-int last_image(const char *path, char *out, size_t len)
+/* From the trace at path (a regular file), while a trace ends with
+ * END(EXEC), the trace of the image its process ran next; the last one's
+ * path into out.  Returns how many execs were followed (0: out is path). */
+static int last_image(const char *path, char *out, size_t len)
 {
 	snprintf(out, len, "%s", path);
-	if (!regular(path))
-		return 0;
 	uint32_t reason = 0;
 	if (!stp_trace_end_reason(path, &reason) || reason != STP_END_EXEC)
 		return 0;

@@ -6,10 +6,6 @@
 #define STPROF_CLI_PROGRAMTRACE_H
 #include <stddef.h>
 
-/* From the trace at path, while a trace ends with END(EXEC), the trace of
- * the image its process ran next; the last one's path into out.  Returns
- * how many execs were followed (0: out is path). */
-int last_image(const char *path, char *out, size_t len);
 /* The program's trace for the recording whose main trace is path, into
  * out: the last image of the command's process, or, when that image is a
  * shell, the largest trace of the processes it ran that are not shells.

@@ -180,21 +180,28 @@ class _State:
                  and self.root is not None and self.root() is not None)
         self.recomputed = False
         if light and not self.light:
-            for h in self.hooks:
-                h.remove()
-            self.hooks = None
+            self.remove_hooks()
         elif self.light and not light:
             self.hooks_back()
         self.light = light
         if light:
             self.await_root()
 
-    def hooks_back(self):
-        """The module hooks again, the waiter gone."""
-        self.drop_waiter()
+    def add_hooks(self):
+        """The global module hooks (pre, post), unless they are there."""
         if self.hooks is None:
             self.hooks = (self.mm.register_module_forward_pre_hook(self.pre),
                           self.mm.register_module_forward_hook(self.post))
+
+    def remove_hooks(self):
+        for h in self.hooks or ():
+            h.remove()
+        self.hooks = None
+
+    def hooks_back(self):
+        """The module hooks again, the waiter gone."""
+        self.drop_waiter()
+        self.add_hooks()
         self.light = False
 
     def await_root(self):
@@ -495,16 +502,26 @@ def _not_compiling():
 _IS_COMPILING = _not_compiling
 
 
+def _skip_code_fn():
+    """The collector's stprof_py_skip_code_v1 (collector/core/pyskip.c:
+    call paths leave out the frames of a code object named to it), or None
+    outside a recording."""
+    try:
+        import ctypes
+        f = ctypes.PyDLL(None).stprof_py_skip_code_v1
+        f.argtypes, f.restype = [ctypes.py_object], ctypes.c_int
+    except (AttributeError, OSError):
+        return None
+    return f
+
+
 def _skip_dispatch_frames(module_class):
     """Names PyTorch's module dispatch code to the collector, whose call
     paths then leave its frames out (collector/core/pyskip.c): they differ
     with and without module hooks, which lean iterations take away."""
-    try:
-        import ctypes
-        import types
-        f = ctypes.PyDLL(None).stprof_py_skip_code_v1
-        f.argtypes, f.restype = [ctypes.py_object], ctypes.c_int
-    except (AttributeError, OSError):
+    import types
+    f = _skip_code_fn()
+    if f is None:
         return False
     done = []
     for name in ("_wrapped_call_impl", "_call_impl"):
@@ -556,17 +573,14 @@ def _without_module_hooks(fn):
     def wrapper(*args, **kwargs):
         with STATE.lock:
             had, waited = STATE.hooks is not None, STATE.waiter is not None
-            for h in STATE.hooks or ():
-                h.remove()
-            STATE.hooks = None
+            STATE.remove_hooks()
             STATE.drop_waiter()
         try:
             return fn(*args, **kwargs)
         finally:
             with STATE.lock:
-                if had and STATE.hooks is None:
-                    STATE.hooks = (STATE.mm.register_module_forward_pre_hook(STATE.pre),
-                                   STATE.mm.register_module_forward_hook(STATE.post))
+                if had:
+                    STATE.add_hooks()
                 if waited:
                     STATE.await_root()
     wrapper._stprof = True
@@ -589,13 +603,11 @@ def _skip_own_frames():
     of an optimizer's step (1.x), of a DataLoader worker's fetch and of
     torch.export.  They are nothing a user reads or changes, yet whole paths
     (report --all-frames) showed "torch_markers.py:330 in _State.post"."""
-    try:
-        import ctypes
-        f = ctypes.PyDLL(None).stprof_py_skip_code_v1
-        f.argtypes, f.restype = [ctypes.py_object], ctypes.c_int
-    except (AttributeError, OSError):
+    f = _skip_code_fn()
+    if f is None:
         return
-    wrappers = (_around(len, int, int), _wrap_backward(len), _without_module_hooks(len))
+    # _around's code is the wrapper of autograd.backward, a 1.x step and a fetch
+    wrappers = (_around(len, int, int), _without_module_hooks(len))
     for fn in (_State.post, _State.tag_backward) + wrappers:
         f(fn.__code__)
 
@@ -618,22 +630,6 @@ def _site_hook(site):
     return hook
 
 
-def _wrap_backward(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        STATE.backward_begin()
-        if _BACKWARD:
-            _BACKWARD(1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if _BACKWARD:
-                _BACKWARD(0)
-            STATE.backward_end()
-    wrapper._stprof = True
-    return wrapper
-
-
 def _around(fn, before, after, only_if=None):
     """fn with before() and after() around each call (after() even when
     fn raises); only where only_if() says so, when given."""
@@ -648,6 +644,22 @@ def _around(fn, before, after, only_if=None):
             after()
     wrapper._stprof = True
     return wrapper
+
+
+def _backward_begin():
+    STATE.backward_begin()
+    if _BACKWARD:
+        _BACKWARD(1)
+
+
+def _backward_end():
+    if _BACKWARD:
+        _BACKWARD(0)
+    STATE.backward_end()
+
+
+def _wrap_backward(fn):
+    return _around(fn, _backward_begin, _backward_end)
 
 
 def _wrap_step(fn):
@@ -694,8 +706,7 @@ def install(torch):
     STATE.tensor_type = torch.Tensor
     mm = torch.nn.modules.module
     STATE.mm = mm
-    STATE.hooks = (mm.register_module_forward_pre_hook(STATE.pre),
-                   mm.register_module_forward_hook(STATE.post))
+    STATE.add_hooks()
     STATE.can_light = _skip_dispatch_frames(mm.Module)
     _skip_own_frames()
     _hide_own_hooks(mm)
