@@ -735,6 +735,7 @@ int det_analyze(stp_det *d)
 				det_sim_xla_marker(d, &ev);
 			break;
 		case STP_EV_FOLD:
+			det_modbytes_fold(d);
 			if (on_fold(d, &p, &ev) < 0)
 				goto oom;
 			break;

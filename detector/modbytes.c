@@ -16,7 +16,11 @@
  * occurrence of its call path (the n-th allocation of that stack id in its
  * iteration) was last made under outside lean iterations (none known: "(no
  * module)").  The tables for it exist only in the iterations of a trace
- * with module markers.  det_modbytes_stack() says the stack of the
+ * with module markers.  A folded iteration (a FOLD event) has its module
+ * markers and most of its allocations left out: those it keeps (made in it,
+ * freed after it) are "(no module)", lean or not, as their occurrences
+ * cannot be counted (the model's output kept until the next step would
+ * take the first layer's module).  det_modbytes_stack() says the stack of the
  * allocation the next calls are about.
  */
 #include <stdlib.h>
@@ -38,6 +42,7 @@ struct det_modbytes {
 	const char **names;        /* every name entered, in first-seen order */
 	uint32_t nnames, names_cap;
 	int lean;                  /* in a lean iteration now */
+	int folded;                /* in a folded iteration now */
 	uint32_t cur_stack;        /* of the allocation under way */
 	uint32_t gen;              /* iterations begun */
 	int cur_done;              /* cur_ix is the allocation's module */
@@ -72,7 +77,7 @@ static uint32_t module_of_alloc(det_modbytes *m)
 			det_map_put(&m->mods, key, ix1, NULL); /* out of memory: not learned */
 		return ix1;
 	}
-	return m->lean && key && m->mods.tab && det_map_get(&m->mods, key, &v) ? (uint32_t)v : 0;
+	return m->lean && !m->folded && key && m->mods.tab && det_map_get(&m->mods, key, &v) ? (uint32_t)v : 0;
 }
 
 /* The same, worked out once per allocation (it counts the occurrence). */
@@ -117,7 +122,7 @@ void det_modbytes_marker(stp_det *d, const stp_event *ev)
 		return;
 	}
 	if (mk->kind == STP_MARK_ITER_BEGIN && d->modbytes)
-		d->modbytes->gen++;
+		d->modbytes->gen++, d->modbytes->folded = 0;
 	if (mk->kind != STP_MARK_MODULE_ENTER && mk->kind != STP_MARK_MODULE_EXIT)
 		return;
 	if (!d->modbytes && !(d->modbytes = calloc(1, sizeof *d->modbytes)))
@@ -149,6 +154,12 @@ void det_modbytes_marker(stp_det *d, const stp_event *ev)
 		m->stack_ix[m->depth] = k - 1;
 	}
 	m->depth++;
+}
+
+void det_modbytes_fold(stp_det *d)
+{
+	if (d->modbytes)
+		d->modbytes->folded = 1;
 }
 
 uint32_t det_modbytes_current(stp_det *d)

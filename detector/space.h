@@ -58,6 +58,9 @@ static inline int det_fold_space_index(stp_det *d, const stp_fold_space *x)
 
 /* modbytes.c: pass 2's feed of the bytes-by-module table. */
 void det_modbytes_marker(stp_det *d, const stp_event *ev);
+/* A FOLD event: the iteration under way was folded (its module markers left
+ * out); what it keeps is of no module. */
+void det_modbytes_fold(stp_det *d);
 /* The stack id of the allocation the next alloc/current calls are about
  * (in lean iterations it names the module: modbytes.c). */
 void det_modbytes_stack(stp_det *d, uint32_t stack);

@@ -205,7 +205,12 @@ STC_HIDDEN uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int
  * backward's origin): the key of collector/torch/torch_lean.c. */
 STC_HIDDEN uint64_t stc_py_lean_key(int take_gil);
 /* The iteration under way is recorded lean (fold.c, "Lean iterations"):
- * a tensor's path is the one the last full iteration had (torch_lean.c). */
+ * a tensor's path is the one the last full iteration had (torch_lean.c).
+ * 0 full; STC_LEAN_SAME the last iterations repeated one written in full,
+ * STC_LEAN_SHAPE only its shape (the same events with other sizes:
+ * varying lengths), so a tensor takes its path from the same Python
+ * frames whatever its size. */
+enum { STC_LEAN_SAME = 1, STC_LEAN_SHAPE = 2 };
 STC_HIDDEN extern int g_lean_now;
 /* Counts the ITER_BEGIN markers recorded where iterations may go lean
  * (folding on, STPROF_LEAN, Python frames in place; marker.c moves it,

@@ -48,10 +48,13 @@
  *
  * Lean iterations (docs/record.md, "Lean iterations"; STPROF_LEAN=0 turns
  * them off): once two consecutive iterations of a Python loop, as they are
- * scanned, match an iteration written in full, the next iterations are
- * recorded lean: a tensor's call path is the one the thread's last full
- * iteration had at the same place in its sequence
- * (collector/torch/torch_lean.c: same size, same Python frames) instead of
+ * scanned, match an iteration written in full (STC_LEAN_SAME), or have the
+ * shape (the digest without sizes) of one of the last FOLD_SHAPES recorded
+ * in full (STC_LEAN_SHAPE: another sequence length each step), the next
+ * iterations are recorded lean: a tensor's call path is the one the
+ * thread's last full iteration had at the same place in its sequence
+ * (collector/torch/torch_lean.c: same Python frames, and same size unless
+ * lean began on shapes: it stays SHAPE until it stops) instead of
  * a native walk, and the Python shim hands out no backward sites and
  * (unless the model recomputes) runs no module hooks, so records no module
  * markers (stprof_lean_v1), until the collector says otherwise.  What an
@@ -60,7 +63,7 @@
  * 1 or 0) right after that marker.  A lean iteration that repeats its
  * reference has the events of a full one but for module markers, which no
  * digest takes, so it is judged like one; one that deviates (a
- * tensor kept, a new size, whose paths were walked) is written in full,
+ * tensor kept, a new size where sizes count, whose paths were walked) is written in full,
  * and the recording goes back to full detail from the next ITER_BEGIN
  * after this thread sees it, until two iterations match again.  Only where
  * Python frames are read in place (marker.c checks).
@@ -82,12 +85,14 @@
 
 #define FOLD_HELD_MAX (1u << 19)  /* held events before forcing decisions */
 #define FOLD_SIGS 64
+#define FOLD_SHAPES 8             /* shapes of the last iterations scanned */
 #define FOLD_SPACES 16
 #define FOLD_SITES_EVERY 1024     /* folded iterations between site counters at most */
 #define NONE UINT64_MAX
 
 int g_fold_on;
 int g_lean_wanted, g_lean_now;
+uint32_t g_lean_annotation_id;
 uint64_t g_iter_gen; /* face.h; moved by marker.c */
 
 typedef struct hev {              /* a held event */
@@ -117,6 +122,8 @@ typedef struct unit {             /* an iteration being held */
 	int fold;                 /* -1 undecided, 0 full, 1 folded */
 	int streamed;             /* too large: written as it came, full */
 	uint64_t digest;
+	uint64_t shape;           /* the digest without sizes (lean_judge) */
+	int recorded_lean;        /* as its stprof.lean annotations say */
 	int64_t like;
 	uint64_t peak[FOLD_SPACES];
 	uint64_t carried_in[FOLD_SPACES];
@@ -175,6 +182,9 @@ static struct {
 	size_t live_spare_cap;
 	uint64_t heap_interval;   /* sampling in force (annotations) */
 	unsigned steady;          /* consecutive iterations scanned that matched */
+	uint64_t shapes[FOLD_SHAPES]; /* of the last iterations recorded in full, a ring */
+	unsigned nshapes;
+	int recording_lean;       /* the last stprof.lean annotation scanned */
 	/* output */
 	uint8_t *out;
 	size_t outlen;
@@ -486,7 +496,8 @@ static void note_peak(unsigned s, int64_t delta)
 		F.runpeak[s] = (uint64_t)F.run[s];
 }
 
-static uint64_t hash_event(const hev *h)
+/* An event's part of a digest; sized 0: of a shape, its sizes left out. */
+static uint64_t hash_event(const hev *h, int sized)
 {
 	const stp_event *e = &h->ev;
 	uint64_t x = (uint64_t)e->type * 0x9e3779b97f4a7c15ull;
@@ -495,13 +506,14 @@ static uint64_t hash_event(const hev *h)
 	case STP_EV_SEGMENT_RESERVE:
 	case STP_EV_SEGMENT_RELEASE: {
 		const stp_alloc_info *a = &e->u.alloc;
-		x = mix(x ^ a->size) ^ mix(((uint64_t)a->kind << 40) ^ ((uint64_t)(uint32_t)a->device << 8) ^ a->pool);
+		x = mix(x ^ (sized ? a->size : 0)) ^
+		    mix(((uint64_t)a->kind << 40) ^ ((uint64_t)(uint32_t)a->device << 8) ^ a->pool);
 		return mix(x ^ ((uint64_t)a->stack << 20));
 	}
 	case STP_EV_FREE: {
 		const stp_free_info *f = &e->u.free;
 		x = mix(x ^ ((uint64_t)f->kind << 40) ^ ((uint64_t)(uint32_t)f->device << 8) ^ f->pool);
-		return mix(x ^ (h->known ? h->bytes : 0));
+		return mix(x ^ (h->known && sized ? h->bytes : 0));
 	}
 	case STP_EV_API: {
 		const stp_api_info *a = &e->u.api;
@@ -544,6 +556,7 @@ static unit *new_unit(int64_t value, uint64_t first)
 	u->first = first;
 	u->last = NONE;
 	u->fold = -1;
+	u->recorded_lean = F.recording_lean;
 	memset(F.run, 0, sizeof F.run);
 	memset(F.runpeak, 0, sizeof F.runpeak);
 	F.open = (long)(F.nunits - 1);
@@ -564,6 +577,12 @@ static void scan(void)
 		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ANNOTATION &&
 		    e->u.marker.name && e->u.marker.name == g_heap_annotation_id)
 			F.heap_interval = e->u.marker.value > 0 ? (uint64_t)e->u.marker.value : 0;
+		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ANNOTATION &&
+		    e->u.marker.name && e->u.marker.name == g_lean_annotation_id) {
+			F.recording_lean = e->u.marker.value != 0; /* right after an ITER_BEGIN */
+			if (open_unit())
+				open_unit()->recorded_lean = F.recording_lean;
+		}
 		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ITER_BEGIN) {
 			unit *o = open_unit();
 			if (o) { /* begun again without an end: the old one is never folded */
@@ -619,8 +638,10 @@ static void scan(void)
 		default:
 			break;
 		}
-		if (u && in_digest(h))
-			u->digest += hash_event(h);
+		if (u && in_digest(h)) {
+			u->digest += hash_event(h, 1);
+			u->shape += hash_event(h, 0);
+		}
 		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ITER_END && u) {
 			u->last = g;
 			u->complete = 1;
@@ -659,24 +680,37 @@ static int has_content(const unit *u)
 }
 
 /* u was just scanned whole: whether the next iterations may be recorded
- * lean (two in a row matched an iteration written in full), or must not
- * (u matched none). */
+ * lean, and how (two in a row matched: STC_LEAN_SAME when u matched an
+ * iteration written in full, STC_LEAN_SHAPE when only the shape of one of
+ * the last FOLD_SHAPES iterations recorded in full: the same events with
+ * other sizes), or must not (u matched none).  Only shapes recorded in
+ * full: after a change (a tensor kept from now on, an evaluation) the
+ * recording goes back to full detail until full iterations repeat, so the
+ * lean ones have a reference like them and their modules. */
 static void lean_judge(const unit *u)
 {
-	int match = has_content(u) && find_sig(u) != NULL;
-	F.steady = match ? F.steady + 1 : 0;
-	int want = F.steady >= 2; /* marker.c checks STPROF_LEAN and the rest */
+	int same = has_content(u) && find_sig(u) != NULL, shaped = 0;
+	for (unsigned i = 0; !same && has_content(u) && i < F.nshapes && i < FOLD_SHAPES; i++)
+		shaped |= F.shapes[i] == u->shape;
+	if (!u->recorded_lean)
+		F.shapes[F.nshapes++ % FOLD_SHAPES] = u->shape;
+	F.steady = same || shaped ? F.steady + 1 : 0;
+	/* marker.c checks STPROF_LEAN and the rest */
+	int want = F.steady < 2 ? 0 : same ? STC_LEAN_SAME : STC_LEAN_SHAPE;
 	if (want != __atomic_load_n(&g_lean_wanted, __ATOMIC_RELAXED))
 		__atomic_store_n(&g_lean_wanted, want, __ATOMIC_RELAXED);
 }
 
 int stc_fold_lean_begin(int allowed)
 {
-	int want = allowed && __atomic_load_n(&g_lean_wanted, __ATOMIC_RELAXED);
-	if (want == __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED))
+	int want = allowed ? __atomic_load_n(&g_lean_wanted, __ATOMIC_RELAXED) : 0;
+	int now = __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED);
+	if (want == STC_LEAN_SAME && now == STC_LEAN_SHAPE)
+		want = STC_LEAN_SHAPE; /* the threads' references have other sizes */
+	if (want == now)
 		return -1;
 	__atomic_store_n(&g_lean_now, want, __ATOMIC_RELAXED);
-	return want;
+	return !want != !now ? want != 0 : -1; /* SAME to SHAPE: still lean */
 }
 
 /* Whether unit u (complete, not among the last K) would be folded, with the

@@ -14,9 +14,11 @@ STC_HIDDEN extern int g_fold_on;
 /* Lean recording (fold.c, "Lean iterations"): wanted, as the folder
  * judges; in force for the iteration under way (set at its ITER_BEGIN). */
 STC_HIDDEN extern int g_lean_wanted; /* g_lean_now: face.h */
+/* The name of the "stprof.lean" annotation (marker.c interns it). */
+STC_HIDDEN extern uint32_t g_lean_annotation_id;
 /* At an ITER_BEGIN (marker.c): puts what the folder wants in force (when
  * allowed: a Python process whose frames are read in place); returns
- * the new value (0 or 1) when it changed (an annotation records it), -1
+ * the new value (0 or 1) when lean recording starts or stops (an annotation records it), -1
  * when not. */
 STC_HIDDEN int stc_fold_lean_begin(int allowed);
 /* The first iteration marker was recorded (marker.c): folding starts,

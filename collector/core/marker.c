@@ -20,7 +20,7 @@ __attribute__((visibility("default"))) int stprof_lean_v1(void);
  * while it is. */
 int stprof_lean_v1(void)
 {
-	return __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED);
+	return __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED) != 0;
 }
 
 /* Lean recording is possible: a Python loop whose frames are read in
@@ -49,7 +49,8 @@ void stprof_mark_v1(int kind, const char *name, int64_t value)
 		if (lean >= 0) {
 			stp_event an = {.type = STP_EV_MARKER};
 			an.u.marker.kind = STP_MARK_ANNOTATION;
-			an.u.marker.name = stc_intern_string(STP_LEAN_ANNOTATION, strlen(STP_LEAN_ANNOTATION));
+			an.u.marker.name = g_lean_annotation_id =
+			        stc_intern_string(STP_LEAN_ANNOTATION, strlen(STP_LEAN_ANNOTATION));
 			an.u.marker.value = lean;
 			stc_emit(&an);
 		}

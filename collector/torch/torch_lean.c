@@ -16,7 +16,9 @@
  * id (the cursor moves past it: the entries skipped are allocations this
  * iteration did not make); none (an allocation the reference lacks: a
  * tensor kept, another size) returns 0 and the caller walks the path as in
- * full detail, the cursor staying put.  So a lean iteration's paths are
+ * full detail, the cursor staying put.  Where lean recording is by shape
+ * (STC_LEAN_SHAPE: iterations that differ from the reference in their
+ * sizes only), the size is not compared: the key alone, in order.  So a lean iteration's paths are
  * the full ones', stack ids included, wherever it repeats the reference,
  * for the price of the Python frames.  Two tensors of one size made by the
  * same Python frames in the other order than in the reference get each
@@ -45,6 +47,7 @@ typedef struct lent {
 typedef struct lseq {
 	uint64_t gen;       /* the iteration this thread is in */
 	int full;           /* it is recorded in full: cur is being written */
+	int shape;          /* lean by shape (STC_LEAN_SHAPE): sizes may differ */
 	lent *cur, *ref;
 	uint32_t ncur, nref, cap_cur, cap_ref, at;
 } lseq;
@@ -101,7 +104,9 @@ static void sync(lseq *q)
 	q->ncur = 0;
 	q->at = 0;
 	q->gen = g;
-	q->full = !__atomic_load_n(&g_lean_now, __ATOMIC_RELAXED);
+	int lean = __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED);
+	q->full = !lean;
+	q->shape = lean == STC_LEAN_SHAPE;
 }
 
 uint32_t stc_lean_predict(uint64_t size, uint64_t key)
@@ -113,8 +118,9 @@ uint32_t stc_lean_predict(uint64_t size, uint64_t key)
 	if (q->full)
 		return 0;
 	uint32_t end = q->nref - q->at < LEAN_WINDOW ? q->nref : q->at + LEAN_WINDOW;
+	int any_size = q->shape;
 	for (uint32_t i = q->at; i < end; i++)
-		if (q->ref[i].size == size && q->ref[i].key == key) {
+		if (q->ref[i].key == key && (any_size || q->ref[i].size == size)) {
 			q->at = i + 1;
 			return q->ref[i].stack;
 		}

@@ -23,6 +23,12 @@
 #    micro-batches: lean iterations keep the module hooks (the recompute
 #    phases need them): the last iteration, lean and written in full, has
 #    its module markers and both recompute phases, and iterations fold.
+# 5. varlen_loop.py (another sequence length each step: the same tensors
+#    at the same lines with other sizes) goes lean too, by shape: its
+#    output is the native one; the tensor totals are those of --full; the
+#    report's call sites and modules those of STPROF_LEAN=0; the last
+#    iteration (lean) makes its tensors with iteration 1's call paths, in
+#    the same order, at other sizes.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -104,4 +110,22 @@ case "$(lean_marks k.stp)" in 1\ *) ;; *) fail "checkpoint: annotations '$(lean_
 markers_of k.stp 299 >k299
 expect_eq "checkpoint: recompute phases in iteration 299 (lean)" "$(grep -c 'phase_begin name="recompute"' k299)" 2
 grep -q module_enter k299 || fail "checkpoint: no module markers in iteration 299 (lean)"
+
+# 5.
+W="$STPROF_SRC/tests/python/varlen_loop.py"
+"$STPROF" record -q -o v.stp -- "$PY" "$W" 300 >v.out
+STPROF_LEAN=0 "$STPROF" record -q -o v0.stp -- "$PY" "$W" 300 >/dev/null
+"$STPROF" record --full -q -o vf.stp -- "$PY" "$W" 300 >/dev/null
+expect_eq "varlen: output" "$(cat v.out)" "$("$PY" "$W" 300)"
+case "$(lean_marks v.stp)" in 1\ *) ;; *) fail "varlen: annotations '$(lean_marks v.stp)'" ;; esac
+expect_eq "varlen: tensor totals vs --full" "$(json_tensors v.stp)" "$(json_tensors vf.stp)"
+"$STPROF" report v.stp >v.txt
+"$STPROF" report v0.stp >v0.txt
+expect_eq "varlen: call sites and modules, lean vs not" "$(sections v.txt)" "$(sections v0.txt)"
+tensors_of v.stp 1 >w1
+tensors_of v.stp 299 >w299
+[ -s w1 ] && grep -q stack= w1 || fail "varlen: no tensors with call paths in iteration 1"
+expect_eq "varlen: iteration 299's call paths (lean) vs iteration 1's" \
+	"$(cut -d' ' -f2 w299)" "$(cut -d' ' -f2 w1)"
+cmp -s w1 w299 && fail "varlen: iterations 1 and 299 made the same sizes"
 echo ok
