@@ -242,6 +242,12 @@ static void path_html(stp_det *d, FILE *f, uint32_t site, unsigned frames)
 		fputs(i ? "<br>&larr; " : "", f);
 		rf_html(f, stp_det_frame_text(&fr[i], t, sizeof t));
 	}
+	stp_det_frame pkg; /* a library's model run from the user's line */
+	if (stp_det_site_package_line(d, site, &pkg)) {
+		fputs("<br>&nbsp;&nbsp;(in ", f);
+		rf_html(f, stp_det_frame_text(&pkg, t, sizeof t));
+		fputs(")", f);
+	}
 	fputs("</div>", f);
 }
 

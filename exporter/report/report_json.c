@@ -126,7 +126,9 @@ static void finding_json(stp_det *d, const stp_det_result *r, FILE *f, const stp
 /* "frames":[...] of a site (as the text report shows them), then
  * "user_frame": the first of them when it is the user's own line (a
  * Python frame of the user's code, else a native frame outside the
- * framework), else null. */
+ * framework), else null; "package_frame": the line of an installed
+ * package's model the site went through below the user's
+ * (stp_det_site_package_line), else null. */
 static void frames_json(stp_det *d, FILE *f, uint32_t site, unsigned max)
 {
 	stp_det_frame fr[REPORT_MAX_FRAMES];
@@ -140,6 +142,12 @@ static void frames_json(stp_det *d, FILE *f, uint32_t site, unsigned max)
 	fputs("],\"user_frame\":", f);
 	if (n && stp_det_frame_is_user(&fr[0]))
 		frame_json(f, &fr[0]);
+	else
+		fputs("null", f);
+	stp_det_frame pkg;
+	fputs(",\"package_frame\":", f);
+	if (stp_det_site_package_line(d, site, &pkg))
+		frame_json(f, &pkg);
 	else
 		fputs("null", f);
 }

@@ -3,7 +3,8 @@
 # line of the user's (trainer.train(), model(x)): every row's user line is
 # that call, so the report names, below it, the line of the package's model
 # that made the tensor ("(in model.py:N in Block.forward)").  A model of the
-# user's own, run through torch.nn's layers, gets no such line.
+# user's own, run through torch.nn's layers, gets no such line.  The JSON
+# report's package_frame and the HTML report's paths carry it too.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 export OMP_NUM_THREADS=1
@@ -46,6 +47,15 @@ PYTHONPATH="$T/lib/site-packages" "$STPROF" record -q -o p.stp -- "$PY" run.py >
 sed -n '/^Top call sites/,/^$/p' p.txt >rows.txt
 grep -q "at run.py:2 in <module> (aten::" rows.txt || fail "rows not at the user's line: $(cat rows.txt)"
 grep -q "(in model.py:12 in Block.forward)" rows.txt || fail "no package line under the rows: $(cat rows.txt)"
+# the JSON report (package_frame) and the HTML report say it too
+"$STPROF" report --format json p.stp | python3 -c '
+import json, sys
+sites = json.load(sys.stdin)["sites"]
+pk = [s["package_frame"]["text"] for s in sites if s.get("package_frame")]
+assert "model.py:12 in Block.forward" in pk, pk
+assert all("package_frame" in s for s in sites)' || fail "JSON report: no package_frame model.py:12"
+"$STPROF" report --format html -o p.html p.stp || fail "HTML report failed"
+grep -q "(in model.py:12 in Block.forward)" p.html || fail "HTML report: no package line"
 # a model of the user's own: no package line
 "$STPROF" record -q -o u.stp -- "$PY" "$STPROF_SRC/tests/python/fold_loop.py" 20 >/dev/null || fail "fold_loop failed"
 "$STPROF" report -n 10 u.stp | grep -q "   (in " && fail "a package line for a model of the user's own: $("$STPROF" report -n 10 u.stp | grep '(in ')"
