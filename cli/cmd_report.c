@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "children.h"
 #include "commands.h"
 #include "lifetimes_report.h"
 #include "stprof/detector.h"
@@ -584,6 +585,13 @@ int cmd_report(int argc, char **argv)
 		stp_det_free(d);
 		return st;
 	}
+	/* its child processes' traces beside it (DataLoader workers) */
+	children ch;
+	memset(&ch, 0, sizeof ch);
+	if (writer == stp_report_text || writer == stp_report_json) {
+		children_find(argv[optind], image, r, &ch);
+		ro.children = ch.view.n ? &ch.view : NULL;
+	}
 	/* a program without iterations (a server, a pipeline): its lifetimes too */
 	struct one one = {d, &ro, writer,
 	                  !r->error && lifetimes && (writer == stp_report_text || writer == stp_report_json) &&
@@ -592,6 +600,7 @@ int cmd_report(int argc, char **argv)
 	if (r->error)
 		stprof_err("%s", r->error);
 	int status = rc || r->error ? 1 : 0;
+	children_free(&ch);
 	stp_det_free(d);
 	return status;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "children.h"
 #include "analysis.h"
 #include "commands.h"
 #include "enforce.h"
@@ -451,8 +452,16 @@ int cmd_run(int argc, char **argv)
 		const stp_det_result *r = stp_det_result_of(det);
 		if (r->error)
 			stprof_err("%s", r->error);
-		else
-			stp_report_text(det, NULL, stderr);
+		else {
+			/* with its child processes (DataLoader workers) */
+			stp_report_options ro;
+			stp_report_options_default(&ro);
+			children ch;
+			children_find(trace, image, r, &ch);
+			ro.children = ch.view.n ? &ch.view : NULL;
+			stp_report_text(det, &ro, stderr);
+			children_free(&ch);
+		}
 	}
 	char out[PATH_MAX + 16];
 	size_t tl = strlen(trace);

@@ -37,10 +37,10 @@
 #include "stprof/trace.h"
 #include "util.h"
 
-/* pid and executable (or, with cmdline, command line) of the trace at path
- * (its PROCESS event); 0 when it has none (not a trace, damaged, an
- * imported snapshot). */
-static uint32_t process_info(const char *path, char *exe, size_t len, int cmdline)
+/* pid, parent's pid and executable (or, with cmdline, command line) of the
+ * trace at path (its PROCESS event); 0 when it has none (not a trace,
+ * damaged, an imported snapshot). */
+static uint32_t process_info(const char *path, uint32_t *ppid, char *exe, size_t len, int cmdline)
 {
 	char err[256];
 	stp_reader *r = stp_reader_open(path, err, sizeof err);
@@ -50,6 +50,8 @@ static uint32_t process_info(const char *path, char *exe, size_t len, int cmdlin
 	uint32_t pid = 0;
 	if (stp_reader_next(r, &ev) > 0 && ev.type == STP_EV_PROCESS) {
 		pid = ev.u.process.pid;
+		if (ppid)
+			*ppid = ev.u.process.ppid;
 		if (exe)
 			snprintf(exe, len, "%s", stp_reader_string(r, cmdline ? ev.u.process.cmdline : ev.u.process.exe));
 	}
@@ -57,12 +59,13 @@ static uint32_t process_info(const char *path, char *exe, size_t len, int cmdlin
 	return pid;
 }
 
-static uint32_t process_of(const char *path, char *exe, size_t len) { return process_info(path, exe, len, 0); }
+static uint32_t process_of(const char *path, char *exe, size_t len) { return process_info(path, NULL, exe, len, 0); }
+
 
 int trace_cmdline(const char *path, char *out, size_t len)
 {
 	out[0] = 0;
-	return process_info(path, out, len, 1) ? 0 : -1;
+	return process_info(path, NULL, out, len, 1) ? 0 : -1;
 }
 
 /* A regular file: a FIFO or a pipe (/dev/stdin) is read once, by the
@@ -71,6 +74,11 @@ static int regular(const char *path)
 {
 	struct stat sb;
 	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+uint32_t trace_process(const char *path, uint32_t *ppid, char *exe, size_t len)
+{
+	return regular(path) ? process_info(path, ppid, exe, len, 0) : 0;
 }
 
 /* From the trace at path (a regular file), while a trace ends with
@@ -117,11 +125,9 @@ static int is_shell(const char *exe)
 	return 0;
 }
 
-/* The largest trace beside path named path.<pid>[.<n>] whose image is not
- * a shell and did not call execve; 0 when there is none. */
-static int largest_child(const char *path, char *out, size_t len)
+int traces_beside(const char *path, int (*fn)(const char *trace, off_t size, void *arg), void *arg)
 {
-	char dirbuf[4096], basebuf[4096], cand[4096 + 256], exe[512];
+	char dirbuf[4096], basebuf[4096], cand[4096 + 256];
 	snprintf(dirbuf, sizeof dirbuf, "%s", path);
 	snprintf(basebuf, sizeof basebuf, "%s", path);
 	const char *dir = dirname(dirbuf), *base = basename(basebuf);
@@ -129,7 +135,7 @@ static int largest_child(const char *path, char *out, size_t len)
 	DIR *d = opendir(dir);
 	if (!d)
 		return 0;
-	off_t best = -1;
+	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		const char *s = e->d_name;
@@ -142,17 +148,41 @@ static int largest_child(const char *path, char *out, size_t len)
 			snprintf(cand, sizeof cand, "%s", s);
 		struct stat sb;
 		uint32_t reason = 0;
-		if (stat(cand, &sb) || !S_ISREG(sb.st_mode) || sb.st_size <= best || !stprof_is_trace(cand) ||
+		if (stat(cand, &sb) || !S_ISREG(sb.st_mode) || !stprof_is_trace(cand) ||
 		    (stp_trace_end_reason(cand, &reason) && reason == STP_END_EXEC))
 			continue;
-		exe[0] = 0;
-		if (!process_of(cand, exe, sizeof exe) || is_shell(exe) || strlen(cand) >= len)
-			continue;
-		best = sb.st_size;
-		snprintf(out, len, "%s", cand);
+		n++;
+		if (fn(cand, sb.st_size, arg))
+			break;
 	}
 	closedir(d);
-	return best >= 0;
+	return n;
+}
+
+struct largest {
+	off_t best;
+	char *out;
+	size_t len;
+};
+
+static int keep_largest(const char *trace, off_t size, void *arg)
+{
+	struct largest *l = arg;
+	char exe[512] = "";
+	if (size > l->best && process_of(trace, exe, sizeof exe) && !is_shell(exe) && strlen(trace) < l->len) {
+		l->best = size;
+		snprintf(l->out, l->len, "%s", trace);
+	}
+	return 0;
+}
+
+/* The largest trace beside path named path.<pid>[.<n>] whose image is not
+ * a shell and did not call execve; 0 when there is none. */
+static int largest_child(const char *path, char *out, size_t len)
+{
+	struct largest l = {-1, out, len};
+	traces_beside(path, keep_largest, &l);
+	return l.best >= 0;
 }
 
 int program_trace(const char *cmd, const char *path, char *out, size_t len, int quiet)

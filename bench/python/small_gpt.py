@@ -3,7 +3,9 @@
 CPU is mostly per-operation overhead (width W, default 32: 4 blocks of 4
 heads, sequences of 32, batches of 4, AdamW, one thread), as a GPU loop's
 host side is: the loop bench/python/loop.sh times stprof's collector and
-the shim's hooks on (docs/figures.md, "Long runs")."""
+the shim's hooks on (docs/figures.md, "Long runs").  VARLEN=1: each step
+takes a sequence length of 8 to 32 (drawn with a fixed seed), as unpadded
+batches of text do."""
 import os, sys, torch
 import torch.nn as nn, torch.nn.functional as F
 torch.manual_seed(0); torch.set_num_threads(1)
@@ -32,7 +34,8 @@ class GPT(nn.Module):
 m = GPT(); opt = torch.optim.AdamW(m.parameters(), lr=3e-4)
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 data = torch.randint(0, V, (N, B, S + 1))
+lens = torch.randint(8, S + 1, (N,)).tolist() if os.environ.get("VARLEN") == "1" else [S] * N
 for it in range(N):
-    x, y = data[it, :, :-1], data[it, :, 1:]
+    x, y = data[it, :, :lens[it]], data[it, :, 1:lens[it] + 1]
     loss = F.cross_entropy(m(x).view(-1, V), y.reshape(-1))
     opt.zero_grad(set_to_none=True); loss.backward(); opt.step()

@@ -401,6 +401,7 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 	fputc(']', f);
 	fwrite(models, 1, models_len, f);
 	free(models);
+	report_children_json(o->children, f);
 	if (o->lifetimes && o->lifetimes->sim->allocs) {
 		fputs(",\n\"lifetimes\":", f);
 		stp_report_lifetimes_json(o->lifetimes, f);

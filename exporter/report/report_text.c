@@ -607,6 +607,7 @@ int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
 	section_modules(d, r, o, f);
 	section_findings(d, r, o, f);
 	section_models(d, r, o, f);
+	report_children_text(o->children, f);
 	if (o->lifetimes && stp_report_lifetimes_text(o->lifetimes, f) < 0)
 		return -1;
 	fflush(f);

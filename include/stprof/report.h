@@ -39,7 +39,29 @@ typedef struct stp_report_options {
 	/* text and JSON: the Lifetimes section of a program without iterations
 	 * (below), at the end; NULL: none */
 	const struct stp_report_lifetimes *lifetimes;
+	/* text and JSON: the child processes recorded beside the trace
+	 * (below), after the findings; NULL: none */
+	const struct stp_report_children *children;
 } stp_report_options;
+
+/* The program's child processes whose traces lie beside its own
+ * (DataLoader workers, a launcher's helpers: cli/children.c finds them),
+ * each analyzed on its own (stp_det_timeline_run). */
+typedef struct stp_report_child {
+	const char *trace;        /* its path */
+	uint32_t pid;
+	const char *what;         /* "DataLoader worker", else its executable's name */
+	int analyzed;             /* 0: not read (too large, damaged): no figures */
+	uint64_t host_peak;       /* the host heap's peak live bytes (estimated when sampled) */
+	uint64_t tensor_peak;     /* its tensors' (the largest tensor space's), 0 none */
+	uint32_t iterations;
+} stp_report_child;
+typedef struct stp_report_children {
+	const stp_report_child *child;
+	size_t n;
+	size_t more;              /* found beyond n, not listed */
+	uint64_t host_peak;       /* the program's own (its trace's host heap), for the sum line */
+} stp_report_children;
 
 /* The Lifetimes section (docs/lifetimes.md): what the host heap models
  * would hold for a run's host allocations (planner/lifetime_sim.c,

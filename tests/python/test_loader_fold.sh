@@ -9,7 +9,10 @@
 # row at the dataset's line; the workers' traces grow at most 1 KiB a batch
 # (400 steps against 100); the loop's own trace keeps its steps as
 # iterations; with num_workers=0 the loop fetches its batches itself and
-# nothing else is marked.
+# nothing else is marked.  The loop's report (text, JSON and the one-shot
+# `stprof PROGRAM`'s) lists the two workers under "Child processes", each
+# with its trace, pid and peaks: the one that made the 1 MiB temporary has
+# a tensor peak of at least 1 MiB, the other less.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -32,6 +35,18 @@ for w in d.stp.*; do
 done
 expect_eq "worker traces" "$n" 2
 expect_eq "workers with the deviating batch's row" "$dev" 1
+"$STPROF" report d.stp >d.txt
+sed -n '/^Child processes/,/^$/p' d.txt >c.txt
+grep -q "^Child processes (2 recorded beside this trace" c.txt || fail "no Child processes section: $(tail -5 d.txt)"
+expect_eq "children rows" "$(grep -c '  d\.stp\.[0-9]*  (DataLoader worker, pid [0-9]*)$' c.txt)" 2
+"$STPROF" report --format json d.stp | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["children"]
+assert len(c) == 2 and all(k["what"] == "DataLoader worker" and k["host_peak_bytes"] > 0 for k in c), c
+big = [k for k in c if k["tensor_peak_bytes"] >= 1 << 20]
+assert len(big) == 1, c' || fail "JSON children"
+"$STPROF" -o o.stp --no-plan --no-html --no-export -- "$PY" "$P" 30 2 >/dev/null 2>o.err || fail "one-shot run failed"
+grep -q "^Child processes (2 recorded beside this trace" o.err || fail "one-shot: no Child processes: $(tail -5 o.err)"
 "$STPROF" record -q -o s100.stp -- "$PY" "$P" 100 2 >/dev/null
 "$STPROF" record -q -o s400.stp -- "$PY" "$P" 400 2 >/dev/null
 a=$(cat s100.stp.* | wc -c) b=$(cat s400.stp.* | wc -c)

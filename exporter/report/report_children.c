@@ -1,0 +1,66 @@
+/*
+ * report_children.c - the "Child processes" section of the text report
+ * and the "children" member of the JSON report: one row per child process
+ * recorded beside the program's trace (stp_report_children, which the
+ * caller fills: cli/children.c), with its host heap's and tensors' peaks,
+ * and the sum of the host peaks against the program's own.  A DataLoader's
+ * workers hold their own copies of the dataset and their batches: memory
+ * the program's trace does not show.  Nothing is written when there are
+ * no children.
+ */
+#include <inttypes.h>
+
+#include "report_fmt.h"
+#include "report_internal.h"
+
+int report_children_text(const stp_report_children *c, FILE *f)
+{
+	if (!c || !c->n)
+		return 0;
+	char b[4][64];
+	uint64_t sum = 0;
+	unsigned read = 0;
+	fprintf(f, "Child processes (%zu recorded beside this trace; stprof report TRACE reads one)\n", c->n + c->more);
+	fprintf(f, "   host peak  tensors peak  iterations  trace\n");
+	for (size_t i = 0; i < c->n; i++) {
+		const stp_report_child *k = &c->child[i];
+		if (k->analyzed) {
+			sum += k->host_peak;
+			read++;
+			fprintf(f, "  %10s  %12s  %10s  %s  (%s, pid %" PRIu32 ")\n", rf_bytes(k->host_peak, b[0], 64),
+			        k->tensor_peak ? rf_bytes(k->tensor_peak, b[1], 64) : "-", rf_count(k->iterations, b[2], 64),
+			        k->trace, k->what, k->pid);
+		} else {
+			fprintf(f, "  %10s  %12s  %10s  %s  (%s, pid %" PRIu32 ", not read)\n", "?", "?", "?", k->trace,
+			        k->what, k->pid);
+		}
+	}
+	if (c->more)
+		fprintf(f, "  (%zu more not listed)\n", c->more);
+	if (read > 1 || (read && c->host_peak))
+		fprintf(f, "  together %s of host heap allocated in them at their peaks%s (not what a forked child\n"
+		        "  shares with this process), against %s in this process at its own\n",
+		        rf_bytes(sum, b[0], 64), read < c->n ? " (the ones read)" : "", rf_bytes(c->host_peak, b[1], 64));
+	fputc('\n', f);
+	return 0;
+}
+
+void report_children_json(const stp_report_children *c, FILE *f)
+{
+	if (!c || !c->n)
+		return;
+	fputs(",\n\"children\":[", f);
+	for (size_t i = 0; i < c->n; i++) {
+		const stp_report_child *k = &c->child[i];
+		fputs(i ? ",\n{\"trace\":" : "\n{\"trace\":", f);
+		rf_json_str(f, k->trace);
+		fprintf(f, ",\"pid\":%" PRIu32 ",\"what\":", k->pid);
+		rf_json_str(f, k->what);
+		if (k->analyzed)
+			fprintf(f, ",\"host_peak_bytes\":%" PRIu64 ",\"tensor_peak_bytes\":%" PRIu64 ",\"iterations\":%" PRIu32 "}",
+			        k->host_peak, k->tensor_peak, k->iterations);
+		else
+			fputs(",\"host_peak_bytes\":null,\"tensor_peak_bytes\":null,\"iterations\":null}", f);
+	}
+	fprintf(f, "],\n\"children_more\":%zu", c->more);
+}
