@@ -26,7 +26,7 @@
 
 typedef struct found {
 	char trace[4096 + 256];
-	char exe[256];
+	char exe[512];
 	uint32_t pid;
 	off_t size;
 } found;
