@@ -89,11 +89,17 @@ STC_HIDDEN void stc_config_from_env(stc_config *c);
 
 /* ---------------------------------------------------------------- skipped images (skipexec.c) */
 /* The toolchain programs a program runs (JIT compilers' drivers,
- * compilers, assemblers, linkers, build tools): not recorded unless they
- * are the recorded command itself. */
+ * compilers, assemblers, linkers, build tools), and the shells and
+ * utilities that wrapper scripts (pyenv's shims, launch scripts) and
+ * libraries (ctypes.util's ldconfig, a git hash for the logs) run: not
+ * recorded unless they are the recorded command itself. */
 #define STC_SKIP_EXEC_DEFAULT \
 	"cc,c++,cpp,*gcc,*g++,*gcc-[0-9]*,*g++-[0-9]*,cc1*,collect2,lto1,lto-wrapper,as,*-as,ld,ld.*,*-ld,*-ld.*," \
-	"clang,clang++,clang-[0-9]*,clang++-[0-9]*,nvcc,ptxas,cicc,fatbinary,nvlink,cudafe++,ninja,make"
+	"clang,clang++,clang-[0-9]*,clang++-[0-9]*,nvcc,ptxas,cicc,fatbinary,nvlink,cudafe++,ninja,make," \
+	"sh,bash,dash,zsh,ksh,mksh,ash,busybox,env,cat,sed,awk,gawk,mawk,grep,egrep,fgrep,head,tail,cut,tr," \
+	"sort,uniq,wc,readlink,realpath,dirname,basename,uname,mkdir,rm,ls,cp,mv,ln,touch,chmod,date,id," \
+	"tput,which,hostname,nproc,sleep,tee,xargs,find,stat,expr,seq,getconf,ldconfig,ldconfig.real,objdump," \
+	"git,ps,lscpu,nvidia-smi"
 /* 1 when name matches one of the comma-separated fnmatch(3) patterns of
  * list (empty patterns, and patterns of 256 bytes or more, match nothing). */
 STC_HIDDEN int stc_skip_exec_match(const char *list, const char *name);

@@ -84,6 +84,17 @@ static void fork_child(void)
 {
 	stc_defs_unlock();
 	stc_out_unlock();
+	/* a forked shell (a wrapper script's subshell: $(...), a pipeline)
+	 * is judged as an image is (skipexec.c): not recorded unless the
+	 * command's; what it execs is judged for itself */
+	int was = t_busy;
+	t_busy = 1;
+	int skip = atomic_load(&g_state) == STC_ON && stc_skip_exec_image();
+	t_busy = was;
+	if (skip) {
+		atomic_store(&g_state, STC_FINISHED);
+		return;
+	}
 	g_pid = getpid();
 	stc_out_atfork_child();
 	stc_defs_atfork_child();

@@ -17,6 +17,12 @@
  * clears an inherited one).  So `stprof gcc x.c` records gcc, and
  * `stprof sh -c 'exec gcc x.c'` too (the same pid).
  *
+ * The default list also has the shells and utilities wrapper scripts and
+ * libraries run (pyenv's shims: 78 processes of bash, env, readlink for
+ * one `python3 job.py`), and a forked process is judged the same way
+ * (lifecycle.c's fork_child): a shell's subshell is not recorded unless it
+ * is the command's own process.
+ *
  * A skipped image keeps the collector loaded and out of the way, as when
  * it cannot write its trace (lifecycle.c): every interposer passes the
  * call through.  LD_PRELOAD stays in its environment, so an image it runs

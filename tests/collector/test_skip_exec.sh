@@ -3,6 +3,9 @@
 # gcc and what it runs (cc1, as, collect2, ld) write no trace, and their
 # work is done as without stprof; other programs are recorded; the
 # recorded command itself always is (and its own execs: the same pid);
+# shells and the utilities wrapper scripts run (cat, sed, env...) are not
+# recorded either, forked subshells included (pyenv's shims ran 78 of them
+# for one `python3 job.py`), but what they exec is;
 # --skip-exec '' records every image, --skip-exec PATTERNS replaces the
 # list; an image a skipped one runs is judged for itself; the same without
 # the stprof command (LD_PRELOAD), and an inherited STPROF_COMMAND_PID does
@@ -27,7 +30,7 @@ run='gcc -o x x.c && ./x && cat x.c >/dev/null'
 [ -x x ] || fail "default: gcc made no program"
 got=$(images "$T/d.stp")
 [ -z "$(toolchain "$got")" ] || fail "default: toolchain recorded: $got"
-has "$got" cat || fail "default: cat not recorded: $got"
+has "$got" cat && fail "default: cat (a wrapper's helper) recorded: $got"
 has "$got" x || fail "default: the program gcc built not recorded: $got"
 rm -f x
 
@@ -60,5 +63,22 @@ has "$got" cat || fail "the image env ran not recorded: $got"
 LD_PRELOAD="$STPROF_BUILD/libstprof.so" STPROF_OUTPUT="$T/p.stp" STPROF_QUIET=1 sh -c "$run" || fail "preload: failed"
 got=$(images "$T/p.stp")
 [ -z "$(toolchain "$got")" ] || fail "preload: toolchain recorded: $got"
-has "$got" cat || fail "preload: cat not recorded: $got"
+has "$got" cat && fail "preload: cat recorded: $got"
+# a wrapper script (as pyenv's shims are): subshells, helpers, then the
+# program; only the command's images and the program are recorded, unless
+# --skip-exec ''
+cat >wrap.sh <<'SH'
+v=$(cat x.c | head -1)
+d=$(dirname "$0")
+( : ) && (env cat x.c >/dev/null)
+"$d/x"
+SH
+gcc -o x x.c || fail "gcc failed"
+"$STPROF" record -q -o "$T/w.stp" -- sh wrap.sh || fail "wrapper: the command failed"
+sh=$(basename "$(readlink -f /bin/sh)")
+expect_eq "wrapper: images recorded" "$(images "$T/w.stp")" "$sh x "
+"$STPROF" record -q --skip-exec '' -o "$T/w0.stp" -- sh wrap.sh || fail "wrapper '': the command failed"
+got=$(images "$T/w0.stp")
+for p in cat head dirname env; do has "$got" $p || fail "--skip-exec '': $p not recorded: $got"; done
+[ "$(printf '%s\n' $got | grep -c "^$sh\$")" -ge 3 ] || fail "--skip-exec '': subshells not recorded: $got"
 echo ok

@@ -1,7 +1,8 @@
 /*
  * test_skipexec.c - the patterns of images not recorded
  * (collector/core/skipexec.c): the default list takes the toolchain's
- * names as Debian installs them and nothing a training run is; a list is
+ * names as Debian installs them, the shells and utilities wrapper scripts
+ * run, and nothing a training run is; a list is
  * split at commas, empty patterns and over-long ones match nothing.  The
  * images themselves: tests/collector/test_skip_exec.sh.
  */
@@ -19,11 +20,17 @@ int main(void)
 	                                    "lto-wrapper", "as", "x86_64-linux-gnu-as", "ld", "ld.bfd", "ld.gold",
 	                                    "x86_64-linux-gnu-ld.bfd", "clang", "clang++-16", "nvcc", "ptxas",
 	                                    "cicc", "fatbinary", "nvlink", "cudafe++", "ninja", "make"};
-	static const char *const kept[] = {"python3", "python3.11", "python", "torchrun", "train", "sh", "bash",
-	                                   "dash", "env", "cat", "redis-server", "openssl", "nvidia-smi",
-	                                   "ldconfig", "ldd", "assistant", "cmake", ""};
+	/* what wrapper scripts (pyenv's shims) and libraries run */
+	static const char *const helpers[] = {"sh", "bash", "dash", "env", "cat", "sed", "readlink", "basename",
+	                                      "dirname", "head", "uname", "ldconfig", "ldconfig.real", "git",
+	                                      "nvidia-smi"};
+	static const char *const kept[] = {"python3", "python3.11", "python", "torchrun", "train", "redis-server",
+	                                   "openssl", "ldd", "assistant", "cmake", "bashful", "catalog", "envoy",
+	                                   "deepspeed", "accelerate", ""};
 	for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
 		CHECK(skip(tools[i]));
+	for (size_t i = 0; i < sizeof helpers / sizeof helpers[0]; i++)
+		CHECK(skip(helpers[i]));
 	for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
 		CHECK(!skip(kept[i]));
 
