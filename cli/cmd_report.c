@@ -588,7 +588,7 @@ int cmd_report(int argc, char **argv)
 	/* its child processes' traces beside it (DataLoader workers) */
 	children ch;
 	memset(&ch, 0, sizeof ch);
-	if (writer == stp_report_text || writer == stp_report_json) {
+	if (writer == stp_report_text || writer == stp_report_json || writer == stp_report_html) {
 		children_find(argv[optind], image, r, &ch);
 		ro.children = ch.view.n ? &ch.view : NULL;
 	}

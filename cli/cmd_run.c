@@ -126,8 +126,9 @@ static void timeline_bound(const stp_det_result *r, const char *trace, stp_expor
 		snprintf(note + n, len - (size_t)n, ";\n  all of it: stprof export %s (or stprof --full-timeline)", trace);
 }
 
-/* The HTML report (stp_report_html, or the ranks' when n > 1) in out. */
-static int write_html(stp_det *const *det, size_t n, const char *out, int quiet)
+/* The HTML report (stp_report_html, with the program's child processes
+ * ch when not NULL, or the ranks' when n > 1) in out. */
+static int write_html(stp_det *const *det, size_t n, const char *out, int quiet, const stp_report_children *ch)
 {
 	char err[PATH_MAX * 2 + 64];
 	stp_outfile o;
@@ -135,7 +136,10 @@ static int write_html(stp_det *const *det, size_t n, const char *out, int quiet)
 		stprof_err("%s", err);
 		return -1;
 	}
-	int rc = n > 1 ? stp_report_ranks_html(det, n, NULL, o.f) : stp_report_html(det[0], NULL, o.f);
+	stp_report_options ro;
+	stp_report_options_default(&ro);
+	ro.children = ch;
+	int rc = n > 1 ? stp_report_ranks_html(det, n, NULL, o.f) : stp_report_html(det[0], &ro, o.f);
 	if (rc < 0) {
 		stprof_err("%s: write failed: %s", out, strerror(errno));
 		stp_outfile_abort(&o);
@@ -303,7 +307,7 @@ static void outputs_of_ranks(const traceset *ts, const char *trace, const record
 		say_enforce(access(out, F_OK) == 0 ? first : out, argv);
 	snprintf(out, sizeof out, "%.*s.html", stem, trace);
 	if (html && ok == ts->n && sidecar_ok(out, OUTNAME_HTML, "HTML report"))
-		write_html(det, ts->nranks, out, o->quiet);
+		write_html(det, ts->nranks, out, o->quiet, NULL);
 	snprintf(out, sizeof out, "%.*s.pftrace", stem, trace);
 	if (timeline && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
 		stp_export_opts eo = {0};
@@ -447,20 +451,21 @@ int cmd_run(int argc, char **argv)
 		if (!det)
 			stprof_err("%s", err);
 	}
+	/* the program's child processes (DataLoader workers), in the reports */
+	children ch;
+	memset(&ch, 0, sizeof ch);
+	if (det && (report || html) && !stp_det_result_of(det)->error)
+		children_find(trace, image, stp_det_result_of(det), &ch);
 	if (det && report) {
 		fflush(stdout);
 		const stp_det_result *r = stp_det_result_of(det);
 		if (r->error)
 			stprof_err("%s", r->error);
 		else {
-			/* with its child processes (DataLoader workers) */
 			stp_report_options ro;
 			stp_report_options_default(&ro);
-			children ch;
-			children_find(trace, image, r, &ch);
 			ro.children = ch.view.n ? &ch.view : NULL;
 			stp_report_text(det, &ro, stderr);
-			children_free(&ch);
 		}
 	}
 	char out[PATH_MAX + 16];
@@ -472,7 +477,8 @@ int cmd_run(int argc, char **argv)
 	}
 	snprintf(out, sizeof out, "%.*s.html", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (det && html && !stp_det_result_of(det)->error && sidecar_ok(out, OUTNAME_HTML, "HTML report"))
-		write_html(&det, 1, out, o.quiet);
+		write_html(&det, 1, out, o.quiet, ch.view.n ? &ch.view : NULL);
+	children_free(&ch);
 	snprintf(out, sizeof out, "%.*s.pftrace", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (traces > 0 && timeline && access(image, R_OK) == 0 && sidecar_ok(out, OUTNAME_TIMELINE, "timeline")) {
 		stp_export_opts eo = {0};

@@ -1,6 +1,6 @@
 /*
- * report_children.c - the "Child processes" section of the text report
- * and the "children" member of the JSON report: one row per child process
+ * report_children.c - the "Child processes" section of the text and HTML
+ * reports and the "children" member of the JSON report: one row per child process
  * recorded beside the program's trace (stp_report_children, which the
  * caller fills: cli/children.c), with its host heap's and tensors' peaks,
  * and the sum of the host peaks against the program's own.  A DataLoader's
@@ -63,4 +63,32 @@ void report_children_json(const stp_report_children *c, FILE *f)
 			fputs(",\"host_peak_bytes\":null,\"tensor_peak_bytes\":null,\"iterations\":null}", f);
 	}
 	fprintf(f, "],\n\"children_more\":%zu", c->more);
+}
+
+void report_children_html(const stp_report_children *c, FILE *f)
+{
+	if (!c || !c->n)
+		return;
+	char b[3][64];
+	uint64_t sum = 0;
+	fprintf(f, "<h2>Child processes</h2>\n<p>%zu recorded beside this trace (<code>stprof report TRACE</code> "
+	        "reads one).</p>\n<table><tr><th>host peak</th><th>tensors peak</th><th>iterations</th><th>trace</th>"
+	        "<th>process</th></tr>\n",
+	        c->n + c->more);
+	for (size_t i = 0; i < c->n; i++) {
+		const stp_report_child *k = &c->child[i];
+		sum += k->analyzed ? k->host_peak : 0;
+		if (k->analyzed)
+			fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td><td>", rf_bytes(k->host_peak, b[0], 64),
+			        k->tensor_peak ? rf_bytes(k->tensor_peak, b[1], 64) : "-", rf_count(k->iterations, b[2], 64));
+		else
+			fputs("<tr><td>?</td><td>?</td><td>?</td><td>", f);
+		rf_html(f, k->trace);
+		fputs("</td><td>", f);
+		rf_html(f, k->what);
+		fprintf(f, ", pid %" PRIu32 "%s</td></tr>\n", k->pid, k->analyzed ? "" : ", not read");
+	}
+	fprintf(f, "</table>\n<p>Together %s of host heap allocated in them at their peaks (not what a forked child "
+	        "shares with this process), against %s in this process at its own.</p>\n",
+	        rf_bytes(sum, b[0], 64), rf_bytes(c->host_peak, b[1], 64));
 }

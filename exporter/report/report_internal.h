@@ -33,8 +33,9 @@ void report_text_no_line(stp_det *d, const stp_det_result *r, uint32_t rows, FIL
  * count and *ns the median when there are at least 3, else 0. */
 int report_steady_median(const stp_det_timeline *t, uint32_t *n, uint64_t *ns);
 /* The child processes recorded beside the trace (report_children.c): the
- * text section, and the JSON report's ",\n\"children\":[...]"; nothing
+ * text and HTML sections, and the JSON report's ",\n\"children\":[...]"; nothing
  * when there are none. */
 int report_children_text(const stp_report_children *c, FILE *f);
 void report_children_json(const stp_report_children *c, FILE *f);
+void report_children_html(const stp_report_children *c, FILE *f);
 #endif

@@ -39,7 +39,7 @@ typedef struct stp_report_options {
 	/* text and JSON: the Lifetimes section of a program without iterations
 	 * (below), at the end; NULL: none */
 	const struct stp_report_lifetimes *lifetimes;
-	/* text and JSON: the child processes recorded beside the trace
+	/* text, JSON and HTML: the child processes recorded beside the trace
 	 * (below), after the findings; NULL: none */
 	const struct stp_report_children *children;
 } stp_report_options;

@@ -9,7 +9,7 @@
 # row at the dataset's line; the workers' traces grow at most 1 KiB a batch
 # (400 steps against 100); the loop's own trace keeps its steps as
 # iterations; with num_workers=0 the loop fetches its batches itself and
-# nothing else is marked.  The loop's report (text, JSON and the one-shot
+# nothing else is marked.  The loop's report (text, JSON, HTML and the one-shot
 # `stprof PROGRAM`'s) lists the two workers under "Child processes", each
 # with its trace, pid and peaks: the one that made the 1 MiB temporary has
 # a tensor peak of at least 1 MiB, the other less.
@@ -45,6 +45,9 @@ c = json.load(sys.stdin)["children"]
 assert len(c) == 2 and all(k["what"] == "DataLoader worker" and k["host_peak_bytes"] > 0 for k in c), c
 big = [k for k in c if k["tensor_peak_bytes"] >= 1 << 20]
 assert len(big) == 1, c' || fail "JSON children"
+"$STPROF" report --format html --no-viewer -o d.html d.stp || fail "HTML report failed"
+grep -q "<h2>Child processes</h2>" d.html || fail "HTML report: no Child processes"
+expect_eq "HTML children rows" "$(grep -c 'DataLoader worker, pid [0-9]*</td>' d.html)" 2
 "$STPROF" -o o.stp --no-plan --no-html --no-export -- "$PY" "$P" 30 2 >/dev/null 2>o.err || fail "one-shot run failed"
 grep -q "^Child processes (2 recorded beside this trace" o.err || fail "one-shot: no Child processes: $(tail -5 o.err)"
 "$STPROF" record -q -o s100.stp -- "$PY" "$P" 100 2 >/dev/null
