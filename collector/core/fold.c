@@ -85,7 +85,7 @@
 
 #define FOLD_HELD_MAX (1u << 19)  /* held events before forcing decisions */
 #define FOLD_SIGS 64
-#define FOLD_SHAPES 8             /* shapes of the last iterations scanned */
+#define FOLD_SHAPES 8             /* shapes of the last iterations recorded in full */
 #define FOLD_SPACES 16
 #define FOLD_SITES_EVERY 1024     /* folded iterations between site counters at most */
 #define NONE UINT64_MAX
