@@ -24,12 +24,13 @@
 #define CHILD_READ_MAX ((off_t)256 << 20)
 #define CHILDREN_READ_TOTAL ((off_t)512 << 20)
 
-typedef struct found {
+struct found {
 	char trace[4096 + 256];
 	char exe[512];
 	uint32_t pid;
 	off_t size;
-} found;
+};
+typedef struct found found;
 
 struct scan {
 	uint32_t parent;
@@ -93,9 +94,13 @@ static int is_worker(const stp_det_result *r)
 	return 0;
 }
 
-static void analyze(const found *k, stp_report_child *row, const char **what, off_t *budget)
+/* Fills row from k (its trace read when the budget allows); row's strings
+ * are k's. */
+static void analyze(const found *k, stp_report_child *row, off_t *budget)
 {
-	*what = k->exe;
+	row->trace = k->trace;
+	row->pid = k->pid;
+	row->what = k->exe;
 	if (k->size > CHILD_READ_MAX || k->size > *budget)
 		return;
 	*budget -= k->size;
@@ -111,7 +116,7 @@ static void analyze(const found *k, stp_report_child *row, const char **what, of
 		peaks(r, &row->host_peak, &row->tensor_peak);
 		row->iterations = r->timeline.niterations;
 		if (is_worker(r))
-			*what = "DataLoader worker";
+			row->what = "DataLoader worker";
 	}
 	stp_det_free(d);
 }
@@ -124,44 +129,26 @@ void children_find(const char *main, const char *image, const stp_det_result *r,
 	if (!s.parent)
 		return;
 	traces_beside(main, take, &s);
-	if (s.oom || !s.n) {
+	size_t n = s.n < CHILDREN_LISTED ? s.n : CHILDREN_LISTED;
+	if (s.oom || !n || !(c->rows = calloc(n, sizeof *c->rows))) {
 		free(s.f);
 		return;
 	}
 	qsort(s.f, s.n, sizeof *s.f, by_pid);
-	size_t n = s.n < CHILDREN_LISTED ? s.n : CHILDREN_LISTED, room = 0;
-	for (size_t i = 0; i < n; i++)
-		room += strlen(s.f[i].trace) + 1 + sizeof "DataLoader worker" + strlen(s.f[i].exe) + 1;
-	c->rows = calloc(n, sizeof *c->rows);
-	c->strs = malloc(room);
-	if (!c->rows || !c->strs) {
-		children_free(c);
-		free(s.f);
-		return;
-	}
-	char *p = c->strs;
+	c->found = s.f;
 	off_t budget = CHILDREN_READ_TOTAL;
-	for (size_t i = 0; i < n; i++) {
-		stp_report_child *row = &c->rows[i];
-		const char *what;
-		analyze(&s.f[i], row, &what, &budget);
-		row->pid = s.f[i].pid;
-		row->trace = strcpy(p, s.f[i].trace);
-		p += strlen(p) + 1;
-		row->what = strcpy(p, what);
-		p += strlen(p) + 1;
-	}
+	for (size_t i = 0; i < n; i++)
+		analyze(&s.f[i], &c->rows[i], &budget);
 	c->view.child = c->rows;
 	c->view.n = n;
 	c->view.more = s.n - n;
 	uint64_t t;
 	peaks(r, &c->view.host_peak, &t);
-	free(s.f);
 }
 
 void children_free(children *c)
 {
 	free(c->rows);
-	free(c->strs);
+	free(c->found);
 	memset(c, 0, sizeof *c);
 }

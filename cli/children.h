@@ -9,7 +9,7 @@
 typedef struct children {
 	stp_report_children view; /* what the report writers take */
 	stp_report_child *rows;
-	char *strs;               /* the rows' trace and what strings */
+	struct found *found;      /* the traces found; the rows' strings are theirs */
 } children;
 
 /* The children of the program whose trace is image (the last image of the

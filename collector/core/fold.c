@@ -62,11 +62,11 @@
  * g_lean_now); a change is recorded by the annotation "stprof.lean" (value
  * 1 or 0) right after that marker.  A lean iteration that repeats its
  * reference has the events of a full one but for module markers, which no
- * digest takes, so it is judged like one; one that deviates (a
- * tensor kept, a new size where sizes count, whose paths were walked) is written in full,
- * and the recording goes back to full detail from the next ITER_BEGIN
- * after this thread sees it, until two iterations match again.  Only where
- * Python frames are read in place (marker.c checks).
+ * digest takes, so it is judged like one; one that deviates (a tensor
+ * kept, a new size where sizes count, whose paths were walked) is written
+ * in full, and the recording goes back to full detail from the next
+ * ITER_BEGIN after this thread sees it, until two iterations match again.
+ * Only where Python frames are read in place (marker.c checks).
  *
  * Memory: held events are decoded stp_events (about 140 bytes each) in
  * mmap'd arrays; past FOLD_HELD_MAX of them the oldest complete iteration
@@ -574,14 +574,14 @@ static void scan(void)
 		uint64_t g = F.scanned;
 		hev *h = at(g);
 		stp_event *e = &h->ev;
-		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ANNOTATION &&
-		    e->u.marker.name && e->u.marker.name == g_heap_annotation_id)
-			F.heap_interval = e->u.marker.value > 0 ? (uint64_t)e->u.marker.value : 0;
-		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ANNOTATION &&
-		    e->u.marker.name && e->u.marker.name == g_lean_annotation_id) {
-			F.recording_lean = e->u.marker.value != 0; /* right after an ITER_BEGIN */
-			if (open_unit())
-				open_unit()->recorded_lean = F.recording_lean;
+		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ANNOTATION && e->u.marker.name) {
+			if (e->u.marker.name == g_heap_annotation_id)
+				F.heap_interval = e->u.marker.value > 0 ? (uint64_t)e->u.marker.value : 0;
+			else if (e->u.marker.name == g_lean_annotation_id) {
+				F.recording_lean = e->u.marker.value != 0; /* right after an ITER_BEGIN */
+				if (open_unit())
+					open_unit()->recorded_lean = F.recording_lean;
+			}
 		}
 		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ITER_BEGIN) {
 			unit *o = open_unit();

@@ -18,8 +18,9 @@
  * tensor kept, another size) returns 0 and the caller walks the path as in
  * full detail, the cursor staying put.  Where lean recording is by shape
  * (STC_LEAN_SHAPE: iterations that differ from the reference in their
- * sizes only), the size is not compared: the key alone, in order.  So a lean iteration's paths are
- * the full ones', stack ids included, wherever it repeats the reference,
+ * sizes only), the size is not compared: the key alone, in order.  So a
+ * lean iteration's paths are the full ones', stack ids included, wherever
+ * it repeats the reference,
  * for the price of the Python frames.  Two tensors of one size made by the
  * same Python frames in the other order than in the reference get each
  * other's paths (their Python lines are the same; their native frames may
@@ -118,9 +119,8 @@ uint32_t stc_lean_predict(uint64_t size, uint64_t key)
 	if (q->full)
 		return 0;
 	uint32_t end = q->nref - q->at < LEAN_WINDOW ? q->nref : q->at + LEAN_WINDOW;
-	int any_size = q->shape;
 	for (uint32_t i = q->at; i < end; i++)
-		if (q->ref[i].key == key && (any_size || q->ref[i].size == size)) {
+		if (q->ref[i].key == key && (q->shape || q->ref[i].size == size)) {
 			q->at = i + 1;
 			return q->ref[i].stack;
 		}
