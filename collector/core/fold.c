@@ -22,12 +22,20 @@
  *     sampled host heap (random by design) and, while it is sampled, the
  *     frees of host-heap blocks allocated before the iteration (as
  *     random: the interpreter's buffers given back when its garbage
- *     collector runs); and per memory space the peak
- *     of live bytes above the iteration's start;
+ *     collector runs); the free of any other object from before the
+ *     iteration counts without its size (the last step's batch and loss:
+ *     their sizes are that step's, judged there); and per memory space
+ *     the peak of live bytes above the iteration's start (which the last
+ *     step's objects still move when they go during it: a loop that keeps
+ *     a step's logits until the next step's forward has a peak that
+ *     depends on the step before, and the planner's replay needs such
+ *     iterations: tests/allocator/test_stalloc_loops.sh, the LSTM);
  *   - it is folded when it is not among the first K (g_cfg.fold_keep) nor
  *     the last K of the loop, and an iteration written in full had the same
- *     digest and peaks within 1% (+4 KiB) (the table keeps 64 digests);
- *     otherwise it is written in full, and its digest joins the table.
+ *     digest and peaks within 1% (+4 KiB) (the table keeps 512
+ *     digests, the one found longest ago making room: a loop whose lengths
+ *     vary has one per length); otherwise it is written in full, and its
+ *     digest joins the table.
  *   - The last K: iteration i is decided once K+1 complete iterations
  *     follow it (so whether i+1 is folded is known too); at the end of the
  *     recording the ones left are decided with the same rule, the last K
@@ -84,7 +92,7 @@
 #include "sample.h"
 
 #define FOLD_HELD_MAX (1u << 19)  /* held events before forcing decisions */
-#define FOLD_SIGS 64
+#define FOLD_SIGS 512             /* digests of iterations written in full */
 #define FOLD_SHAPES 8             /* shapes of the last iterations recorded in full */
 #define FOLD_SPACES 16
 #define FOLD_SITES_EVERY 1024     /* folded iterations between site counters at most */
@@ -132,6 +140,7 @@ typedef struct unit {             /* an iteration being held */
 typedef struct sig {
 	uint64_t digest;
 	int64_t value;
+	int64_t used;             /* serial of the last iteration it was found for */
 	uint64_t peak[FOLD_SPACES];
 } sig;
 
@@ -594,6 +603,7 @@ static void scan(void)
 		}
 		unit *u = open_unit();
 		h->unit = u ? u->serial : -1;
+		int sized = 1; /* in the digest with its size */
 		switch (e->type) {
 		case STP_EV_ALLOC: {
 			const stp_alloc_info *a = &e->u.alloc;
@@ -625,8 +635,14 @@ static void scan(void)
 					h->partner = l->index;
 					a->partner = g;
 				}
-				if (older_heap && (!a || a->ev.type != STP_EV_ALLOC || !u || a->unit != u->serial))
+				int carried = !a || a->ev.type != STP_EV_ALLOC || !u || a->unit != u->serial;
+				if (older_heap && carried)
 					h->sampled = 1;
+				/* an object from an earlier iteration (the last step's
+				 * loss or batch): its size is that iteration's, so the
+				 * free counts here by its kind alone, or no step of a
+				 * loop whose lengths vary would repeat the last */
+				sized = !carried;
 				live_del(l);
 				if (u)
 					note_peak(h->space, -(int64_t)h->bytes);
@@ -639,7 +655,7 @@ static void scan(void)
 			break;
 		}
 		if (u && in_digest(h)) {
-			u->digest += hash_event(h, 1);
+			u->digest += hash_event(h, sized);
 			u->shape += hash_event(h, 0);
 		}
 		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ITER_END && u) {
@@ -666,11 +682,13 @@ static int peaks_match(const uint64_t *a, const uint64_t *b)
 	return 1;
 }
 
-static const sig *find_sig(const unit *u)
+static sig *find_sig(const unit *u)
 {
 	for (unsigned i = 0; i < F.nsigs; i++)
-		if (F.sigs[i].digest == u->digest && peaks_match(u->peak, F.sigs[i].peak))
+		if (F.sigs[i].digest == u->digest && peaks_match(u->peak, F.sigs[i].peak)) {
+			F.sigs[i].used = u->serial;
 			return &F.sigs[i];
+		}
 	return NULL;
 }
 
@@ -730,15 +748,20 @@ static void add_sig(const unit *u)
 {
 	if (!u->complete || u->streamed)
 		return;
-	for (unsigned i = 0; i < F.nsigs; i++)
-		if (F.sigs[i].digest == u->digest && peaks_match(u->peak, F.sigs[i].peak))
-			return;
-	if (F.nsigs == FOLD_SIGS)
+	if (find_sig(u))
 		return;
-	F.sigs[F.nsigs].digest = u->digest;
-	F.sigs[F.nsigs].value = u->value;
-	memcpy(F.sigs[F.nsigs].peak, u->peak, sizeof u->peak);
-	F.nsigs++;
+	unsigned k = F.nsigs;
+	if (k == FOLD_SIGS) { /* full: the one found longest ago makes room */
+		for (unsigned i = k = 0; i < FOLD_SIGS; i++)
+			if (F.sigs[i].used < F.sigs[k].used)
+				k = i;
+	} else {
+		F.nsigs++;
+	}
+	F.sigs[k].digest = u->digest;
+	F.sigs[k].value = u->value;
+	F.sigs[k].used = u->serial;
+	memcpy(F.sigs[k].peak, u->peak, sizeof u->peak);
 }
 
 static void site_add(uint32_t stack, uint64_t bytes)

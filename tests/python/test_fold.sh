@@ -15,6 +15,11 @@
 #    trace (the 1,000-step trace against a 200-step one); a host-heap block
 #    from before the loop freed in a step does not keep it from folding.
 # 3. An old (format 1.0) trace still reads.
+# 4. A loop whose lengths vary (varlen_loop.py step: 600 steps drawing 81
+#    lengths, more than a small table of digests holds; each step frees the
+#    last step's batch and loss, of the last step's sizes): every iteration
+#    whose length an earlier one had is folded, but for the 2 that switch
+#    the recording to lean; a steady iteration adds at most 1 KiB.
 . "$(dirname "$0")/../collector/lib.sh"
 cd "$T"
 json_spaces() { # TRACE: per space, the totals the report gives, one line each
@@ -104,4 +109,24 @@ a=$(stat -c %s s200.stp) b=$(stat -c %s s1000.stp)
 per=$(((b - a) / 800))
 echo "  python: 200 steps $a bytes, 1,000 steps $b bytes: $per bytes per steady iteration; --full $(stat -c %s f.stp) bytes"
 [ "$per" -le 1024 ] || fail "python: a steady iteration adds $per bytes (at most 1 KiB)"
+
+# 4. lengths that vary
+V="$STPROF_SRC/tests/python/varlen_loop.py"
+"$STPROF" record -q -o v300.stp -- "$PY" "$V" 300 step >/dev/null
+"$STPROF" record -q -o v600.stp -- "$PY" "$V" 600 step >/dev/null
+seen=$("$PY" -c 'import random
+random.seed(0)  # varlen_loop.py draws its lengths so
+n, seen, it = 600, set(), 0
+for i in range(n):
+    t = random.randint(16, 96)
+    it += t in seen and 2 <= i < n - 2
+    seen.add(t)
+print(it)')
+got=$("$STPROF" dump -t fold v600.stp | wc -l)
+echo "  varlen: $got of 600 iterations folded; $seen have a length an earlier one had"
+[ "$got" -ge $((seen - 2)) ] && [ "$got" -le "$seen" ] || fail "varlen: $got iterations folded, not $seen (or 2 fewer)"
+a=$(stat -c %s v300.stp) b=$(stat -c %s v600.stp)
+per=$(((b - a) / 300))
+echo "  varlen: 300 steps $a bytes, 600 steps $b bytes: $per bytes per iteration"
+[ "$per" -le 1024 ] || fail "varlen: an iteration adds $per bytes (at most 1 KiB)"
 echo ok

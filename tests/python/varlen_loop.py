@@ -1,9 +1,12 @@
 #!/usr/bin/python3
-"""varlen_loop.py STEPS - a token model trained STEPS steps on the CPU with a
-different sequence length each step (16 to 96 tokens, drawn with a fixed
-seed), as language models are trained on unpadded batches: each iteration
-makes the same tensors at the same lines with other sizes.  Prints the
-final loss."""
+"""varlen_loop.py STEPS [step] - a token model trained STEPS steps on the CPU
+with a different sequence length each step (16 to 96 tokens, drawn with a
+fixed seed), as language models are trained on unpadded batches: each
+iteration makes the same tensors at the same lines with other sizes.  The
+loop keeps a step's batch and logits until the next step replaces them (so
+each step's peak depends on the step before: the logits go in its
+forward); with "step", a function makes each step (a train_step()) and
+its logits go in its own backward.  Prints the final loss."""
 import random
 import sys
 
@@ -16,8 +19,22 @@ vocab, width = 64, 32
 model = torch.nn.Sequential(torch.nn.Embedding(vocab, width), torch.nn.Linear(width, 64),
                             torch.nn.GELU(), torch.nn.Linear(64, vocab))
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+in_function = len(sys.argv) > 2 and sys.argv[2] == "step"
+
+
+def train_step(tokens):
+    loss = torch.nn.functional.cross_entropy(model(tokens[:, :-1]).reshape(-1, vocab), tokens[:, 1:].reshape(-1))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
 loss = None
 for step in range(steps):
+    if in_function:
+        loss = train_step(torch.randint(0, vocab, (4, random.randint(16, 96))))
+        continue
     tokens = torch.randint(0, vocab, (4, random.randint(16, 96)))
     logits = model(tokens[:, :-1])
     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1))
