@@ -7,7 +7,9 @@ MODE "manual" updates the parameters by hand, with no optimizer (no step
 the shim could end iterations at); "drop": step DEVIATE instead gives back
 a 256 KiB host buffer made before the loop, as the interpreter gives back
 its buffers when its garbage collector runs (no deviation while the heap
-is sampled); default "sgd", torch.optim.SGD.  Prints the final loss."""
+is sampled); "closure": SGD's step is given a closure that runs the
+forward and backward (as LBFGS needs and PyTorch Lightning's loop does);
+default "sgd", torch.optim.SGD.  Prints the final loss."""
 import sys
 
 import torch
@@ -24,6 +26,14 @@ x = torch.randn(32, 64)
 y = torch.randint(0, 10, (32,))
 loss = None
 for step in range(steps):
+    if mode == "closure":
+        def closure():
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            return loss
+        loss = opt.step(closure)
+        continue
     if not manual:
         opt.zero_grad()
     loss = torch.nn.functional.cross_entropy(model(x), y)

@@ -4,8 +4,9 @@ Under `stprof python3 script.py` this package is importable with no change to
 the script, and marks, through the collector's one C entry point
 (stprof_mark_v1, found with ctypes in the running process):
 
-  - iterations: each torch.optim.Optimizer.step (all optimizers) ends one;
-    the next begins with the next forward, backward or step.  A loop with no
+  - iterations: each torch.optim.Optimizer.step (all optimizers) ends one,
+    or with several optimizers the step of the last of their cycle; the next
+    begins with the next forward, backward or step.  A loop with no
     optimizer calls stprof.step() at the end of each iteration;
   - phases per micro-batch: "forward" from a root module's forward (a module
     called outside any other, the one with the most submodules) until the

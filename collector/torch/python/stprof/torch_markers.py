@@ -18,10 +18,23 @@ the backward):
                             (nested calls, as activation checkpointing's
                             reentrant backward makes, are part of it)
   module run inside a backward -> phase "recompute", nested in "backward"
-  Optimizer.step         -> phase "optimizer" 0, then ITER_END k and at
+  Optimizer.step         -> phase "optimizer" n (the iteration's n-th
+                            step, from 0; a step given a closure, which
+                            runs the forward and backward itself, opens
+                            it when the closure's backward ends), then
+                            ITER_END k and at
                             once ITER_BEGIN k+1 (the iteration after the
                             last step is never ended: the detector drops
-                            an open iteration that follows an ended one)
+                            an open iteration that follows an ended one).
+                            Several optimizers (a GAN's generator and
+                            discriminator, one for the embeddings): each
+                            step ends an iteration until one steps again;
+                            from then on only the step of the optimizer
+                            that first stepped last (the cycle's last)
+                            does, so one iteration is one training step.
+                            A step of an optimizer not in the cycle (a new
+                            one for a second stage), or the last one gone,
+                            learns the cycle again.
   no Optimizer.step      -> once STEPLESS_AFTER backwards have run and no
                             step was seen (a compiled optimizer step, whose
                             hooks TorchDynamo traced away; parameters
@@ -104,6 +117,11 @@ class _State:
         self.bwd_depth = 0
         self.backwards = 0       # backwards begun in the run
         self.stepped = False     # an optimizer step hook has run
+        self.optimizers = []     # weakrefs, in the order they first stepped
+        self.closing = None      # the one whose step ends an iteration, once known
+        self.opt_steps = 0       # optimizer steps begun in this iteration
+        self.in_step = 0         # optimizer steps under way (a closure's backward inside)
+        self.step_phase = 0      # the optimizer phase of the step under way
         self.worker_pid = 0      # this process is a DataLoader worker: its pid
         self.recompute_depth = 0
         self.lock = threading.RLock()
@@ -124,6 +142,7 @@ class _State:
         if not self.in_iter:
             self.in_iter = True
             self.micro_batch = 0
+            self.opt_steps = 0
             mark(ITER_BEGIN, None, self.iteration)
 
     def stepless_boundary(self, module):
@@ -163,12 +182,37 @@ class _State:
             mark(ITER_END, None, self.iteration)
             self.iteration += 1
             self.stack = []
+            self.in_step = 0
             # the next iteration starts now (its data loading is part of
             # it); one never ended is dropped by the detector
             self.in_iter = False
             self.begin_iteration()
             if _LEAN is not None:
                 self.sync_lean()
+
+    def step_end(self, opt):
+        """After opt's step: the iteration ends at each step until the
+        cycle of optimizers is known, then at its last one's (see the top)."""
+        if _IS_COMPILING():
+            return
+        with self.lock:
+            self.in_step = max(self.in_step - 1, 0)
+            closing = self.closing() if self.closing is not None else None
+            known = any(r() is opt for r in self.optimizers)
+            if self.closing is not None and (closing is None or not known):
+                # the cycle's last optimizer is gone, or a new one steps
+                self.optimizers, self.closing, closing, known = [], None, None, False
+            if self.closing is None and known:  # one steps again: the cycle
+                self.closing = self.optimizers[-1]
+                closing = self.closing()
+            elif self.closing is None:
+                try:
+                    self.optimizers.append(weakref.ref(opt))
+                except TypeError:
+                    pass
+            if closing is not None and closing is not opt:
+                return  # the step of an optimizer before the cycle's last
+        self.end_iteration()
 
     def sync_lean(self):
         """At an iteration boundary: whether the iteration begun is
@@ -397,16 +441,25 @@ class _State:
             if self.bwd_depth == 0:
                 if self.phase is not None and self.phase[0] == "backward":
                     self.close_phase()
+                if self.in_step:  # a closure's: the step goes on
+                    self.open_phase("optimizer", self.step_phase)
                 if self.light:
                     self.await_root()  # the next micro-batch's forward
 
-    def step_begin(self):
+    def step_begin(self, closure=False):
+        """An optimizer's step begins.  Given a closure (LBFGS, PyTorch
+        Lightning's training loop), the step runs the forward and backward
+        itself: its phase opens when the closure's backward ends."""
         if _IS_COMPILING():
             return
         with self.lock:
             self.stepped = True
             self.begin_iteration()
-            self.open_phase("optimizer", 0)
+            self.in_step += 1
+            self.step_phase = self.opt_steps
+            self.opt_steps += 1
+            if not closure:
+                self.open_phase("optimizer", self.step_phase)
 
 
 STEPLESS_AFTER = 32  # backwards without a step before forwards end iterations
@@ -630,18 +683,20 @@ def _site_hook(site):
     return hook
 
 
-def _around(fn, before, after, only_if=None):
+def _around(fn, before, after, only_if=None, with_args=False):
     """fn with before() and after() around each call (after() even when
-    fn raises); only where only_if() says so, when given."""
+    fn raises); only where only_if() says so, when given; with_args: they
+    are given the call's (args, kwargs).  (One wrapper for all: its code is
+    left out of call paths, _skip_own_frames.)"""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if only_if is not None and not only_if():
             return fn(*args, **kwargs)
-        before()
+        before(args, kwargs) if with_args else before()
         try:
             return fn(*args, **kwargs)
         finally:
-            after()
+            after(args, kwargs) if with_args else after()
     wrapper._stprof = True
     return wrapper
 
@@ -662,8 +717,16 @@ def _wrap_backward(fn):
     return _around(fn, _backward_begin, _backward_end)
 
 
+def _closure_given(args, kwargs):
+    """Whether an optimizer's step was given a closure."""
+    c = kwargs.get("closure") if kwargs else None
+    return callable(c) or bool(args) and callable(args[0])
+
+
 def _wrap_step(fn):
-    return _around(fn, STATE.step_begin, STATE.end_iteration)
+    """An optimizer class's step (PyTorch 1.x): args[0] is the optimizer."""
+    return _around(fn, lambda a, k: STATE.step_begin(_closure_given(a[1:], k)),
+                   lambda a, k: STATE.step_end(a[0] if a else None), with_args=True)
 
 
 def _wrap_fetch(fn, worker_info):
@@ -729,8 +792,9 @@ def install(torch):
     pre = getattr(opt, "register_optimizer_step_pre_hook", None)
     post = getattr(opt, "register_optimizer_step_post_hook", None)
     if pre is not None and post is not None:  # PyTorch 2.x: every optimizer
-        pre(lambda o, args, kwargs: STATE.step_begin())
-        post(lambda o, args, kwargs: STATE.end_iteration())
+        # (args holds the optimizer itself first)
+        pre(lambda o, args, kwargs: STATE.step_begin(_closure_given(args[1:], kwargs)))
+        post(lambda o, args, kwargs: STATE.step_end(o))
         return
     # PyTorch 1.x: wrap each optimizer class's step when first constructed
     init = opt.Optimizer.__init__
