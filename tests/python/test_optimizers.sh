@@ -13,7 +13,10 @@
 #    is the native one.
 # 2. The generator's optimizer replaced at step 150 (a second stage): the
 #    shim learns the cycle again (one more iteration) and iterations fold
-#    on both sides.
+#    on both sides.  The generator trained from step 50 on only (its
+#    optimizer made then): the new optimizer joins the cycle as its last,
+#    so iteration 100 (step 99; recorded --full) has both steps' phases in
+#    order.
 # 3. An optimizer step given a closure that runs the forward and backward
 #    (fold_loop.py closure; LBFGS, PyTorch Lightning's loop): its phase
 #    begins when the closure's backward ends, so an iteration reads forward,
@@ -24,13 +27,13 @@
 export OMP_NUM_THREADS=1 PYTHONHASHSEED=0
 P="$STPROF_SRC/tests/python/gan_loop.py"
 cd "$T"
-summary() { # TRACE: iterations, folded, persistent objects, iteration 2's phases
+summary() { # TRACE [ITERATION]: iterations, folded, persistent objects, that iteration's phases (2)
 	"$STPROF" report --format json "$1" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 t = r["timeline"]
-ph = " ".join("%s/%d" % (p["name"], p["micro_batch"]) for p in t["phases"] if p["iteration"] == 2)
-print(len(t["iterations"]), (t.get("folded") or {}).get("iterations", 0), r["classes"]["persistent"]["objects"], ph)'
+ph = " ".join("%s/%d" % (p["name"], p["micro_batch"]) for p in t["phases"] if p["iteration"] == int(sys.argv[1]))
+print(len(t["iterations"]), (t.get("folded") or {}).get("iterations", 0), r["classes"]["persistent"]["objects"], ph)' "${2:-2}"
 }
 
 # 1.
@@ -46,11 +49,16 @@ expect_eq "iteration 2's phases" "$phases" "forward/0 backward/0 optimizer/0 bac
 	fail "report: $("$STPROF" report g.stp | grep 'phases  ')"
 
 # 2.
-"$STPROF" record -q -o s.stp -- "$PY" "$P" 300 150 >/dev/null || fail "recorded run failed (stage)"
+"$STPROF" record -q -o s.stp -- "$PY" "$P" 300 stage 150 >/dev/null || fail "recorded run failed (stage)"
 read -r its folded persistent phases <<<"$(summary s.stp)"
 echo "  a second stage at step 150: $its iterations, $folded folded"
 expect_eq "iterations (stage)" "$its" 302
 [ "$folded" -ge 285 ] || fail "stage: $folded iterations folded (at least 285)"
+"$STPROF" record --full -q -o w.stp -- "$PY" "$P" 300 warmup 50 >/dev/null || fail "recorded run failed (warm-up)"
+read -r its folded persistent phases <<<"$(summary w.stp 100)"
+echo "  the generator trained from step 50 (--full): $its iterations"
+expect_eq "warm-up: iterations" "$its" 301
+expect_eq "warm-up: iteration 100's phases" "$phases" "forward/0 backward/0 optimizer/0 backward/1 optimizer/1"
 
 # 3.
 C="$STPROF_SRC/tests/python/fold_loop.py"

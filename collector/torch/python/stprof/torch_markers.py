@@ -32,9 +32,10 @@ the backward):
                             from then on only the step of the optimizer
                             that first stepped last (the cycle's last)
                             does, so one iteration is one training step.
-                            A step of an optimizer not in the cycle (a new
-                            one for a second stage), or the last one gone,
-                            learns the cycle again.
+                            An optimizer not in the cycle that steps (one
+                            for parameters trained from step N on) joins
+                            it as its last; the last one gone (replaced
+                            for a second stage) learns the cycle again.
   no Optimizer.step      -> once STEPLESS_AFTER backwards have run and no
                             step was seen (a compiled optimizer step, whose
                             hooks TorchDynamo traced away; parameters
@@ -199,17 +200,22 @@ class _State:
             self.in_step = max(self.in_step - 1, 0)
             closing = self.closing() if self.closing is not None else None
             known = any(r() is opt for r in self.optimizers)
-            if self.closing is not None and (closing is None or not known):
-                # the cycle's last optimizer is gone, or a new one steps
-                self.optimizers, self.closing, closing, known = [], None, None, False
+            if self.closing is not None and closing is None:
+                # the cycle's last optimizer is gone (replaced): learn again
+                self.optimizers, self.closing, known = [], None, False
             if self.closing is None and known:  # one steps again: the cycle
                 self.closing = self.optimizers[-1]
                 closing = self.closing()
-            elif self.closing is None:
+            elif not known:  # learning, or a new one joins the cycle as its last
                 try:
-                    self.optimizers.append(weakref.ref(opt))
+                    ref = weakref.ref(opt)
                 except TypeError:
-                    pass
+                    ref = None
+                self.optimizers = [r for r in self.optimizers if r() is not None]
+                if ref is not None:
+                    self.optimizers.append(ref)
+                if self.closing is not None:
+                    self.closing, closing = ref, opt
             if closing is not None and closing is not opt:
                 return  # the step of an optimizer before the cycle's last
         self.end_iteration()
