@@ -141,17 +141,23 @@ void plan_check_print(FILE *f, const stp_reqs *r, const stp_plan *p, const stall
 		        stprof_fmt_bytes(p->pool - top, b1, sizeof b1), stprof_fmt_bytes(top, b2, sizeof b2));
 	const stalloc_stats *s = &res->st;
 	uint64_t asked = s->requests - s->small, fb = s->fallbacks - s->small;
+	/* the trace's own count where it has one: the allocator counts only the
+	 * iterations that asked it for something planned */
+	uint64_t full = r->iterations > res->folded ? r->iterations - res->folded : res->iterations;
 	fprintf(f, "at run time:    peak reserved %s = %.4f x pool, %.4f x the most bytes live (%s): the plan\n"
 	           "                replayed through libstalloc's allocator over the trace's %" PRIu64 " iterations%s\n",
 	        stprof_fmt_bytes(s->peak_reserved, b1, sizeof b1), s->pool ? (double)s->peak_reserved / (double)s->pool : 0.0,
 	        s->peak_allocated ? (double)s->peak_reserved / (double)s->peak_allocated : 0.0,
-	        stprof_fmt_bytes(s->peak_allocated, b2, sizeof b2), res->iterations, res->folded ? " written in full" : "");
+	        stprof_fmt_bytes(s->peak_allocated, b2, sizeof b2), full, res->folded ? " written in full" : "");
 	if (res->folded)
 		fprintf(f, "                and the %" PRIu64 " the collector folded (what outlives each, at the ranges it repeats)\n",
 		        res->folded);
-	fprintf(f, "                %" PRIu64 " of %" PRIu64 " requests in the pool, %" PRIu64 " to the fallback (%" PRIu64
-	           " in the %" PRIu64 " steady iterations, at most %" PRIu64 " in one)\n",
-	        asked - fb, asked, fb, res->steady_fallbacks, res->steady_iterations, res->worst_fallbacks);
+	fprintf(f, "                %" PRIu64 " of %" PRIu64 " requests in the pool, %" PRIu64 " to the fallback",
+	        asked - fb, asked, fb);
+	if (res->steady_iterations) /* none: no iteration asked for anything planned */
+		fprintf(f, " (%" PRIu64 " in the %" PRIu64 " steady iterations, at most %" PRIu64 " in one)",
+		        res->steady_fallbacks, res->steady_iterations, res->worst_fallbacks);
+	fputc('\n', f);
 	if (s->occupied + s->unmatched + s->dynamic_nofit)
 		fprintf(f, "                not at their planned range: %" PRIu64 " found it in use, %" PRIu64
 		           " not in the plan, %" PRIu64 " dynamic without room%s\n",

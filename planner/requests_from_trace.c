@@ -928,6 +928,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		         w->detect_varying == STP_VARYING_DYNAMIC ? "dynamic" : "planned at the largest seen");
 	}
 	r->shapes_vary = varying + absent > 0;
+	r->iterations = nits;
 	r->notes = stp_reqs_string(r, notes);
 	r->source = stp_reqs_string(r, path);
 	rc = stp_reqs_check(r, err, errlen);

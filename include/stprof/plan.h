@@ -90,6 +90,8 @@ typedef struct stp_reqs {
 	 * temporaries around them (plan 1.3; none in older files). */
 	int shapes_vary;               /* sizes or counts of requests vary from one iteration to the
 	                                * next: the runtime lends free pool space (plan 1.3) */
+	uint64_t iterations;           /* complete iterations in the trace, folded ones included
+	                                * (0: unknown, as from a plan file) */
 	uint64_t *startup;             /* sizes, | STP_STARTUP_OUTLIVES */
 	uint32_t nstartup, startup_cap;
 	/* Optional (a trace's, not a plan file's; NULL: unknown), per start-up

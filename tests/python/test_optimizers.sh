@@ -10,7 +10,8 @@
 #    halves (the generator's output) is not persistent: the persistent
 #    class holds the weights, the optimizers' state and the data (42-46
 #    objects), where splitting each step in two made it 6,028; the output
-#    is the native one.
+#    is the native one; its plan's replay counts the iterations written
+#    in full.
 # 2. The generator's optimizer replaced at step 150 (a second stage): the
 #    shim learns the cycle again (one more iteration) and iterations fold
 #    on both sides.  The generator trained from step 50 on only (its
@@ -47,6 +48,12 @@ expect_eq "iteration 2's phases" "$phases" "forward/0 backward/0 optimizer/0 bac
 [ "$persistent" -le 64 ] || fail "$persistent persistent objects (the weights, the optimizers' state and the data: 42-46)"
 "$STPROF" report g.stp | grep -q "phases    forward backward optimizer backward\[1\] optimizer\[1\] (markers)" ||
 	fail "report: $("$STPROF" report g.stp | grep 'phases  ')"
+# its plan's replay names the trace's iterations written in full, even
+# where none asks for anything planned (a small model: the min size chosen
+# leaves the data alone in the plan), not the allocator's count of them (0)
+"$STPROF" plan -o g.plan g.stp >g.plan.txt || fail "plan failed"
+grep -q "over the trace's $((its - folded)) iterations written in full" g.plan.txt ||
+	fail "plan: $(grep -A1 'at run time' g.plan.txt)"
 
 # 2.
 "$STPROF" record -q -o s.stp -- "$PY" "$P" 300 stage 150 >/dev/null || fail "recorded run failed (stage)"
