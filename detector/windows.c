@@ -298,11 +298,24 @@ int det_windows_finish(stp_det *d)
 	return 0;
 }
 
+/* Whether iteration k has a backward phase: it trains. */
+static int trains(const stp_det *d, uint32_t k)
+{
+	const stp_det_iteration *it = &d->iters[k];
+	for (uint32_t i = it->first_phase; i < d->nphases && i < it->first_phase + it->nphases; i++)
+		if (d->phases[i].iteration == (int32_t)k && d->phases[i].name &&
+		    !strncmp(d->phases[i].name, "backward", 8))
+			return 1;
+	return 0;
+}
+
 /* Steady state: the first iteration after the first whose allocation count
  * equals its predecessor's and whose peak is within 1% of it; in a folded
  * trace (FOLD events) only iterations written in full count, and one that
  * the next, folded one repeats (its `like`) and agrees with is steady; else
- * the last complete iteration written in full. */
+ * the last complete iteration written in full.  Where some iterations train
+ * (a backward phase), only those: a script that evaluates before it trains
+ * has iterations of inference first (the PyTorch shim marks them). */
 void det_choose_steady(stp_det *d)
 {
 	stp_det_timeline *t = &d->res.timeline;
@@ -311,10 +324,15 @@ void det_choose_steady(stp_det *d)
 		snprintf(d->steady_why, sizeof d->steady_why, "no complete iteration");
 		return;
 	}
+	int training = 0;
+	for (uint32_t k = 0; k < complete && !training; k++)
+		training = trains(d, k);
 	for (uint32_t k = 1; k < complete; k++) {
 		const stp_det_iteration *a = &d->iters[k - 1], *b = &d->iters[k];
 		if (a->folded)
 			continue; /* the steady iteration is one with its events (plans need them) */
+		if (training && !trains(d, k - 1))
+			continue;
 		uint64_t hi = a->peak_bytes > b->peak_bytes ? a->peak_bytes : b->peak_bytes;
 		uint64_t diff = a->peak_bytes > b->peak_bytes ? a->peak_bytes - b->peak_bytes : b->peak_bytes - a->peak_bytes;
 		int agree = a->allocs == b->allocs && diff * 100 <= hi;
@@ -330,7 +348,7 @@ void det_choose_steady(stp_det *d)
 			}
 			continue;
 		}
-		if (agree) {
+		if (agree && (!training || trains(d, k))) {
 			t->steady = (int32_t)k;
 			snprintf(d->steady_why, sizeof d->steady_why,
 			         "first iteration with the same allocation count and peak (within 1%%) as the one before");
@@ -338,7 +356,7 @@ void det_choose_steady(stp_det *d)
 		}
 	}
 	uint32_t last = complete - 1;
-	while (last > 0 && d->iters[last].folded)
+	while (last > 0 && (d->iters[last].folded || (training && !trains(d, last))))
 		last--;
 	t->steady = (int32_t)last;
 	snprintf(d->steady_why, sizeof d->steady_why,

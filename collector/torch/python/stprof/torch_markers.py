@@ -48,6 +48,17 @@ the backward):
                             STEPLESS_AFTER backwards; a step seen later
                             ends iterations again from then on.
 
+  inference              -> in a process that has not trained (no backward,
+                            no step), once INFER_AFTER root forwards have
+                            run under no_grad or in eval() mode, each one
+                            begins an iteration (ITER_END k, ITER_BEGIN
+                            k+1) with its phase "forward" 0: a batch
+                            inference or evaluation script gets
+                            iterations, and with them folding.  Once it
+                            trains, forwards under no_grad are evaluation
+                            again (no iteration).  Not lean: the module
+                            hooks stay.
+
   DataLoader worker      -> each batch it fetches begins an iteration of the
                             worker's own trace (ITER_END k, ITER_BEGIN k+1
                             at the next fetch; the last is never ended),
@@ -118,6 +129,7 @@ class _State:
         self.bwd_depth = 0
         self.backwards = 0       # backwards begun in the run
         self.stepped = False     # an optimizer step hook has run
+        self.infer_forwards = 0  # root forwards under no_grad or eval() before any training
         self.optimizers = []     # weakrefs, in the order they first stepped
         self.closing = None      # the one whose step ends an iteration, once known
         self.opt_steps = 0       # optimizer steps begun in this iteration
@@ -162,13 +174,18 @@ class _State:
                 self.worker_pid = pid
                 self.iteration, self.in_iter, self.phase, self.stack = 0, False, None, []
                 self.micro_batch = self.bwd_depth = self.recompute_depth = 0
-            elif self.in_iter:
-                self.close_phase()
-                mark(ITER_END, None, self.iteration)
-                self.iteration += 1
-                self.in_iter = False
-            self.begin_iteration()
-            self.open_phase("fetch", 0)
+            self.next_iteration("fetch")
+
+    def next_iteration(self, phase):
+        """Ends the iteration under way, if any, and begins the next one
+        with its phase (a worker's fetch, an inference forward)."""
+        if self.in_iter:
+            self.close_phase()
+            mark(ITER_END, None, self.iteration)
+            self.iteration += 1
+            self.in_iter = False
+        self.begin_iteration()
+        self.open_phase(phase, 0)
 
     def worker_batch_done(self):
         with self.lock:
@@ -190,6 +207,14 @@ class _State:
             self.begin_iteration()
             if _LEAN is not None:
                 self.sync_lean()
+
+    def inference_forward(self):
+        """The root module's forward under no_grad or in eval() mode, before
+        any backward or step: once INFER_AFTER such forwards have run, each
+        begins an iteration of its own (see the top)."""
+        self.infer_forwards += 1
+        if self.infer_forwards > INFER_AFTER:
+            self.next_iteration("forward")
 
     def step_end(self, opt):
         """After opt's step: the iteration ends at each step until the
@@ -351,12 +376,15 @@ class _State:
                 if self.recompute_depth == 1:
                     self.recomputed = True
                     mark(PHASE_BEGIN, "recompute", max(self.micro_batch - 1, 0))
-            elif (top and self.learn_names(module) and self.grad_enabled()
-                  and getattr(module, "training", True)):
-                # (a forward under no_grad, or in eval() mode, is inference
-                # or evaluation: no iteration, no micro-batch)
-                self.begin_iteration()
-                self.open_phase("forward", self.micro_batch)
+            elif top and self.learn_names(module):
+                if self.grad_enabled() and getattr(module, "training", True):
+                    self.begin_iteration()
+                    self.open_phase("forward", self.micro_batch)
+                elif not self.backwards and not self.stepped:
+                    # (a forward under no_grad, or in eval() mode, is
+                    # evaluation: no iteration, no micro-batch; unless
+                    # nothing has trained yet: inference)
+                    self.inference_forward()
             if not top or self.bwd_depth or self.root is None or self.root() is not module:
                 mark(MODULE_ENTER, self.name_of(module), 0)
             if self.bwd_depth and _USE_SITE is not None:
@@ -469,6 +497,7 @@ class _State:
 
 
 STEPLESS_AFTER = 32  # backwards without a step before forwards end iterations
+INFER_AFTER = 32     # inference forwards before each begins an iteration
 STATE = _State()
 _installed = False
 
