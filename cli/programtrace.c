@@ -61,7 +61,6 @@ static uint32_t process_info(const char *path, uint32_t *ppid, char *exe, size_t
 
 static uint32_t process_of(const char *path, char *exe, size_t len) { return process_info(path, NULL, exe, len, 0); }
 
-
 int trace_cmdline(const char *path, char *out, size_t len)
 {
 	out[0] = 0;

@@ -339,6 +339,8 @@ int32_t det_phase_at(const stp_det *d, uint64_t seq); /* innermost phase, -1 non
  * to the next: what explains it. */
 stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t from_seq, uint64_t to_seq);
 int det_before_loop(const stp_det *d, uint64_t seq); /* before the first iteration */
+/* a backward phase's name: "backward", or "recompute" (nested in one) */
+int det_phase_is_backward(const char *name);
 /* an object idle before gap_seq and last read at last_seq, in a backward of
  * the same iteration that began after gap_seq: an activation saved for the
  * backward, whose earlier idle gaps its keeping costs anyway */

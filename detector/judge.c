@@ -45,7 +45,7 @@ int32_t det_phase_at(const stp_det *d, uint64_t seq)
 	return -1;
 }
 
-static int is_backward(const char *n) { return n && (!strcmp(n, "backward") || !strcmp(n, "recompute")); }
+int det_phase_is_backward(const char *n) { return n && (!strcmp(n, "backward") || !strcmp(n, "recompute")); }
 
 stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t from_seq, uint64_t to_seq)
 {
@@ -64,7 +64,7 @@ stp_det_expect det_judge_idle(const stp_det *d, uint64_t alloc_seq, uint64_t fro
 	/* inside a backward or an optimizer step: the framework orders those
 	 * ops (what the forward saved, gradients read by several backward ops) */
 	if (a >= 0 && a == b && d->phases[a].name &&
-	    (is_backward(d->phases[a].name) || !strcmp(d->phases[a].name, "optimizer")))
+	    (det_phase_is_backward(d->phases[a].name) || !strcmp(d->phases[a].name, "optimizer")))
 		return STP_EXPECT_PHASES;
 	return STP_EXPECT_NONE;
 }
@@ -74,7 +74,7 @@ int det_kept_for_backward(const stp_det *d, uint64_t gap_seq, uint64_t last_seq)
 	if (!det_judge_usable(d) || det_ib_at(d, gap_seq) != det_ib_at(d, last_seq))
 		return 0;
 	int32_t a = det_phase_at(d, gap_seq), b = det_phase_at(d, last_seq);
-	return b >= 0 && a != b && d->phases[b].begin_seq > gap_seq && is_backward(d->phases[b].name);
+	return b >= 0 && a != b && d->phases[b].begin_seq > gap_seq && det_phase_is_backward(d->phases[b].name);
 }
 
 int det_before_loop(const stp_det *d, uint64_t seq) { return det_judge_usable(d) && det_ib_at(d, seq) == 0; }

@@ -303,8 +303,7 @@ static int trains(const stp_det *d, uint32_t k)
 {
 	const stp_det_iteration *it = &d->iters[k];
 	for (uint32_t i = it->first_phase; i < d->nphases && i < it->first_phase + it->nphases; i++)
-		if (d->phases[i].iteration == (int32_t)k && d->phases[i].name &&
-		    !strncmp(d->phases[i].name, "backward", 8))
+		if (d->phases[i].iteration == (int32_t)k && det_phase_is_backward(d->phases[i].name))
 			return 1;
 	return 0;
 }

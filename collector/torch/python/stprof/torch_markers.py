@@ -176,14 +176,18 @@ class _State:
                 self.micro_batch = self.bwd_depth = self.recompute_depth = 0
             self.next_iteration("fetch")
 
+    def close_iteration(self):
+        """Ends the iteration under way (its phase first)."""
+        self.close_phase()
+        mark(ITER_END, None, self.iteration)
+        self.iteration += 1
+        self.in_iter = False
+
     def next_iteration(self, phase):
         """Ends the iteration under way, if any, and begins the next one
         with its phase (a worker's fetch, an inference forward)."""
         if self.in_iter:
-            self.close_phase()
-            mark(ITER_END, None, self.iteration)
-            self.iteration += 1
-            self.in_iter = False
+            self.close_iteration()
         self.begin_iteration()
         self.open_phase(phase, 0)
 
@@ -196,14 +200,11 @@ class _State:
             return
         with self.lock:
             self.begin_iteration()
-            self.close_phase()
-            mark(ITER_END, None, self.iteration)
-            self.iteration += 1
+            self.close_iteration()
             self.stack = []
             self.in_step = 0
             # the next iteration starts now (its data loading is part of
             # it); one never ended is dropped by the detector
-            self.in_iter = False
             self.begin_iteration()
             if _LEAN is not None:
                 self.sync_lean()
