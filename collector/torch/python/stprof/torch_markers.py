@@ -27,11 +27,14 @@ the backward):
                             last step is never ended: the detector drops
                             an open iteration that follows an ended one).
                             Several optimizers (a GAN's generator and
-                            discriminator, one for the embeddings): each
-                            step ends an iteration until one steps again;
-                            from then on only the step of the optimizer
-                            that first stepped last (the cycle's last)
-                            does, so one iteration is one training step.
+                            discriminator, one for the embeddings): the
+                            step that completes the set of optimizers
+                            made (and alive) ends the first iteration (or,
+                            where one made does not step, the step after
+                            LEARN_STEPS of one that stepped before); from
+                            then on only the step of the optimizer that
+                            first stepped last (the cycle's last) does, so
+                            one iteration is one training step.
                             An optimizer not in the cycle that steps (one
                             for parameters trained from step N on) joins
                             it as its last; the last one gone (replaced
@@ -124,6 +127,8 @@ class _State:
         self.stack = []          # modules being run (per process)
         self.root = None         # weakref to the root module
         self.root_size = 0
+        self.root_trains = False  # the root has run with gradients, in train() mode
+        self.top_sizes = weakref.WeakKeyDictionary()  # modules run at the top level: their sizes
         self.names = weakref.WeakKeyDictionary()
         self.name_cache = {}     # id(module) -> (weakref, name): name_of's
         self.bwd_depth = 0
@@ -132,6 +137,7 @@ class _State:
         self.infer_forwards = 0  # root forwards under no_grad or eval() before any training
         self.optimizers = []     # weakrefs, in the order they first stepped
         self.closing = None      # the one whose step ends an iteration, once known
+        self.made = weakref.WeakSet()  # the optimizers made (and alive)
         self.opt_steps = 0       # optimizer steps begun in this iteration
         self.in_step = 0         # optimizer steps under way (a closure's backward inside)
         self.step_phase = 0      # the optimizer phase of the step under way
@@ -229,8 +235,10 @@ class _State:
             if self.closing is not None and closing is None:
                 # the cycle's last optimizer is gone (replaced): learn again
                 self.optimizers, self.closing, known = [], None, False
-            if self.closing is None and known:  # one steps again: the cycle
-                self.closing = self.optimizers[-1]
+            if self.closing is None and known:  # one steps again
+                if self.opt_steps < LEARN_STEPS and not self.all_made_stepped():
+                    return  # one made has not stepped (a WGAN's generator, after 5 critic steps)
+                self.closing = self.optimizers[-1]  # the cycle: those that stepped
                 closing = self.closing()
             elif not known:  # learning, or a new one joins the cycle as its last
                 try:
@@ -242,9 +250,20 @@ class _State:
                     self.optimizers.append(ref)
                 if self.closing is not None:
                     self.closing, closing = ref, opt
+                elif ref is not None and self.all_made_stepped():
+                    self.closing, closing = ref, opt  # the cycle: every optimizer there is
+                elif ref is not None:
+                    return  # an optimizer made has not stepped yet: the iteration goes on
             if closing is not None and closing is not opt:
                 return  # the step of an optimizer before the cycle's last
         self.end_iteration()
+
+    def all_made_stepped(self):
+        """Whether every optimizer alive that was made has stepped: while
+        the cycle is learned, the iteration ends at the step that completes
+        it (a GAN's first training step is one iteration, not two halves)."""
+        stepped = set(id(r()) for r in self.optimizers)
+        return all(id(o) in stepped for o in list(self.made))
 
     def sync_lean(self):
         """At an iteration boundary: whether the iteration begun is
@@ -343,24 +362,69 @@ class _State:
             pass
         return n
 
-    def learn_names(self, root):
-        """Qualified names of root's submodules; root becomes the root if it
-        has the most submodules of any module run at the top level."""
-        try:
-            mods = list(root.named_modules())
-        except Exception:
-            return False
+    def learn_names(self, module):
+        """Names module's submodules the first time it runs at the top level
+        (name_top); module becomes the root if it has the most submodules
+        of any module run at the top level, those run training (with
+        gradients, in train() mode) first: a distilling teacher run under
+        no_grad is not the root, its student is.  Whether it is the root."""
         cur = self.root() if self.root is not None else None
-        if cur is root:
+        trains = self.grad_enabled() and getattr(module, "training", True)
+        if cur is module:
+            self.root_trains = self.root_trains or trains
             return True
-        if cur is not None and len(mods) <= self.root_size:
+        size = self.top_sizes.get(module)
+        if size is None:
+            size = self.name_top(module)
+            if size < 0:
+                return False
+            try:
+                self.top_sizes[module] = size
+            except TypeError:
+                pass
+        if cur is not None and (trains, size) <= (self.root_trains, self.root_size):
             return False
-        self.root, self.root_size = weakref.ref(root), len(mods)
-        self.name_cache.clear()
+        self.root, self.root_size, self.root_trains = weakref.ref(module), size, trains
+        return True
+
+    def name_top(self, module):
+        """Qualified names of the submodules of a module run at the top
+        level, given once; the number of its modules, or -1.  A module run
+        from a method of a module that holds it (a LightningModule's
+        training_step running self.net) is named within that module
+        ("net.0"); a model run beside other models (a GAN's generator and
+        discriminator, a teacher and its student, an EMA copy: modules with
+        parameters the calling code also holds, neither inside the other)
+        has its variable's name in front ("D.0"); the model of a program
+        that has one is named as before ("0", "layers.3.attn").  A module
+        already named inside a bigger one keeps that name."""
+        try:
+            mods = list(module.named_modules())
+        except Exception:
+            return -1
+        if module in self.names:
+            return len(mods)
+        frame = _caller_frame()
+        container = frame.f_locals.get("self") if frame is not None else None
+        prefix = ""
+        if container is not module and isinstance(container, self.mm.Module) \
+                and any(m is module for m in container.modules()):
+            mods = list(container.named_modules())
+            n = len(list(module.modules()))
+        else:
+            n = len(mods)
+            if frame is not None and _has_parameters(module):
+                try:
+                    prefix = _model_name(frame, module, self.mm.Module)
+                except Exception:  # an odd object in the caller's variables
+                    prefix = ""
         for name, m in mods:
+            if prefix:
+                name = prefix + "." + name if name else prefix
             if name:
                 self.names[m] = name
-        return True
+        self.name_cache.clear()
+        return n
 
     def pre(self, module, inputs):
         if _IS_COMPILING():
@@ -497,7 +561,59 @@ class _State:
                 self.open_phase("optimizer", self.step_phase)
 
 
+def _caller_frame():
+    """The frame of the code that called the module being run: the first
+    one outside nn.Module's dispatch and this file."""
+    f = sys._getframe(2)
+    while f is not None and (f.f_code.co_filename == __file__
+                             or f.f_code.co_filename.endswith(_MODULE_PY)):
+        f = f.f_back
+    return f
+
+
+_MODULE_PY = os.path.join("torch", "nn", "modules", "module.py")
+
+
+def _has_parameters(module):
+    try:
+        return next(module.parameters(), None) is not None
+    except Exception:
+        return False
+
+
+def _model_name(frame, module, module_type):
+    """module's variable name where the calling code holds other models
+    (see name_top), else "": the caller's locals, its self's attributes,
+    then its globals."""
+    spaces = [frame.f_locals]
+    s = spaces[0].get("self")
+    if s is not None and not isinstance(s, module_type):
+        try:
+            spaces.append(vars(s))
+        except TypeError:
+            pass
+    if frame.f_globals is not frame.f_locals:
+        spaces.append(frame.f_globals)
+    own, others = None, False
+    mine = None
+    for space in spaces:
+        for k, v in list(space.items()):
+            if v is module:
+                if own is None and not k.startswith("_") and k != "self":
+                    own = k
+                continue
+            if others or not isinstance(v, module_type) or not _has_parameters(v):
+                continue
+            if mine is None:
+                mine = set(id(m) for m in module.modules())
+            if id(v) in mine or any(m is module for m in v.modules()):
+                continue  # inside the model, or the model inside it (a wrapper)
+            others = True
+    return own if others and own is not None else ""
+
+
 STEPLESS_AFTER = 32  # backwards without a step before forwards end iterations
+LEARN_STEPS = 32     # steps in the first iteration while an optimizer made has not stepped
 INFER_AFTER = 32     # inference forwards before each begins an iteration
 STATE = _State()
 _installed = False
@@ -827,20 +943,27 @@ def install(torch):
     opt = importlib.import_module("torch.optim.optimizer")
     pre = getattr(opt, "register_optimizer_step_pre_hook", None)
     post = getattr(opt, "register_optimizer_step_post_hook", None)
-    if pre is not None and post is not None:  # PyTorch 2.x: every optimizer
-        # (args holds the optimizer itself first)
+    hooked = pre is not None and post is not None
+    if hooked:  # PyTorch 2.x: every optimizer (args holds the optimizer itself first)
         pre(lambda o, args, kwargs: STATE.step_begin(_closure_given(args[1:], kwargs)))
         post(lambda o, args, kwargs: STATE.step_end(o))
-        return
-    # PyTorch 1.x: wrap each optimizer class's step when first constructed
+    # each optimizer made is counted (step_end learns the cycle of them);
+    # PyTorch 1.x: its class's step wrapped when first constructed
     init = opt.Optimizer.__init__
+    if getattr(init, "_stprof", False):
+        return
 
     @functools.wraps(init)
     def init_wrapper(self, *args, **kwargs):
         init(self, *args, **kwargs)
+        try:
+            STATE.made.add(self)
+        except TypeError:
+            pass
         cls = type(self)
-        if not getattr(cls.step, "_stprof", False):
+        if not hooked and not getattr(cls.step, "_stprof", False):
             cls.step = _wrap_step(cls.step)
+    init_wrapper._stprof = True
     opt.Optimizer.__init__ = init_wrapper
 
 
