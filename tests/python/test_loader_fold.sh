@@ -12,7 +12,8 @@
 # nothing else is marked.  The loop's report (text, JSON, HTML and the one-shot
 # `stprof PROGRAM`'s) lists the two workers under "Child processes", each
 # with its trace, pid and peaks: the one that made the 1 MiB temporary has
-# a tensor peak of at least 1 MiB, the other less.
+# a tensor peak of at least 1 MiB, the other less; the sum of their host
+# peaks is the same sentence in text and HTML.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -48,6 +49,11 @@ assert len(big) == 1, c' || fail "JSON children"
 "$STPROF" report --format html --no-viewer -o d.html d.stp || fail "HTML report failed"
 grep -q "<h2>Child processes</h2>" d.html || fail "HTML report: no Child processes"
 expect_eq "HTML children rows" "$(grep -c 'DataLoader worker, pid [0-9]*</td>' d.html)" 2
+# the workers' sum: the same figure in the text and the HTML
+tsum=$(sed -n 's/^  together \(.*\) of host heap allocated in them.*/\1/p' c.txt)
+hsum=$(sed -n 's/.*<p>Together \(.*\) of host heap allocated in them.*/\1/p' d.html)
+[ -n "$tsum" ] || fail "text: no sum of the workers' peaks: $(cat c.txt)"
+expect_eq "HTML sum of the workers' peaks" "$hsum" "$tsum"
 "$STPROF" -o o.stp --no-plan --no-html --no-export -- "$PY" "$P" 30 2 >/dev/null 2>o.err || fail "one-shot run failed"
 grep -q "^Child processes (2 recorded beside this trace" o.err || fail "one-shot: no Child processes: $(tail -5 o.err)"
 "$STPROF" record -q -o s100.stp -- "$PY" "$P" 100 2 >/dev/null
