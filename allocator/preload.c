@@ -19,7 +19,9 @@
  *     an iteration of the plan.
  *
  * Environment: STALLOC_PLAN (the plan), STALLOC_PID (only that process
- * enforces it: programs it executes run as usual), STALLOC_RANK_PLANS
+ * enforces it: programs it executes run as usual), STALLOC_PROGRAM
+ * (instead of STALLOC_PID: the first process that runs this program
+ * enforces it, as in a wrapper script's tree: program.c), STALLOC_RANK_PLANS
  * (instead of those two: a set of rank plans, STEM.rank<R>.plan, each
  * enforced by its rank's process alone: rank.c), STALLOC_STATS (1: the
  * statistics on stderr at exit, one write per block, so that the blocks of
@@ -41,6 +43,7 @@
 
 #include "internal.h"
 #include "lifetime.h"
+#include "program.h"
 #include "rank.h"
 #include "stprof/plan.h"
 
@@ -211,6 +214,8 @@ __attribute__((constructor)) static void stalloc_init(void)
 		const char *pid = getenv("STALLOC_PID");
 		if (pid && *pid && strtol(pid, NULL, 10) != (long)getpid())
 			return; /* a program the planned one executed */
+		if (!st_program_planned())
+			return; /* not the program the plan is of (a wrapper script's shell): program.c */
 	}
 	plan_pid = getpid();
 	const char *st = getenv("STALLOC_STATS");

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "enforce.h"
 #include "stprof/outfile.h"
+#include "stprof/programkey.h"
 #include "stprof/report.h"
 #include "outname.h"
 #include "record.h"
@@ -235,19 +236,21 @@ static void say_enforce(const char *plan, char *const *argv)
 	fputc('\n', stderr);
 }
 
-/* The plan of a program a shell script ran (programtrace.c): libstalloc
- * enforces a plan in the process stprof runs (STALLOC_PID), here the
- * shell, so the line says to run the program itself under the plan, in
- * the script, with the command line its trace recorded. */
-static void say_enforce_child(const char *plan, const char *trace, const char *script)
+/* The plan of a program a shell script ran (programtrace.c): the plan
+ * keeps which program it is of (stprof/programkey.h), and libstalloc
+ * enforces it in the process of the script's tree that runs that program
+ * (allocator/program.c), so the line runs the script itself. */
+static void say_enforce_child(const char *plan, const char *trace, char *const *argv)
 {
-	char abs[PATH_MAX * 2 + 64], cmd[4096];
-	plan_abs(plan, abs, sizeof abs);
-	if (trace_cmdline(trace, cmd, sizeof cmd) < 0)
-		snprintf(cmd, sizeof cmd, "PROGRAM");
-	fflush(stdout);
-	fprintf(stderr, "enforce:        in %s, run the program it ran under the plan (the plan is not enforced in\n"
-	                "                programs a script runs): stprof run --plan %s -- %s\n", script, abs, cmd);
+	say_enforce(plan, argv);
+	char exe[4096] = "", cmd[4096] = "", key[4096 + 8];
+	trace_process(trace, NULL, exe, sizeof exe);
+	trace_cmdline(trace, cmd, sizeof cmd);
+	if (!exe[0] || stp_program_key(exe, cmd, key, sizeof key) < 0)
+		return;
+	const char *nl = strchr(key, '\n'), *b = strrchr(exe, '/');
+	fprintf(stderr, "                (in the process %s starts that runs %s; the others run without the plan)\n",
+	        argv[0], nl[1] ? nl + 1 : b ? b + 1 : exe);
 }
 
 /* The one-shot mode's outputs for a run with rank traces (a torchrun job):
@@ -473,7 +476,7 @@ int cmd_run(int argc, char **argv)
 	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (traces > 0 && plan && access(image, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
 		if (write_plan(image, out, o.quiet, 1) == 0 && !o.quiet)
-			child ? say_enforce_child(out, image, prog[0]) : say_enforce(out, prog);
+			child ? say_enforce_child(out, image, prog) : say_enforce(out, prog);
 	}
 	snprintf(out, sizeof out, "%.*s.html", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (det && html && !stp_det_result_of(det)->error && sidecar_ok(out, OUTNAME_HTML, "HTML report"))

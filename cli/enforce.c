@@ -7,6 +7,10 @@
  * its own place: same pid, same signals, same exit status; libstalloc
  * enforces the plan in that process only (STALLOC_PID), not in programs it
  * executes, and prints its statistics on stderr at exit unless quiet.
+ * Where PROGRAM is a shell that does not run the plan's program itself
+ * (the plan keeps which it is: stprof/programkey.h), a wrapper script, the
+ * process of its tree that runs that program enforces it (STALLOC_PROGRAM,
+ * allocator/program.c).
  *
  * A set of rank plans (rank_plans.h: FILE names no file and
  * STEM.rank<R>.plan exist beside it, or FILE is one of them), for a
@@ -24,10 +28,12 @@
 #include <unistd.h>
 
 #include "enforce.h"
+#include "programtrace.h"
 #include "rank_plans.h"
 #include "record.h"
 #include "stprof/lifetimes.h"
 #include "stprof/plan.h"
+#include "stprof/programkey.h"
 #include "stprof/stalloc.h"
 #include "util.h"
 
@@ -48,9 +54,11 @@ static const char *stalloc_path(void)
 }
 
 /* Reads PATH as a plan (or, lifetimes, a lifetime model): 0, or -1 after
- * the one-line error naming it and the offset. */
-static int check_plan(const char *path, int lifetimes)
+ * the one-line error naming it and the offset.  A plan's program key
+ * (stprof/programkey.h; "" when it keeps none) into key. */
+static int check_plan(const char *path, int lifetimes, char *key, size_t keylen)
 {
+	key[0] = 0;
 	char err[1024];
 	if (lifetimes) {
 		stp_lt_model m;
@@ -68,6 +76,8 @@ static int check_plan(const char *path, int lifetimes)
 	int rc = stp_plan_read(path, &r, &p, err, sizeof err);
 	if (rc < 0)
 		stprof_err("%s", err);
+	else if (r.program)
+		snprintf(key, keylen, "%s", stp_reqs_str(&r, r.program));
 	stp_reqs_free(&r);
 	stp_plan_free(&p);
 	return rc < 0 ? -1 : 0;
@@ -84,7 +94,8 @@ static int check_rank_plans(const char *plan, const rank_plans *rp, int quiet)
 			           "is enforced by one process (--plan MODEL)", path);
 			return -1;
 		}
-		if (check_plan(path, 0) < 0)
+		char key[16];
+		if (check_plan(path, 0, key, sizeof key) < 0)
 			return -1;
 	}
 	if (quiet)
@@ -102,8 +113,64 @@ static int check_rank_plans(const char *plan, const rank_plans *rp, int quiet)
 	return 0;
 }
 
+/* Whether argv runs a shell: a shell named (bash run.sh), or a script
+ * whose #! line names one, directly or through env (./run.sh). */
+static int runs_shell(char **argv)
+{
+	if (is_shell(argv[0]))
+		return 1;
+	char path[PATH_MAX] = "";
+	if (strchr(argv[0], '/'))
+		snprintf(path, sizeof path, "%s", argv[0]);
+	else { /* as execvp finds it */
+		const char *dirs = getenv("PATH");
+		for (const char *d = dirs ? dirs : "/usr/bin:/bin"; *d && !path[0]; d += *d == ':') {
+			size_t n = strcspn(d, ":");
+			char try[PATH_MAX];
+			snprintf(try, sizeof try, "%.*s%s%s", (int)n, d, n ? "/" : "", argv[0]);
+			if (access(try, X_OK) == 0)
+				snprintf(path, sizeof path, "%s", try);
+			d += n;
+		}
+	}
+	FILE *f = path[0] ? fopen(path, "r") : NULL;
+	if (!f)
+		return 0;
+	char line[512] = "";
+	int got = fgets(line, sizeof line, f) != NULL;
+	fclose(f);
+	if (!got || strncmp(line, "#!", 2))
+		return 0;
+	char *w = line + 2, *save = NULL;
+	char *interp = strtok_r(w, " \t\r\n", &save), *arg = strtok_r(NULL, " \t\r\n", &save);
+	if (!interp)
+		return 0;
+	const char *b = strrchr(interp, '/');
+	if (arg && !strcmp(b ? b + 1 : interp, "env"))
+		interp = arg; /* #!/usr/bin/env bash */
+	return is_shell(interp);
+}
+
+/* Whether argv runs the plan's program itself (key: its program key), as
+ * far as its command line tells: the same script, or program, or the
+ * script run by its #! line.  When it does not and runs a shell (a wrapper
+ * script), the process of its tree that runs the program enforces the
+ * plan; any other command enforces it itself, as before (a renamed
+ * script, a plan tried on another program). */
+static int runs_planned(const char *key, char **argv)
+{
+	char cmd[4096] = "", have[PATH_MAX + 4200];
+	for (int i = 0; argv[i] && strlen(cmd) + strlen(argv[i]) + 2 < sizeof cmd; i++)
+		strcat(strcat(cmd, i ? " " : ""), argv[i]);
+	if (stp_program_key(argv[0], cmd, have, sizeof have) < 0 || stp_program_same(key, have))
+		return 1;
+	const char *nl = strchr(key, '\n'), *b = strrchr(argv[0], '/');
+	return nl && nl[1] && !strcmp(nl + 1, b ? b + 1 : argv[0]);
+}
+
 int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 {
+	char key[PATH_MAX + 4200];
 	char err[1024];
 	rank_plans rp;
 	int ranks = rank_plans_find(plan, &rp, err, sizeof err);
@@ -113,7 +180,7 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	}
 	/* a lifetime model (`stprof plan --lifetimes`, docs/lifetimes.md) or a plan */
 	int lifetimes = ranks ? 0 : stp_lt_is_model(plan);
-	if (ranks ? check_rank_plans(plan, &rp, quiet) < 0 : check_plan(plan, lifetimes) < 0) {
+	if (ranks ? check_rank_plans(plan, &rp, quiet) < 0 : check_plan(plan, lifetimes, key, sizeof key) < 0) {
 		rank_plans_free(&rp);
 		return 2;
 	}
@@ -148,7 +215,21 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	const char *shim_lib = lifetimes ? NULL : stprof_collector_path();
 	if (shim_lib)
 		record_python_shim(shim_lib, argv);
-	if (!ranks) {
+	unsetenv("STALLOC_PROGRAM");
+	unsetenv("STALLOC_PROGRAM_PID");
+	if (!ranks && !lifetimes && key[0] && !runs_planned(key, argv) && runs_shell(argv)) {
+		/* a wrapper: the process of its tree that runs the program */
+		unsetenv("STALLOC_PID");
+		setenv("STALLOC_PROGRAM", key, 1);
+		if (!quiet) {
+			const char *nl = strchr(key, '\n'), *b = nl - 1;
+			while (b > key && b[-1] != '/')
+				b--;
+			stprof_err("%s is the plan of %.*s: enforced in the process %s starts that runs it (the others run "
+			           "without a plan)", plan, nl[1] ? (int)strlen(nl + 1) : (int)(nl - b), nl[1] ? nl + 1 : b,
+			           argv[0]);
+		}
+	} else if (!ranks) {
 		snprintf(buf, sizeof buf, "%ld", (long)getpid());
 		setenv("STALLOC_PID", buf, 1);
 	}

@@ -21,26 +21,14 @@
 #include "stprof/outfile.h"
 #include "stprof/perfetto.h"
 #include "stprof/plan.h"
+#include "stprof/programkey.h"
 #include "stprof/report.h"
 #include "util.h"
 
-/* Interpreters whose first non-option argument is the program run. */
-static int is_interpreter(const char *b)
-{
-	static const char *const pre[] = {"python", "pypy", "perl", "ruby", "node", "lua", "julia", "Rscript",
-	                                  "bash", "dash", "zsh", "ksh", "sh", "tclsh", "php"};
-	for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) {
-		size_t n = strlen(pre[i]);
-		/* python3, python3.11, perl5.36, nodejs: the name, then digits, dots or "js" */
-		if (!strncmp(b, pre[i], n) && (b[n] == 0 || strspn(b + n, "0123456789.") == strlen(b + n) ||
-		                                !strcmp(b + n, "js")))
-			return 1;
-	}
-	return 0;
-}
+static int is_interpreter(const char *b) { return stp_is_interpreter(b); }
 
 /* Python's options that take the next word as their argument. */
-static int takes_arg(const char *opt) { return !strcmp(opt, "-W") || !strcmp(opt, "-X") || !strcmp(opt, "-Q"); }
+static int takes_arg(const char *opt) { return stp_interp_takes_arg(opt, strlen(opt)); }
 
 static void strip_ext(char *s)
 {

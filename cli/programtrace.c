@@ -113,7 +113,7 @@ static int last_image(const char *path, char *out, size_t len)
 	return hops;
 }
 
-static int is_shell(const char *exe)
+int is_shell(const char *exe)
 {
 	static const char *const sh[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "tcsh", "csh", 0};
 	const char *b = strrchr(exe, '/');

@@ -27,4 +27,6 @@ int traces_beside(const char *path, int (*fn)(const char *trace, off_t size, voi
 /* The command line a trace recorded (argv joined by spaces): 0, or -1
  * (out empty) when it has none. */
 int trace_cmdline(const char *path, char *out, size_t len);
+/* Whether exe (a path or a name) is a shell: sh, bash, dash, zsh, ... */
+int is_shell(const char *exe);
 #endif

@@ -20,7 +20,7 @@
 #define PLAN_MAGIC "STPPLAN\0"
 const stp_outkind stp_outkind_plan = {"stprof plan", PLAN_MAGIC, 8, NULL};
 #define PLAN_MAJOR 1
-#define PLAN_MINOR 4
+#define PLAN_MINOR 5
 #define PLAN_FLAG_DEVICE 1u /* 1.1: the plan is of device (GPU) allocations */
 #define PLAN_FLAG_TENSORS 2u /* 1.1: of PyTorch CPU tensor storages */
 #define PLAN_FLAG_SHAPES_VARY 4u /* 1.3: shapes vary: free pool space is lent */
@@ -29,9 +29,10 @@ const stp_outkind stp_outkind_plan = {"stprof plan", PLAN_MAGIC, 8, NULL};
 #define TRAILER 8
 
 enum { SEC_ENTRIES = 1, SEC_GROUPS, SEC_INTERVALS, SEC_PHASES, SEC_LAYERS, SEC_STRINGS, SEC_SOURCE, SEC_STARTUP,
-       SEC_PLACED, SEC_MAX = SEC_PLACED };
-#define SEC_REQUIRED SEC_SOURCE /* 1.3 added SEC_STARTUP, 1.4 SEC_PLACED: absent in older files */
-static const uint32_t rec_size[SEC_MAX + 1] = {0, 72, 48, 16, 32, 32, 1, 80, 8, 16};
+       SEC_PLACED, SEC_PROGRAM, SEC_MAX = SEC_PROGRAM };
+/* 1.3 added SEC_STARTUP, 1.4 SEC_PLACED, 1.5 SEC_PROGRAM: absent in older files */
+#define SEC_REQUIRED SEC_SOURCE
+static const uint32_t rec_size[SEC_MAX + 1] = {0, 72, 48, 16, 32, 32, 1, 80, 8, 16, 8};
 
 static void put32(unsigned char *p, uint32_t v)
 {
@@ -62,7 +63,7 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 {
 	uint64_t count[SEC_MAX + 1] = {0, r->n, p->ngroups, p->nintervals, r->nphases, r->nlayers,
 	                               r->strings_len ? r->strings_len : 1, 1, r->nstartup,
-	                               p->startup_offset ? p->nplaced : 0};
+	                               p->startup_offset ? p->nplaced : 0, 1};
 	uint64_t size = HDR_SIZE + (uint64_t)SEC_MAX * DIR_SIZE, at[SEC_MAX + 1];
 	for (int s = 1; s <= SEC_MAX; s++) {
 		at[s] = size;
@@ -153,6 +154,7 @@ int stp_plan_write(const char *path, const stp_reqs *r, const stp_plan *p, char 
 	put64(src + 72, p->stats.improved_requests);
 	for (uint32_t k = 0; k < r->nstartup; k++)
 		put64(b + at[SEC_STARTUP] + (size_t)k * 8, r->startup[k]);
+	put32(b + at[SEC_PROGRAM], r->program); /* 1.5 */
 	for (uint32_t k = 0, j = 0; p->startup_offset && k < r->nstartup && j < count[SEC_PLACED]; k++)
 		if (p->startup_offset[k] != STP_NO_OFFSET) {
 			put32(b + at[SEC_PLACED] + (size_t)j * 16, k);
@@ -223,6 +225,8 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 			FAIL(hsize, "section %d missing", s);
 	if (cnt[SEC_SOURCE] != 1)
 		FAIL(at[SEC_SOURCE], "source section must hold one record");
+	if (cnt[SEC_PROGRAM] > 1)
+		FAIL(at[SEC_PROGRAM], "program section must hold at most one record");
 	if (cnt[SEC_ENTRIES] >= UINT32_MAX / 4 || cnt[SEC_GROUPS] >= UINT32_MAX || cnt[SEC_INTERVALS] >= UINT32_MAX ||
 	    cnt[SEC_PHASES] >= UINT32_MAX || cnt[SEC_LAYERS] >= UINT32_MAX || cnt[SEC_STRINGS] >= UINT32_MAX ||
 	    cnt[SEC_STARTUP] >= UINT32_MAX / 2 || cnt[SEC_PLACED] > cnt[SEC_STARTUP])
@@ -280,6 +284,10 @@ int stp_plan_parse(const void *data, size_t len, const char *name, stp_reqs *r, 
 	r->notes = get32(src + 4);
 	STRREF(r->source, at[SEC_SOURCE]);
 	STRREF(r->notes, at[SEC_SOURCE] + 4);
+	if (cnt[SEC_PROGRAM]) { /* 1.5 */
+		r->program = get32(b + at[SEC_PROGRAM]);
+		STRREF(r->program, at[SEC_PROGRAM]);
+	}
 	r->iteration = (int64_t)get64(src + 8);
 	r->begin_seq = get64(src + 16);
 	r->end_seq = get64(src + 24);

@@ -237,6 +237,7 @@ int stp_reqs_raise_min(const stp_reqs *src, uint64_t min_size, stp_reqs *dst)
 	dst->end_seq = src->end_seq;
 	dst->trace_events = src->trace_events;
 	dst->notes = src->notes;
+	dst->program = src->program;
 	dst->device = src->device;
 	dst->tensors = src->tensors;
 	dst->shapes_vary = src->shapes_vary;

@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "stprof/programkey.h"
 #include "stprof/trace.h"
 
 void stp_window_init(stp_window *w)
@@ -358,6 +359,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	outgoing *outg = NULL;
 	size_t ninc = 0, capinc = 0, nout = 0, capout = 0;
 	char notes[512] = "";
+	char program[4096 + 8] = ""; /* the process's key: stprof/programkey.h */
 	stp_event ev;
 	int any_device = 0, any_tensors = 0, any_device_tensors = 0, any_jax = 0;
 	uint64_t last_seq = 0, events = 0, others_left_out = 0;
@@ -373,6 +375,9 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	while ((k = stp_reader_next(rd, &ev)) > 0) {
 		last_seq = ev.seq;
 		events++;
+		if (ev.type == STP_EV_PROCESS && !program[0])
+			stp_program_key(stp_reader_string(rd, ev.u.process.exe), stp_reader_string(rd, ev.u.process.cmdline),
+			                program, sizeof program);
 		if (ev.type == STP_EV_ALLOC && ev.u.alloc.size < (uint64_t)1 << 56) {
 			unsigned sp = spaces_of(&ev.u.alloc, w->host_min_size);
 			uint64_t *old = map_get(&lives, ev.u.alloc.addr);
@@ -931,6 +936,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	r->iterations = nits;
 	r->notes = stp_reqs_string(r, notes);
 	r->source = stp_reqs_string(r, path);
+	r->program = program[0] && program[0] != '\n' ? stp_reqs_string(r, program) : 0;
 	rc = stp_reqs_check(r, err, errlen);
 	goto out;
 oom:

@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -110,10 +111,16 @@ void stp_plan_show(FILE *f, const stp_reqs *r, const stp_plan *p, size_t max_ent
 	char b1[32];
 	fprintf(f, "source:         %s\n", stp_reqs_str(r, r->source));
 	if (r->iteration >= 0 || r->end_seq)
-		fprintf(f, "iteration:      %" PRId64 " (trace events %" PRIu64 "..%" PRIu64 " of %" PRIu64 ")\n", r->iteration,
-		        r->begin_seq, r->end_seq, r->trace_events);
+		fprintf(f, "iteration:      %" PRId64 " (sequence numbers %" PRIu64 "..%" PRIu64 " of the trace, which holds %" PRIu64
+		        " events: a folded iteration's are counters)\n",
+		        r->iteration, r->begin_seq, r->end_seq, r->trace_events);
 	if (r->notes)
 		fprintf(f, "notes:          %s\n", stp_reqs_str(r, r->notes));
+	if (r->program) { /* "EXE\nSCRIPT": stprof/programkey.h */
+		const char *k = stp_reqs_str(r, r->program), *nl = strchr(k, '\n');
+		fprintf(f, "program:        %.*s%s%s\n", nl ? (int)(nl - k) : (int)strlen(k), k, nl && nl[1] ? " " : "",
+		        nl ? nl + 1 : "");
+	}
 	fprintf(f, "period:         %" PRIu64 " ticks\n", r->period);
 	fprintf(f, "alignment:      %" PRIu64 "\n", p->align);
 	fprintf(f, "memory:         %s\n", r->device    ? "device (GPU) allocations"

@@ -79,6 +79,8 @@ typedef struct stp_reqs {
 	uint64_t begin_seq, end_seq;   /* the window cut from the trace */
 	uint64_t trace_events;
 	uint32_t notes;                /* string: what the converter had to assume */
+	uint32_t program;              /* string: the traced process's program, its key
+	                                * (stprof/programkey.h: "EXE\nSCRIPT"); "" unknown */
 	int device;                    /* 1: device allocations (GPU), 0: host or unknown */
 	int tensors;                   /* 1: PyTorch CPU tensor storages (the tensor space) */
 	uint64_t min_size;             /* allocations below it were left out (0: none); the

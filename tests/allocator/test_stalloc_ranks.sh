@@ -147,11 +147,19 @@ expect_eq "damaged rank plan: exit" "$rc" 2
 cp t.plan j.rank1.plan
 # a plain plan: as before, even with rank plans beside it (t.rank0.plan)
 cp t.plan t.rank0.plan
-env_of() { "$STPROF" run -q --plan "$1" -- sh -c 'echo "$$ ${STALLOC_PID:-} ${STALLOC_PLAN:-} ${STALLOC_RANK_PLANS:-none}"'; }
+# (a program that is not a shell: pinned to its pid)
+env_of() { "$STPROF" run -q --plan "$1" -- "$PY" -c 'import os; e = os.environ.get
+print(os.getpid(), e("STALLOC_PID", "-"), e("STALLOC_PLAN", "-"), e("STALLOC_RANK_PLANS", "none"), e("STALLOC_PROGRAM", "-") != "-")'; }
 set -- $(env_of t.plan)
-[ "$1" = "$2" ] && [ "$3" = "$T/t.plan" ] && [ "$4" = none ] || fail "plain plan: pid $1, STALLOC_PID=$2 STALLOC_PLAN=$3 STALLOC_RANK_PLANS=$4"
+[ "$1" = "$2" ] && [ "$3" = "$T/t.plan" ] && [ "$4" = none ] && [ "$5" = False ] ||
+	fail "plain plan: pid $1, STALLOC_PID=$2 STALLOC_PLAN=$3 STALLOC_RANK_PLANS=$4 STALLOC_PROGRAM set: $5"
 set -- $(env_of j.plan)
-[ -z "${4:-}" ] && [ "$2" = "$T/j" ] || fail "rank plans: STALLOC_PID or STALLOC_PLAN set, or no STALLOC_RANK_PLANS: $*"
+[ "$2" = - ] && [ "$3" = - ] && [ "$4" = "$T/j" ] || fail "rank plans: STALLOC_PID or STALLOC_PLAN set, or no STALLOC_RANK_PLANS: $*"
+# a shell that does not run the plan's program (a wrapper script): the
+# process of its tree that runs it enforces the plan (STALLOC_PROGRAM), not
+# the shell (docs/stalloc.md)
+set -- $("$STPROF" run -q --plan t.plan -- sh -c 'echo "${STALLOC_PID:--} ${STALLOC_PROGRAM:+set}"')
+[ "$1" = - ] && [ "${2:-}" = set ] || fail "a wrapper shell: STALLOC_PID=$1, STALLOC_PROGRAM ${2:-not set}"
 
 # ---- 2. torchrun
 if ! "$PY" -c 'import torch.distributed' 2>/dev/null; then

@@ -5,8 +5,10 @@
 # read the last image of the command's process instead (FILE.<pid>, then
 # FILE.<pid>.<n>), and say so in one line; info reads the file named; a
 # trace not ended by execve is read as it is; when the command is a shell
-# script, the largest trace of the programs it ran is read.  With PyTorch: a script run as ./train.py through its
-# env shebang reports the script's iterations and lines.
+# script, the largest trace of the programs it ran is read, and its plan is
+# enforced through the script.  With PyTorch: a script run as ./train.py
+# through its env shebang reports the script's iterations and lines; a
+# wrapper's plan is enforced by the process that runs the training script.
 set -eu
 : "${STPROF_BUILD:?run through ctest}"
 S="$STPROF_BUILD/stprof"
@@ -55,12 +57,16 @@ chmod +x run.sh
 case "$(cmd f.txt)" in *cli_alloc_loop\ 50000*) ;; *) fail "a shell script: report read $(cmd f.txt)" ;; esac
 grep -q "f.stp is the trace of .*sh, a shell: reading f.stp.[0-9]* (.*cli_alloc_loop), the largest trace of the processes it ran" f.err ||
 	fail "a shell script: note: $(cat f.err)"
-# the one-shot mode on the script: the plan is the program's, and the line
-# that says how to enforce it names the program, not the script (the plan
-# is enforced in the process stprof runs)
+# the one-shot mode on the script: the plan is the program's, it keeps
+# which program that is, and the line that says how to enforce it runs the
+# script (libstalloc enforces the plan in the processes of its tree that
+# run the program; before, the line said to edit the script: the plan was
+# enforced in the process stprof ran, the shell)
 "$S" --no-export --no-html ./run.sh >/dev/null 2>o.err || fail "one-shot ./run.sh: $(tail -3 o.err)"
-grep -q "^enforce:        in ./run.sh, run the program it ran under the plan" o.err || fail "one-shot ./run.sh: $(grep -A1 '^enforce' o.err)"
-grep -q "stprof run --plan $T/run.sh.plan -- .*cli_alloc_loop 50000" o.err || fail "one-shot ./run.sh: $(grep -A1 '^enforce' o.err)"
+grep -q "^enforce:        stprof run --plan $T/run.sh.plan -- ./run.sh$" o.err || fail "one-shot ./run.sh: $(grep -A1 '^enforce' o.err)"
+grep -q "^                (in the process ./run.sh starts that runs cli_alloc_loop; the others run without the plan)" o.err ||
+	fail "one-shot ./run.sh: $(grep -A1 '^enforce' o.err)"
+"$S" plan --show run.sh.plan | grep -q "^program: *.*/cli_alloc_loop$" || fail "plan --show: $("$S" plan --show run.sh.plan | head -5)"
 # a shell that ran nothing recorded: its own trace
 "$S" record -q -o s.stp -- sh -c 'true; true'
 "$S" report s.stp >s.txt 2>s.err
@@ -75,4 +81,19 @@ OMP_NUM_THREADS=1 "$S" --no-export --no-html ./train.py 30 >out 2>err || fail "o
 grep -q "reading .*/train.stp.[0-9]* (.*python3[.0-9]*), the last image of its process" err || fail "one-shot: $(head -5 err)"
 grep -q "^Iterations: 30 from markers" err || fail "one-shot: $(grep -A1 '^Iterations' err)"
 grep -q "at train.py:[0-9]* in <module>" err || fail "one-shot: no row at the script's lines"
+# a wrapper script whose shell runs one Python program that uses torch and
+# then the training script: its plan, enforced through the script, is
+# enforced by the process that runs the training script alone (one
+# statistics block, its iterations, planned hits), not by the shell
+# (before: the shell, no hit) nor by the other Python program
+printf '#!/bin/sh\n"%s" -c "import torch; print(torch.ones(3).sum().item())"\nOMP_NUM_THREADS=1 "%s" "%s" 30 "$@"\n' \
+	"$PY" "$PY" "$STPROF_SRC/tests/python/fold_loop.py" >w.sh
+chmod +x w.sh
+"$S" --no-export --no-html ./w.sh >/dev/null 2>w.err || fail "one-shot ./w.sh: $(tail -3 w.err)"
+grep -q "^enforce:        stprof run --plan $T/w.sh.plan -- ./w.sh$" w.err || fail "one-shot ./w.sh: $(grep -A1 '^enforce' w.err)"
+"$S" run --plan w.sh.plan -- ./w.sh >w.out 2>r.err || fail "run --plan ./w.sh: $(tail -3 r.err)"
+grep -q "w.sh.plan is the plan of fold_loop.py: enforced in the process ./w.sh starts that runs it" r.err || fail "run --plan: $(head -3 r.err)"
+[ "$(grep -c '^stalloc: pool' r.err)" = 1 ] || fail "run --plan ./w.sh: statistics blocks: $(grep -c '^stalloc: pool' r.err)"
+grep -q "^stalloc: requests [0-9]*: planned hits [1-9]" r.err || fail "run --plan ./w.sh: $(grep '^stalloc: requests' r.err)"
+grep -q ", 30 iterations$" r.err || fail "run --plan ./w.sh: $(grep '^stalloc: drift' r.err)"
 echo ok

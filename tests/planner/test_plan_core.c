@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "stprof/plan.h"
+#include "stprof/programkey.h"
 #include "stprof/trace_codec.h"
 
 static void add(stp_reqs *r, uint64_t size, uint64_t s, uint64_t e, uint32_t flags)
@@ -340,9 +341,24 @@ static void test_plan_file(void)
 	CHECK(same);
 	CHECK(stp_plan_verify(&r2, &p2, err, sizeof err) == 0);
 	CHECK_STR(stp_reqs_str(&r2, r2.source), stp_reqs_str(&r, r.source));
+	CHECK_EQ_U(r2.program, 0); /* a plan made from no trace keeps no program */
 	FILE *devnull = fopen("/dev/null", "w");
 	stp_plan_show(devnull, &r2, &p2, 0);
 	fclose(devnull);
+	stp_plan_free(&p2);
+	stp_reqs_free(&r2);
+	/* 1.5: the program the plan is of (stprof/programkey.h), read back */
+	r.program = stp_reqs_string(&r, "/usr/bin/python3.11\ntrain.py");
+	CHECK(stp_plan_write(path, &r, &p, err, sizeof err) == 0);
+	CHECK(stp_plan_read(path, &r2, &p2, err, sizeof err) == 0);
+	CHECK_STR(stp_reqs_str(&r2, r2.program), "/usr/bin/python3.11\ntrain.py");
+	char *shown = NULL;
+	size_t shown_len = 0;
+	FILE *mf = open_memstream(&shown, &shown_len);
+	stp_plan_show(mf, &r2, &p2, 0);
+	fclose(mf);
+	CHECK(strstr(shown, "program:        /usr/bin/python3.11 train.py\n") != NULL);
+	free(shown);
 	stp_plan_free(&p2);
 	stp_reqs_free(&r2);
 	/* damage: one flipped byte, a truncation */
@@ -569,8 +585,37 @@ static void test_csv(void)
 	}
 }
 
+/* The key of the program a process runs (stprof/programkey.h): a plan's,
+ * and libstalloc's of each process of a wrapper's tree. */
+static void test_program_key(void)
+{
+	char k[256];
+	CHECK(stp_program_key("/usr/bin/python3.11", "python3 -u -X dev /home/a/train.py --steps 10", k, sizeof k) == 0);
+	CHECK_STR(k, "/usr/bin/python3.11\ntrain.py");
+	CHECK(stp_program_key("/usr/bin/python3.11", "python3 -m torch.distributed.run --nproc 2 t.py", k, sizeof k) == 0);
+	CHECK_STR(k, "/usr/bin/python3.11\n-m torch.distributed.run");
+	CHECK(stp_program_key("/usr/bin/python3.11", "python3 -c import torch", k, sizeof k) == 0);
+	CHECK_STR(k, "/usr/bin/python3.11\n-c");
+	CHECK(stp_program_key("/usr/bin/bash", "/bin/sh ./run.sh", k, sizeof k) == 0);
+	CHECK_STR(k, "/usr/bin/bash\nrun.sh");
+	CHECK(stp_program_key("/opt/app/train", "./train --fast", k, sizeof k) == 0);
+	CHECK_STR(k, "/opt/app/train\n");
+	CHECK(stp_program_key("/usr/bin/python3.11", "python3", k, sizeof k) == 0); /* the REPL */
+	CHECK_STR(k, "/usr/bin/python3.11\n");
+	CHECK(stp_program_key("/usr/bin/python3.11", "python3 train.py", k, 8) < 0 && !k[0]); /* does not fit */
+	/* the same script under another interpreter, other arguments: the same program */
+	CHECK(stp_program_same("/usr/bin/python3.11\ntrain.py", "/venv/bin/python3.12\ntrain.py"));
+	CHECK(!stp_program_same("/usr/bin/python3.11\ntrain.py", "/usr/bin/python3.11\n-c"));
+	CHECK(!stp_program_same("/usr/bin/python3.11\ntrain.py", "/usr/bin/bash\nrun.sh"));
+	CHECK(stp_program_same("/opt/app/train\n", "/other/train\n"));
+	CHECK(!stp_program_same("/opt/app/train\n", "/opt/app/trainer\n"));
+	CHECK(!stp_program_same("/opt/app/train\n", "/usr/bin/python3.11\ntrain"));
+	CHECK(!stp_program_same("", "/opt/app/train\n"));
+}
+
 int main(void)
 {
+	test_program_key();
 	test_lower_bound();
 	test_homosize_optimal();
 	test_phases();

@@ -1,0 +1,124 @@
+/*
+ * stprof/programkey.h - which program a process runs: the key a plan keeps
+ * of the process it was made from (planner/requests_from_trace.c), by which
+ * libstalloc finds that process among those a wrapper script starts
+ * (`stprof run --plan P -- ./run.sh`: allocator/preload.c).
+ *
+ * The key is the executable (/proc/self/exe) and, for an interpreter, what
+ * it runs: the base name of its script ("train.py"), "-m MODULE", "-c" or
+ * "-"; nothing more for other programs.  The arguments after the script do
+ * not count: a run with more steps is the same program; nor does which
+ * interpreter runs the script (stp_program_same).  The command line
+ * is given as the trace records it, argv joined by spaces (a script path
+ * with a space in it is cut there, on both sides alike).  Header-only: the
+ * planner and the preloaded libstalloc share no other code; the command's
+ * output names (cli/outname.c) use the same list of interpreters.
+ */
+#ifndef STPROF_PROGRAMKEY_H
+#define STPROF_PROGRAMKEY_H
+#include <stddef.h>
+#include <string.h>
+
+/* Interpreters whose first non-option argument is the program they run:
+ * the name, then nothing, digits and dots (python3.11, perl5.36), or "js"
+ * (nodejs).  b is a base name. */
+static inline int stp_is_interpreter(const char *b)
+{
+	static const char *const pre[] = {"python", "pypy", "perl", "ruby", "node", "lua", "julia", "Rscript",
+	                                  "bash", "dash", "zsh", "ksh", "sh", "tclsh", "php"};
+	for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) {
+		size_t n = strlen(pre[i]);
+		if (!strncmp(b, pre[i], n) &&
+		    (b[n] == 0 || strspn(b + n, "0123456789.") == strlen(b + n) || !strcmp(b + n, "js")))
+			return 1;
+	}
+	return 0;
+}
+
+/* Python's options that take the next word as their argument. */
+static inline int stp_interp_takes_arg(const char *opt, size_t n)
+{
+	return n == 2 && opt[0] == '-' && (opt[1] == 'W' || opt[1] == 'X' || opt[1] == 'Q');
+}
+
+/* Writes "EXE\nWHAT" (WHAT empty for a program that is no interpreter)
+ * into out; 0, or -1 when it does not fit (out is then ""). */
+static inline int stp_program_key(const char *exe, const char *cmdline, char *out, size_t len)
+{
+	const char *b = strrchr(exe, '/');
+	b = b ? b + 1 : exe;
+	const char *what = "", *extra = "";
+	size_t wn = 0, xn = 0;
+	if (stp_is_interpreter(b)) {
+		const char *p = cmdline;
+		size_t n;
+		int first = 1;
+		for (;; p += n) {
+			p += strspn(p, " ");
+			n = strcspn(p, " ");
+			if (!n)
+				break;
+			if (first) { /* argv[0] */
+				first = 0;
+				continue;
+			}
+			if (p[0] == '-' && n == 2 && p[1] == 'm') { /* -m MODULE */
+				what = "-m ";
+				wn = 3;
+				extra = p + n + strspn(p + n, " ");
+				xn = strcspn(extra, " ");
+				break;
+			}
+			if (p[0] == '-' && ((n == 2 && (p[1] == 'c' || p[1] == 'e')) || n == 1)) {
+				what = p; /* code on the command line */
+				wn = n;
+				break;
+			}
+			if (p[0] == '-') {
+				if (stp_interp_takes_arg(p, n)) {
+					p += n;
+					p += strspn(p, " ");
+					n = strcspn(p, " ");
+				}
+				continue;
+			}
+			const char *s = p + n; /* the script: its base name */
+			while (s > p && s[-1] != '/')
+				s--;
+			what = s;
+			wn = (size_t)(p + n - s);
+			break;
+		}
+	}
+	size_t en = strlen(exe);
+	if (en + 1 + wn + xn + 1 > len) {
+		if (len)
+			out[0] = 0;
+		return -1;
+	}
+	memcpy(out, exe, en);
+	out[en] = '\n';
+	memcpy(out + en + 1, what, wn);
+	memcpy(out + en + 1 + wn, extra, xn);
+	out[en + 1 + wn + xn] = 0;
+	return 0;
+}
+/* Whether the process whose key is have runs the program whose key is want:
+ * for an interpreter, the same script (or -m module), whichever interpreter
+ * runs it (a venv's python, python3 for python3.11); otherwise the same
+ * executable's base name. */
+static inline int stp_program_same(const char *want, const char *have)
+{
+	const char *wn = strchr(want, '\n'), *hn = strchr(have, '\n');
+	if (!wn || !hn)
+		return 0;
+	if (wn[1] || hn[1])
+		return !strcmp(wn + 1, hn + 1);
+	const char *wb = wn, *hb = hn; /* the executables' base names */
+	while (wb > want && wb[-1] != '/')
+		wb--;
+	while (hb > have && hb[-1] != '/')
+		hb--;
+	return wn - wb == hn - hb && !strncmp(wb, hb, (size_t)(wn - wb));
+}
+#endif
