@@ -353,6 +353,9 @@ int det_spans_peak(const stp_det *d, uint64_t a_seq, uint64_t b_seq);
 /* 1 when a call path is a library's own (its frames: cuBLAS, cuDNN, ... or
  * a function naming a workspace). */
 int det_site_is_library(stp_det *d, uint32_t stack);
+/* Whether a call path makes or receives a DataLoader's batch (Python
+ * frames in torch/utils/data/ or torch.multiprocessing's reductions). */
+int det_site_is_loader(stp_det *d, uint32_t stack);
 
 /* access.c: only used when d->have_ranges */
 int det_access_init(stp_det *d);

@@ -131,6 +131,26 @@ static int library_frame(const stp_det_frame *f)
 	return 0;
 }
 
+/* A batch a DataLoader makes or receives: its Python frames pass through
+ * torch/utils/data/ (the fetch and collate, the iterator's receiving and
+ * reordering) or torch.multiprocessing's rebuilding of a shared storage. */
+int det_site_is_loader(stp_det *d, uint32_t stack)
+{
+	uint32_t parent, depth = 0;
+	uint64_t ip;
+	while (stack && d->rd && depth < 64 && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
+		if (STP_IS_PYFRAME(ip)) {
+			stp_det_frame f;
+			det_frames_resolve(d->frames, ip, depth > 0, &f);
+			if (f.file && (strstr(f.file, "/torch/utils/data/") || strstr(f.file, "/torch/multiprocessing/reductions.py")))
+				return 1;
+		}
+		depth++;
+		stack = parent;
+	}
+	return 0;
+}
+
 int det_site_is_library(stp_det *d, uint32_t stack)
 {
 	uint32_t parent, depth = 0;
@@ -153,7 +173,7 @@ int det_site_is_library(stp_det *d, uint32_t stack)
 const char *stp_det_expect_name(unsigned e)
 {
 	static const char *const n[] = {"", "across-iterations", "phases", "teardown", "library",
-	                                "caching-allocator", "off-peak", "set-up", "negligible", "minor"};
+	                                "caching-allocator", "off-peak", "set-up", "negligible", "minor", "data-loader"};
 	return e < STP_EXPECT_COUNT ? n[e] : "?";
 }
 
@@ -173,6 +193,8 @@ const char *stp_det_expect_text(unsigned e)
 		"under 1/1024 of its memory space's peak: too small to matter",
 		"an early allocation or idle gap wasting under 1/16 of what the same object's own finding wastes: "
 		"listed for that one",
+		"a DataLoader's batch: its prefetching and reordering keep it; num_workers and prefetch_factor set "
+		"how many",
 	};
 	return e < STP_EXPECT_COUNT ? n[e] : "?";
 }

@@ -137,16 +137,21 @@ int det_build_result(stp_det *d)
 	if (!d->out_findings)
 		return -1;
 	/* the actionable ones first, those the structure explains after them:
-	 * a library's own buffers are known by their call path (once per site) */
-	uint8_t *lib = calloc(d->nsites ? d->nsites : 1, 1); /* 0 unknown, 1 no, 2 yes */
+	 * a library's own buffers and a DataLoader's batches are known by their
+	 * call path (once per site) */
+	uint8_t *lib = calloc(d->nsites ? d->nsites : 1, 1); /* 0 unknown, 1 no, 2 library, 3 loader */
 	uint32_t nact = 0, nexp = 0;
 	for (uint32_t pass = 0; pass < 2; pass++)
 		for (uint32_t i = 0; i < d->nfacc; i++) {
 			stp_det_finding f = d->facc[i].f;
 			if (lib && !lib[f.site])
-				lib[f.site] = det_site_is_library(d, d->spub[f.site].stack) ? 2 : 1;
+				lib[f.site] = det_site_is_library(d, d->spub[f.site].stack)  ? 2
+				              : det_site_is_loader(d, d->spub[f.site].stack) ? 3
+				                                                             : 1;
 			if (lib && lib[f.site] == 2)
 				f.expected = STP_EXPECT_LIBRARY;
+			else if (lib && lib[f.site] == 3 && f.expected == STP_EXPECT_NONE)
+				f.expected = STP_EXPECT_LOADER;
 			if ((f.expected != STP_EXPECT_NONE) != pass)
 				continue;
 			if (pass) {

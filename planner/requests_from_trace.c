@@ -298,6 +298,8 @@ enum { SP_DEVICE_TENSORS, SP_DEVICE, SP_TENSORS, SP_HOST, SP_N };
 
 static unsigned spaces_of(const stp_alloc_info *a, uint64_t host_min)
 {
+	if (stp_host_mapped(a->kind, a->pool, a->stream))
+		return 0; /* mapped, not allocated: no allocator serves it */
 	if (a->kind == STP_MEM_DEVICE)
 		return 1u << SP_DEVICE | (a->pool == STP_POOL_TENSORS ? 1u << SP_DEVICE_TENSORS : 0);
 	if (a->kind == STP_MEM_HOST && a->pool == STP_POOL_TENSORS)
@@ -609,6 +611,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 			/* the planned space: what the runtime allocator will be asked */
 			if (want_device && a->kind != STP_MEM_DEVICE)
 				continue;
+			if (stp_host_mapped(a->kind, a->pool, a->stream))
+				continue; /* a mapped storage: no allocator is asked for it */
 			if (want_tensors && (a->kind != STP_MEM_HOST || !stp_pool_framework(a->pool)))
 				continue;
 			if (want_device_tensors && !stp_pool_framework(a->pool)) {

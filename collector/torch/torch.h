@@ -9,6 +9,7 @@
  *   torch_common.c          a tensor's call path; libc10's own symbols
  *   torch_lean.c            a lean iteration's tensor paths, from the last full one's
  *   torch_cpu.c             c10::alloc_cpu / free_cpu interposed
+ *   torch_shm.c             storages PyTorch maps (shared memory): mmap / munmap interposed
  *   torch_cuda_pluggable.c  torch_cuda_caching.c  torch_cuda_api.c
  *                           the CUDA tensors (torch_cuda.h)
  *   torch_backend.c         the backend's hooks (face.h)
@@ -36,5 +37,9 @@ STC_HIDDEN uint32_t stc_lean_predict(uint64_t size, uint64_t key);
 STC_HIDDEN void stc_lean_note(uint64_t size, uint64_t key, uint32_t stack);
 /* libc10.so's own definition of name, NULL when there is none. */
 STC_HIDDEN void *stc_c10_sym(const char *name);
+/* ---------------------------------------------------------------- mapped storages (torch_shm.c) */
+/* In a fork child: the parent's mappings are not the child's; the table's
+ * lock is free. */
+STC_HIDDEN void stc_torch_shm_atfork_child(void);
 
 #endif

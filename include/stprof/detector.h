@@ -217,7 +217,10 @@ typedef enum stp_det_expect {
 	STP_EXPECT_NEGLIGIBLE = 8,        /* the object is under 1/1024 of its space's peak */
 	STP_EXPECT_MINOR = 9,             /* an early allocation or idleness wasting under 1/16
 	                                   * of another finding on the same object */
-	STP_EXPECT_COUNT = 10
+	STP_EXPECT_LOADER = 10,           /* a DataLoader's batch (its collate, or received from a
+	                                   * worker through shared memory): its prefetching and
+	                                   * reordering keep it, not the program's code */
+	STP_EXPECT_COUNT = 11
 } stp_det_expect;
 
 /* Lifetime histogram buckets in time: [0] < 1 us, [1] < 10 us, ...

@@ -75,6 +75,17 @@ static inline int stp_pool_framework(uint32_t pool)
 	return pool == STP_POOL_TENSORS || pool == STP_POOL_JAX;
 }
 
+/* The stream of a host tensor storage (pool 1) that the framework mapped
+ * itself rather than took from its allocator: shared memory (a batch a
+ * DataLoader's worker sent), a shared file (torch.from_file(shared=True)).
+ * In the tensor space, never in a plan: no allocator serves it (its FREE
+ * carries it too). */
+#define STP_STREAM_MAPPED 1u
+static inline int stp_host_mapped(uint8_t kind, uint32_t pool, uint64_t stream)
+{
+	return kind == STP_MEM_HOST && pool == STP_POOL_TENSORS && stream == STP_STREAM_MAPPED;
+}
+
 /* A call-path frame that is not a machine address but a Python frame: the
  * low 32 bits are the string id of "FILE:LINE in FUNCTION". */
 #define STP_PYFRAME_TAG 0xfff0000000000000ull

@@ -13,7 +13,9 @@
 # `stprof PROGRAM`'s) lists the two workers under "Child processes", each
 # with its trace, pid and peaks: the one that made the 1 MiB temporary has
 # a tensor peak of at least 1 MiB, the other less; the sum of their host
-# peaks is the same sentence in text and HTML.
+# peaks is the same sentence in text and HTML.  The batches, made in shared
+# memory by the workers and mapped by the loop, are in both processes'
+# tensor spaces, and out of the loop's plan.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -54,6 +56,26 @@ tsum=$(sed -n 's/^  together \(.*\) of host heap allocated in them.*/\1/p' c.txt
 hsum=$(sed -n 's/.*<p>Together \(.*\) of host heap allocated in them.*/\1/p' d.html)
 [ -n "$tsum" ] || fail "text: no sum of the workers' peaks: $(cat c.txt)"
 expect_eq "HTML sum of the workers' peaks" "$hsum" "$tsum"
+# the batches themselves: a worker's collate makes each in shared memory
+# and the loop maps it when it receives it (at::MapAllocator; c10's
+# allocator never sees them: before, neither trace had them).  Both are
+# tensor storages now, marked mapped (stream 1), the loop's at its `for`
+# line; a plan leaves them out (no allocator serves them)
+mapped() { "$STPROF" dump -t alloc "$1" | grep -c ' stream=0x1 pool=1$' || true; }
+[ "$(mapped d.stp)" -ge 4 ] || fail "the loop: $(mapped d.stp) mapped batches"
+for k in d.stp.*; do [ "$(mapped "$k")" -ge 4 ] || fail "worker $k: $(mapped "$k") batches made in shared memory"; done
+"$STPROF" dump -t alloc d.stp | grep -q ' size=8192 kind=host device=-1 stream=0x1 pool=1$' || fail "no 8 KiB batch (32 x 64 floats)"
+forline=$(grep -n "^for step, (x, y) in enumerate(loader):" "$P" | cut -d: -f1)
+"$STPROF" report --top 60 d.stp | grep -q "^      at loader_loop.py:$forline in <module>$" || fail "no call site at the loop's for line"
+# held by the DataLoader's reordering (a batch that arrives early waits a
+# step): never an actionable finding at the for line, at most an expected
+# one ("a DataLoader's batch")
+"$STPROF" report d.stp | sed -n '/^Findings/,/^  expected, not counted/p' | grep -q "at loader_loop.py:$forline in" &&
+	fail "a finding at the loop's for line: $("$STPROF" report d.stp | sed -n '/^Findings/,/^$/p')"
+"$STPROF" plan -o d.plan d.stp >d.plan.txt 2>&1 || fail "plan: $(tail -3 d.plan.txt)"
+"$STPROF" run --plan d.plan -- "$PY" "$P" 200 2 100 >/dev/null 2>d.run || fail "run --plan: $(tail -3 d.run)"
+grep -q "^stalloc: requests [0-9]*: planned hits [1-9][0-9]*, .* (100.0% of the requests of the plan's sizes in the pool)" d.run ||
+	fail "run --plan: $(grep '^stalloc: requests' d.run)"
 "$STPROF" -o o.stp --no-plan --no-html --no-export -- "$PY" "$P" 30 2 >/dev/null 2>o.err || fail "one-shot run failed"
 grep -q "^Child processes (2 recorded beside this trace" o.err || fail "one-shot: no Child processes: $(tail -5 o.err)"
 "$STPROF" record -q -o s100.stp -- "$PY" "$P" 100 2 >/dev/null
