@@ -15,7 +15,6 @@
  * Runs in libstalloc's constructor, before any plan is loaded: setenv's
  * allocation goes to glibc.
  */
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,26 +22,6 @@
 
 #include "program.h"
 #include "stprof/programkey.h"
-
-/* /proc/self/cmdline as the collector records it: arguments joined by
- * spaces (stprof/programkey.h). */
-static void read_cmdline(char *buf, size_t cap)
-{
-	size_t n = 0;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t r;
-		while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
-			n += (size_t)r;
-		close(fd);
-	}
-	while (n && buf[n - 1] == 0)
-		n--;
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	buf[n] = 0;
-}
 
 int st_program_planned(void)
 {
@@ -58,7 +37,7 @@ int st_program_planned(void)
 	if (e <= 0)
 		return 0;
 	exe[e] = 0;
-	read_cmdline(cmd, sizeof cmd);
+	stp_read_cmdline(cmd, sizeof cmd);
 	if (stp_program_key(exe, cmd, key, sizeof key) < 0 || !stp_program_same(want, key))
 		return 0;
 	char v[32];

@@ -9,13 +9,13 @@
  * opens <trace>.<pid> at its first event (stc_ensure_output, which every
  * event's path calls: one load when the trace is open).
  */
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sample.h"
+#include "stprof/programkey.h"
 #include "tbuf.h"
 
 static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -30,26 +30,6 @@ static int32_t env_int(const char *name)
 	return *end || x < 0 || x > INT32_MAX ? -1 : (int32_t)x;
 }
 
-/* Reads a small /proc file; NULs become spaces. */
-static size_t read_proc(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	size_t n = 0;
-	ssize_t r;
-	while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
-		n += (size_t)r;
-	close(fd);
-	while (n && buf[n - 1] == 0)
-		n--;
-	for (size_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	buf[n] = 0;
-	return n;
-}
-
 void stc_announce_process(void)
 {
 	char buf[8192];
@@ -60,7 +40,7 @@ void stc_announce_process(void)
 	p->rank = env_int("RANK");
 	p->local_rank = env_int("LOCAL_RANK");
 	p->world_size = env_int("WORLD_SIZE");
-	size_t n = read_proc("/proc/self/cmdline", buf, sizeof buf);
+	size_t n = stp_read_cmdline(buf, sizeof buf);
 	p->cmdline = stc_intern_string(buf, n);
 	ssize_t e = readlink("/proc/self/exe", buf, sizeof buf - 1);
 	if (e > 0)

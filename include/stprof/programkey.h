@@ -16,8 +16,32 @@
  */
 #ifndef STPROF_PROGRAMKEY_H
 #define STPROF_PROGRAMKEY_H
+#include <fcntl.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
+
+/* This process's command line as the collector records it (the PROCESS
+ * event) and as the key reads it: /proc/self/cmdline, its arguments joined
+ * by spaces, into buf (cap > 0); its length (0 when it cannot be read). */
+static inline size_t stp_read_cmdline(char *buf, size_t cap)
+{
+	size_t n = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r;
+		while (n < cap - 1 && (r = read(fd, buf + n, cap - 1 - n)) > 0)
+			n += (size_t)r;
+		close(fd);
+	}
+	while (n && buf[n - 1] == 0)
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	buf[n] = 0;
+	return n;
+}
 
 /* Interpreters whose first non-option argument is the program they run:
  * the name, then nothing, digits and dots (python3.11, perl5.36), or "js"
