@@ -1,8 +1,10 @@
 /*
  * modbytes.c - bytes by module: each allocation of the analyzed space is
  * charged to the innermost module open (MODULE_ENTER/EXIT markers, e.g. the
- * Python shim's qualified nn.Module names) when it is made, or to "(no
- * module)".  Pass 2 feeds it; the table lives until stp_det_free().
+ * Python shim's qualified nn.Module names) when it is made; with none open,
+ * a tensor a module's backward made (its call path's "<backward>:0 in
+ * MODULE" frame: collector/core/pybackward.c) to that module; else to
+ * "(no module)".  Pass 2 feeds it; the table lives until stp_det_free().
  * Invariants: one row per distinct name (names are interned by det_intern,
  * so equal names are one pointer); the stack is one per trace (markers of
  * all threads), deeper than 256 modules counts in the 256th.  The rows sum
@@ -49,7 +51,58 @@ struct det_modbytes {
 	uint32_t cur_ix;
 	det_map mods;              /* stack << 32 | occurrence -> module index + 1 */
 	det_map occ;               /* stack -> gen << 32 | allocations of it in iteration gen */
+	det_map bwd;               /* stack -> 1 << 32 | the module index + 1 its backward frame names (0: none) */
 };
+
+/* The index + 1 of name among the modules entered, added when new; 0 out
+ * of memory. */
+static uint32_t name_index(det_modbytes *m, const char *name)
+{
+	uint32_t k = m->nnames;
+	while (k > 0 && m->names[k - 1] != name) /* few modules; interned names */
+		k--;
+	if (k)
+		return k;
+	if (m->nnames == m->names_cap) {
+		uint32_t nc = m->names_cap ? m->names_cap * 2 : 64;
+		const char **n = realloc(m->names, nc * sizeof *n);
+		if (!n)
+			return 0;
+		m->names = n;
+		m->names_cap = nc;
+	}
+	m->names[m->nnames++] = name;
+	return m->nnames;
+}
+
+/* The module whose backward made the allocation of this stack (its native
+ * frames are followed by "<backward>:0 in MODULE"), as an index + 1 among
+ * the modules entered (its forward entered it first); 0 for none (made
+ * outside a backward, or by autograd's own thread where no module was
+ * known: "<backward>:0 in backward", which names no module entered). */
+static uint32_t backward_module(stp_det *d, det_modbytes *m, uint32_t stack)
+{
+	uint64_t v = 0;
+	if (!stack || !d->rd || (!m->bwd.tab && det_map_init(&m->bwd, 256) < 0))
+		return 0;
+	if (det_map_get(&m->bwd, stack, &v))
+		return (uint32_t)v;
+	uint32_t ix1 = 0, parent, s = stack;
+	uint64_t ip;
+	for (int depth = 0; s && depth < 256 && stp_reader_stack_node(d->rd, s, &parent, &ip) == 0; depth++, s = parent) {
+		if (!STP_IS_PYFRAME(ip))
+			continue;
+		const char *t = det_intern(d, d->rd, (uint32_t)ip);
+		static const char bw[] = "<backward>:0 in ";
+		if (t && !strncmp(t, bw, sizeof bw - 1))
+			for (uint32_t k = 0; k < m->nnames && !ix1; k++) /* a module entered before: its forward's */
+				if (!strcmp(m->names[k], t + sizeof bw - 1))
+					ix1 = k + 1;
+		break; /* the innermost Python frame says it */
+	}
+	det_map_put(&m->bwd, stack, 1ull << 32 | ix1, NULL); /* out of memory: worked out again */
+	return ix1;
+}
 
 /* The key of the allocation under way: its stack and how many allocations
  * of that stack came before it in this iteration (the same line runs once
@@ -67,7 +120,7 @@ static uint64_t alloc_key(det_modbytes *m)
 }
 
 /* The module of the allocation under way, as an index + 1; 0 none. */
-static uint32_t module_of_alloc(det_modbytes *m)
+static uint32_t module_of_alloc(stp_det *d, det_modbytes *m)
 {
 	/* only in iterations of a trace with module markers: no table else */
 	uint64_t key = m->cur_stack && m->markers && m->gen ? alloc_key(m) : 0, v = 0;
@@ -77,14 +130,16 @@ static uint32_t module_of_alloc(det_modbytes *m)
 			det_map_put(&m->mods, key, ix1, NULL); /* out of memory: not learned */
 		return ix1;
 	}
-	return m->lean && !m->folded && key && m->mods.tab && det_map_get(&m->mods, key, &v) ? (uint32_t)v : 0;
+	if (m->lean && !m->folded && key && m->mods.tab && det_map_get(&m->mods, key, &v))
+		return (uint32_t)v;
+	return m->markers ? backward_module(d, m, m->cur_stack) : 0;
 }
 
 /* The same, worked out once per allocation (it counts the occurrence). */
-static uint32_t module_now(det_modbytes *m)
+static uint32_t module_now(stp_det *d, det_modbytes *m)
 {
 	if (!m->cur_done)
-		m->cur_ix = module_of_alloc(m), m->cur_done = 1;
+		m->cur_ix = module_of_alloc(d, m), m->cur_done = 1;
 	return m->cur_ix;
 }
 
@@ -136,21 +191,9 @@ void det_modbytes_marker(stp_det *d, const stp_event *ev)
 	}
 	const char *name = det_intern(d, d->rd, mk->name);
 	if (m->depth < MOD_DEPTH) {
-		uint32_t k = m->nnames;
-		while (k > 0 && m->names[k - 1] != name) /* few modules; interned names */
-			k--;
-		if (!k) {
-			if (m->nnames == m->names_cap) {
-				uint32_t nc = m->names_cap ? m->names_cap * 2 : 64;
-				const char **n = realloc(m->names, nc * sizeof *n);
-				if (!n)
-					return;
-				m->names = n;
-				m->names_cap = nc;
-			}
-			m->names[m->nnames++] = name;
-			k = m->nnames;
-		}
+		uint32_t k = name_index(m, name);
+		if (!k)
+			return;
 		m->stack_ix[m->depth] = k - 1;
 	}
 	m->depth++;
@@ -165,7 +208,7 @@ void det_modbytes_fold(stp_det *d)
 uint32_t det_modbytes_current(stp_det *d)
 {
 	det_modbytes *m = d->modbytes;
-	return m ? module_now(m) : 0;
+	return m ? module_now(d, m) : 0;
 }
 
 const char *det_modbytes_name(const stp_det *d, uint32_t k)
@@ -179,7 +222,7 @@ void det_modbytes_alloc(stp_det *d, uint64_t size)
 	if (!d->modbytes && !(d->modbytes = calloc(1, sizeof *d->modbytes)))
 		return;
 	det_modbytes *m = d->modbytes;
-	uint32_t ix1 = module_now(m);
+	uint32_t ix1 = module_now(d, m);
 	const char *name = ix1 ? m->names[ix1 - 1] : "(no module)";
 	stp_det_module *r = row_of(m, name);
 	if (r) {
@@ -214,6 +257,7 @@ void det_modbytes_free(stp_det *d)
 		free(d->modbytes->names);
 		det_map_destroy(&d->modbytes->mods);
 		det_map_destroy(&d->modbytes->occ);
+		det_map_destroy(&d->modbytes->bwd);
 	}
 	free(d->modbytes);
 	d->modbytes = NULL;

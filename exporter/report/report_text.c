@@ -402,7 +402,8 @@ static void section_modules(stp_det *d, const stp_det_result *r, const stp_repor
 	if (!n || r->primary < 0)
 		return;
 	char b[2][64], sp[32];
-	fprintf(f, "Bytes by module, allocated while it ran (%s)\n", rf_space(&r->spaces[r->primary], sp, sizeof sp));
+	fprintf(f, "Bytes by module, allocated while it ran or by its backward (%s)\n",
+	        rf_space(&r->spaces[r->primary], sp, sizeof sp));
 	fprintf(f, "     bytes allocated    allocs  module\n");
 	uint32_t i = 0;
 	for (; i < n && i < o->top; i++)

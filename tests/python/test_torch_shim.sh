@@ -1,7 +1,8 @@
 #!/bin/bash
 # The Python shim on real PyTorch (Debian python3-torch, CPU), with no change
 # to the scripts: a small known model (known_model.py) gives the exact
-# iterations, micro-batches, phase sequence and module names; the tensor
+# iterations, micro-batches, phase sequence and module names (bytes by
+# module with each module's backward); the tensor
 # space's live bytes equal PyTorch's own count at chosen points; the report
 # shows the user's Python line first; under activation checkpointing the
 # recomputed forwards are marked and the classes are sane; a user's own
@@ -54,8 +55,15 @@ first=$(grep -m1 '^      at ' "$T/r.txt")
 case "$first" in *"at known_model.py:"*" in "*) ;; *) fail "first site is not a user line: $first" ;; esac
 grep -q "at known_model.py:26 in Net.__init__" "$T/r.txt" || fail "no site at the model's first layer"
 # bytes by module, from the module markers
-grep -q "^Bytes by module, allocated while it ran (cpu tensors)" "$T/r.txt" || fail "no bytes by module"
+grep -q "^Bytes by module, allocated while it ran or by its backward (cpu tensors)" "$T/r.txt" || fail "no bytes by module"
 grep -qE "^ +[0-9.]+ [KM]iB +[0-9,]+  body.0$" "$T/r.txt" || fail "module body.0 not in bytes by module"
+# ... each with its backward's tensors: body.0's forward runs 7 times (one
+# output each), its backward 6 (a weight and a bias gradient each): 19,
+# where it was 7 and the backward's tensors were all "(no module)"
+"$STPROF" report --format json "$T/k.stp" | python3 -c '
+import json, sys
+m = {x["name"]: x["allocs"] for x in json.load(sys.stdin)["modules"]}
+assert m.get("body.0", 0) >= 19 and m.get("head", 0) >= 19, m' || fail "bytes by module: the backward not charged to its modules"
 # the host heap stays one option away
 "$STPROF" report --space host "$T/k.stp" | grep -q "^Top call sites by bytes live at the peak (host)" || fail "--space host"
 
