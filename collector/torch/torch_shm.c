@@ -14,13 +14,14 @@
  * allocator serves it) with a tensor's call path (the Python line that
  * received the batch: the loop's `for x, y in loader`), and its munmap the
  * FREE.  Every other call goes straight to the kernel through the system
- * call itself: no symbol lookup, and the collector's own mmap (core/mem.c)
- * cannot recurse (core/mem.c makes the system calls itself).  A private mapping of a file (torch.load(mmap=True) maps
- * the whole checkpoint so) is the file's pages, not memory the program
- * allocated: left out.  Mappings are few and long-lived (a batch each): a
- * fixed table of the live ones under a spin lock; a mapping that does not
- * fit in it is not recorded.  A fork child forgets the parent's (its
- * trace never saw them made: their munmaps are not its frees).
+ * call itself: no symbol lookup (core/mem.c makes its own system calls, so
+ * the collector's memory never comes through here).  A private mapping of
+ * a file (torch.load(mmap=True) maps the whole checkpoint so) is the
+ * file's pages, not memory the program allocated: left out.  Mappings are
+ * few and long-lived (a batch each): a fixed table of the live ones under
+ * a spin lock; a mapping that does not fit in it is not recorded.  A fork
+ * child forgets the parent's (its trace never saw them made: their munmaps
+ * are not its frees).
  */
 #include <stdatomic.h>
 #include <sys/mman.h>
