@@ -155,6 +155,8 @@ int cmd_dump(int argc, char **argv)
 				       ",out=%" PRIu64 ",sampled=%" PRIu64 ",est=%" PRIu64,
 				       stp_mem_kind_name(x->kind), x->device, x->pool, x->allocs, x->bytes, x->peak, x->carried_in,
 				       x->carried_out, x->sampled, x->sampled_est);
+				if (f->counted)
+					printf(",peak_objects=%" PRIu64, x->peak_objects);
 			}
 			for (uint32_t i = 0; i < f->nsites; i++)
 				printf(" site=%u:allocs=%" PRIu64 ",bytes=%" PRIu64, f->sites[i].stack, f->sites[i].allocs,

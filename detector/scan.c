@@ -107,6 +107,18 @@ static void device_split(stp_det *d, uint32_t si, uint64_t v, int add)
  * events named, except the plain host heap of a run whose events also name
  * device memory or tensors (a CUDA program's host buffers are named only
  * as the ends of copies: every other host object would be "unused"). */
+/* The objects live at a folded iteration's peak (one above nothing: it
+ * holds at least one): those with events live at the FOLD event (the ones
+ * analyze.c's mark_peak lists there) and the ones it left out that its
+ * peak holds (1.3; a 1.2 FOLD does not count them: one).  A peak reached
+ * by an object allocated after the FOLD event with an event of its own
+ * (one that outlives the iteration) holds that one. */
+static uint64_t fold_peak_objects(const stp_fold_info *f, const stp_fold_space *x, const det_space_state *ss)
+{
+	uint64_t n = ss->live_objects + (f->counted ? x->peak_objects : 1);
+	return n ? n : 1;
+}
+
 static void judge_spaces(stp_det *d)
 {
 	int other = 0;
@@ -444,7 +456,7 @@ int det_scan(stp_det *d)
 				if (peak > sp->peak_bytes &&
 				    (!d->opt.has_window || (ns >= d->opt.window_begin_ns && ns < d->opt.window_end_ns))) {
 					sp->peak_bytes = peak;
-					sp->peak_objects = ss->live_objects;
+					sp->peak_objects = fold_peak_objects(f, x, ss);
 					sp->peak_seq = ev.seq;
 					sp->peak_ns = ns;
 				}

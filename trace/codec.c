@@ -26,7 +26,7 @@ size_t stp_enc_event_bound(const stp_event *ev)
 	if (ev->type == STP_EV_API)
 		n += (size_t)ev->u.api.nranges * 21;
 	if (ev->type == STP_EV_FOLD)
-		n += (size_t)ev->u.fold.nspaces * 86 + (size_t)ev->u.fold.nsites * 41;
+		n += (size_t)ev->u.fold.nspaces * 96 + (size_t)ev->u.fold.nsites * 41;
 	return n;
 }
 
@@ -93,6 +93,8 @@ size_t stp_enc_event(uint8_t *out, size_t cap, stp_enc_state *s, const stp_event
 			flags |= STP_F_FOLD_SPACES;
 		if (ev->u.fold.nsites)
 			flags |= STP_F_FOLD_SITES;
+		if (ev->u.fold.nspaces && ev->u.fold.counted)
+			flags |= STP_F_FOLD_COUNTS;
 		if (ev->u.fold.last_seq < ev->seq)
 			return 0;
 		break;
@@ -224,6 +226,9 @@ size_t stp_enc_event(uint8_t *out, size_t cap, stp_enc_state *s, const stp_event
 				p = put_v(p, e, x->carried_out);
 				p = put_v(p, e, x->sampled);
 				p = put_v(p, e, x->sampled_est);
+				if (flags & STP_F_FOLD_COUNTS) {
+					p = put_v(p, e, x->peak_objects);
+				}
 			}
 		}
 		if (flags & STP_F_FOLD_SITES) {

@@ -314,7 +314,8 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 		stp_fold_info *f = &ev->u.fold;
 		uint64_t dlike, dlast, n;
 		memset(f, 0, sizeof *f);
-		if (flags & ~(STP_F_FOLD_SPACES | STP_F_FOLD_SITES))
+		if (flags & ~(STP_F_FOLD_SPACES | STP_F_FOLD_SITES | STP_F_FOLD_COUNTS) ||
+		    ((flags & STP_F_FOLD_COUNTS) && !(flags & STP_F_FOLD_SPACES)))
 			return -1;
 		GETZ(f->iteration);
 		GETV(dlike);
@@ -353,8 +354,12 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 				GETV(x->sampled_est);
 				if (x->sampled > x->allocs)
 					return -1;
+				if (flags & STP_F_FOLD_COUNTS) {
+					GETV(x->peak_objects);
+				}
 			}
 			f->nspaces = (uint32_t)n;
+			f->counted = (flags & STP_F_FOLD_COUNTS) != 0;
 			f->spaces = d->fold_spaces;
 		}
 		if (flags & STP_F_FOLD_SITES) {

@@ -26,6 +26,7 @@
 /* FOLD (1.2) */
 #define STP_F_FOLD_SPACES 0x10u
 #define STP_F_FOLD_SITES 0x20u
+#define STP_F_FOLD_COUNTS 0x40u /* (1.3) with SPACES: each space's peak_objects */
 
 #define STP_RANGES_MAX (1u << 20) /* readers refuse more ranges in one API event */
 #define STP_FOLD_SPACES_MAX 256u  /* readers refuse more spaces in one FOLD event */

@@ -49,7 +49,9 @@
  *     zero_grad).  What changes the memory between iterations stays: its
  *     iteration markers and annotations, segment events, the allocations
  *     that outlive it, the frees of objects from before it.  The FOLD event
- *     takes the seq of the first event it stands for and says how many.
+ *     takes the seq of the first event it stands for and says how many,
+ *     and per space its peak and (1.3) how many of the objects it leaves
+ *     out, its own and the ones carried in, are live at that peak.
  *   - Sampled host-heap allocations it leaves out differ between iterations:
  *     they are summed per call site and written with the FOLD of the last
  *     folded iteration of a run (or every 1024 folded iterations).
@@ -134,7 +136,9 @@ typedef struct unit {             /* an iteration being held */
 	int recorded_lean;        /* as its stprof.lean annotations say */
 	int64_t like;
 	uint64_t peak[FOLD_SPACES];
+	uint64_t peak_at[FOLD_SPACES];    /* global index of the event that reached it (first: none did) */
 	uint64_t carried_in[FOLD_SPACES];
+	uint64_t carried_in_objects[FOLD_SPACES];
 } unit;
 
 typedef struct sig {
@@ -176,6 +180,7 @@ static struct {
 	/* running peaks of the open iteration */
 	int64_t run[FOLD_SPACES];
 	uint64_t runpeak[FOLD_SPACES];
+	uint64_t runpeak_at[FOLD_SPACES];  /* where it was reached */
 	space_key spaces[FOLD_SPACES];
 	unsigned nspaces;
 	sig sigs[FOLD_SIGS];
@@ -498,11 +503,13 @@ static int is_sampled_heap(uint8_t kind, uint32_t pool, uint64_t size)
 	return g_cfg.heap_sample && kind == STP_MEM_HOST && pool == 0 && size < g_cfg.heap_sample;
 }
 
-static void note_peak(unsigned s, int64_t delta)
+static void note_peak(unsigned s, int64_t delta, uint64_t g)
 {
 	F.run[s] += delta;
-	if (F.run[s] > 0 && (uint64_t)F.run[s] > F.runpeak[s])
+	if (F.run[s] > 0 && (uint64_t)F.run[s] > F.runpeak[s]) {
 		F.runpeak[s] = (uint64_t)F.run[s];
+		F.runpeak_at[s] = g;
+	}
 }
 
 /* An event's part of a digest; sized 0: of a shape, its sizes left out. */
@@ -568,6 +575,8 @@ static unit *new_unit(int64_t value, uint64_t first)
 	u->recorded_lean = F.recording_lean;
 	memset(F.run, 0, sizeof F.run);
 	memset(F.runpeak, 0, sizeof F.runpeak);
+	for (unsigned s = 0; s < FOLD_SPACES; s++)
+		F.runpeak_at[s] = first;
 	F.open = (long)(F.nunits - 1);
 	return u;
 }
@@ -613,7 +622,7 @@ static void scan(void)
 			h->space = (uint8_t)space_of(a->kind, a->device, a->pool);
 			live_put(a->addr, g, h->bytes, h->space, h->sampled);
 			if (u)
-				note_peak(h->space, (int64_t)h->bytes);
+				note_peak(h->space, (int64_t)h->bytes, g);
 			break;
 		}
 		case STP_EV_FREE: {
@@ -645,7 +654,7 @@ static void scan(void)
 				sized = !carried;
 				live_del(l);
 				if (u)
-					note_peak(h->space, -(int64_t)h->bytes);
+					note_peak(h->space, -(int64_t)h->bytes, g);
 			} else {
 				h->sampled = (uint8_t)older_heap;
 			}
@@ -662,6 +671,7 @@ static void scan(void)
 			u->last = g;
 			u->complete = 1;
 			memcpy(u->peak, F.runpeak, sizeof u->peak);
+			memcpy(u->peak_at, F.runpeak_at, sizeof u->peak_at);
 			F.open = -1;
 			lean_judge(u);
 		}
@@ -797,7 +807,7 @@ static void site_add(uint32_t stack, uint64_t bytes)
 /* The FOLD event of unit u, in place of its first left-out event. */
 static void write_fold_event(const unit *u, const hev *first, uint64_t elided, uint64_t apis, uint64_t markers,
                              const uint64_t *allocs, const uint64_t *bytes, const uint64_t *carried_out,
-                             const uint64_t *nsamp, const double *est, int with_sites)
+                             const uint64_t *nsamp, const double *est, const uint64_t *at_peak, int with_sites)
 {
 	stp_fold_space sp[FOLD_SPACES];
 	stp_fold_site *si = NULL;
@@ -809,7 +819,7 @@ static void write_fold_event(const unit *u, const hev *first, uint64_t elided, u
 		                             .pool = F.spaces[s].pool, .allocs = allocs[s], .bytes = bytes[s],
 		                             .peak = u->peak[s], .carried_in = u->carried_in[s],
 		                             .carried_out = carried_out[s], .sampled = nsamp[s],
-		                             .sampled_est = (uint64_t)(est[s] + 0.5)};
+		                             .sampled_est = (uint64_t)(est[s] + 0.5), .peak_objects = at_peak[s]};
 	}
 	size_t sbytes = 0;
 	if (with_sites && F.nsites) {
@@ -834,6 +844,7 @@ static void write_fold_event(const unit *u, const hev *first, uint64_t elided, u
 	f->markers = markers;
 	f->digest = u->digest;
 	f->nspaces = nsp;
+	f->counted = 1;
 	f->spaces = sp;
 	f->nsites = nsi;
 	f->sites = si;
@@ -847,6 +858,10 @@ static void write_fold_event(const unit *u, const hev *first, uint64_t elided, u
 static void write_folded(unit *u, int next_folds)
 {
 	uint64_t allocs[FOLD_SPACES] = {0}, bytes[FOLD_SPACES] = {0}, out[FOLD_SPACES] = {0}, nsamp[FOLD_SPACES] = {0};
+	uint64_t nout[FOLD_SPACES] = {0}, at_peak[FOLD_SPACES];
+	/* the objects left out live at the peak: the carried-in ones, with
+	 * the left-out allocations and frees up to the event that reached it */
+	memcpy(at_peak, u->carried_in_objects, sizeof at_peak);
 	double est[FOLD_SPACES] = {0};
 	uint64_t elided = 0, apis = 0, markers = 0;
 	unit *nx = u + 1 < F.units + F.nunits ? u + 1 : NULL;
@@ -864,11 +879,14 @@ static void write_folded(unit *u, int next_folds)
 				else if (fr && next_folds && nx && fr->unit == nx->serial) {
 					el = 1;
 					out[h->space] += h->bytes;
+					nout[h->space]++;
 				}
 				if (el)
 					fr->elide = 1;
 			}
 			if (el) {
+				if (g <= u->peak_at[h->space])
+					at_peak[h->space]++;
 				allocs[h->space]++;
 				bytes[h->space] += h->bytes;
 				if (h->sampled) {
@@ -880,6 +898,8 @@ static void write_folded(unit *u, int next_folds)
 			break;
 		case STP_EV_FREE:
 			el = h->elide; /* its allocation was left out */
+			if (el && g <= u->peak_at[h->space])
+				at_peak[h->space]--;
 			break;
 		case STP_EV_API:
 			el = 1;
@@ -893,8 +913,10 @@ static void write_folded(unit *u, int next_folds)
 		h->elide = (uint8_t)el;
 		elided += (uint64_t)el;
 	}
-	if (nx)
+	if (nx) {
 		memcpy(nx->carried_in, out, sizeof out);
+		memcpy(nx->carried_in_objects, nout, sizeof nout);
+	}
 	F.folded_since_sites++;
 	int with_sites = !next_folds || F.folded_since_sites >= FOLD_SITES_EVERY;
 	int fold_written = 0;
@@ -905,7 +927,7 @@ static void write_folded(unit *u, int next_folds)
 			continue;
 		}
 		if (!fold_written) {
-			write_fold_event(u, h, elided, apis, markers, allocs, bytes, out, nsamp, est, with_sites);
+			write_fold_event(u, h, elided, apis, markers, allocs, bytes, out, nsamp, est, at_peak, with_sites);
 			fold_written = 1;
 		}
 	}

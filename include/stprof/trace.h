@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define STP_FORMAT_MAJOR 1
-#define STP_FORMAT_MINOR 2
+#define STP_FORMAT_MINOR 3
 
 typedef enum stp_event_type {
 	STP_EV_PROCESS = 1,  /* the process this trace belongs to (first event) */
@@ -226,6 +226,9 @@ typedef struct stp_fold_space {
 	uint64_t carried_out; /* bytes left out with this one, freed in the next (live at its end) */
 	uint64_t sampled;     /* of allocs: sampled host-heap ones */
 	uint64_t sampled_est; /* the allocations those stand for (sum of 1/p, rounded) */
+	/* (1.3, where stp_fold_info.counted) how many of the objects left out
+	 * (this iteration's and the carried_in ones) are live at the peak */
+	uint64_t peak_objects;
 } stp_fold_space;
 
 typedef struct stp_fold_site {
@@ -245,6 +248,7 @@ typedef struct stp_fold_info {
 	uint64_t apis, markers; /* of them: API events, phase and module markers */
 	uint64_t digest;      /* of the iteration's allocations, frees, segments, APIs, markers */
 	uint32_t nspaces, nsites;
+	uint8_t counted;      /* the spaces carry peak_objects (1.3) */
 	const stp_fold_space *spaces; /* valid until the next stp_reader_next() */
 	/* sampled host-heap allocations left out by the folded iterations since
 	 * the last FOLD that had sites, per call site (they differ from one

@@ -5,7 +5,8 @@
 #    heap allocation recorded): by default 46 of its 50 iterations are
 #    folded (the first 2 and the last 2 kept); the report's totals of the
 #    folded trace equal a --full recording's (allocations, frees, bytes,
-#    peak, live at the end), the report and the timeline say what was
+#    peak, live at the end; the objects live at each iteration's peak,
+#    a folded one's from its FOLD's count), the report and the timeline say what was
 #    folded, the plan is the same, the torch snapshot export works, the
 #    trace is consistent and far smaller; --full has no FOLD event.
 # 2. Real PyTorch (fold_loop.py, 1,000 steps of an MLP, step 500 making a
@@ -42,6 +43,29 @@ expect_eq "train: folded iterations" "$("$STPROF" dump -t fold c.stp | sed 's/.*
 res=$("$CHECK_HEAP" c.stp) || fail "train: folded trace inconsistent: $res"
 case "$res" in *lost=0\ bad=0*) ;; *) fail "train: $res" ;; esac
 expect_eq "train: report totals, folded vs --full" "$(json_spaces c.stp)" "$(json_spaces cf.stp)"
+# the objects live at each folded iteration's peak (format 1.3): those
+# with events live at its FOLD and the FOLD's peak_objects are the --full
+# trace's at that iteration's peak
+peak_objects() { # TRACE: "ITERATION=OBJECTS" at each iteration's heap peak, the folded ones
+	"$STPROF" dump "$1" | python3 -c '
+import re, sys
+live, it, base, cur, peak, at, folded = {}, None, 0, 0, {}, {}, {}
+for line in sys.stdin:
+    f = line.split()
+    kv = dict(x.split("=", 1) for x in f[4:] if "=" in x)
+    if f[3] == "alloc" and kv.get("pool", "0") == "0":
+        live[kv["addr"]] = int(kv["size"]); cur += int(kv["size"])
+        if it is not None and cur - base > peak[it]:
+            peak[it], at[it] = cur - base, len(live)
+    elif f[3] == "free" and kv["addr"] in live:
+        cur -= live.pop(kv["addr"])
+    elif f[3] == "marker" and kv["kind"] == "iteration_begin":
+        it, base, peak[it], at[it] = int(kv["value"]), cur, 0, len(live)
+    elif f[3] == "fold":
+        folded[it] = len(live) + int(re.search(r"host/-1/0:\S*peak_objects=(\d+)", line).group(1))
+print(" ".join("%d=%d" % (i, folded.get(i, at[i])) for i in sorted(at)))'
+}
+expect_eq "train: objects at each iteration's peak, folded vs --full" "$(peak_objects c.stp)" "$(peak_objects cf.stp)"
 "$STPROF" report c.stp >c.txt
 grep -q "folded    46 steady iterations kept as counters by the collector, each like iteration 0" c.txt ||
 	fail "train: report: $(grep -A2 folded c.txt)"

@@ -38,17 +38,19 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 33);
 }
 static void fold_parts(uint64_t i, stp_fold_space sp[4], uint32_t *nsp, stp_fold_site si[4], uint64_t ip[4],
-                       uint32_t *nsi)
+                       uint32_t *nsi, uint8_t *counted)
 {
 	uint64_t h = mix(i + 1);
 	*nsp = (uint32_t)(h % 4);
+	*counted = (uint8_t)((h >> 16) & 1); /* 1.3's counts, or a 1.2 FOLD */
 	*nsi = (uint32_t)((h >> 8) % 4);
 	for (uint32_t k = 0; k < 4; k++) {
 		uint64_t g = mix(h + k);
 		sp[k] = (stp_fold_space){.kind = (uint8_t)(g % 4), .device = (int32_t)((g >> 4) % 3) - 1,
 		                         .pool = (uint32_t)((g >> 8) % 2), .allocs = (g >> 9) % 1000, .bytes = g >> 3,
 		                         .peak = g >> 20, .carried_in = (g >> 30) % 4096, .carried_out = (g >> 40) % 4096,
-		                         .sampled = (g >> 9) % 1000 / 2, .sampled_est = (g >> 44) % 100000};
+		                         .sampled = (g >> 9) % 1000 / 2, .sampled_est = (g >> 44) % 100000,
+		                         .peak_objects = *counted ? (g >> 50) % 200 : 0};
 		ip[k] = 0x400000 + (g % 64) * 16;
 		si[k] = (stp_fold_site){.device = -1, .allocs = (g >> 12) % 100, .bytes = (g >> 24) % 100000};
 	}
@@ -146,7 +148,7 @@ static void make_event(stp_writer *w, stp_event *ev, uint64_t i, uint64_t t)
 		f->apis = rnd() % 2;
 		f->digest = rnd();
 		uint64_t ip[4];
-		fold_parts(i, fold_spaces, &f->nspaces, fold_sites, ip, &f->nsites);
+		fold_parts(i, fold_spaces, &f->nspaces, fold_sites, ip, &f->nsites, &f->counted);
 		for (uint32_t k = 0; k < f->nsites; k++)
 			fold_sites[k].stack = stp_writer_stack(w, &ip[k], 1);
 		f->spaces = fold_spaces;
@@ -192,16 +194,18 @@ static int same_event(stp_reader *r, const stp_event *a, const stp_event *b, uin
 		stp_fold_site si[4];
 		uint64_t ip[4];
 		uint32_t nsp, nsi;
-		fold_parts(i, sp, &nsp, si, ip, &nsi);
+		uint8_t counted;
+		fold_parts(i, sp, &nsp, si, ip, &nsi, &counted);
 		if (x.iteration != y.iteration || x.like != y.like || x.last_seq != y.last_seq || x.elided != y.elided ||
 		    x.apis != y.apis || x.markers != y.markers || x.digest != y.digest || x.nspaces != nsp ||
-		    x.nsites != nsi)
+		    x.nsites != nsi || x.counted != (counted && nsp))
 			return 0;
 		for (uint32_t k = 0; k < nsp; k++) {
 			const stp_fold_space *g = &x.spaces[k], *w = &sp[k];
 			if (g->kind != w->kind || g->device != w->device || g->pool != w->pool || g->allocs != w->allocs ||
 			    g->bytes != w->bytes || g->peak != w->peak || g->carried_in != w->carried_in ||
-			    g->carried_out != w->carried_out || g->sampled != w->sampled || g->sampled_est != w->sampled_est)
+			    g->carried_out != w->carried_out || g->sampled != w->sampled || g->sampled_est != w->sampled_est ||
+			    g->peak_objects != w->peak_objects)
 				return 0;
 		}
 		for (uint32_t k = 0; k < nsi; k++) {
