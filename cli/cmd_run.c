@@ -248,9 +248,10 @@ static void say_enforce_child(const char *plan, const char *trace, char *const *
 	trace_cmdline(trace, cmd, sizeof cmd);
 	if (!exe[0] || stp_program_key(exe, cmd, key, sizeof key) < 0)
 		return;
-	const char *nl = strchr(key, '\n'), *b = strrchr(exe, '/');
-	fprintf(stderr, "                (in the process %s starts that runs %s; the others run without the plan)\n",
-	        argv[0], nl[1] ? nl + 1 : b ? b + 1 : exe);
+	size_t n;
+	const char *shown = stp_program_shown(key, &n);
+	fprintf(stderr, "                (in the process %s starts that runs %.*s; the others run without the plan)\n",
+	        argv[0], (int)n, shown);
 }
 
 /* The one-shot mode's outputs for a run with rank traces (a torchrun job):

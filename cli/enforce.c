@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "enforce.h"
+#include "guard.h"
 #include "programtrace.h"
 #include "rank_plans.h"
 #include "record.h"
@@ -55,10 +56,11 @@ static const char *stalloc_path(void)
 
 /* Reads PATH as a plan (or, lifetimes, a lifetime model): 0, or -1 after
  * the one-line error naming it and the offset.  A plan's program key
- * (stprof/programkey.h; "" when it keeps none) into key. */
+ * (stprof/programkey.h; "" when it keeps none) into key, unless NULL. */
 static int check_plan(const char *path, int lifetimes, char *key, size_t keylen)
 {
-	key[0] = 0;
+	if (key)
+		key[0] = 0;
 	char err[1024];
 	if (lifetimes) {
 		stp_lt_model m;
@@ -76,7 +78,7 @@ static int check_plan(const char *path, int lifetimes, char *key, size_t keylen)
 	int rc = stp_plan_read(path, &r, &p, err, sizeof err);
 	if (rc < 0)
 		stprof_err("%s", err);
-	else if (r.program)
+	else if (r.program && key)
 		snprintf(key, keylen, "%s", stp_reqs_str(&r, r.program));
 	stp_reqs_free(&r);
 	stp_plan_free(&p);
@@ -94,8 +96,7 @@ static int check_rank_plans(const char *plan, const rank_plans *rp, int quiet)
 			           "is enforced by one process (--plan MODEL)", path);
 			return -1;
 		}
-		char key[16];
-		if (check_plan(path, 0, key, sizeof key) < 0)
+		if (check_plan(path, 0, NULL, 0) < 0)
 			return -1;
 	}
 	if (quiet)
@@ -119,21 +120,8 @@ static int runs_shell(char **argv)
 {
 	if (is_shell(argv[0]))
 		return 1;
-	char path[PATH_MAX] = "";
-	if (strchr(argv[0], '/'))
-		snprintf(path, sizeof path, "%s", argv[0]);
-	else { /* as execvp finds it */
-		const char *dirs = getenv("PATH");
-		for (const char *d = dirs ? dirs : "/usr/bin:/bin"; *d && !path[0]; d += *d == ':') {
-			size_t n = strcspn(d, ":");
-			char try[PATH_MAX];
-			snprintf(try, sizeof try, "%.*s%s%s", (int)n, d, n ? "/" : "", argv[0]);
-			if (access(try, X_OK) == 0)
-				snprintf(path, sizeof path, "%s", try);
-			d += n;
-		}
-	}
-	FILE *f = path[0] ? fopen(path, "r") : NULL;
+	char path[PATH_MAX];
+	FILE *f = stprof_find_on_path(argv[0], path, sizeof path) ? fopen(path, "r") : NULL;
 	if (!f)
 		return 0;
 	char line[512] = "";
@@ -222,12 +210,11 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 		unsetenv("STALLOC_PID");
 		setenv("STALLOC_PROGRAM", key, 1);
 		if (!quiet) {
-			const char *nl = strchr(key, '\n'), *b = nl - 1;
-			while (b > key && b[-1] != '/')
-				b--;
+			size_t n;
+			const char *shown = stp_program_shown(key, &n);
 			stprof_err("%s is the plan of %.*s: enforced in the process %s starts that runs it (the others run "
-			           "without a plan)", plan, nl[1] ? (int)strlen(nl + 1) : (int)(nl - b), nl[1] ? nl + 1 : b,
-			           argv[0]);
+			           "without a plan)",
+			           plan, (int)n, shown, argv[0]);
 		}
 	} else if (!ranks) {
 		snprintf(buf, sizeof buf, "%ld", (long)getpid());

@@ -130,10 +130,12 @@ const char *stprof_close_subcommand(const char *word, const struct stprof_cmd *c
 	return best && bestd <= limit ? best : NULL;
 }
 
-int stprof_on_path(const char *word)
+int stprof_find_on_path(const char *word, char *out, size_t outlen)
 {
-	if (strchr(word, '/'))
+	if (strchr(word, '/')) {
+		snprintf(out, outlen, "%s", word);
 		return access(word, F_OK) == 0;
+	}
 	const char *path = getenv("PATH");
 	if (!path || !*path)
 		path = "/usr/local/bin:/usr/bin:/bin";
@@ -143,11 +145,19 @@ int stprof_on_path(const char *word)
 		size_t n = colon ? (size_t)(colon - path) : strlen(path);
 		snprintf(buf, sizeof buf, "%.*s/%s", (int)(n ? n : 1), n ? path : ".", word);
 		struct stat sb;
-		if (stat(buf, &sb) == 0 && S_ISREG(sb.st_mode) && access(buf, X_OK) == 0)
+		if (stat(buf, &sb) == 0 && S_ISREG(sb.st_mode) && access(buf, X_OK) == 0) {
+			snprintf(out, outlen, "%s", buf);
 			return 1;
+		}
 		path += n + (colon ? 1 : 0);
 	}
 	return 0;
+}
+
+int stprof_on_path(const char *word)
+{
+	char path[PATH_MAX];
+	return stprof_find_on_path(word, path, sizeof path);
 }
 
 int stprof_same_file(const char *a, const char *b)

@@ -21,6 +21,9 @@ struct stprof_cmd;
 const char *stprof_close_subcommand(const char *word, const struct stprof_cmd *cmds);
 /* 1 when WORD runs something: a path that exists, or an executable on $PATH. */
 int stprof_on_path(const char *word);
+/* The same, and the file it runs into path (pathlen bytes; as execvp
+ * finds it: the first executable on $PATH for a word without a slash). */
+int stprof_find_on_path(const char *word, char *path, size_t pathlen);
 /* 1 when both paths exist and are the same file. */
 int stprof_same_file(const char *a, const char *b);
 /* Prints an error and returns 1 when OUT is one of the inputs INS. */

@@ -25,11 +25,6 @@
 #include "stprof/report.h"
 #include "util.h"
 
-static int is_interpreter(const char *b) { return stp_is_interpreter(b); }
-
-/* Python's options that take the next word as their argument. */
-static int takes_arg(const char *opt) { return stp_interp_takes_arg(opt, strlen(opt)); }
-
 static void strip_ext(char *s)
 {
 	char *dot = strrchr(s, '.');
@@ -79,7 +74,7 @@ const char *outname_script(char *const *argv)
 	char buf[PATH_MAX];
 	int i = program_index(argv);
 	snprintf(buf, sizeof buf, "%s", argv[i]);
-	if (!is_interpreter(basename(buf)))
+	if (!stp_is_interpreter(basename(buf)))
 		return NULL;
 	for (int k = i + 1; argv[k]; k++) {
 		const char *a = argv[k];
@@ -87,7 +82,7 @@ const char *outname_script(char *const *argv)
 			return NULL; /* a module or code on the command line */
 		if (a[0] != '-')
 			return a;
-		if (takes_arg(a) && argv[k + 1])
+		if (stp_interp_takes_arg(a, strlen(a)) && argv[k + 1])
 			k++;
 	}
 	return NULL;
@@ -103,7 +98,7 @@ void outname_base(char *const *argv, char *base, size_t len)
 		launched_script(argv, i + 1, base, len);
 		return;
 	}
-	if (!is_interpreter(base)) {
+	if (!stp_is_interpreter(base)) {
 		size_t n = strlen(base);
 		if (n > 3 && !strcmp(base + n - 3, ".py")) /* ./train.py, run by its #! line: train */
 			base[n - 3] = 0;
@@ -122,7 +117,7 @@ void outname_base(char *const *argv, char *base, size_t len)
 		if (!strcmp(a, "-c") || !strcmp(a, "-e") || !strcmp(a, "-"))
 			return; /* code on the command line: the interpreter's name */
 		if (a[0] == '-') {
-			if (takes_arg(a) && argv[k + 1])
+			if (stp_interp_takes_arg(a, strlen(a)) && argv[k + 1])
 				k++;
 			continue;
 		}

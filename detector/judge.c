@@ -131,18 +131,27 @@ static int library_frame(const stp_det_frame *f)
 	return 0;
 }
 
-/* A batch a DataLoader makes or receives: its Python frames pass through
- * torch/utils/data/ (the fetch and collate, the iterator's receiving and
- * reordering) or torch.multiprocessing's rebuilding of a shared storage. */
-int det_site_is_loader(stp_det *d, uint32_t stack)
+/* A DataLoader's frame: its Python frames pass through torch/utils/data/
+ * (the fetch and collate, the iterator's receiving and reordering) or
+ * torch.multiprocessing's rebuilding of a shared storage. */
+static int loader_frame(const stp_det_frame *f)
+{
+	return f->file &&
+	       (strstr(f->file, "/torch/utils/data/") || strstr(f->file, "/torch/multiprocessing/reductions.py"));
+}
+
+/* Whether a frame of the call path stack, of the kind python (1: Python
+ * frames, 0: native ones), within its innermost `depth`, is one `is` takes. */
+static int stack_has(stp_det *d, uint32_t stack, int python, uint32_t max_depth,
+                     int (*is)(const stp_det_frame *))
 {
 	uint32_t parent, depth = 0;
 	uint64_t ip;
-	while (stack && d->rd && depth < 64 && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
-		if (STP_IS_PYFRAME(ip)) {
+	while (stack && d->rd && depth < max_depth && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
+		if (!STP_IS_PYFRAME(ip) == !python) {
 			stp_det_frame f;
 			det_frames_resolve(d->frames, ip, depth > 0, &f);
-			if (f.file && (strstr(f.file, "/torch/utils/data/") || strstr(f.file, "/torch/multiprocessing/reductions.py")))
+			if (is(&f))
 				return 1;
 		}
 		depth++;
@@ -151,22 +160,10 @@ int det_site_is_loader(stp_det *d, uint32_t stack)
 	return 0;
 }
 
-int det_site_is_library(stp_det *d, uint32_t stack)
-{
-	uint32_t parent, depth = 0;
-	uint64_t ip;
-	while (stack && d->rd && depth < 48 && stp_reader_stack_node(d->rd, stack, &parent, &ip) == 0) {
-		if (!STP_IS_PYFRAME(ip)) {
-			stp_det_frame f;
-			det_frames_resolve(d->frames, ip, depth > 0, &f);
-			if (library_frame(&f))
-				return 1;
-		}
-		depth++;
-		stack = parent;
-	}
-	return 0;
-}
+/* A batch a DataLoader makes or receives. */
+int det_site_is_loader(stp_det *d, uint32_t stack) { return stack_has(d, stack, 1, 64, loader_frame); }
+
+int det_site_is_library(stp_det *d, uint32_t stack) { return stack_has(d, stack, 0, 48, library_frame); }
 
 /* ------------------------------------------------------------ words */
 

@@ -17,9 +17,11 @@
 #ifndef STPROF_COLLECTOR_TORCH_H
 #define STPROF_COLLECTOR_TORCH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../core/face.h"
+#include "stprof/trace.h"
 
 /* ---------------------------------------------------------------- torch (torch_common.c) */
 /* The call path of a tensor of size bytes allocated now (native frames up
@@ -37,6 +39,21 @@ STC_HIDDEN uint32_t stc_lean_predict(uint64_t size, uint64_t key);
 STC_HIDDEN void stc_lean_note(uint64_t size, uint64_t key, uint32_t stack);
 /* libc10.so's own definition of name, NULL when there is none. */
 STC_HIDDEN void *stc_c10_sym(const char *name);
+/* ---------------------------------------------------------------- host storages (torch_cpu.c) */
+/* The ALLOC of a host storage of n bytes at p, with its call path
+ * (c10::alloc_cpu's, stream 0; a mapped one's, STP_STREAM_MAPPED). */
+STC_HIDDEN void stc_torch_host_alloc(void *p, size_t n, uint64_t stream);
+/* Its FREE. */
+static inline void stc_torch_host_free(void *p, uint64_t stream)
+{
+	stp_event ev = {.type = STP_EV_FREE};
+	ev.u.free.addr = (uint64_t)(uintptr_t)p;
+	ev.u.free.kind = STP_MEM_HOST;
+	ev.u.free.device = -1;
+	ev.u.free.pool = STP_POOL_TENSORS;
+	ev.u.free.stream = stream;
+	stc_emit(&ev);
+}
 /* ---------------------------------------------------------------- mapped storages (torch_shm.c) */
 /* In a fork child: the parent's mappings are not the child's; the table's
  * lock is free. */

@@ -13,7 +13,8 @@
  * An allocation's call path is the native path up to the interpreter
  * followed by the Python frames (torch_common.c), innermost first.  The same
  * symbols exist in PyTorch 1.x and 2.x; a process without libc10 never calls
- * them.
+ * them.  A host storage's ALLOC is built here for the mapped ones too
+ * (torch_shm.c), its FREE in torch.h.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -48,7 +49,7 @@ static inline int recording(void)
 }
 
 /* Native frames up to the interpreter, then the Python frames. */
-static __attribute__((noinline)) void record_tensor(void *p, size_t n)
+__attribute__((noinline)) void stc_torch_host_alloc(void *p, size_t n, uint64_t stream)
 {
 	stp_event ev = {.type = STP_EV_ALLOC};
 	ev.u.alloc.addr = (uint64_t)(uintptr_t)p;
@@ -56,6 +57,7 @@ static __attribute__((noinline)) void record_tensor(void *p, size_t n)
 	ev.u.alloc.kind = STP_MEM_HOST;
 	ev.u.alloc.device = -1;
 	ev.u.alloc.pool = STP_POOL_TENSORS;
+	ev.u.alloc.stream = stream;
 	ev.u.alloc.stack = stc_tensor_stack(n, STC_GIL_IF_ALONE);
 	stc_emit(&ev);
 }
@@ -69,7 +71,7 @@ void *stc_c10_alloc_cpu(size_t n)
 	t_busy = 1;
 	void *p = real_alloc(n);
 	if (p)
-		record_tensor(p, n);
+		stc_torch_host_alloc(p, n, 0);
 	t_busy = 0;
 	return p;
 }
@@ -83,12 +85,7 @@ void stc_c10_free_cpu(void *p)
 		return;
 	}
 	t_busy = 1;
-	stp_event ev = {.type = STP_EV_FREE};
-	ev.u.free.addr = (uint64_t)(uintptr_t)p;
-	ev.u.free.kind = STP_MEM_HOST;
-	ev.u.free.device = -1;
-	ev.u.free.pool = STP_POOL_TENSORS;
-	stc_emit(&ev);
+	stc_torch_host_free(p, 0);
 	real_free(p);
 	t_busy = 0;
 }

@@ -37,7 +37,6 @@
 static struct {
 	atomic_flag lock;
 	unsigned n;
-	pid_t pid; /* the process the table belongs to */
 	uintptr_t addr[SHM_MAX];
 } maps;
 
@@ -62,10 +61,6 @@ static int known(uintptr_t addr, int forget)
 {
 	int found = 0;
 	lock();
-	if (maps.pid != g_pid) { /* a fork child: the parent's are not ours */
-		maps.pid = g_pid;
-		maps.n = 0;
-	}
 	for (unsigned i = 0; i < maps.n; i++)
 		if (maps.addr[i] == addr) {
 			found = 1;
@@ -81,10 +76,6 @@ static int remember(uintptr_t addr)
 {
 	int ok = 0;
 	lock();
-	if (maps.pid != g_pid) {
-		maps.pid = g_pid;
-		maps.n = 0;
-	}
 	if (maps.n < SHM_MAX) {
 		maps.addr[maps.n++] = addr;
 		ok = 1;
@@ -93,20 +84,6 @@ static int remember(uintptr_t addr)
 	return ok;
 }
 
-static __attribute__((noinline)) void record_map(void *p, size_t len)
-{
-	if (!remember((uintptr_t)p))
-		return;
-	stp_event ev = {.type = STP_EV_ALLOC};
-	ev.u.alloc.addr = (uint64_t)(uintptr_t)p;
-	ev.u.alloc.size = ev.u.alloc.requested = len;
-	ev.u.alloc.kind = STP_MEM_HOST;
-	ev.u.alloc.device = -1;
-	ev.u.alloc.pool = STP_POOL_TENSORS;
-	ev.u.alloc.stream = STP_STREAM_MAPPED;
-	ev.u.alloc.stack = stc_tensor_stack(len, STC_GIL_IF_ALONE);
-	stc_emit(&ev);
-}
 
 /* A storage's mapping: shared, of a descriptor, not code, made by
  * libtorch_cpu (caller: the return address of the interposed call). */
@@ -124,7 +101,8 @@ static void *map(void *addr, size_t len, int prot, int flags, int fd, off_t off,
 	void *p = sys_mmap(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED && storage_map(prot, flags, fd, caller)) {
 		t_busy = 1;
-		record_map(p, len);
+		if (remember((uintptr_t)p))
+			stc_torch_host_alloc(p, len, STP_STREAM_MAPPED);
 		t_busy = 0;
 	}
 	return p;
@@ -134,7 +112,6 @@ void stc_torch_shm_atfork_child(void)
 {
 	atomic_flag_clear(&maps.lock);
 	maps.n = 0;
-	maps.pid = g_pid;
 }
 
 STC_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -154,13 +131,7 @@ STC_EXPORT int munmap(void *addr, size_t len)
 	    atomic_load_explicit(&g_state, memory_order_relaxed) == STC_ON) {
 		int busy = t_busy;
 		t_busy = 1;
-		stp_event ev = {.type = STP_EV_FREE};
-		ev.u.free.addr = (uint64_t)(uintptr_t)addr;
-		ev.u.free.kind = STP_MEM_HOST;
-		ev.u.free.device = -1;
-		ev.u.free.pool = STP_POOL_TENSORS;
-		ev.u.free.stream = STP_STREAM_MAPPED;
-		stc_emit(&ev);
+		stc_torch_host_free(addr, STP_STREAM_MAPPED);
 		t_busy = busy;
 	}
 	return rc;

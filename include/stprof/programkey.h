@@ -127,6 +127,27 @@ static inline int stp_program_key(const char *exe, const char *cmdline, char *ou
 	out[en + 1 + wn + xn] = 0;
 	return 0;
 }
+/* The program a key names, as its messages show it: the script (or -m
+ * MODULE, -c), else the executable's base name; *len is its length (it is
+ * not NUL-terminated inside key). */
+static inline const char *stp_program_shown(const char *key, size_t *len)
+{
+	const char *nl = strchr(key, '\n');
+	if (!nl) {
+		*len = strlen(key);
+		return key;
+	}
+	if (nl[1]) {
+		*len = strlen(nl + 1);
+		return nl + 1;
+	}
+	const char *b = nl;
+	while (b > key && b[-1] != '/')
+		b--;
+	*len = (size_t)(nl - b);
+	return b;
+}
+
 /* Whether the process whose key is have runs the program whose key is want:
  * for an interpreter, the same script (or -m module), whichever interpreter
  * runs it (a venv's python, python3 for python3.11); otherwise the same

@@ -402,17 +402,16 @@ class _State:
             mods = list(module.named_modules())
         except Exception:
             return -1
+        n = len(mods)
         if module in self.names:
-            return len(mods)
+            return n
         frame = _caller_frame()
         container = frame.f_locals.get("self") if frame is not None else None
         prefix = ""
         if container is not module and isinstance(container, self.mm.Module) \
                 and any(m is module for m in container.modules()):
             mods = list(container.named_modules())
-            n = len(list(module.modules()))
         else:
-            n = len(mods)
             if frame is not None and _has_parameters(module):
                 try:
                     prefix = _model_name(frame, module, self.mm.Module)
