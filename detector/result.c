@@ -497,6 +497,13 @@ static int same_frame(const stp_det_frame *a, const stp_det_frame *b)
 	return !strcmp(stp_det_frame_text(a, x, sizeof x), stp_det_frame_text(b, y, sizeof y));
 }
 
+/* Two native frames of one named function (at other offsets in it). */
+static int same_function(const stp_det_frame *a, const stp_det_frame *b)
+{
+	return !STP_IS_PYFRAME(a->ip) && !STP_IS_PYFRAME(b->ip) && a->function && b->function &&
+	       !strcmp(a->function, b->function);
+}
+
 /* A frame inside the CUDA driver, runtime, sanitizer or CUPTI: where two
  * paths of a native program part there, the program cannot tell (a
  * driver's internal path), and naming it would show the frames the folded
@@ -542,14 +549,21 @@ int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_f
 	if (ua == na || ub == nb) /* no user line: from the innermost frame */
 		ua = ub = 0;
 	/* inward from the user's line (the library lines it went through),
-	 * then outward (its callers) */
+	 * then outward (its callers); first a frame of another function (one
+	 * that differs only in its offset, a dispatcher's wrapper calling the
+	 * operator's meta function in one path and its kernel in the other,
+	 * says less than the functions it called), then any */
 	int found = 0;
-	for (uint32_t k = 1; k <= ua && k <= ub && !found; k++)
-		if (!same_frame(&a[ua - k], &b[ub - k]) && !(native && cuda_internal(&a[ua - k])))
-			*out = a[ua - k], found = 1;
-	for (uint32_t k = 1; ua + k < na && ub + k < nb && !found; k++)
-		if (!same_frame(&a[ua + k], &b[ub + k]) && !(native && cuda_internal(&a[ua + k])))
-			*out = a[ua + k], found = 1;
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		for (uint32_t k = 1; k <= ua && k <= ub && !found; k++)
+			if (!same_frame(&a[ua - k], &b[ub - k]) && !(native && cuda_internal(&a[ua - k])) &&
+			    (pass || !same_function(&a[ua - k], &b[ub - k])))
+				*out = a[ua - k], found = 1;
+		for (uint32_t k = 1; ua + k < na && ub + k < nb && !found; k++)
+			if (!same_frame(&a[ua + k], &b[ub + k]) && !(native && cuda_internal(&a[ua + k])) &&
+			    (pass || !same_function(&a[ua + k], &b[ub + k])))
+				*out = a[ua + k], found = 1;
+	}
 	if (found && out->function && !STP_IS_PYFRAME(out->ip) && !d->opt.all_frames) {
 		char t[512];
 		det_short_name(out->function, t, sizeof t);

@@ -283,10 +283,18 @@ class _State:
             self.await_root()
 
     def add_hooks(self):
-        """The global module hooks (pre, post), unless they are there."""
+        """The global module hooks (pre, post), unless they are there.  The
+        post hook runs when a forward raises too (PyTorch 2.1 on): non-
+        reentrant checkpointing stops its recomputation by raising inside
+        the module once it has the tensors it needs, and the node that
+        unpacked them goes on with its module's site."""
         if self.hooks is None:
-            self.hooks = (self.mm.register_module_forward_pre_hook(self.pre),
-                          self.mm.register_module_forward_hook(self.post))
+            pre = self.mm.register_module_forward_pre_hook(self.pre)
+            try:
+                post = self.mm.register_module_forward_hook(self.post, always_call=True)
+            except TypeError:  # PyTorch 1.x, 2.0
+                post = self.mm.register_module_forward_hook(self.post)
+            self.hooks = (pre, post)
 
     def remove_hooks(self):
         for h in self.hooks or ():
