@@ -227,6 +227,17 @@ uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, st
 				break;
 		}
 	}
+	/* made by a DataLoader (its fetch and collate, or the batch a worker
+	 * sent, rebuilt from shared memory: a mapping, no operator): said
+	 * beside the op, so the row at the loop's `for` line says what it is */
+	for (uint32_t i = 0; i < inner; i++)
+		if (STP_IS_PYFRAME(in[i].ip) && in[i].file &&
+		    (strstr(in[i].file, "/torch/utils/data/") || strstr(in[i].file, "/torch/multiprocessing/reductions.py"))) {
+			char b[300];
+			snprintf(b, sizeof b, "DataLoader batch%s%s", op ? ": " : "", op ? op : "");
+			op = det_frames_intern(fs, b);
+			break;
+		}
 	/* made in a backward pass: of a module called at the user's line, or
 	 * on autograd's own thread, of the pass started at the user's line
 	 * (collector/core/pybackward.c): said beside the op */

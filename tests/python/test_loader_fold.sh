@@ -66,7 +66,9 @@ mapped() { "$STPROF" dump -t alloc "$1" | grep -c ' stream=0x1 pool=1$' || true;
 for k in d.stp.*; do [ "$(mapped "$k")" -ge 4 ] || fail "worker $k: $(mapped "$k") batches made in shared memory"; done
 "$STPROF" dump -t alloc d.stp | grep -q ' size=8192 kind=host device=-1 stream=0x1 pool=1$' || fail "no 8 KiB batch (32 x 64 floats)"
 forline=$(grep -n "^for step, (x, y) in enumerate(loader):" "$P" | cut -d: -f1)
-"$STPROF" report --top 60 d.stp | grep -q "^      at loader_loop.py:$forline in <module>$" || fail "no call site at the loop's for line"
+# (the row says what it is: a DataLoader's batch, a mapping, no operator)
+"$STPROF" report --top 60 d.stp | grep -q "^      at loader_loop.py:$forline in <module> (DataLoader batch)$" ||
+	fail "no call site at the loop's for line: $("$STPROF" report --top 60 d.stp | grep "loader_loop.py:$forline")"
 # held by the DataLoader's reordering (a batch that arrives early waits a
 # step): never an actionable finding at the for line, at most an expected
 # one ("a DataLoader's batch")
