@@ -12,7 +12,10 @@
  * epochs' workers); the rest are counted.  A child
  * whose phases include "fetch" (the shim marks each batch a DataLoader
  * worker fetches) is a "DataLoader worker"; others are named by their
- * executable.
+ * executable.  A trace beside it whose process cannot be read (damaged,
+ * or empty: a worker killed before it wrote anything) cannot say whose
+ * child it was: it is listed, not read, with the reader's error, the pid
+ * its name gives; so is why any other row was not read.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,7 @@
 struct found {
 	char trace[4096 + 256];
 	char exe[512];
+	char why[512];            /* not "": its process could not be read */
 	uint32_t pid;
 	off_t size;
 };
@@ -34,6 +38,7 @@ typedef struct found found;
 
 struct scan {
 	uint32_t parent;
+	size_t base_len;          /* of the main trace's file name: FILE.<pid>[.<n>] follows */
 	found *f;
 	size_t n, cap;
 	int oom;
@@ -43,8 +48,14 @@ static int take(const char *trace, off_t size, void *arg)
 {
 	struct scan *s = arg;
 	uint32_t ppid = 0;
-	char exe[512] = "";
-	uint32_t pid = trace_process(trace, &ppid, exe, sizeof exe);
+	char exe[512] = "", why[512] = "";
+	uint32_t pid = trace_process_why(trace, &ppid, exe, sizeof exe, why, sizeof why);
+	if (!pid) { /* whose it is cannot be known: listed, with its name's pid */
+		const char *name = strrchr(trace, '/');
+		name = name ? name + 1 : trace;
+		pid = strlen(name) > s->base_len ? (uint32_t)strtoul(name + s->base_len + 1, NULL, 10) : 0;
+		ppid = s->parent;
+	}
 	if (!pid || ppid != s->parent || pid == s->parent || strlen(trace) >= sizeof s->f->trace)
 		return 0;
 	if (s->n == s->cap) {
@@ -60,7 +71,8 @@ static int take(const char *trace, off_t size, void *arg)
 	found *k = &s->f[s->n++];
 	snprintf(k->trace, sizeof k->trace, "%s", trace);
 	const char *b = strrchr(exe, '/');
-	snprintf(k->exe, sizeof k->exe, "%s", b ? b + 1 : exe[0] ? exe : "?");
+	snprintf(k->exe, sizeof k->exe, "%s", b ? b + 1 : exe[0] ? exe : why[0] ? "a process" : "?");
+	snprintf(k->why, sizeof k->why, "%s", exe[0] ? "" : why);
 	k->pid = pid;
 	k->size = size;
 	return 0;
@@ -96,20 +108,33 @@ static int is_worker(const stp_det_result *r)
 
 /* Fills row from k (its trace read when the budget allows); row's strings
  * are k's. */
-static void analyze(const found *k, stp_report_child *row, off_t *budget)
+static void analyze(found *k, stp_report_child *row, off_t *budget)
 {
 	row->trace = k->trace;
 	row->pid = k->pid;
 	row->what = k->exe;
-	if (k->size > CHILD_READ_MAX || k->size > *budget)
+	if (k->why[0]) {
+		row->not_read = k->why;
 		return;
+	}
+	if (k->size > CHILD_READ_MAX) {
+		row->not_read = "over 256 MiB: stprof report reads it alone";
+		return;
+	}
+	if (k->size > *budget) {
+		row->not_read = "the 512 MiB read for this section spent: stprof report reads it alone";
+		return;
+	}
 	*budget -= k->size;
 	stp_det_options o;
 	stp_det_options_default(&o);
 	char err[512];
 	stp_det *d = stp_det_timeline_run(k->trace, &o, err, sizeof err);
-	if (!d)
+	if (!d) {
+		snprintf(k->why, sizeof k->why, "%s", err);
+		row->not_read = k->why;
 		return;
+	}
 	const stp_det_result *r = stp_det_result_of(d);
 	if (!r->error) {
 		row->analyzed = 1;
@@ -117,6 +142,9 @@ static void analyze(const found *k, stp_report_child *row, off_t *budget)
 		row->iterations = r->timeline.niterations;
 		if (is_worker(r))
 			row->what = "DataLoader worker";
+	} else {
+		snprintf(k->why, sizeof k->why, "%s", r->error);
+		row->not_read = k->why;
 	}
 	stp_det_free(d);
 }
@@ -128,6 +156,8 @@ void children_find(const char *main, const char *image, const stp_det_result *r,
 	s.parent = trace_process(image, NULL, NULL, 0);
 	if (!s.parent)
 		return;
+	const char *mb = strrchr(main, '/');
+	s.base_len = strlen(mb ? mb + 1 : main);
 	traces_beside(main, take, &s);
 	size_t n = s.n < CHILDREN_LISTED ? s.n : CHILDREN_LISTED;
 	if (s.oom || !n || !(c->rows = calloc(n, sizeof *c->rows))) {

@@ -40,23 +40,38 @@
 /* pid, parent's pid and executable (or, with cmdline, command line) of the
  * trace at path (its PROCESS event); 0 when it has none (not a trace,
  * damaged, an imported snapshot). */
-static uint32_t process_info(const char *path, uint32_t *ppid, char *exe, size_t len, int cmdline)
+static uint32_t process_info_why(const char *path, uint32_t *ppid, char *exe, size_t len, int cmdline, char *why,
+                                 size_t whylen)
 {
-	char err[256];
+	char err[512];
 	stp_reader *r = stp_reader_open(path, err, sizeof err);
-	if (!r)
+	if (!r) {
+		snprintf(why, whylen, "%s", err);
 		return 0;
+	}
 	stp_event ev;
 	uint32_t pid = 0;
-	if (stp_reader_next(r, &ev) > 0 && ev.type == STP_EV_PROCESS) {
+	int got = stp_reader_next(r, &ev);
+	if (got > 0 && ev.type == STP_EV_PROCESS) {
 		pid = ev.u.process.pid;
 		if (ppid)
 			*ppid = ev.u.process.ppid;
 		if (exe)
 			snprintf(exe, len, "%s", stp_reader_string(r, cmdline ? ev.u.process.cmdline : ev.u.process.exe));
-	}
+	} else if (got < 0)
+		snprintf(why, whylen, "%s", stp_reader_error(r));
+	else
+		snprintf(why, whylen, "%s: %s", path,
+		         got == 0 ? "holds no event (its process stopped before writing one)"
+		                  : "does not begin with its process's event");
 	stp_reader_close(r);
 	return pid;
+}
+
+static uint32_t process_info(const char *path, uint32_t *ppid, char *exe, size_t len, int cmdline)
+{
+	char why[8];
+	return process_info_why(path, ppid, exe, len, cmdline, why, sizeof why);
 }
 
 static uint32_t process_of(const char *path, char *exe, size_t len) { return process_info(path, NULL, exe, len, 0); }
@@ -78,6 +93,12 @@ static int regular(const char *path)
 uint32_t trace_process(const char *path, uint32_t *ppid, char *exe, size_t len)
 {
 	return regular(path) ? process_info(path, ppid, exe, len, 0) : 0;
+}
+
+uint32_t trace_process_why(const char *path, uint32_t *ppid, char *exe, size_t len, char *why, size_t whylen)
+{
+	snprintf(why, whylen, "%s: not a regular file", path);
+	return regular(path) ? process_info_why(path, ppid, exe, len, 0, why, whylen) : 0;
 }
 
 /* From the trace at path (a regular file), while a trace ends with

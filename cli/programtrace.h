@@ -19,6 +19,10 @@ int program_trace(const char *cmd, const char *path, char *out, size_t len, int 
  * in *ppid (when not NULL) and its executable in exe (when not NULL); 0
  * when it has none. */
 uint32_t trace_process(const char *path, uint32_t *ppid, char *exe, size_t len);
+/* The same; when it has none, why into why (whylen bytes): the reader's
+ * error, naming the file and the offset, or that its first event is
+ * missing. */
+uint32_t trace_process_why(const char *path, uint32_t *ppid, char *exe, size_t len, char *why, size_t whylen);
 /* Calls fn for each trace beside path named path.<pid>[.<n>] (the
  * collector's names for child processes and exec'd images) that did not
  * end by execve (the last image of each process), with its size, until fn

@@ -50,8 +50,8 @@ int report_children_text(const stp_report_children *c, FILE *f)
 			        k->tensor_peak ? rf_bytes(k->tensor_peak, b[1], 64) : "-", rf_count(k->iterations, b[2], 64),
 			        k->trace, k->what, k->pid);
 		} else {
-			fprintf(f, "  %10s  %12s  %10s  %s  (%s, pid %" PRIu32 ", not read)\n", "?", "?", "?", k->trace,
-			        k->what, k->pid);
+			fprintf(f, "  %10s  %12s  %10s  %s  (%s, pid %" PRIu32 ", not read%s%s)\n", "?", "?", "?", k->trace,
+			        k->what, k->pid, k->not_read ? ": " : "", k->not_read ? k->not_read : "");
 		}
 	}
 	if (c->more)
@@ -78,8 +78,14 @@ void report_children_json(const stp_report_children *c, FILE *f)
 		if (k->analyzed)
 			fprintf(f, ",\"host_peak_bytes\":%" PRIu64 ",\"tensor_peak_bytes\":%" PRIu64 ",\"iterations\":%" PRIu32 "}",
 			        k->host_peak, k->tensor_peak, k->iterations);
-		else
-			fputs(",\"host_peak_bytes\":null,\"tensor_peak_bytes\":null,\"iterations\":null}", f);
+		else {
+			fputs(",\"host_peak_bytes\":null,\"tensor_peak_bytes\":null,\"iterations\":null,\"not_read\":", f);
+			if (k->not_read)
+				rf_json_str(f, k->not_read);
+			else
+				fputs("null", f);
+			fputc('}', f);
+		}
 	}
 	fprintf(f, "],\n\"children_more\":%zu", c->more);
 }
@@ -105,7 +111,10 @@ void report_children_html(const stp_report_children *c, FILE *f)
 		rf_html(f, k->trace);
 		fputs("</td><td>", f);
 		rf_html(f, k->what);
-		fprintf(f, ", pid %" PRIu32 "%s</td></tr>\n", k->pid, k->analyzed ? "" : ", not read");
+		fprintf(f, ", pid %" PRIu32 "%s", k->pid, k->analyzed ? "" : k->not_read ? ", not read: " : ", not read");
+		if (!k->analyzed && k->not_read)
+			rf_html(f, k->not_read);
+		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
 	if (children_sum_shown(c, read))

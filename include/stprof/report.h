@@ -52,6 +52,7 @@ typedef struct stp_report_child {
 	uint32_t pid;
 	const char *what;         /* "DataLoader worker", else its executable's name */
 	int analyzed;             /* 0: not read (too large, damaged): no figures */
+	const char *not_read;     /* why, when not read (NULL: not said) */
 	uint64_t host_peak;       /* the host heap's peak live bytes (estimated when sampled) */
 	uint64_t tensor_peak;     /* its tensors' (the largest tensor space's), 0 none */
 	uint32_t iterations;

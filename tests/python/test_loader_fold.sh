@@ -15,7 +15,9 @@
 # a tensor peak of at least 1 MiB, the other less; the sum of their host
 # peaks is the same sentence in text and HTML.  The batches, made in shared
 # memory by the workers and mapped by the loop, are in both processes'
-# tensor spaces, and out of the loop's plan.
+# tensor spaces, and out of the loop's plan; their rows read "(DataLoader
+# batch)", and "(DataLoader batch: aten::...)" with num_workers=0.  A
+# damaged or empty worker trace is listed, with why it was not read.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -89,4 +91,26 @@ echo "  workers: 100 steps $a bytes, 400 steps $b bytes: $per bytes per batch"
 "$STPROF" record -q -o z.stp -- "$PY" "$P" 50 0 >/dev/null
 ls z.stp.* >/dev/null 2>&1 && fail "num_workers=0: child traces: $(ls z.stp.*)"
 "$STPROF" report z.stp | grep -q "^Iterations: 50 from markers" || fail "num_workers=0: $("$STPROF" report z.stp | grep -A1 '^Iterations')"
+# in-process, the default collate's batch: its operator beside the label
+"$STPROF" report z.stp | grep -q "^      at loader_loop.py:$forline in <module> (DataLoader batch: aten::[a-z_]*)$" ||
+	fail "num_workers=0: the for line's row: $("$STPROF" report z.stp | grep "loader_loop.py:$forline")"
+# A child trace that cannot be read (damaged; empty: a worker killed
+# before it wrote anything) is listed with why, not dropped (it was left
+# out without a word); so is the reason any row was not read.
+mkdir u
+cp d.stp d.stp.* u/
+set -- u/d.stp.*
+python3 -c 'import sys; d = bytearray(open(sys.argv[1], "rb").read()); d[200] ^= 0xff; open(sys.argv[2], "wb").write(d)' "$1" u/d.stp.99998
+head -c 64 "$1" >u/d.stp.99999
+"$STPROF" report u/d.stp >u.txt 2>&1 || fail "report with a damaged child: $(tail -3 u.txt)"
+grep -q "^Child processes (4 recorded beside this trace" u.txt || fail "damaged children: $(sed -n '/^Child/,/^$/p' u.txt)"
+grep -q "  u/d.stp.99998  (a process, pid 99998, not read: u/d.stp.99998: offset [0-9]*: .*)$" u.txt ||
+	fail "damaged child: $(sed -n '/^Child/,/^$/p' u.txt)"
+grep -q "  u/d.stp.99999  (a process, pid 99999, not read: u/d.stp.99999: holds no event .*)$" u.txt ||
+	fail "empty child: $(sed -n '/^Child/,/^$/p' u.txt)"
+"$STPROF" report --format json u/d.stp | python3 -c '
+import json, sys
+c = {k["pid"]: k for k in json.load(sys.stdin)["children"]}
+assert "offset" in c[99998]["not_read"] and c[99998]["host_peak_bytes"] is None, c
+assert all(k["not_read"] is None for p, k in c.items() if p < 99998 and "not_read" in k), c' || fail "JSON: damaged children"
 echo ok
