@@ -37,8 +37,11 @@ the backward):
                             one iteration is one training step.
                             An optimizer not in the cycle that steps (one
                             for parameters trained from step N on) joins
-                            it as its last; the last one gone (replaced
-                            for a second stage) learns the cycle again.
+                            it as its last; one made once the cycle is
+                            known holds the cycle's last step's end once,
+                            so the step that makes it is one iteration;
+                            the last one gone (replaced for a second
+                            stage) learns the cycle again.
   no Optimizer.step      -> once STEPLESS_AFTER backwards have run and no
                             step was seen (a compiled optimizer step, whose
                             hooks TorchDynamo traced away; parameters
@@ -138,6 +141,8 @@ class _State:
         self.optimizers = []     # weakrefs, in the order they first stepped
         self.closing = None      # the one whose step ends an iteration, once known
         self.made = weakref.WeakSet()  # the optimizers made (and alive)
+        self.fresh = weakref.WeakSet()  # made once the cycle was known, not stepped yet
+        self.deferred = False    # the cycle's last stepped, waiting for a fresh one
         self.opt_steps = 0       # optimizer steps begun in this iteration
         self.in_step = 0         # optimizer steps under way (a closure's backward inside)
         self.step_phase = 0      # the optimizer phase of the step under way
@@ -209,6 +214,7 @@ class _State:
             self.close_iteration()
             self.stack = []
             self.in_step = 0
+            self.deferred = False
             # the next iteration starts now (its data loading is part of
             # it); one never ended is dropped by the detector
             self.begin_iteration()
@@ -230,6 +236,7 @@ class _State:
             return
         with self.lock:
             self.in_step = max(self.in_step - 1, 0)
+            self.fresh.discard(opt)
             closing = self.closing() if self.closing is not None else None
             known = any(r() is opt for r in self.optimizers)
             if self.closing is not None and closing is None:
@@ -256,6 +263,14 @@ class _State:
                     return  # an optimizer made has not stepped yet: the iteration goes on
             if closing is not None and closing is not opt:
                 return  # the step of an optimizer before the cycle's last
+            if closing is opt and len(self.fresh):
+                if not self.deferred:
+                    # one made in this step (a generator trained from step
+                    # N on, its optimizer made then) steps after it and
+                    # joins the cycle as its last: the step is one iteration
+                    self.deferred = True
+                    return
+                self.fresh.clear()  # it did not step within the step: no more waiting
         self.end_iteration()
 
     def all_made_stepped(self):
@@ -965,6 +980,8 @@ def install(torch):
         init(self, *args, **kwargs)
         try:
             STATE.made.add(self)
+            if STATE.closing is not None:
+                STATE.fresh.add(self)
         except TypeError:
             pass
         cls = type(self)
