@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""model_names.py MODE [STEPS] - training loops whose models are not one
+"""model_names.py MODE [STEPS [FIRST]] - training loops whose models are not one
 root model, for the shim's module names (test_module_names.sh):
   lit      a module whose training_step, not its forward, runs its parts
            (PyTorch Lightning's LightningModule): self.encoder, self.head
   distill  a teacher (under no_grad) and a student, locals of main()
   ema      one model and an EMA copy of it (a global), evaluated each 10
-           steps
+           steps (from step FIRST on: after the loop went lean)
 Prints the last loss."""
 import copy
 import sys
@@ -17,6 +17,7 @@ import torch.nn.functional as F
 torch.manual_seed(0)
 mode = sys.argv[1]
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+first = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 
 
 def mlp(width):
@@ -65,7 +66,7 @@ def main():
             with torch.no_grad():
                 for e, p in zip(ema.parameters(), model.parameters()):
                     e.mul_(0.9).add_(p, alpha=0.1)
-                if step % 10 == 9:
+                if step % 10 == 9 and step >= first:
                     ema.eval()
                     ema(x)
     print("%.4f" % loss.item())

@@ -49,4 +49,9 @@ expect_eq "distillation phases" "$(phases "$T/d.stp")" "forward backward optimiz
 # 4.
 "$STPROF" record -q -o "$T/e.stp" -- "$PY" "$M" ema >/dev/null || fail "record ema"
 expect_eq "ema module names" "$(names "$T/e.stp")" "ema ema.0 ema.1 ema.2 model.0 model.1 model.2 "
+# the EMA copy first evaluated at step 259 of 300, long after the loop went
+# lean (module hooks off): it was run hook-free and never named (and the
+# test above failed so when a loaded machine made step 9 lean already)
+"$STPROF" record -q -o "$T/e2.stp" -- "$PY" "$M" ema 300 250 >/dev/null || fail "record ema, evaluated late"
+expect_eq "ema module names, evaluated late" "$(names "$T/e2.stp")" "ema ema.0 ema.1 ema.2 model.0 model.1 model.2 "
 echo ok

@@ -338,7 +338,20 @@ class _State:
         if _IS_COMPILING():
             return  # traced by torch.compile: see _compiling_fn
         with self.lock:
-            if not self.light or self.bwd_depth or module is not self.root():
+            if not self.light or self.bwd_depth:
+                return
+            if module is not self.root():
+                try:
+                    seen = module in self.top_sizes
+                except TypeError:
+                    seen = True
+                if not seen:
+                    # a model not run yet at the top level (an EMA copy
+                    # first evaluated after the loop went lean): the module
+                    # hooks back until the boundary, this call's pre hook
+                    # too, so that it is named as in a full iteration
+                    self.hooks_back()
+                    self.pre(module, inputs)
                 return
             if not self.grad_enabled() or not getattr(module, "training", True):
                 # an evaluation (an iteration unlike the full ones): its
