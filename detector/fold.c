@@ -231,8 +231,7 @@ uint32_t det_fold_frames(det_frames *fs, const stp_det_frame *in, uint32_t n, st
 	 * sent, rebuilt from shared memory: a mapping, no operator): said
 	 * beside the op, so the row at the loop's `for` line says what it is */
 	for (uint32_t i = 0; i < inner; i++)
-		if (STP_IS_PYFRAME(in[i].ip) && in[i].file &&
-		    (strstr(in[i].file, "/torch/utils/data/") || strstr(in[i].file, "/torch/multiprocessing/reductions.py"))) {
+		if (det_frame_is_loader(&in[i])) {
 			char b[300];
 			snprintf(b, sizeof b, "DataLoader batch%s%s", op ? ": " : "", op ? op : "");
 			op = det_frames_intern(fs, b);

@@ -65,6 +65,10 @@ int det_frame_is_user_python(const stp_det_frame *fr);
 /* A Python frame of an installed package other than PyTorch (transformers,
  * timm, torchvision...): where a library's model runs. */
 int det_frame_is_package_python(const stp_det_frame *fr);
+/* A Python frame of a DataLoader: torch/utils/data/ (the fetch and collate,
+ * the iterator's receiving and reordering) or torch.multiprocessing's
+ * rebuilding of a shared storage. */
+int det_frame_is_loader(const stp_det_frame *fr);
 /* A copy of s kept until det_frames_free(), one per distinct text. */
 const char *det_frames_intern(det_frames *f, const char *s);
 

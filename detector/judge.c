@@ -131,15 +131,6 @@ static int library_frame(const stp_det_frame *f)
 	return 0;
 }
 
-/* A DataLoader's frame: its Python frames pass through torch/utils/data/
- * (the fetch and collate, the iterator's receiving and reordering) or
- * torch.multiprocessing's rebuilding of a shared storage. */
-static int loader_frame(const stp_det_frame *f)
-{
-	return f->file &&
-	       (strstr(f->file, "/torch/utils/data/") || strstr(f->file, "/torch/multiprocessing/reductions.py"));
-}
-
 /* Whether a frame of the call path stack, of the kind python (1: Python
  * frames, 0: native ones), within its innermost `depth`, is one `is` takes. */
 static int stack_has(stp_det *d, uint32_t stack, int python, uint32_t max_depth,
@@ -161,7 +152,7 @@ static int stack_has(stp_det *d, uint32_t stack, int python, uint32_t max_depth,
 }
 
 /* A batch a DataLoader makes or receives. */
-int det_site_is_loader(stp_det *d, uint32_t stack) { return stack_has(d, stack, 1, 64, loader_frame); }
+int det_site_is_loader(stp_det *d, uint32_t stack) { return stack_has(d, stack, 1, 64, det_frame_is_loader); }
 
 int det_site_is_library(stp_det *d, uint32_t stack) { return stack_has(d, stack, 0, 48, library_frame); }
 

@@ -58,6 +58,12 @@ static int inductor_generated(const char *f, size_t n)
 	return 1;
 }
 
+int det_frame_is_loader(const stp_det_frame *fr)
+{
+	return STP_IS_PYFRAME(fr->ip) && fr->file &&
+	       (strstr(fr->file, "/torch/utils/data/") || strstr(fr->file, "/torch/multiprocessing/reductions.py"));
+}
+
 int det_frame_is_package_python(const stp_det_frame *fr)
 {
 	if (!STP_IS_PYFRAME(fr->ip) || !fr->file)

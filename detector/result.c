@@ -535,6 +535,14 @@ int stp_det_site_package_line(stp_det *d, uint32_t site, stp_det_frame *out)
 	return 0;
 }
 
+/* Whether x (of one path) against y (the other's, at the same place) tells
+ * the two apart: not the same frame, not inside CUDA's libraries in a
+ * native program, and unless any, of another function. */
+static int tells_apart(const stp_det_frame *x, const stp_det_frame *y, int native, int any)
+{
+	return !same_frame(x, y) && !(native && cuda_internal(x)) && (any || !same_function(x, y));
+}
+
 int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_frame *out)
 {
 	if (site >= d->res.nsites || other >= d->res.nsites || !d->rd)
@@ -554,14 +562,12 @@ int stp_det_site_difference(stp_det *d, uint32_t site, uint32_t other, stp_det_f
 	 * operator's meta function in one path and its kernel in the other,
 	 * says less than the functions it called), then any */
 	int found = 0;
-	for (int pass = 0; pass < 2 && !found; pass++) {
+	for (int any = 0; any < 2 && !found; any++) {
 		for (uint32_t k = 1; k <= ua && k <= ub && !found; k++)
-			if (!same_frame(&a[ua - k], &b[ub - k]) && !(native && cuda_internal(&a[ua - k])) &&
-			    (pass || !same_function(&a[ua - k], &b[ub - k])))
+			if (tells_apart(&a[ua - k], &b[ub - k], native, any))
 				*out = a[ua - k], found = 1;
 		for (uint32_t k = 1; ua + k < na && ub + k < nb && !found; k++)
-			if (!same_frame(&a[ua + k], &b[ub + k]) && !(native && cuda_internal(&a[ua + k])) &&
-			    (pass || !same_function(&a[ua + k], &b[ub + k])))
+			if (tells_apart(&a[ua + k], &b[ub + k], native, any))
 				*out = a[ua + k], found = 1;
 	}
 	if (found && out->function && !STP_IS_PYFRAME(out->ip) && !d->opt.all_frames) {
