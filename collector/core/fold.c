@@ -40,8 +40,9 @@
  *     follow it (so whether i+1 is folded is known too); at the end of the
  *     recording the ones left are decided with the same rule, the last K
  *     written in full.  So K+1 iterations and the one under way are held:
- *     what a SIGKILL loses beyond the flush period (a fatal signal, exit
- *     and exec write them in full).
+ *     what a SIGKILL loses beyond the flush period (exit and exec decide
+ *     and write them; a fatal signal writes them as decided so far: the
+ *     ones decided folded folded, the rest in full).
  *   - In a folded iteration the FOLD event stands for: its API events, its
  *     phase and module markers, and every object allocated and freed in it,
  *     or allocated in it and freed in the next one when that is folded too
@@ -1126,11 +1127,11 @@ void stc_fold_emergency_locked(void)
 	if (!__atomic_load_n(&g_fold_on, __ATOMIC_ACQUIRE))
 		return;
 	/* a fatal signal: no sorting, no deciding; ord is in order, pend is in
-	 * per-chunk order (a new chunk wherever the seq goes back) */
-	for (size_t i = 0; i < F.nord; i++)
-		if (!F.ord[i].elide)
-			out_hev(&F.ord[i]);
-	out_flush();
+	 * per-chunk order (a new chunk wherever the seq goes back).  What was
+	 * decided stands: an iteration decided folded is written folded (the
+	 * iteration before it, written folded already, left out its frees of
+	 * the objects they share), the rest in full. */
+	write_upto(F.base + F.nord);
 	uint64_t prev = 0;
 	for (size_t i = 0; i < F.npend; i++) {
 		if (F.pend[i].ev.seq < prev)

@@ -12,6 +12,10 @@
  * setting anything else replaces ours (the program's handler then decides,
  * and our destructor or _exit still write the END record).  Python, for one,
  * installs its SIGINT handler only when it finds SIG_DFL.
+ *
+ * A vfork child (posix_spawn, Python's subprocess) runs in our memory until
+ * it execs and resets the program's handlers to SIG_DFL there: its calls
+ * pass straight through, so that the table of ours stays the parent's.
  */
 #include <errno.h>
 #include <signal.h>
@@ -92,6 +96,8 @@ void stc_emergency_finish(int sig)
 
 STC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	if (getpid() != g_pid) /* a vfork child, or before our start */
+		return real_sigaction(sig, act, old);
 	if (sig <= 0 || sig >= _NSIG || !atomic_load(&ours[sig])) {
 		int rc = real_sigaction(sig, act, old);
 		/* the program put back the default: keep writing the trace on it */

@@ -21,6 +21,8 @@ expect_eq "_exit 5" "$(check _exit 5)" "yes (exited with status 5)"
 expect_eq "segv" "$(check segv)" "yes (killed by signal 11 (Segmentation fault))"
 expect_eq "abort" "$(check abort)" "yes (killed by signal 6 (Aborted))"
 expect_eq "raise TERM" "$(check raise 15)" "yes (killed by signal 15 (Terminated))"
+# a vfork child (a subprocess) reset SIGINT: the parent's SIG_DFL still holds
+expect_eq "vfork then SIGINT" "$(check vforkint)" "yes (killed by signal 2 (Interrupt))"
 expect_eq "raise USR1" "$(check raise 10)" "yes (killed by signal 10 (User defined signal 1))"
 # stprof itself dies of the program's signal (a shell sees 128+N)
 set +e

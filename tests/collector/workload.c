@@ -8,6 +8,9 @@
  *   spin             prints "ready", then allocates forever
  *   exit N | _exit N | segv | abort | raise SIG
  *   sigquery         prints what sigaction() reports for SIGINT/SIGTERM/SIGSEGV
+ *   vforkint         Python's Ctrl-C after a subprocess: a SIGINT handler, a
+ *                    vfork child that resets it before exec (as
+ *                    _posixsubprocess does), then SIG_DFL and raise(SIGINT)
  *   closefds FILE    closes every fd >= 3, writes FILE, allocates meanwhile
  *   reallocfail      realloc to an impossible size: NULL, old block still valid
  */
@@ -155,6 +158,25 @@ static int sigquery(void)
 	return 0;
 }
 
+/* A vfork child shares our memory until it execs; what it asks of
+ * sigaction() must not change what the parent's later calls do. */
+static int vforkint(void)
+{
+	signal(SIGINT, on_sig);
+	pid_t pid = vfork();
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		_exit(0);
+	}
+	if (pid < 0)
+		return 2;
+	waitpid(pid, NULL, 0);
+	signal(SIGINT, SIG_DFL);
+	raise(SIGINT);
+	printf("still alive: handler saw %d\n", (int)got);
+	return 1;
+}
+
 static int closefds(const char *path)
 {
 	for (int fd = 3; fd < 4096; fd++)
@@ -228,6 +250,8 @@ int main(int argc, char **argv)
 		return raise(atoi(argv[2]));
 	if (!strcmp(m, "sigquery"))
 		return sigquery();
+	if (!strcmp(m, "vforkint"))
+		return vforkint();
 	if (!strcmp(m, "closefds") && argc == 3)
 		return closefds(argv[2]);
 	if (!strcmp(m, "reallocfail"))

@@ -7,9 +7,12 @@ MODE "manual" updates the parameters by hand, with no optimizer (no step
 the shim could end iterations at); "drop": step DEVIATE instead gives back
 a 256 KiB host buffer made before the loop, as the interpreter gives back
 its buffers when its garbage collector runs (no deviation while the heap
-is sampled); "closure": SGD's step is given a closure that runs the
+is sampled); "kill": the program is killed by SIGTERM at step DEVIATE,
+after its backward; "closure": SGD's step is given a closure that runs the
 forward and backward (as LBFGS needs and PyTorch Lightning's loop does);
 default "sgd", torch.optim.SGD.  Prints the final loss."""
+import os
+import signal
 import sys
 
 import torch
@@ -39,6 +42,9 @@ for step in range(steps):
     loss = torch.nn.functional.cross_entropy(model(x), y)
     if step == deviate and mode == "drop":
         buf = None
+    elif step == deviate and mode == "kill":
+        loss.backward()
+        os.kill(os.getpid(), signal.SIGTERM)
     elif step == deviate:
         scratch = torch.ones(256 * 1024).sum()  # noqa: F841
     loss.backward()

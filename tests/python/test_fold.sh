@@ -14,7 +14,8 @@
 #    0-1, 500 and 998-999 folded; the tensor space's totals and peak equal
 #    a --full recording's; a steady iteration adds at most 1 KiB to the
 #    trace (the 1,000-step trace against a 200-step one); a host-heap block
-#    from before the loop freed in a step does not keep it from folding.
+#    from before the loop freed in a step does not keep it from folding; a
+#    run killed by SIGTERM loses nothing that folding held.
 # 3. An old (format 1.0) trace still reads.
 # 4. A loop whose lengths vary (varlen_loop.py step: 600 steps drawing 81
 #    lengths, more than a small table of digests holds; each step frees the
@@ -128,6 +129,24 @@ expect_eq "python: cpu tensors, folded vs --full" "$(tens d.stp)" "$(tens f.stp)
 "$STPROF" record -q -o drop.stp -- "$PY" "$P" 300 150 drop >/dev/null
 "$STPROF" report drop.stp | grep -q "every event of iterations 0-1, 298-299 " ||
 	fail "python: a pre-loop host block freed in step 150: $("$STPROF" report drop.stp | grep 'every event of')"
+# killed mid-run (SIGTERM at step 300, after its backward): the status is
+# the program's; what folding held is written, folded where it was decided
+# so (the iteration before it left out its frees of the objects they
+# share): no event lost, the tensors' totals those of a --full recording
+# killed there
+set +e
+"$STPROF" record -q -o k.stp -- "$PY" "$P" 1000 300 kill >/dev/null 2>&1
+ks=$?
+"$STPROF" record --full -q -o kf.stp -- "$PY" "$P" 1000 300 kill >/dev/null 2>&1
+kfs=$?
+set -e
+expect_eq "python killed: statuses" "$ks $kfs" "143 143"
+"$STPROF" info k.stp | grep -q "^whole: *yes (killed by signal 15" || fail "python killed: $("$STPROF" info k.stp | grep whole)"
+"$STPROF" info k.stp | grep -q "^folded:" || fail "python killed: nothing folded before the kill"
+"$STPROF" info k.stp | grep "^lost events" && fail "python killed: events lost"
+res=$("$CHECK_HEAP" k.stp) || fail "python killed: trace inconsistent: $res"
+case "$res" in *lost=0\ bad=0*) ;; *) fail "python killed: $res" ;; esac
+expect_eq "python killed: cpu tensors, folded vs --full" "$(tens k.stp)" "$(tens kf.stp)"
 "$STPROF" record -q -o s200.stp -- "$PY" "$P" 200 >/dev/null
 "$STPROF" record -q -o s1000.stp -- "$PY" "$P" 1000 >/dev/null
 a=$(stat -c %s s200.stp) b=$(stat -c %s s1000.stp)
