@@ -40,6 +40,9 @@ struct det_frames {
 	det_map interned;       /* hash of a text -> index in owned */
 	uint32_t nowned, owned_cap;
 	stp_symbolizer *sym;
+	int program_done;       /* program_root looked for */
+	char *program_root;     /* the program's installed package, NULL */
+	size_t program_len;
 };
 
 det_frames *det_frames_new(void)
@@ -84,6 +87,7 @@ void det_frames_free(det_frames *f)
 	free(f->src_text);
 	free(f->src);
 	stp_sym_free(f->sym);
+	free(f->program_root);
 	free(f);
 }
 
@@ -230,6 +234,47 @@ static const det_module *find_module(const det_frames *f, uint64_t ip)
 	return NULL;
 }
 
+/* The program's own installed package (det_pyentry_package), from the
+ * first path of the trace that tells: each stack whose innermost frame is
+ * a Python one, its Python frames outermost first.  Looked at once; at
+ * most PROGRAM_LOOK paths. */
+#define PROGRAM_LOOK 4096u
+#define PROGRAM_DEPTH 256u
+static void find_program_root(det_frames *f)
+{
+	f->program_done = 1;
+	uint32_t n = stp_reader_stack_count(f->rd), looked = 0;
+	char *files[PROGRAM_DEPTH];
+	for (uint32_t s = 1; s <= n && looked < PROGRAM_LOOK; s++) {
+		uint32_t parent, depth = 0;
+		uint64_t ip;
+		if (stp_reader_stack_node(f->rd, s, &parent, &ip) != 0 || !STP_IS_PYFRAME(ip))
+			continue;
+		looked++;
+		for (uint32_t k = s; k && depth < PROGRAM_DEPTH && stp_reader_stack_node(f->rd, k, &parent, &ip) == 0;
+		     k = parent) {
+			char *file, *func;
+			uint32_t line;
+			if (STP_IS_PYFRAME(ip) && det_pyframe_parse(stp_reader_string(f->rd, (uint32_t)ip), &file, &line, &func) == 0) {
+				free(func);
+				files[depth++] = file;
+			}
+		}
+		const char *outer[PROGRAM_DEPTH];
+		for (uint32_t i = 0; i < depth; i++) /* outermost first */
+			outer[i] = files[depth - 1 - i];
+		size_t len = 0;
+		uint32_t at = 0;
+		int r = det_pyentry_package(outer, depth, &at, &len);
+		if (r == 1 && (f->program_root = strndup(outer[at], len)))
+			f->program_len = len;
+		for (uint32_t i = 0; i < depth; i++)
+			free(files[i]);
+		if (r)
+			return;
+	}
+}
+
 void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *out)
 {
 	uint64_t key = ip ^ ((uint64_t)(caller != 0) << 63), idx;
@@ -251,6 +296,11 @@ void det_frames_resolve(det_frames *f, uint64_t ip, int caller, stp_det_frame *o
 		if (f->rd && det_pyframe_parse(stp_reader_string(f->rd, (uint32_t)ip), &file, &fr.line, &func) == 0) {
 			fr.file = own(f, file);
 			fr.function = own(f, func);
+			fr.interpreted = 1;
+			if (!f->program_done)
+				find_program_root(f);
+			fr.program = fr.file && f->program_root && !strncmp(fr.file, f->program_root, f->program_len) &&
+			             (f->program_root[f->program_len - 1] == '/' || !fr.file[f->program_len]);
 		}
 		goto done;
 	}

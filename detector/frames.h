@@ -60,8 +60,19 @@ void det_frames_set_reader(det_frames *f, const stp_reader *rd);
 int det_pyframe_parse(const char *text, char **file, uint32_t *line, char **func);
 int det_frame_is_python(const stp_det_frame *fr);
 /* A Python frame of the user's own code: not the standard library, an
- * installed package or the profiler's shim. */
+ * installed package (but the program's own: stp_det_frame.program) or the
+ * profiler's shim. */
 int det_frame_is_user_python(const stp_det_frame *fr);
+/* The program's own package, from the files of one path's Python frames,
+ * outermost first: -1 when the outermost is the user's code (a script: no
+ * package is the program's); 1 when the program entered an installed
+ * package from a stub (a console script in a bin/ directory, runpy for
+ * python -m, <string> for python -c): files[*at] is then the first file
+ * past the stub, and its first *len bytes name the package
+ * (".../site-packages/PKG/", or the file of a one-file module); 0 when
+ * this path does not tell (a thread's, which starts in threading.py; a
+ * script without .py; PyTorch's or the shim's frames past the stub). */
+int det_pyentry_package(const char *const *files, uint32_t n, uint32_t *at, size_t *len);
 /* A Python frame of an installed package other than PyTorch (transformers,
  * timm, torchvision...): where a library's model runs. */
 int det_frame_is_package_python(const stp_det_frame *fr);

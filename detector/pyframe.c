@@ -3,8 +3,9 @@
  * string being "FILE:LINE in FUNCTION", written by the collector's
  * pyframes.c): parsing them into frames, and telling the user's own code
  * from the interpreter's library, installed packages, code torch.compile
- * generated and the profiler's shim.  Pure functions of their inputs; no
- * state.
+ * generated and the profiler's shim; and which installed package is the
+ * program's own, from the outermost frames of its paths.  Pure functions
+ * of their inputs; no state.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -64,31 +65,75 @@ int det_frame_is_loader(const stp_det_frame *fr)
 	       (strstr(fr->file, "/torch/utils/data/") || strstr(fr->file, "/torch/multiprocessing/reductions.py"));
 }
 
-int det_frame_is_package_python(const stp_det_frame *fr)
+/* Where an installed package's file starts its path below the packages'
+ * root ("/site-packages/" or "/dist-packages/"); NULL when not installed. */
+static const char *installed(const char *file)
 {
-	if (!STP_IS_PYFRAME(fr->ip) || !fr->file)
-		return 0;
 	static const char *const roots[] = {"/site-packages/", "/dist-packages/", 0};
 	for (int i = 0; roots[i]; i++) {
-		const char *p = strstr(fr->file, roots[i]);
-		if (!p)
-			continue;
-		p += strlen(roots[i]);
-		/* PyTorch's own (torch/, functorch/) and the profiler's shim */
-		return strncmp(p, "torch/", 6) && strncmp(p, "functorch/", 10) && !strstr(fr->file, "/stprof-python/");
+		const char *p = strstr(file, roots[i]);
+		if (p)
+			return p + strlen(roots[i]);
 	}
-	return 0;
+	return NULL;
+}
+
+/* PyTorch's own (torch/, functorch/) and the profiler's shim. */
+static int framework_package(const char *file, const char *below)
+{
+	return !strncmp(below, "torch/", 6) || !strncmp(below, "functorch/", 10) || strstr(file, "/stprof-python/");
+}
+
+int det_pyentry_package(const char *const *files, uint32_t n, uint32_t *at, size_t *len)
+{
+	if (!n)
+		return 0;
+	/* the stub: runpy (python -m), <string> (python -c), a console script
+	 * (in a bin/ directory) */
+	stp_det_frame outer = {.ip = STP_PYFRAME_TAG | 1, .file = files[0]};
+	if (det_frame_is_user_python(&outer))
+		return -1;
+	const char *base = strrchr(files[0], '/');
+	if (files[0][0] != '<' && !(base && base - files[0] >= 4 && !strncmp(base - 4, "/bin", 4)))
+		return 0; /* a thread's (threading.py), a script without .py (./train) */
+	uint32_t i = 1;
+	while (i < n && files[i][0] == '<') /* <frozen runpy>, <frozen importlib._bootstrap> */
+		i++;
+	if (i >= n)
+		return 0;
+	stp_det_frame first = {.ip = STP_PYFRAME_TAG | 1, .file = files[i]};
+	if (det_frame_is_user_python(&first))
+		return -1; /* python -m of the user's own module, python -c calling it */
+	const char *below = installed(files[i]);
+	if (!below || framework_package(files[i], below))
+		return 0;
+	const char *slash = strchr(below, '/');
+	*at = i;
+	*len = slash ? (size_t)(slash + 1 - files[i]) : strlen(files[i]); /* a one-file module: itself */
+	return 1;
+}
+
+int det_frame_is_package_python(const stp_det_frame *fr)
+{
+	if (!STP_IS_PYFRAME(fr->ip) || !fr->file || fr->program)
+		return 0;
+	const char *below = installed(fr->file);
+	return below && !framework_package(fr->file, below);
 }
 
 int det_frame_is_user_python(const stp_det_frame *fr)
 {
 	if (!STP_IS_PYFRAME(fr->ip) || !fr->file)
 		return 0;
+	if (fr->program)
+		return 1;
 	const char *f = fr->file;
 	/* a snapshot's C++ frames are source frames too ("??", "Module.cpp"):
-	 * the user's lines are Python files */
+	 * there the user's lines are Python files; a frame the interpreter ran
+	 * is Python whatever its file's name (./train, a console script) */
 	size_t n = strlen(f);
-	if (n < 3 || strcmp(f + n - 3, ".py"))
+	int py = n >= 3 && !strcmp(f + n - 3, ".py");
+	if (!py && !fr->interpreted)
 		return 0;
 	/* torch.compile's generated modules (Inductor's cache, by default
 	 * /tmp/torchinductor_USER/xx/cHASH.py, elsewhere inductor_generated):
@@ -100,5 +145,5 @@ int det_frame_is_user_python(const stp_det_frame *fr)
 	for (int i = 0; lib[i]; i++)
 		if (strstr(f, lib[i]))
 			return 0;
-	return !inductor_generated(f, n);
+	return !py || !inductor_generated(f, n);
 }

@@ -539,6 +539,12 @@ typedef struct stp_det_frame {
 	uint32_t line;            /* 0 when unknown */
 	const char *op;           /* folded paths: the PyTorch operator that
 	                           * allocated below this frame (aten::addmm), NULL */
+	uint8_t interpreted;      /* a Python frame the collector read from the
+	                           * interpreter (not a snapshot's source frame):
+	                           * Python source whatever its file's name (./train) */
+	uint8_t program;          /* a Python frame of the program's own package,
+	                           * installed though it is (a console script's,
+	                           * python -m PKG's): the user's code */
 } stp_det_frame;
 
 /* Resolves one address of the trace (caller: a return address, i.e. every

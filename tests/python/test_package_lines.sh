@@ -5,6 +5,11 @@
 # that made the tensor ("(in model.py:N in Block.forward)").  A model of the
 # user's own, run through torch.nn's layers, gets no such line.  The JSON
 # report's package_frame and the HTML report's paths carry it too.
+# A program that is itself an installed package (a console script, python -m
+# PKG, python -c calling it) has its rows at the package's own lines: its
+# code is the user's (stp_det_frame.program), other packages' still not.
+# A script of the user's without .py (./train, run by its #! line) is the
+# user's code too.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 export OMP_NUM_THREADS=1
@@ -37,6 +42,14 @@ def train(steps, d=64):
         opt.step()
         opt.zero_grad()
     return float(loss)
+
+
+def main():
+    print("%.4f" % train(20))
+PY
+cat >lib/site-packages/fakelib/__main__.py <<'PY'
+from fakelib.model import main
+main()
 PY
 cat >run.py <<'PY'
 import fakelib.model
@@ -59,4 +72,28 @@ grep -q "(in model.py:12 in Block.forward)" p.html || fail "HTML report: no pack
 # a model of the user's own: no package line
 "$STPROF" record -q -o u.stp -- "$PY" "$STPROF_SRC/tests/python/fold_loop.py" 20 >/dev/null || fail "fold_loop failed"
 "$STPROF" report -n 10 u.stp | grep -q "   (in " && fail "a package line for a model of the user's own: $("$STPROF" report -n 10 u.stp | grep '(in ')"
+
+# the program is the package: a console script (no .py), python -m, python -c
+mkdir -p bin
+printf '#!%s\nimport sys\nfrom fakelib.model import main\nsys.exit(main())\n' "$PY" >bin/fakelib-train
+chmod +x bin/fakelib-train
+export PYTHONPATH="$T/lib/site-packages"
+"$STPROF" record -q -o c.stp -- "$T/bin/fakelib-train" >/dev/null || fail "console script: recorded run failed"
+"$STPROF" record -q -o m.stp -- "$PY" -m fakelib >/dev/null || fail "python -m: recorded run failed"
+"$STPROF" record -q -o x.stp -- "$PY" -c 'import fakelib.model as m; m.main()' >/dev/null || fail "python -c: recorded run failed"
+for t in c m x; do
+	"$STPROF" report -n 40 $t.stp >$t.txt 2>&1 || fail "$t: report failed"
+	sed -n '/^Top call sites/,/^$/p' $t.txt >$t.rows
+	grep "^      at " $t.rows | grep -v "^      at model.py:" &&
+		fail "$t: rows not at the package's lines: $(cat $t.rows)"
+	grep -q "at model.py:13 in Block.forward (backward of 1.down: aten::" $t.rows ||
+		fail "$t: backward rows not at the package's lines: $(cat $t.rows)"
+	grep -q "   (in \|<backward>" $t.rows && fail "$t: the program's package taken for a library: $(cat $t.rows)"
+done
+# ./train: the user's script without .py
+printf '#!%s\nimport torch\nm = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.Tanh())\nfor _ in range(5):\n    m(torch.randn(32, 64)).sum().backward()\n' "$PY" >train
+chmod +x train
+"$STPROF" record -q -o t.stp -- ./train >/dev/null || fail "./train: recorded run failed"
+"$STPROF" report -n 6 t.stp >t.txt 2>&1 || fail "./train: report failed"
+grep -q "^      at train:5 in <module> (aten::randn)" t.txt || fail "./train: rows not at its lines: $(sed -n '/^Top call sites/,/^$/p' t.txt)"
 echo ok
