@@ -4,12 +4,14 @@
  * Python shim's qualified nn.Module names) when it is made; with none open,
  * a tensor a module's backward made (its call path's "<backward>:0 in
  * MODULE" frame: collector/core/pybackward.c) to that module; else to
- * "(no module)".  Pass 2 feeds it; the table lives until stp_det_free().
+ * "(no module)", or "(optimizer)" when made in an optimizer phase (its
+ * state and its step's temporaries: the shim's phase markers around
+ * Optimizer.step).  Pass 2 feeds it; the table lives until stp_det_free().
  * Invariants: one row per distinct name (names are interned by det_intern,
  * so equal names are one pointer); the stack is one per trace (markers of
  * all threads), deeper than 256 modules counts in the 256th.  The rows sum
- * to the analyzed space's allocations: those made before the first module
- * marker are "(no module)" too.
+ * to the analyzed space's allocations less the folded iterations' left-out
+ * ones: those made before the first module marker are "(no module)" too.
  *
  * Lean iterations (annotation stprof.lean 1 to 0; docs/record.md) have no
  * module markers: the shim runs no module hooks there.  Their tensors'
@@ -44,6 +46,7 @@ struct det_modbytes {
 	const char **names;        /* every name entered, in first-seen order */
 	uint32_t nnames, names_cap;
 	int lean;                  /* in a lean iteration now */
+	int optimizer;             /* optimizer phases open now */
 	int folded;                /* in a folded iteration now */
 	uint32_t cur_stack;        /* of the allocation under way */
 	uint32_t gen;              /* iterations begun */
@@ -177,7 +180,17 @@ void det_modbytes_marker(stp_det *d, const stp_event *ev)
 		return;
 	}
 	if (mk->kind == STP_MARK_ITER_BEGIN && d->modbytes)
-		d->modbytes->gen++, d->modbytes->folded = 0;
+		d->modbytes->gen++, d->modbytes->folded = 0, d->modbytes->optimizer = 0;
+	if ((mk->kind == STP_MARK_PHASE_BEGIN || mk->kind == STP_MARK_PHASE_END) && mk->name) {
+		const char *ph = det_intern(d, d->rd, mk->name);
+		if (ph && !strcmp(ph, "optimizer") && (d->modbytes || (d->modbytes = calloc(1, sizeof *d->modbytes)))) {
+			if (mk->kind == STP_MARK_PHASE_BEGIN)
+				d->modbytes->optimizer++;
+			else if (d->modbytes->optimizer)
+				d->modbytes->optimizer--;
+		}
+		return;
+	}
 	if (mk->kind != STP_MARK_MODULE_ENTER && mk->kind != STP_MARK_MODULE_EXIT)
 		return;
 	if (!d->modbytes && !(d->modbytes = calloc(1, sizeof *d->modbytes)))
@@ -223,7 +236,7 @@ void det_modbytes_alloc(stp_det *d, uint64_t size)
 		return;
 	det_modbytes *m = d->modbytes;
 	uint32_t ix1 = module_now(d, m);
-	const char *name = ix1 ? m->names[ix1 - 1] : "(no module)";
+	const char *name = ix1 ? m->names[ix1 - 1] : m->optimizer ? "(optimizer)" : "(no module)";
 	stp_det_module *r = row_of(m, name);
 	if (r) {
 		r->allocs++;

@@ -402,8 +402,12 @@ static void section_modules(stp_det *d, const stp_det_result *r, const stp_repor
 	if (!n || r->primary < 0)
 		return;
 	char b[2][64], sp[32];
-	fprintf(f, "Bytes by module, allocated while it ran or by its backward (%s)\n",
-	        rf_space(&r->spaces[r->primary], sp, sizeof sp));
+	const stp_det_space *s = &r->spaces[r->primary];
+	fprintf(f, "Bytes by module, allocated while it ran or by its backward (%s)\n", rf_space(s, sp, sizeof sp));
+	if (s->folded_allocs) /* a folded iteration keeps no module markers */
+		fprintf(f, "  (iterations written in full and what lies outside them; the %s allocations\n"
+		           "  of folded iterations repeat them)\n",
+		        rf_count(s->folded_allocs, b[0], 64));
 	fprintf(f, "     bytes allocated    allocs  module\n");
 	uint32_t i = 0;
 	for (; i < n && i < o->top; i++)

@@ -117,6 +117,8 @@ expect_eq "python --full: output" "$(cat f.out)" "$(cat d.out)"
 expect_eq "python: folded iterations" "$(tr '\n' ' ' <folded.txt)" "$(seq -s ' ' 2 499) $(seq -s ' ' 501 997) "
 "$STPROF" report d.stp >d.txt
 grep -q "every event of iterations 0-1, 500, 998-999" d.txt || fail "python: report: $(grep -A2 folded d.txt)"
+# bytes by module says what it leaves out
+grep -A2 "^Bytes by module" d.txt | grep -q "of folded iterations repeat them" || fail "python: bytes by module: $(grep -A3 '^Bytes by module' d.txt)"
 # no late-free finding (the loss tensor, freed when the next iteration
 # remakes it, is listed among the expected ones, as with --full)
 sed -n '/^Findings/,/^  expected, not counted/p' d.txt | grep -q "Late free" && fail "python: findings: $(grep -A3 Findings d.txt)"
