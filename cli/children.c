@@ -118,11 +118,14 @@ static void analyze(found *k, stp_report_child *row, off_t *budget)
 		return;
 	}
 	if (k->size > CHILD_READ_MAX) {
-		row->not_read = "over 256 MiB: stprof report reads it alone";
+		snprintf(k->why, sizeof k->why, "over %lld MiB: stprof report reads it alone", (long long)(CHILD_READ_MAX >> 20));
+		row->not_read = k->why;
 		return;
 	}
 	if (k->size > *budget) {
-		row->not_read = "the 512 MiB read for this section spent: stprof report reads it alone";
+		snprintf(k->why, sizeof k->why, "the %lld MiB read for this section spent: stprof report reads it alone",
+		         (long long)(CHILDREN_READ_TOTAL >> 20));
+		row->not_read = k->why;
 		return;
 	}
 	*budget -= k->size;

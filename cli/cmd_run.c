@@ -236,11 +236,12 @@ static void say_enforce(const char *plan, char *const *argv)
 	fputc('\n', stderr);
 }
 
-/* The plan of a program a shell script ran (programtrace.c): the plan
- * keeps which program it is of (stprof/programkey.h), and libstalloc
- * enforces it in the process of the script's tree that runs that program
- * (allocator/program.c), so the line runs the script itself. */
-static void say_enforce_child(const char *plan, const char *trace, char *const *argv)
+/* The plan of a program a shell script ran, or of a launcher's worker
+ * (programtrace.c; kind 2 or 3): the plan keeps which program it is of
+ * (stprof/programkey.h), and libstalloc enforces it in the process of the
+ * command's tree that runs that program (allocator/program.c: the first
+ * of each line of descent), so the line runs the command itself. */
+static void say_enforce_child(const char *plan, const char *trace, char *const *argv, int kind)
 {
 	say_enforce(plan, argv);
 	char exe[4096] = "", cmd[4096] = "", key[4096 + 8];
@@ -250,8 +251,13 @@ static void say_enforce_child(const char *plan, const char *trace, char *const *
 		return;
 	size_t n;
 	const char *shown = stp_program_shown(key, &n);
-	fprintf(stderr, "                (in the process %s starts that runs %.*s; the others run without the plan)\n",
-	        argv[0], (int)n, shown);
+	if (kind == 3 && n == 2 && !strncmp(shown, "-c", 2)) /* siblings: each worker claims it */
+		fprintf(stderr, "                (in each worker %s starts with python -c, as torch.multiprocessing.spawn "
+		                "does; their children run without the plan)\n",
+		        argv[0]);
+	else
+		fprintf(stderr, "                (in the process %s starts that runs %.*s; the others run without the plan)\n",
+		        argv[0], (int)n, shown);
 }
 
 /* The one-shot mode's outputs for a run with rank traces (a torchrun job):
@@ -435,7 +441,9 @@ int cmd_run(int argc, char **argv)
 	 * read; the files keep the command's names */
 	char image[PATH_MAX + 64];
 	snprintf(image, sizeof image, "%s", trace);
-	int child = traces > 1 && program_trace(NULL, trace, image, sizeof image, o.quiet) == 2;
+	int child = traces > 1 ? program_trace(NULL, trace, image, sizeof image, o.quiet) : 0;
+	if (child < 2)
+		child = 0;
 	/* one detector run for the report and the timeline */
 	stp_det *det = NULL;
 	if (traces > 0 && (report || timeline || html) && access(image, R_OK) == 0) {
@@ -477,7 +485,7 @@ int cmd_run(int argc, char **argv)
 	snprintf(out, sizeof out, "%.*s.plan", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (traces > 0 && plan && access(image, R_OK) == 0 && sidecar_ok(out, OUTNAME_PLAN, "plan")) {
 		if (write_plan(image, out, o.quiet, 1) == 0 && !o.quiet)
-			child ? say_enforce_child(out, image, prog) : say_enforce(out, prog);
+			child ? say_enforce_child(out, image, prog, child) : say_enforce(out, prog);
 	}
 	snprintf(out, sizeof out, "%.*s.html", (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl), trace);
 	if (det && html && !stp_det_result_of(det)->error && sidecar_ok(out, OUTNAME_HTML, "HTML report"))

@@ -7,10 +7,12 @@
  * its own place: same pid, same signals, same exit status; libstalloc
  * enforces the plan in that process only (STALLOC_PID), not in programs it
  * executes, and prints its statistics on stderr at exit unless quiet.
- * Where PROGRAM is a shell that does not run the plan's program itself
- * (the plan keeps which it is: stprof/programkey.h), a wrapper script, the
- * process of its tree that runs that program enforces it (STALLOC_PROGRAM,
- * allocator/program.c).
+ * Where PROGRAM does not run the plan's program itself (the plan keeps
+ * which it is: stprof/programkey.h) and is a shell, a wrapper script, or
+ * the plan is of a worker started with `python -c` (a launcher's, as
+ * torch.multiprocessing.spawn starts them), the processes of its tree that
+ * run that program enforce it, the first of each line of descent
+ * (STALLOC_PROGRAM, allocator/program.c).
  *
  * A set of rank plans (rank_plans.h: FILE names no file and
  * STEM.rank<R>.plan exist beside it, or FILE is one of them), for a
@@ -156,6 +158,15 @@ static int runs_planned(const char *key, char **argv)
 	return nl && nl[1] && !strcmp(nl + 1, b ? b + 1 : argv[0]);
 }
 
+/* A plan of a Python process started with code on its command line
+ * (python -c): torch.multiprocessing.spawn's workers, which its launcher
+ * starts so (programtrace.c reads such a worker's trace for a launcher's). */
+static int of_spawned(const char *key)
+{
+	const char *nl = strchr(key, '\n');
+	return nl && !strcmp(nl + 1, "-c");
+}
+
 int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 {
 	char key[PATH_MAX + 4200];
@@ -205,11 +216,18 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 		record_python_shim(shim_lib, argv);
 	unsetenv("STALLOC_PROGRAM");
 	unsetenv("STALLOC_PROGRAM_PID");
-	if (!ranks && !lifetimes && key[0] && !runs_planned(key, argv) && runs_shell(argv)) {
-		/* a wrapper: the process of its tree that runs the program */
+	int spawned = key[0] && of_spawned(key);
+	if (!ranks && !lifetimes && key[0] && !runs_planned(key, argv) && (runs_shell(argv) || spawned)) {
+		/* a wrapper, or a launcher of spawned workers: the processes of
+		 * its tree that run the program (the first of each line of
+		 * descent); any other command enforces the plan itself */
 		unsetenv("STALLOC_PID");
 		setenv("STALLOC_PROGRAM", key, 1);
-		if (!quiet) {
+		if (!quiet && spawned)
+			stprof_err("%s is the plan of a worker started with python -c (torch.multiprocessing.spawn's): "
+			           "enforced in each such process %s starts (their children run without a plan)",
+			           plan, argv[0]);
+		else if (!quiet) {
 			size_t n;
 			const char *shown = stp_program_shown(key, &n);
 			stprof_err("%s is the plan of %.*s: enforced in the process %s starts that runs it (the others run "

@@ -21,6 +21,9 @@
  * earlier image of a chain): a script's preprocessing step and its
  * training are told apart by what they recorded, and the line that says
  * which was read names the way to the others (stprof record lists them).
+ * A launcher whose processes did the work (torch.multiprocessing.spawn's
+ * parent: no iteration, no tensor in its trace) stands for the largest of
+ * them the same way, when that one did work.
  * info and dump read the file named; a FIFO or a pipe is never opened
  * here (the command reads it once).
  */
@@ -205,6 +208,23 @@ static int largest_child(const char *path, char *out, size_t len)
 	return l.best >= 0;
 }
 
+/* Whether the trace at path did the work a report is about: an iteration
+ * marker, or memory other than the host heap (tensors, device memory).
+ * Reads until it finds one. */
+static int did_work(const char *path)
+{
+	stp_reader *r = stp_reader_open(path, NULL, 0);
+	if (!r)
+		return 0;
+	stp_event ev;
+	int work = 0;
+	while (!work && stp_reader_next(r, &ev) > 0)
+		work = (ev.type == STP_EV_MARKER && ev.u.marker.kind == STP_MARK_ITER_BEGIN) ||
+		       (ev.type == STP_EV_ALLOC && (ev.u.alloc.pool || ev.u.alloc.device >= 0));
+	stp_reader_close(r);
+	return work;
+}
+
 int program_trace(const char *cmd, const char *path, char *out, size_t len, int quiet)
 {
 	char from[512] = "", to[512] = "", img[4096 + 64];
@@ -217,10 +237,20 @@ int program_trace(const char *cmd, const char *path, char *out, size_t len, int 
 	int kind = hops > 0;
 	if (process_of(img, to, sizeof to) && is_shell(to) && largest_child(path, out, len))
 		kind = 2;
+	else if (largest_child(path, out, len) && !did_work(img) && did_work(out))
+		kind = 3; /* a launcher (torch.multiprocessing.spawn): its workers trained */
+	else
+		snprintf(out, len, "%s", img);
 	if (!kind || quiet)
 		return kind;
 	process_of(path, from, sizeof from);
-	if (kind == 2) {
+	if (kind == 3) {
+		char what[512] = "";
+		process_of(out, what, sizeof what);
+		stprof_err("%s%s%s is the trace of %s, which ran no iteration and made no tensor: reading %s (%s), the "
+		           "largest trace of the processes it started (the others are beside it: %s.<pid>)",
+		           cmd ? cmd : "", cmd ? ": " : "", img, to[0] ? to : "?", out, what[0] ? what : "?", path);
+	} else if (kind == 2) {
 		char what[512] = "";
 		process_of(out, what, sizeof what);
 		stprof_err("%s%s%s is the trace of %s, a shell: reading %s (%s), the largest trace of the processes it "

@@ -10,8 +10,10 @@
 
 /* The program's trace for the recording whose main trace is path, into
  * out: the last image of the command's process, or, when that image is a
- * shell, the largest trace of the processes it ran that are not shells.
- * Returns 0 (out is path), 1 (execs followed) or 2 (a shell's child); when
+ * shell or did no work (no iteration, no tensor: a launcher such as
+ * torch.multiprocessing.spawn's parent), the largest trace of the
+ * processes it ran that are not shells (that did work).  Returns 0 (out is
+ * path), 1 (execs followed), 2 (a shell's child) or 3 (a launcher's); when
  * not 0 and not quiet, one line on stderr, headed "cmd: " unless cmd is
  * NULL, says which trace is read and why. */
 int program_trace(const char *cmd, const char *path, char *out, size_t len, int quiet);

@@ -8,7 +8,11 @@
 # script, the largest trace of the programs it ran is read, and its plan is
 # enforced through the script.  With PyTorch: a script run as ./train.py
 # through its env shebang reports the script's iterations and lines; a
-# wrapper's plan is enforced by the process that runs the training script.
+# wrapper's plan is enforced by the process that runs the training script;
+# a launcher whose workers train (torch.multiprocessing.spawn: the parent
+# makes no tensor) reports its largest worker, and that plan is enforced in
+# each worker (before: the launcher's own host heap was reported and
+# planned, and the plan enforced in the launcher, which made none of it).
 set -eu
 : "${STPROF_BUILD:?run through ctest}"
 S="$STPROF_BUILD/stprof"
@@ -96,4 +100,19 @@ grep -q "w.sh.plan is the plan of fold_loop.py: enforced in the process ./w.sh s
 [ "$(grep -c '^stalloc: pool' r.err)" = 1 ] || fail "run --plan ./w.sh: statistics blocks: $(grep -c '^stalloc: pool' r.err)"
 grep -q "^stalloc: requests [0-9]*: planned hits [1-9]" r.err || fail "run --plan ./w.sh: $(grep '^stalloc: requests' r.err)"
 grep -q ", 30 iterations$" r.err || fail "run --plan ./w.sh: $(grep '^stalloc: drift' r.err)"
+# a launcher: torch.multiprocessing.spawn's workers train
+P="$STPROF_SRC/tests/python/spawn_train.py"
+OMP_NUM_THREADS=1 "$S" --no-export --no-html -o sp.stp "$PY" "$P" 2 30 >sp.out 2>sp.err || fail "one-shot spawn: $(tail -3 sp.err)"
+grep -q "sp.stp is the trace of .*python3[.0-9]*, which ran no iteration and made no tensor: reading .*sp.stp.[0-9]* (.*python3[.0-9]*), the largest trace of the processes it started" sp.err ||
+	fail "one-shot spawn: $(head -5 sp.err)"
+grep -q "^Iterations: 30 from markers" sp.err || fail "one-shot spawn: $(grep -A1 '^Iterations' sp.err)"
+grep -q "^      at spawn_train.py:[0-9]* in worker (" sp.err || fail "one-shot spawn: no row at the worker's lines"
+grep -q "^                (in each worker .* starts with python -c, as torch.multiprocessing.spawn does" sp.err ||
+	fail "one-shot spawn: $(grep -A1 '^enforce' sp.err)"
+OMP_NUM_THREADS=1 "$S" run --plan sp.plan -- "$PY" "$P" 2 30 >sp.out 2>sp.run || fail "run --plan spawn: $(tail -3 sp.run)"
+grep -q "sp.plan is the plan of a worker started with python -c" sp.run || fail "run --plan spawn: $(head -3 sp.run)"
+# each worker: its 30 iterations, every request of the plan's sizes planned
+expect_workers=$(grep -c "^stalloc: requests [1-9][0-9]*: planned hits [1-9][0-9]*.*(100.0% of the requests of the plan's sizes in the pool)" sp.run)
+[ "$expect_workers" = 2 ] || fail "run --plan spawn: workers enforcing: $expect_workers: $(grep '^stalloc: requests' sp.run)"
+[ "$(grep -c ', 30 iterations$' sp.run)" = 2 ] || fail "run --plan spawn: $(grep '^stalloc: drift' sp.run)"
 echo ok
