@@ -251,8 +251,8 @@ static void find_program_root(det_frames *f)
 		if (stp_reader_stack_node(f->rd, s, &parent, &ip) != 0 || !STP_IS_PYFRAME(ip))
 			continue;
 		looked++;
-		for (uint32_t k = s; k && depth < PROGRAM_DEPTH && stp_reader_stack_node(f->rd, k, &parent, &ip) == 0;
-		     k = parent) {
+		uint32_t k = s;
+		for (; k && depth < PROGRAM_DEPTH && stp_reader_stack_node(f->rd, k, &parent, &ip) == 0; k = parent) {
 			char *file, *func;
 			uint32_t line;
 			if (STP_IS_PYFRAME(ip) && det_pyframe_parse(stp_reader_string(f->rd, (uint32_t)ip), &file, &line, &func) == 0) {
@@ -260,12 +260,13 @@ static void find_program_root(det_frames *f)
 				files[depth++] = file;
 			}
 		}
+		int whole = !k; /* else deeper than PROGRAM_DEPTH Python frames: its outermost unknown */
 		const char *outer[PROGRAM_DEPTH];
 		for (uint32_t i = 0; i < depth; i++) /* outermost first */
 			outer[i] = files[depth - 1 - i];
 		size_t len = 0;
 		uint32_t at = 0;
-		int r = det_pyentry_package(outer, depth, &at, &len);
+		int r = whole ? det_pyentry_package(outer, depth, &at, &len) : 0;
 		if (r == 1 && (f->program_root = strndup(outer[at], len)))
 			f->program_len = len;
 		for (uint32_t i = 0; i < depth; i++)
