@@ -235,24 +235,21 @@ int program_trace(const char *cmd, const char *path, char *out, size_t len, int 
 	int hops = last_image(path, img, sizeof img);
 	snprintf(out, len, "%s", img);
 	int kind = hops > 0;
-	if (process_of(img, to, sizeof to) && is_shell(to) && largest_child(path, out, len))
-		kind = 2;
-	else if (largest_child(path, out, len) && !did_work(img) && did_work(out))
-		kind = 3; /* a launcher (torch.multiprocessing.spawn): its workers trained */
+	int shell = process_of(img, to, sizeof to) && is_shell(to);
+	if (largest_child(path, out, len) && (shell || (!did_work(img) && did_work(out))))
+		kind = shell ? 2 : 3; /* 3: a launcher (torch.multiprocessing.spawn) whose workers trained */
 	else
 		snprintf(out, len, "%s", img);
 	if (!kind || quiet)
 		return kind;
 	process_of(path, from, sizeof from);
+	char what[512] = "";
+	process_of(out, what, sizeof what);
 	if (kind == 3) {
-		char what[512] = "";
-		process_of(out, what, sizeof what);
 		stprof_err("%s%s%s is the trace of %s, which ran no iteration and made no tensor: reading %s (%s), the "
 		           "largest trace of the processes it started (the others are beside it: %s.<pid>)",
 		           cmd ? cmd : "", cmd ? ": " : "", img, to[0] ? to : "?", out, what[0] ? what : "?", path);
 	} else if (kind == 2) {
-		char what[512] = "";
-		process_of(out, what, sizeof what);
 		stprof_err("%s%s%s is the trace of %s, a shell: reading %s (%s), the largest trace of the processes it "
 		           "ran (stprof record listed them all)", cmd ? cmd : "", cmd ? ": " : "", path, to, out,
 		           what[0] ? what : "?");
