@@ -164,7 +164,7 @@ static int runs_planned(const char *key, char **argv)
 static int of_spawned(const char *key)
 {
 	const char *nl = strchr(key, '\n');
-	return nl && !strcmp(nl + 1, "-c");
+	return nl && !strncmp(nl + 1, "-c", 2) && (!nl[3] || nl[3] == ' ');
 }
 
 int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)

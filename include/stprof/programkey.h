@@ -59,6 +59,13 @@ static inline int stp_is_interpreter(const char *b)
 	return 0;
 }
 
+/* What of `python -c CODE`'s code the key keeps (its first statement's
+ * head): "-c from multiprocessing.spawn import spawn_main" is
+ * torch.multiprocessing.spawn's worker, "-c from
+ * multiprocessing.resource_tracker import main" multiprocessing's
+ * tracker. */
+#define STP_PROGRAM_CODE_HEAD 96
+
 /* Python's options that take the next word as their argument. */
 static inline int stp_interp_takes_arg(const char *opt, size_t n)
 {
@@ -96,6 +103,16 @@ static inline int stp_program_key(const char *exe, const char *cmdline, char *ou
 			if (p[0] == '-' && ((n == 2 && (p[1] == 'c' || p[1] == 'e')) || n == 1)) {
 				what = p; /* code on the command line */
 				wn = n;
+				if (n == 2) { /* and its head, up to its first ; ( or line: the statement */
+					extra = p + n + strspn(p + n, " "); /* that tells a spawned worker */
+					xn = strcspn(extra, ";(\n");    /* from a resource tracker */
+					while (xn && extra[xn - 1] == ' ')
+						xn--;
+					if (xn > STP_PROGRAM_CODE_HEAD)
+						xn = STP_PROGRAM_CODE_HEAD;
+					if (xn)
+						wn = 3; /* "-c " */
+				}
 				break;
 			}
 			if (p[0] == '-') {
@@ -149,7 +166,8 @@ static inline const char *stp_program_shown(const char *key, size_t *len)
 }
 
 /* Whether the process whose key is have runs the program whose key is want:
- * for an interpreter, the same script (or -m module), whichever interpreter
+ * for an interpreter, the same script (or -m module, or -c code's head; a
+ * key of "-c" alone, an older plan's, any -c), whichever interpreter
  * runs it (a venv's python, python3 for python3.11); otherwise the same
  * executable's base name. */
 static inline int stp_program_same(const char *want, const char *have)
@@ -157,6 +175,8 @@ static inline int stp_program_same(const char *want, const char *have)
 	const char *wn = strchr(want, '\n'), *hn = strchr(have, '\n');
 	if (!wn || !hn)
 		return 0;
+	if (!strcmp(wn + 1, "-c")) /* a plan of before 2026-11-29: any code */
+		return !strncmp(hn + 1, "-c", 2) && (!hn[3] || hn[3] == ' ');
 	if (wn[1] || hn[1])
 		return !strcmp(wn + 1, hn + 1);
 	const char *wb = wn, *hb = hn; /* the executables' base names */

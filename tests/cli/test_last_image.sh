@@ -115,4 +115,6 @@ grep -q "sp.plan is the plan of a worker started with python -c" sp.run || fail 
 expect_workers=$(grep -c "^stalloc: requests [1-9][0-9]*: planned hits [1-9][0-9]*.*(100.0% of the requests of the plan's sizes in the pool)" sp.run)
 [ "$expect_workers" = 2 ] || fail "run --plan spawn: workers enforcing: $expect_workers: $(grep '^stalloc: requests' sp.run)"
 [ "$(grep -c ', 30 iterations$' sp.run)" = 2 ] || fail "run --plan spawn: $(grep '^stalloc: drift' sp.run)"
+# and no other process (multiprocessing's resource tracker runs python -c too)
+[ "$(grep -c '^stalloc: pool' sp.run)" = 2 ] || fail "run --plan spawn: statistics blocks: $(grep -c '^stalloc: pool' sp.run)"
 echo ok

@@ -595,6 +595,18 @@ static void test_program_key(void)
 	CHECK(stp_program_key("/usr/bin/python3.11", "python3 -m torch.distributed.run --nproc 2 t.py", k, sizeof k) == 0);
 	CHECK_STR(k, "/usr/bin/python3.11\n-m torch.distributed.run");
 	CHECK(stp_program_key("/usr/bin/python3.11", "python3 -c import torch", k, sizeof k) == 0);
+	CHECK_STR(k, "/usr/bin/python3.11\n-c import torch");
+	/* -c: the code's first statement's head (a spawned worker, not a tracker) */
+	CHECK(stp_program_key("/usr/bin/python3.11",
+	                      "python3 -B -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=4, "
+	                      "pipe_handle=6) --multiprocessing-fork",
+	                      k, sizeof k) == 0);
+	CHECK_STR(k, "/usr/bin/python3.11\n-c from multiprocessing.spawn import spawn_main");
+	CHECK(!stp_program_same(k, "/usr/bin/python3.11\n-c from multiprocessing.resource_tracker import main"));
+	CHECK(stp_program_same(k, "/venv/bin/python3\n-c from multiprocessing.spawn import spawn_main"));
+	CHECK(stp_program_same("/usr/bin/python3.11\n-c", k)); /* an older plan's key: any -c */
+	CHECK(!stp_program_same("/usr/bin/python3.11\n-c", "/usr/bin/python3.11\n-m x"));
+	CHECK(stp_program_key("/usr/bin/python3.11", "python3 -c", k, sizeof k) == 0);
 	CHECK_STR(k, "/usr/bin/python3.11\n-c");
 	CHECK(stp_program_key("/usr/bin/bash", "/bin/sh ./run.sh", k, sizeof k) == 0);
 	CHECK_STR(k, "/usr/bin/bash\nrun.sh");
