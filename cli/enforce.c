@@ -116,11 +116,14 @@ static int check_rank_plans(const char *plan, const rank_plans *rp, int quiet)
 	return 0;
 }
 
-/* Whether argv runs a shell: a shell named (bash run.sh), or a script
- * whose #! line names one, directly or through env (./run.sh). */
-static int runs_shell(char **argv)
+/* Whether argv runs an interpreter that is_it accepts: one named (bash
+ * run.sh, python3 launch.py), or a script whose #! line names one,
+ * directly or through env (./run.sh, a console script such as
+ * accelerate). */
+static int runs_interpreter(char **argv, int (*is_it)(const char *name))
 {
-	if (is_shell(argv[0]))
+	const char *b0 = strrchr(argv[0], '/');
+	if (is_it(b0 ? b0 + 1 : argv[0]))
 		return 1;
 	char path[PATH_MAX];
 	FILE *f = stprof_find_on_path(argv[0], path, sizeof path) ? fopen(path, "r") : NULL;
@@ -137,16 +140,21 @@ static int runs_shell(char **argv)
 		return 0;
 	const char *b = strrchr(interp, '/');
 	if (arg && !strcmp(b ? b + 1 : interp, "env"))
-		interp = arg; /* #!/usr/bin/env bash */
-	return is_shell(interp);
+		interp = arg, b = strrchr(interp, '/'); /* #!/usr/bin/env bash */
+	return is_it(b ? b + 1 : interp);
 }
+
+static int shell_name(const char *name) { return is_shell(name); }
+static int python_name(const char *name) { return stp_is_interpreter(name) && !is_shell(name); }
 
 /* Whether argv runs the plan's program itself (key: its program key), as
  * far as its command line tells: the same script, or program, or the
  * script run by its #! line.  When it does not and runs a shell (a wrapper
- * script), the process of its tree that runs the program enforces the
- * plan; any other command enforces it itself, as before (a renamed
- * script, a plan tried on another program). */
+ * script), or the plan is an interpreter's script and argv runs an
+ * interpreter too (a launcher: accelerate, torch.multiprocessing.spawn's
+ * parent), the process of its tree that runs the program enforces the
+ * plan; any other command enforces it itself, as before (a plan tried on
+ * another program). */
 static int runs_planned(const char *key, char **argv)
 {
 	char cmd[4096] = "", have[PATH_MAX + 4200];
@@ -217,10 +225,12 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	unsetenv("STALLOC_PROGRAM");
 	unsetenv("STALLOC_PROGRAM_PID");
 	int spawned = key[0] && of_spawned(key);
-	if (!ranks && !lifetimes && key[0] && !runs_planned(key, argv) && (runs_shell(argv) || spawned)) {
-		/* a wrapper, or a launcher of spawned workers: the processes of
-		 * its tree that run the program (the first of each line of
-		 * descent); any other command enforces the plan itself */
+	const char *nl = strchr(key, '\n');
+	int scripted = nl && nl[1]; /* the plan is of what an interpreter ran */
+	if (!ranks && !lifetimes && key[0] && !runs_planned(key, argv) &&
+	    (runs_interpreter(argv, shell_name) || (scripted && runs_interpreter(argv, python_name)))) {
+		/* a wrapper, or a launcher: the processes of its tree that run
+		 * the program (the first of each line of descent) */
 		unsetenv("STALLOC_PID");
 		setenv("STALLOC_PROGRAM", key, 1);
 		if (!quiet && spawned)

@@ -12,7 +12,8 @@
 # a launcher whose workers train (torch.multiprocessing.spawn: the parent
 # makes no tensor) reports its largest worker, and that plan is enforced in
 # each worker (before: the launcher's own host heap was reported and
-# planned, and the plan enforced in the launcher, which made none of it).
+# planned, and the plan enforced in the launcher, which made none of it);
+# so is a Python launcher that runs the training script as a subprocess.
 set -eu
 : "${STPROF_BUILD:?run through ctest}"
 S="$STPROF_BUILD/stprof"
@@ -117,4 +118,19 @@ expect_workers=$(grep -c "^stalloc: requests [1-9][0-9]*: planned hits [1-9][0-9
 [ "$(grep -c ', 30 iterations$' sp.run)" = 2 ] || fail "run --plan spawn: $(grep '^stalloc: drift' sp.run)"
 # and no other process (multiprocessing's resource tracker runs python -c too)
 [ "$(grep -c '^stalloc: pool' sp.run)" = 2 ] || fail "run --plan spawn: statistics blocks: $(grep -c '^stalloc: pool' sp.run)"
+# a Python launcher that runs the training script as a subprocess (as
+# accelerate launch does): the script's report and plan, enforced in the
+# process that runs it (before: in the launcher)
+printf 'import subprocess, sys\nsubprocess.run([sys.executable, sys.argv[1], "30"], check=True)\n' >launch.py
+OMP_NUM_THREADS=1 "$S" --no-export --no-html -o la.stp "$PY" launch.py "$STPROF_SRC/tests/python/fold_loop.py" >la.out 2>la.err ||
+	fail "one-shot launcher: $(tail -3 la.err)"
+grep -q "which ran no iteration and made no tensor: reading .*la.stp.[0-9]*" la.err || fail "one-shot launcher: $(head -5 la.err)"
+grep -q "^                (in the process .* starts that runs fold_loop.py; the others run without the plan)" la.err ||
+	fail "one-shot launcher: $(grep -A1 '^enforce' la.err)"
+OMP_NUM_THREADS=1 "$S" run --plan la.plan -- "$PY" launch.py "$STPROF_SRC/tests/python/fold_loop.py" >la.out 2>la.run ||
+	fail "run --plan launcher: $(tail -3 la.run)"
+grep -q "la.plan is the plan of fold_loop.py: enforced in the process .* starts that runs it" la.run || fail "run --plan launcher: $(head -3 la.run)"
+[ "$(grep -c '^stalloc: pool' la.run)" = 1 ] || fail "run --plan launcher: statistics blocks: $(grep -c '^stalloc: pool' la.run)"
+grep -q "^stalloc: requests [0-9]*: planned hits [1-9]" la.run || fail "run --plan launcher: $(grep '^stalloc: requests' la.run)"
+grep -q ", 30 iterations$" la.run || fail "run --plan launcher: $(grep '^stalloc: drift' la.run)"
 echo ok
