@@ -251,8 +251,8 @@ int program_trace(const char *cmd, const char *path, char *out, size_t len, int 
 		           cmd ? cmd : "", cmd ? ": " : "", img, to[0] ? to : "?", out, what[0] ? what : "?", path);
 	} else if (kind == 2) {
 		stprof_err("%s%s%s is the trace of %s, a shell: reading %s (%s), the largest trace of the processes it "
-		           "ran (stprof record listed them all)", cmd ? cmd : "", cmd ? ": " : "", path, to, out,
-		           what[0] ? what : "?");
+		           "ran (the others are beside it: %s.<pid>)", cmd ? cmd : "", cmd ? ": " : "", path, to, out,
+		           what[0] ? what : "?", path);
 	} else {
 		stprof_err("%s%s%s is the trace of %s, which execve replaced%s: reading %s (%s), the last image of "
 		           "its process", cmd ? cmd : "", cmd ? ": " : "", path, from[0] ? from : "the command's first image",

@@ -108,6 +108,8 @@ void stc_altstack_atfork_child(void) { pthread_mutex_init(&alt_mu, NULL); }
 
 STC_EXPORT int sigaltstack(const stack_t *ss, stack_t *old)
 {
+	if (getpid() != g_pid) /* a vfork child: the thread's stack record is the parent's */
+		return real_sigaltstack(ss, old);
 	stack_t cur;
 	if (!ours(&cur))
 		return real_sigaltstack(ss, old);
