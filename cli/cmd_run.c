@@ -251,7 +251,7 @@ static void say_enforce_child(const char *plan, const char *trace, char *const *
 		return;
 	size_t n;
 	const char *shown = stp_program_shown(key, &n);
-	if (kind == 3 && n >= 2 && !strncmp(shown, "-c", 2) && (n == 2 || shown[2] == ' ')) /* each worker claims it */
+	if (kind == 3 && stp_program_runs_code(key)) /* each worker claims it */
 		fprintf(stderr, "                (in each worker %s starts with python -c, as torch.multiprocessing.spawn "
 		                "does; their children run without the plan)\n",
 		        argv[0]);

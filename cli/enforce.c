@@ -166,15 +166,6 @@ static int runs_planned(const char *key, char **argv)
 	return nl && nl[1] && !strcmp(nl + 1, b ? b + 1 : argv[0]);
 }
 
-/* A plan of a Python process started with code on its command line
- * (python -c): torch.multiprocessing.spawn's workers, which its launcher
- * starts so (programtrace.c reads such a worker's trace for a launcher's). */
-static int of_spawned(const char *key)
-{
-	const char *nl = strchr(key, '\n');
-	return nl && !strncmp(nl + 1, "-c", 2) && (!nl[3] || nl[3] == ' ');
-}
-
 int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 {
 	char key[PATH_MAX + 4200];
@@ -224,7 +215,10 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 		record_python_shim(shim_lib, argv);
 	unsetenv("STALLOC_PROGRAM");
 	unsetenv("STALLOC_PROGRAM_PID");
-	int spawned = key[0] && of_spawned(key);
+	/* a plan of a python -c worker: torch.multiprocessing.spawn's, which
+	 * its launcher starts so (programtrace.c reads such a worker's trace
+	 * for a launcher's) */
+	int spawned = stp_program_runs_code(key);
 	const char *nl = strchr(key, '\n');
 	int scripted = nl && nl[1]; /* the plan is of what an interpreter ran */
 	if (!ranks && !lifetimes && key[0] && !runs_planned(key, argv) &&

@@ -165,6 +165,14 @@ static inline const char *stp_program_shown(const char *key, size_t *len)
 	return b;
 }
 
+/* Whether a key is of code given on an interpreter's command line (-c,
+ * with or without its head): a launcher's spawned worker, say. */
+static inline int stp_program_runs_code(const char *key)
+{
+	const char *nl = strchr(key, '\n');
+	return nl && !strncmp(nl + 1, "-c", 2) && (!nl[3] || nl[3] == ' ');
+}
+
 /* Whether the process whose key is have runs the program whose key is want:
  * for an interpreter, the same script (or -m module, or -c code's head; a
  * key of "-c" alone, an older plan's, any -c), whichever interpreter
@@ -176,7 +184,7 @@ static inline int stp_program_same(const char *want, const char *have)
 	if (!wn || !hn)
 		return 0;
 	if (!strcmp(wn + 1, "-c")) /* a plan of before 2026-11-29: any code */
-		return !strncmp(hn + 1, "-c", 2) && (!hn[3] || hn[3] == ' ');
+		return stp_program_runs_code(have);
 	if (wn[1] || hn[1])
 		return !strcmp(wn + 1, hn + 1);
 	const char *wb = wn, *hb = hn; /* the executables' base names */

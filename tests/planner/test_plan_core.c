@@ -608,6 +608,8 @@ static void test_program_key(void)
 	CHECK(!stp_program_same("/usr/bin/python3.11\n-c", "/usr/bin/python3.11\n-m x"));
 	CHECK(stp_program_key("/usr/bin/python3.11", "python3 -c", k, sizeof k) == 0);
 	CHECK_STR(k, "/usr/bin/python3.11\n-c");
+	CHECK(stp_program_runs_code(k) && stp_program_runs_code("/usr/bin/python3.11\n-c import torch"));
+	CHECK(!stp_program_runs_code("/usr/bin/python3.11\n-cfg.py") && !stp_program_runs_code("/opt/app/train\n"));
 	CHECK(stp_program_key("/usr/bin/bash", "/bin/sh ./run.sh", k, sizeof k) == 0);
 	CHECK_STR(k, "/usr/bin/bash\nrun.sh");
 	CHECK(stp_program_key("/opt/app/train", "./train --fast", k, sizeof k) == 0);
