@@ -193,6 +193,12 @@ struct stp_det {
 	uint32_t nibounds;
 	/* marker state while pass 1 runs */
 	int iter_open, phase_open, phase_depth, last_iter_cut; /* open: index + 1 */
+	/* the recording's detail (stprof.heap_sample_bytes and stprof.lean
+	 * annotations): the interval now, whether one was ever set above 0, the
+	 * lean state now and whether it was ever 1 (windows.c,
+	 * stp_det_iteration.detail) */
+	uint64_t mk_heap_interval;
+	int mk_heap_sampled, mk_lean, mk_lean_seen;
 	uint64_t cur_max_live, cur_max_seq, cur_max_ns, cur_ns;
 	/* the turnaround: the first peak within 0.1% of the iteration's highest
 	 * (windows.c), so that near-equal micro-batch peaks do not flip it */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "det.h"
+#include "space.h"
 
 void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t live_total);
 void det_marker_live(stp_det *d, uint64_t seq, uint64_t live_total);
@@ -87,6 +88,32 @@ void det_marker_live(stp_det *d, uint64_t seq, uint64_t live_total)
 	}
 }
 
+/* The recording's detail changes (trace.h: STP_HEAP_SAMPLE_ANNOTATION,
+ * STP_LEAN_ANNOTATION): the open iteration is detailed from an unsampled
+ * heap on, and the collector's first lean iteration makes every iteration
+ * before it detailed (module markers and walked call paths cost time). */
+static void note_detail(stp_det *d, const stp_reader *r, const stp_event *ev)
+{
+	const char *name = stp_reader_string(r, ev->u.marker.name);
+	if (!name)
+		return;
+	if (!strcmp(name, STP_HEAP_SAMPLE_ANNOTATION)) {
+		det_heap_sample_note(r, ev, &d->mk_heap_interval);
+		d->mk_heap_sampled |= d->mk_heap_interval > 0;
+		if (d->mk_heap_sampled && !d->mk_heap_interval && d->iter_open)
+			d->iters[d->iter_open - 1].detail = 1;
+	} else if (!strcmp(name, STP_LEAN_ANNOTATION)) {
+		d->mk_lean = ev->u.marker.value != 0;
+		uint32_t before = d->iter_open ? (uint32_t)d->iter_open - 1 : d->niters;
+		if (d->mk_lean && !d->mk_lean_seen)
+			for (uint32_t i = 0; i < before; i++)
+				d->iters[i].detail = 1;
+		d->mk_lean_seen |= d->mk_lean;
+		if (!d->mk_lean && d->iter_open)
+			d->iters[d->iter_open - 1].detail = 1;
+	}
+}
+
 void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t live_total)
 {
 	d->res.marker_events++;
@@ -100,7 +127,9 @@ void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t l
 		if (grow((void **)&d->iters, &d->iters_cap, d->niters, sizeof *d->iters) < 0)
 			return;
 		d->iters[d->niters] = (stp_det_iteration){.index = m->value, .begin_seq = ev->seq, .end_seq = UINT64_MAX,
-		                                          .begin_ns = ns, .end_ns = UINT64_MAX};
+		                                          .begin_ns = ns, .end_ns = UINT64_MAX,
+		                                          .detail = (d->mk_lean_seen && !d->mk_lean) ||
+		                                                    (d->mk_heap_sampled && !d->mk_heap_interval)};
 		d->iter_open = (int)++d->niters;
 		d->have_iter_markers = 1;
 		d->cur_max_live = live_total;
@@ -131,6 +160,9 @@ void det_marker(stp_det *d, const stp_reader *r, const stp_event *ev, uint64_t l
 	case STP_MARK_PHASE_END:
 		if (d->phase_depth > 0 && --d->phase_depth == 0)
 			close_phase(d, ev->seq, ns);
+		break;
+	case STP_MARK_ANNOTATION:
+		note_detail(d, r, ev);
 		break;
 	default:
 		break;

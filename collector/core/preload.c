@@ -173,7 +173,9 @@ STC_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		return *out ? 0 : ENOMEM;
 	}
 	int rc = g_real.posix_memalign(out, align, n);
-	if (rc == 0 && recording() && alloc_wanted(n))
+	if (STC_UNLIKELY(t_busy == STC_BUSY_UNTIL_ALIGNED)) /* c10's storage: torch_cpu.c */
+		t_busy = 0;
+	else if (rc == 0 && recording() && alloc_wanted(n))
 		stc_record_alloc(*out, n);
 	return rc;
 }
@@ -184,7 +186,9 @@ STC_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		if (STC_UNLIKELY(!resolve_or_boot())) \
 			return stc_boot_alloc(size_expr, boot_align); \
 		void *p = call; \
-		if (p && recording() && alloc_wanted(size_expr)) \
+		if (STC_UNLIKELY(t_busy == STC_BUSY_UNTIL_ALIGNED)) \
+			t_busy = 0; \
+		else if (p && recording() && alloc_wanted(size_expr)) \
 			stc_record_alloc(p, size_expr); \
 		return p; \
 	}

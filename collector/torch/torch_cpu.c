@@ -15,6 +15,17 @@
  * symbols exist in PyTorch 1.x and 2.x; a process without libc10 never calls
  * them.  A host storage's ALLOC is built here for the mapped ones too
  * (torch_shm.c), its FREE in torch.h.
+ *
+ * c10::alloc_cpu throws (c10::Error, "DefaultCPUAllocator: can't allocate
+ * memory") after posix_memalign refuses the memory, and a program may catch
+ * that and go on (a batch-size finder does).  The unwinding passes through
+ * this frame, which cannot clear the thread's busy mark then (C has no
+ * cleanup on unwinding without -fexceptions, which would bind the collector
+ * to an unwinder).  So the mark while the real call runs is
+ * STC_BUSY_UNTIL_ALIGNED, which the aligned allocation under it clears
+ * (preload.c) whether it succeeds or not; one left set (c10 threw before
+ * allocating) is cleared at the next call.  Before, a caught refusal left
+ * the thread busy, and nothing it did after was recorded.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -66,10 +77,13 @@ void *stc_c10_alloc_cpu(size_t n)
 {
 	if (STC_UNLIKELY(!__atomic_load_n((void **)&real_alloc, __ATOMIC_ACQUIRE)))
 		resolve();
+	if (STC_UNLIKELY(t_busy == STC_BUSY_UNTIL_ALIGNED))
+		t_busy = 0; /* c10 threw before allocating: see the top */
 	if (!recording())
 		return real_alloc(n);
-	t_busy = 1;
+	t_busy = STC_BUSY_UNTIL_ALIGNED;
 	void *p = real_alloc(n);
+	t_busy = 1;
 	if (p)
 		stc_torch_host_alloc(p, n, 0);
 	t_busy = 0;

@@ -29,8 +29,9 @@ void report_text_grouped(stp_det *d, const stp_det_result *r, const stp_report_o
  * show no line of the program (stp_det_site_no_line). */
 void report_text_no_line(stp_det *d, const stp_det_result *r, uint32_t rows, FILE *f, const char *indent);
 /* The median time of the iterations with the steady-state iteration's
- * allocation count, folded ones included (report_steady.c): 1 with *n the
- * count and *ns the median when there are at least 3, else 0. */
+ * allocation count, folded ones included, those recorded in full detail
+ * left out when 3 others remain (report_steady.c): 1 with *n the count and
+ * *ns the median when there are at least 3, else 0. */
 int report_steady_median(const stp_det_timeline *t, uint32_t *n, uint64_t *ns);
 /* The child processes recorded beside the trace (report_children.c): the
  * text and HTML sections, and the JSON report's ",\n\"children\":[...]"; nothing

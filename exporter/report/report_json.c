@@ -270,6 +270,8 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "phases", it->nphases, 0);
 		if (it->folded) /* kept as counters by the collector: like that iteration */
 			fprintf(f, ",\"folded_like\":%" PRId64, it->like);
+		if (it->detail) /* recorded in more detail than the steady state: slower */
+			fputs(",\"detail\":true", f);
 		fputc('}', f);
 	}
 	fputs("],\n\"phases\":[", f);

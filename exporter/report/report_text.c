@@ -278,14 +278,23 @@ static void section_timeline(const stp_det_result *r, FILE *f)
 	fprintf(f, "  how       %s\n", t->method);
 	if (t->steady >= 0) {
 		const stp_det_iteration *it = &t->iterations[t->steady];
-		fprintf(f, "  steady    iteration %" PRId64 ": %s, %s allocations, peak %s (%s)\n", it->index,
-		        rf_ns(it->end_ns - it->begin_ns, b[0], 64), rf_count(it->allocs, b[1], 64),
-		        rf_bytes(it->peak_bytes, b[2], 64), t->steady_why);
 		uint32_t nlike;
 		uint64_t med;
-		if (report_steady_median(t, &nlike, &med))
+		int median = report_steady_median(t, &nlike, &med);
+		/* a detailed iteration's time is the recording's: the median's first */
+		fprintf(f, "  steady    iteration %" PRId64 ": ", it->index);
+		if (!it->detail || !median)
+			fprintf(f, "%s%s, ", rf_ns(it->end_ns - it->begin_ns, b[0], 64),
+			        it->detail ? " recorded in full detail" : "");
+		fprintf(f, "%s allocations, peak %s (%s)\n", rf_count(it->allocs, b[1], 64),
+		        rf_bytes(it->peak_bytes, b[2], 64), t->steady_why);
+		if (median)
 			fprintf(f, "            %s iterations with its allocation count: median %s\n", rf_count(nlike, b[0], 64),
 			        rf_ns(med, b[1], 64));
+		if (median && it->detail)
+			fprintf(f, "            (iteration %" PRId64 " itself: %s, recorded in full detail, as the loop's first "
+			           "iterations are; the median leaves those out)\n",
+			        it->index, rf_ns(it->end_ns - it->begin_ns, b[0], 64));
 		if (it->nphases) {
 			fprintf(f, "  phases   ");
 			for (uint32_t i = 0; i < it->nphases && i < 12; i++) {

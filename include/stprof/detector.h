@@ -143,6 +143,11 @@ typedef struct stp_det_iteration {
 	int folded;               /* kept as counters (a FOLD event): no phases, its
 	                           * temporaries not objects; allocs and peak from it */
 	int64_t like;             /* folded: the index of the iteration it repeats */
+	int detail;               /* recorded in more detail than the run's steady
+	                           * state (every host allocation while the heap is
+	                           * sampled elsewhere, or before the collector went
+	                           * lean: trace.h's annotations): its time is more
+	                           * the recording's than the program's */
 } stp_det_iteration;
 
 typedef struct stp_det_phase {

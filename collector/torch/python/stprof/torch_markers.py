@@ -128,6 +128,7 @@ class _State:
         self.micro_batch = 0     # backwards begun in this iteration
         self.phase = None        # (name, micro_batch) open now
         self.stack = []          # modules being run (per process)
+        self.marked = []         # ... each: whether its MODULE_ENTER was marked
         self.root = None         # weakref to the root module
         self.root_size = 0
         self.root_trains = False  # the root has run with gradients, in train() mode
@@ -183,7 +184,7 @@ class _State:
             pid = os.getpid()
             if self.worker_pid != pid:  # the loop's state, inherited by fork
                 self.worker_pid = pid
-                self.iteration, self.in_iter, self.phase, self.stack = 0, False, None, []
+                self.iteration, self.in_iter, self.phase, self.stack, self.marked = 0, False, None, [], []
                 self.micro_batch = self.bwd_depth = self.recompute_depth = 0
             self.next_iteration("fetch")
 
@@ -202,6 +203,23 @@ class _State:
         self.begin_iteration()
         self.open_phase(phase, 0)
 
+    def close_stale(self, module=None, inclusive=True):
+        """Pops the stack down to module (inclusive: it too; None: all of
+        it), marking the exit of each module popped whose entry was marked.
+        Those are modules whose forward raised: PyTorch 1.x runs no forward
+        hook then, and a program that catches the exception goes on (a
+        batch-size finder's refused batch; a recomputation stopped early).
+        Without their exits, every module after counted in the one that
+        raised."""
+        while self.stack:
+            if not inclusive and self.stack[-1] is module:
+                return
+            m = self.stack.pop()
+            if self.marked.pop():
+                mark(MODULE_EXIT, self.name_of(m), 0)
+            if m is module:
+                return
+
     def worker_batch_done(self):
         with self.lock:
             self.close_phase()
@@ -212,7 +230,7 @@ class _State:
         with self.lock:
             self.begin_iteration()
             self.close_iteration()
-            self.stack = []
+            self.close_stale()
             self.in_step = 0
             self.deferred = False
             # the next iteration starts now (its data loading is part of
@@ -362,6 +380,7 @@ class _State:
                 self.end_iteration()
                 if not self.light:  # a full iteration: pre missed the root
                     self.stack.append(module)
+                    self.marked.append(False)
                     self.open_phase("forward", self.micro_batch)
                     return
             self.begin_iteration()
@@ -465,6 +484,8 @@ class _State:
         if _IS_COMPILING():
             return  # traced by torch.compile: see _compiling_fn
         with self.lock:
+            if any(m is module for m in self.stack):
+                self.close_stale(module)
             top = not self.stack
             if top and not self.bwd_depth and self.stepless_boundary(module):
                 self.end_iteration()
@@ -485,7 +506,9 @@ class _State:
                     # evaluation: no iteration, no micro-batch; unless
                     # nothing has trained yet: inference)
                     self.inference_forward()
-            if not top or self.bwd_depth or self.root is None or self.root() is not module:
+            marked = not top or self.bwd_depth or self.root is None or self.root() is not module
+            self.marked.append(marked)
+            if marked:
                 mark(MODULE_ENTER, self.name_of(module), 0)
             if self.bwd_depth and _USE_SITE is not None:
                 _USE_SITE(0)  # a recomputation's tensors keep their own lines
@@ -494,13 +517,13 @@ class _State:
         if _IS_COMPILING():
             return  # traced by torch.compile: see _compiling_fn
         with self.lock:
-            if not self.stack:
-                return
+            if not any(m is module for m in self.stack):
+                return  # its exit was marked when the stack was closed under it
             # pop down to this module (a forward that raised left others)
-            while self.stack and self.stack.pop() is not module:
-                pass
+            self.close_stale(module, inclusive=False)
+            self.stack.pop()
             top = not self.stack
-            if not top or self.bwd_depth or self.root is None or self.root() is not module:
+            if self.marked.pop():
                 mark(MODULE_EXIT, self.name_of(module), 0)
             if top and self.bwd_depth and self.recompute_depth:
                 self.recompute_depth -= 1
@@ -552,7 +575,7 @@ class _State:
             if self.bwd_depth == 1:
                 self.backwards += 1
                 self.begin_iteration()
-                self.stack = []
+                self.close_stale()
                 self.open_phase("backward", self.micro_batch)
                 self.micro_batch += 1
 
@@ -565,7 +588,7 @@ class _State:
         with self.lock:
             if self.recompute_depth:
                 self.recompute_depth = 0
-                self.stack = []
+                self.close_stale()
                 mark(PHASE_END, "recompute", max(self.micro_batch - 1, 0))
 
     def backward_end(self):
