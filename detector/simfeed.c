@@ -162,10 +162,15 @@ uint32_t stp_det_stack_site(const stp_det *d, uint32_t stack)
 	return d->sites[d->site_of_stack[stack] - 1].out_index;
 }
 
-/* A frame in few words: the function without its parameter list (C++
- * names are long), else module+0xoffset. */
+/* A frame in few words: a line of source as the report gives it
+ * ("train.py:42 in step (aten::mm)"), else the function without its
+ * parameter list (C++ names are long), else module+0xoffset. */
 static void short_frame(const stp_det_frame *f, char *buf, size_t len)
 {
+	if (f->file && f->line) {
+		stp_det_frame_text(f, buf, len);
+		return;
+	}
 	if (f->function) {
 		const char *fn = f->function, *p = fn;
 		size_t n = strlen(fn);
@@ -194,13 +199,19 @@ const char *stp_det_stack_name(void *ctx, uint32_t stack, char *buf, size_t len)
 	uint32_t s = stp_det_stack_site(d, stack);
 	if (s == UINT32_MAX)
 		return NULL;
-	stp_det_frame fr[2];
+	stp_det_frame fr[2], pkg;
 	uint32_t n = stp_det_site_frames(d, s, fr, 2);
-	char a[160], b[160];
+	char a[200], b[200], in[220] = "";
+	/* a library's model run from one line of the user's (a Hugging Face
+	 * Trainer's): the model's line tells the sites apart, as in the report */
+	if (n && stp_det_site_package_line(d, s, &pkg)) {
+		stp_det_frame_text(&pkg, b, sizeof b);
+		snprintf(in, sizeof in, " (in %s)", b);
+	}
 	if (!n)
 		snprintf(buf, len, "site #%u (no call path)", s + 1);
-	else if (n == 1)
-		short_frame(&fr[0], a, sizeof a), snprintf(buf, len, "site #%u: %s", s + 1, a);
+	else if (n == 1 || in[0])
+		short_frame(&fr[0], a, sizeof a), snprintf(buf, len, "site #%u: %s%s", s + 1, a, in);
 	else
 		short_frame(&fr[0], a, sizeof a), short_frame(&fr[1], b, sizeof b),
 		    snprintf(buf, len, "site #%u: %s <- %s", s + 1, a, b);

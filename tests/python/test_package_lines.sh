@@ -4,7 +4,8 @@
 # that call, so the report names, below it, the line of the package's model
 # that made the tensor ("(in model.py:N in Block.forward)").  A model of the
 # user's own, run through torch.nn's layers, gets no such line.  The JSON
-# report's package_frame and the HTML report's paths carry it too.
+# report's package_frame, the HTML report's paths and the allocator models'
+# site names (--models-detail) carry it too.
 # A program that is itself an installed package (a console script, python -m
 # PKG, python -c calling it) has its rows at the package's own lines: its
 # code is the user's (stp_det_frame.program), other packages' still not.
@@ -69,6 +70,11 @@ assert "model.py:12 in Block.forward" in pk, pk
 assert all("package_frame" in s for s in sites)' || fail "JSON report: no package_frame model.py:12"
 "$STPROF" report --format html -o p.html p.stp || fail "HTML report failed"
 grep -q "(in model.py:12 in Block.forward)" p.html || fail "HTML report: no package line"
+# the allocator models' sites (--models-detail: the worst moment, the sites
+# that split segments) read as the rows do; before, "site #N: <module>"
+"$STPROF" report --models-detail p.stp | sed -n '/^Worst moment/,/^Recommended/p' >models.txt
+grep -q "site #[0-9]*: run.py:2 in <module> (aten::[a-z_]*) (in model.py:[0-9]* in Block\.[_a-z]*)" models.txt ||
+	fail "allocator models' sites: $(grep 'site #' models.txt | head -3)"
 # a model of the user's own: no package line
 "$STPROF" record -q -o u.stp -- "$PY" "$STPROF_SRC/tests/python/fold_loop.py" 20 >/dev/null || fail "fold_loop failed"
 "$STPROF" report -n 10 u.stp | grep -q "   (in " && fail "a package line for a model of the user's own: $("$STPROF" report -n 10 u.stp | grep '(in ')"
