@@ -21,7 +21,8 @@ static void usage(FILE *f)
 	           "TIME_NS counts from the trace's first event.\n\n"
 	           "  -s, --stacks      add each call path as stack=0xADDR;0xADDR... (innermost first)\n"
 	           "  -t, --type TYPE   only events of TYPE (process thread module alloc free\n"
-	           "                    segment_reserve segment_release api marker); repeatable\n"
+	           "                    segment_reserve segment_release api marker fold\n"
+	           "                    refused); repeatable\n"
 	           "  -h, --help        this help\n");
 }
 
@@ -108,7 +109,8 @@ int cmd_dump(int argc, char **argv)
 		}
 		case STP_EV_ALLOC:
 		case STP_EV_SEGMENT_RESERVE:
-		case STP_EV_SEGMENT_RELEASE: {
+		case STP_EV_SEGMENT_RELEASE:
+		case STP_EV_REFUSED: {
 			const stp_alloc_info *a = &ev.u.alloc;
 			printf(" addr=0x%" PRIx64 " size=%" PRIu64, a->addr, a->size);
 			if (a->requested != a->size)

@@ -56,7 +56,8 @@ size_t stp_enc_event(uint8_t *out, size_t cap, stp_enc_state *s, const stp_event
 	switch (ev->type) {
 	case STP_EV_ALLOC:
 	case STP_EV_SEGMENT_RESERVE:
-	case STP_EV_SEGMENT_RELEASE: {
+	case STP_EV_SEGMENT_RELEASE:
+	case STP_EV_REFUSED: {
 		const stp_alloc_info *a = &ev->u.alloc;
 		if (a->requested != a->size)
 			flags |= STP_F_REQ;
@@ -144,7 +145,8 @@ size_t stp_enc_event(uint8_t *out, size_t cap, stp_enc_state *s, const stp_event
 	}
 	case STP_EV_ALLOC:
 	case STP_EV_SEGMENT_RESERVE:
-	case STP_EV_SEGMENT_RELEASE: {
+	case STP_EV_SEGMENT_RELEASE:
+	case STP_EV_REFUSED: {
 		const stp_alloc_info *a = &ev->u.alloc;
 		p = put_v(p, e, zz_enc((int64_t)(a->addr - st.prev_addr)));
 		p = put_v(p, e, a->size);

@@ -220,7 +220,8 @@ int stp_dec_next(stp_dec *d, stp_event *ev, stp_def *def)
 	}
 	case STP_EV_ALLOC:
 	case STP_EV_SEGMENT_RESERVE:
-	case STP_EV_SEGMENT_RELEASE: {
+	case STP_EV_SEGMENT_RELEASE:
+	case STP_EV_REFUSED: {
 		stp_alloc_info *a = &ev->u.alloc;
 		uint64_t da;
 		memset(a, 0, sizeof *a);

@@ -4,7 +4,7 @@
 const char *stp_event_type_name(unsigned t)
 {
 	static const char *n[] = {"?", "process", "thread", "module", "alloc", "free",
-	                          "segment_reserve", "segment_release", "api", "marker", "fold"};
+	                          "segment_reserve", "segment_release", "api", "marker", "fold", "refused"};
 	return t <= STP_EV_TYPE_MAX ? n[t] : "?";
 }
 

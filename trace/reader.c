@@ -256,7 +256,7 @@ static int cursor_advance(stp_reader *r, cursor *c)
 			stp_event *ev = &c->next;
 			uint32_t *stack = ev->type == STP_EV_API ? &ev->u.api.stack
 			                  : (ev->type == STP_EV_ALLOC || ev->type == STP_EV_SEGMENT_RESERVE ||
-			                     ev->type == STP_EV_SEGMENT_RELEASE)
+			                     ev->type == STP_EV_SEGMENT_RELEASE || ev->type == STP_EV_REFUSED)
 			                      ? &ev->u.alloc.stack
 			                      : NULL;
 			if (stack && map_stack(r, stack)) {

@@ -88,8 +88,9 @@ STC_HIDDEN extern pid_t g_pid;           /* the process the state belongs to */
  * makes are passed through unrecorded.  Every entry point sets it. */
 STC_HIDDEN extern STC_TLS int t_busy;
 /* t_busy's value while c10::alloc_cpu runs (torch_cpu.c): busy until the
- * aligned allocation under it returns, which clears it.  c10 throws after a
- * refused one, through the interposed frame, which then cannot clear it. */
+ * aligned allocation under it returns, which clears it (and records a
+ * refusal: preload.c).  c10 throws after a refused one, through the
+ * interposed frame, which then cannot clear it. */
 #define STC_BUSY_UNTIL_ALIGNED 2
 /* The next event's sequence number; an event's seq is taken when it is
  * recorded (or held: the CUDA backend's launches). */

@@ -521,7 +521,8 @@ static uint64_t hash_event(const hev *h, int sized)
 	switch (e->type) {
 	case STP_EV_ALLOC:
 	case STP_EV_SEGMENT_RESERVE:
-	case STP_EV_SEGMENT_RELEASE: {
+	case STP_EV_SEGMENT_RELEASE:
+	case STP_EV_REFUSED: {
 		const stp_alloc_info *a = &e->u.alloc;
 		x = mix(x ^ (sized ? a->size : 0)) ^
 		    mix(((uint64_t)a->kind << 40) ^ ((uint64_t)(uint32_t)a->device << 8) ^ a->pool);
@@ -555,6 +556,7 @@ static int in_digest(const hev *h)
 	case STP_EV_SEGMENT_RESERVE:
 	case STP_EV_SEGMENT_RELEASE:
 	case STP_EV_API:
+	case STP_EV_REFUSED: /* unlike an iteration without (and never elided) */
 		return 1;
 	case STP_EV_MARKER: /* phases; not modules: a lean iteration has none */
 		return h->ev.u.marker.kind == STP_MARK_PHASE_BEGIN || h->ev.u.marker.kind == STP_MARK_PHASE_END;

@@ -61,6 +61,35 @@ __attribute__((noinline)) void stc_record_free(void *p)
 	t_busy = 0;
 }
 
+/* c10::alloc_cpu's storage refused (torch_cpu.c marks the thread
+ * STC_BUSY_UNTIL_ALIGNED while it runs; c10 throws next): a REFUSED event
+ * of the tensor pool, with the thread's path as a tensor's has it. */
+static __attribute__((noinline)) void record_c10_refused(size_t n)
+{
+	uint64_t ips[STC_DEPTH_MAX];
+	t_busy = 1;
+	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
+	if (g_cfg.depth)
+		d = stc_py_complete(ips, d, STC_DEPTH_MAX, STC_GIL_IF_ALONE);
+	stp_event ev = {.type = STP_EV_REFUSED};
+	ev.u.alloc.size = ev.u.alloc.requested = n;
+	ev.u.alloc.kind = STP_MEM_HOST;
+	ev.u.alloc.device = -1;
+	ev.u.alloc.pool = STP_POOL_TENSORS;
+	ev.u.alloc.stack = d ? stc_intern_stack(ips, d) : 0;
+	stc_emit(&ev);
+	t_busy = 0;
+}
+
+/* The aligned allocation under c10::alloc_cpu returned: the thread records
+ * again, and a refusal is an event. */
+static inline void c10_aligned_done(int refused, size_t n)
+{
+	t_busy = 0;
+	if (refused && atomic_load_explicit(&g_state, memory_order_relaxed) == STC_ON)
+		record_c10_refused(n);
+}
+
 /* With a minimum size, a free is recorded when the block could have been
  * recorded: usable size >= requested size >= minimum; with sampling, when
  * it was (and it is forgotten now). */
@@ -174,7 +203,7 @@ STC_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	}
 	int rc = g_real.posix_memalign(out, align, n);
 	if (STC_UNLIKELY(t_busy == STC_BUSY_UNTIL_ALIGNED)) /* c10's storage: torch_cpu.c */
-		t_busy = 0;
+		c10_aligned_done(rc != 0, n);
 	else if (rc == 0 && recording() && alloc_wanted(n))
 		stc_record_alloc(*out, n);
 	return rc;
@@ -187,7 +216,7 @@ STC_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 			return stc_boot_alloc(size_expr, boot_align); \
 		void *p = call; \
 		if (STC_UNLIKELY(t_busy == STC_BUSY_UNTIL_ALIGNED)) \
-			t_busy = 0; \
+			c10_aligned_done(!p, size_expr); \
 		else if (p && recording() && alloc_wanted(size_expr)) \
 			stc_record_alloc(p, size_expr); \
 		return p; \

@@ -88,7 +88,9 @@ enum stc_cuda_what {
 	STC_CU_UNMAP,       /* VMM: [addr, addr+size) unmapped */
 	STC_CU_HANDLE_NEW,  /* VMM: cuMemCreate: handle -> device (bookkeeping) */
 	STC_CU_HANDLE_DEL,  /* VMM: cuMemRelease */
-	STC_CU_API          /* api kind, name, stream, ranges */
+	STC_CU_API,         /* api kind, name, stream, ranges */
+	STC_CU_REFUSED      /* an allocation refused for want of memory: size,
+	                     * kind, stream, pool (addr 0) */
 };
 
 #define STC_CU_RANGES_MAX 64
@@ -110,7 +112,9 @@ typedef struct stc_cuda_rec {
 
 /* What the callback means.  At ENTER only frees (and unmaps) are mapped, so
  * that they are recorded before the memory can be reused; everything else
- * at EXIT, and only when the call succeeded.  Returns rec->what. */
+ * at EXIT, and only when the call succeeded, but for an allocation that
+ * failed for want of memory (cudaErrorMemoryAllocation,
+ * CUDA_ERROR_OUT_OF_MEMORY): STC_CU_REFUSED.  Returns rec->what. */
 STC_CUDA_HIDDEN int stc_cuda_map(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *cb,
                                  stc_cuda_rec *rec);
 /* The callback ids the backend enables, per domain; 0-terminated. */

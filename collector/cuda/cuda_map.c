@@ -77,19 +77,29 @@ int stc_cuda_succeeded(CUpti_CallbackDomain dom, const CUpti_CallbackData *cb)
 	return *(const CUresult *)cb->functionReturnValue == CUDA_SUCCESS;
 }
 
+/* A failure for want of memory (a refused allocation). */
+static int out_of_memory(CUpti_CallbackDomain dom, const CUpti_CallbackData *cb)
+{
+	if (!cb->functionReturnValue)
+		return 0;
+	if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+		return *(const cudaError_t *)cb->functionReturnValue == cudaErrorMemoryAllocation;
+	return *(const CUresult *)cb->functionReturnValue == CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 static int alloc(stc_cuda_rec *r, const void *pp, uint64_t size, uint8_t kind, uint64_t stream, uint64_t pool)
 {
 	uint64_t a = 0;
-	if (pp)
+	if (pp && r->what != STC_CU_REFUSED)
 		memcpy(&a, pp, sizeof a); /* void ** and CUdeviceptr * alike: 8 bytes */
-	if (!a || !size)
+	if ((!a && r->what != STC_CU_REFUSED) || !size)
 		return r->what = STC_CU_NONE;
 	r->addr = a;
 	r->size = size;
 	r->kind = kind;
 	r->stream = stream;
 	r->pool = pool;
-	return r->what = STC_CU_ALLOC;
+	return r->what = r->what == STC_CU_REFUSED ? STC_CU_REFUSED : STC_CU_ALLOC;
 }
 
 static int freed(stc_cuda_rec *r, uint64_t a, uint64_t stream)
@@ -177,6 +187,8 @@ static int map_runtime(CUpti_CallbackId id, const CUpti_CallbackData *cb, int en
 	}
 	case RT(cudaMallocPitch_v3020): {
 		const cudaMallocPitch_v3020_params *q = p;
+		if (r->what == STC_CU_REFUSED) /* no pitch was set: the bytes asked for */
+			return alloc(r, NULL, q->width * q->height, STP_MEM_DEVICE, 0, 0);
 		return alloc(r, q->devPtr, q->pitch ? *q->pitch * q->height : 0, STP_MEM_DEVICE, 0, 0);
 	}
 	case RT(cudaMallocManaged_v6000): {
@@ -326,11 +338,12 @@ static int map_driver(CUpti_CallbackId id, const CUpti_CallbackData *cb, int ent
 		const cuMemCreate_params *q = p;
 		if (!q->handle)
 			return STC_CU_NONE;
-		r->handle = *q->handle;
+		int refused = r->what == STC_CU_REFUSED; /* physical memory refused: expandable segments' growth */
+		r->handle = refused ? 0 : *q->handle;
 		r->size = q->size;
 		r->device = q->prop && q->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? q->prop->location.id : -1;
 		r->kind = q->prop && q->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? STP_MEM_DEVICE : STP_MEM_PINNED;
-		return r->what = STC_CU_HANDLE_NEW;
+		return r->what = refused ? STC_CU_REFUSED : STC_CU_HANDLE_NEW;
 	}
 	case DRV(cuMemRelease):
 		r->handle = ((const cuMemRelease_params *)p)->handle;
@@ -462,8 +475,16 @@ int stc_cuda_map(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_Ca
 	int no_args = dom == CUPTI_CB_DOMAIN_RUNTIME_API
 		? cbid == RT(cudaDeviceSynchronize_v3020) || cbid == RT(cudaThreadSynchronize_v3020)
 		: cbid == DRV(cuCtxSynchronize);
-	if (!enter && !stc_cuda_succeeded(dom, cb))
-		return STC_CU_NONE;
+	if (!enter && !stc_cuda_succeeded(dom, cb)) {
+		/* an allocation refused for want of memory: mapped as if it had
+		 * succeeded, but for its address (alloc()); any other call that
+		 * failed is nothing */
+		if (!out_of_memory(dom, cb) || !cb->functionParams)
+			return STC_CU_NONE;
+		r->what = STC_CU_REFUSED;
+		int w = dom == CUPTI_CB_DOMAIN_RUNTIME_API ? map_runtime(cbid, cb, 0, r) : map_driver(cbid, cb, 0, r);
+		return r->what = w == STC_CU_REFUSED ? STC_CU_REFUSED : STC_CU_NONE;
+	}
 	if (!cb->functionParams && !no_args) {
 		/* a runtime launch whose parameters CUPTI does not give (CUDA
 		 * 13's __cudaLaunchKernel has no structure in its headers): the

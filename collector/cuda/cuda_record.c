@@ -213,6 +213,26 @@ static void do_alloc(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 	emit_alloc(STP_EV_ALLOC, &o, stream_id(cb->context, r->stream), pool_id(r->pool));
 }
 
+/* An allocation refused for want of memory: a REFUSED event with the path
+ * of the call.  PyTorch's caching allocator's (c10_cuda on the path) goes
+ * to the tensors' pool, beside the tensors it would have held; the
+ * allocator frees its cache and asks again, so a refusal is not yet an
+ * out-of-memory error. */
+static void do_refused(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
+{
+	int c10 = 0, skip;
+	if (caching)
+		call_path(1, &c10, 0, NULL);
+	stp_event ev = {.type = STP_EV_REFUSED};
+	ev.u.alloc.size = ev.u.alloc.requested = r->size;
+	ev.u.alloc.kind = r->kind;
+	ev.u.alloc.device = r->kind == STP_MEM_PINNED ? -1 : r->device >= 0 ? r->device : ctx_device(cb->context);
+	ev.u.alloc.stream = stream_id(cb->context, r->stream);
+	ev.u.alloc.pool = c10 ? STP_POOL_TENSORS : pool_id(r->pool);
+	ev.u.alloc.stack = call_path(0, &skip, 1, NULL);
+	stc_emit(&ev);
+}
+
 static void do_free(const CUpti_CallbackData *cb, stc_cuda_rec *r)
 {
 	stc_devobj o;
@@ -362,6 +382,9 @@ void CUPTIAPI stc_cuda_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callba
 		break;
 	case STC_CU_MAP:
 		do_map(cb, &r, caching);
+		break;
+	case STC_CU_REFUSED:
+		do_refused(cb, &r, caching);
 		break;
 	case STC_CU_API:
 		/* --accesses=exact: the Compute Sanitizer backend records every

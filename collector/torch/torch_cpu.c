@@ -23,7 +23,8 @@
  * cleanup on unwinding without -fexceptions, which would bind the collector
  * to an unwinder).  So the mark while the real call runs is
  * STC_BUSY_UNTIL_ALIGNED, which the aligned allocation under it clears
- * (preload.c) whether it succeeds or not; one left set (c10 threw before
+ * (preload.c) whether it succeeds or not, recording a refusal as a REFUSED
+ * event of the tensor pool; one left set (c10 threw before
  * allocating) is cleared at the next call.  Before, a caught refusal left
  * the thread busy, and nothing it did after was recorded.
  */

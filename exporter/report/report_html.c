@@ -75,6 +75,16 @@ static void summary(stp_det *d, const stp_det_result *r, FILE *f)
 			fprintf(f, " (efficiency not given: %s allocations took the bytes allocated above the segments', "
 			           "which are not the allocator's whole state)",
 			        rf_count(s->over_reserved, b[1], 96));
+		if (s->refused) { /* requests refused for want of memory: the first */
+			stp_det_frame fr;
+			fprintf(f, "; <b>%s request%s refused</b> for want of memory, the first of %s at %s with %s live",
+			        rf_count(s->refused, b[1], 96), s->refused == 1 ? "" : "s", rf_bytes(s->refused_bytes, b[2], 96),
+			        rf_ns(s->refused_ns, b[3], 96), rf_bytes(s->refused_live, b[4], 96));
+			if (s->refused_stack && stp_det_stack_frames(d, s->refused_stack, &fr, 1)) {
+				fputs(", at ", f);
+				rf_html(f, stp_det_frame_text(&fr, e, sizeof e));
+			}
+		}
 		fputs("</td></tr>\n", f);
 	}
 	const stp_det_timeline *t = &r->timeline;

@@ -234,6 +234,23 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 			u64(f, "other_bytes_allocated", s->other_bytes_allocated, 1);
 			u64(f, "other_peak_bytes", s->other_peak_bytes, 0);
 		}
+		if (s->refused) { /* requests refused for want of memory: the first */
+			fputs(",\"refused\":{", f);
+			u64(f, "count", s->refused, 1);
+			u64(f, "bytes", s->refused_bytes, 1);
+			u64(f, "live_bytes", s->refused_live, 1);
+			u64(f, "seq", s->refused_seq, 1);
+			u64(f, "ns", s->refused_ns, 1);
+			stp_det_frame fr[8];
+			uint32_t n = s->refused_stack ? stp_det_stack_frames(d, s->refused_stack, fr, 8) : 0;
+			fputs("\"frames\":[", f);
+			for (uint32_t k = 0; k < n; k++) {
+				if (k)
+					fputc(',', f);
+				frame_json(f, &fr[k]);
+			}
+			fputs("]}", f);
+		}
 		fputc('}', f);
 	}
 	fputs("],\n\"peak\":{", f);

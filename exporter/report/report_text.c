@@ -165,7 +165,29 @@ static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
 	fputc('\n', f);
 }
 
-static void section_memory(const stp_det_result *r, FILE *f)
+/* A space's requests refused for want of memory (REFUSED events): how
+ * many, and the first one's size, moment, the bytes live then and its
+ * line. */
+static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_space *s, FILE *f)
+{
+	char b[3][64], at[1100] = "", t0[512], t1[512];
+	stp_det_frame fr[2];
+	uint32_t n = s->refused_stack ? stp_det_stack_frames(d, s->refused_stack, fr, 2) : 0;
+	if (n)
+		snprintf(at, sizeof at, ", at %s%s%s", stp_det_frame_text(&fr[0], t0, sizeof t0), n > 1 ? " <- " : "",
+		         n > 1 ? stp_det_frame_text(&fr[1], t1, sizeof t1) : "");
+	char when[64] = "";
+	const stp_det_timeline *t = &r->timeline;
+	for (uint32_t i = 0; i < t->niterations; i++)
+		if (t->iterations[i].begin_seq <= s->refused_seq && s->refused_seq < t->iterations[i].end_seq)
+			snprintf(when, sizeof when, " (iteration %" PRId64 ")", t->iterations[i].index);
+	fprintf(f, "  refused   %s request%s for want of memory; the first asked for %s at %s%s\n",
+	        rf_count(s->refused, b[0], 64), s->refused == 1 ? "" : "s", rf_bytes(s->refused_bytes, b[1], 64),
+	        rf_ns(s->refused_ns, b[2], 64), when);
+	fprintf(f, "            with %s live%s\n", rf_bytes(s->refused_live, b[0], 64), at);
+}
+
+static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)
 {
 	char b[6][64];
 	if (!r->nspaces) {
@@ -216,6 +238,8 @@ static void section_memory(const stp_det_result *r, FILE *f)
 			           "%s live at most; tensors %s at most\n",
 			        rf_count(s->other_allocs, b[1], 64), rf_bytes(s->other_bytes_allocated, b[2], 64),
 			        rf_bytes(s->other_peak_bytes, b[3], 64), rf_bytes(s->pool_peak_bytes, b[4], 64));
+		if (s->refused)
+			memory_refused(d, r, s, f);
 	}
 	fputc('\n', f);
 }
@@ -614,7 +638,7 @@ int stp_report_text(stp_det *d, const stp_report_options *o, FILE *f)
 	}
 	const stp_det_result *r = stp_det_result_of(d);
 	section_trace(d, r, f);
-	section_memory(r, f);
+	section_memory(d, r, f);
 	section_timeline(r, f);
 	section_classes(r, f);
 	section_sites(d, r, o, f);

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #define STP_FORMAT_MAJOR 1
-#define STP_FORMAT_MINOR 3
+#define STP_FORMAT_MINOR 4
 
 typedef enum stp_event_type {
 	STP_EV_PROCESS = 1,  /* the process this trace belongs to (first event) */
@@ -49,7 +49,9 @@ typedef enum stp_event_type {
 	STP_EV_API = 8,      /* a kernel, copy, set, sync or framework op */
 	STP_EV_MARKER = 9,   /* iteration / phase / module / annotation */
 	STP_EV_FOLD = 10,    /* a steady iteration folded into counters (1.2) */
-	STP_EV_TYPE_MAX = 10
+	STP_EV_REFUSED = 11, /* an allocator refused a request (1.4): u.alloc,
+	                      * addr 0, size and requested the bytes asked for */
+	STP_EV_TYPE_MAX = 11
 } stp_event_type;
 
 typedef enum stp_mem_kind {

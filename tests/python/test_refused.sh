@@ -4,7 +4,11 @@
 # 1. every tensor after the refusal is recorded: c10::alloc_cpu throws
 #    through the collector's interposed frame (collector/torch/torch_cpu.c),
 #    whose busy mark is now a cleanup; before, the thread stayed busy and
-#    "count" recorded 12 of its 40 tensors, none after step 5.
+#    "count" recorded 12 of its 40 tensors, none after step 5.  The refusal
+#    itself is a REFUSED event (trace format 1.4) of the tensor pool, with
+#    the bytes asked for and the call path; the report says it in the
+#    space's memory lines ("refused   1 request for want of memory ...")
+#    at the line that asked, the JSON report in spaces[].refused.
 # 2. a batch-size finder (batch 512 refused, 256, 128, then 64 trains):
 #    every module's entry has its exit, and the modules after the one that
 #    raised keep their rows, as when the finder starts at 64.  On PyTorch
@@ -23,6 +27,19 @@ P="$STPROF_SRC/tests/python/refused_batch.py"
 "$STPROF" report "$T/c.stp" >"$T/c.txt" || fail "report count"
 got=$(sed -n '/^Memory (cpu tensors)/,/^  peak/s/^  objects   \([0-9,]*\) allocated.*/\1/p' "$T/c.txt")
 expect_eq "cpu tensors recorded around a caught refusal" "$got" "40"
+expect_eq "REFUSED events" "$("$STPROF" dump -t refused "$T/c.stp" | sed 's/^[0-9]* [0-9]* [0-9]* //')" \
+	"refused addr=0x0 size=281474976710656 kind=host device=-1 stream=0x0 pool=1"
+grep -q "^  refused   1 request for want of memory; the first asked for 256 TiB at " "$T/c.txt" ||
+	fail "report: no refused line: $(sed -n '/^Memory (cpu/,/^$/p' "$T/c.txt")"
+grep -q "^            with [0-9.]* [KM]iB live, at refused_batch.py:18 in refuse (aten::[a-z_]*) <- refused_batch.py:39 in count$" "$T/c.txt" ||
+	fail "report: the refusal's line: $(sed -n '/^  refused/,+1p' "$T/c.txt")"
+"$STPROF" report --format json "$T/c.stp" | "$PY" -c '
+import json, sys
+j = json.load(sys.stdin)
+r = [s["refused"] for s in j["spaces"] if "refused" in s]
+assert len(r) == 1 and r[0]["count"] == 1 and r[0]["bytes"] == 1 << 48, r
+assert r[0]["frames"][0]["line"] == 18 and r[0]["live_bytes"] > 0, r[0]
+assert j["trace"]["events_by_type"]["refused"] == 1' || fail "JSON report: spaces[].refused"
 
 # 2.
 rows() { # TRACE: bytes-by-module rows of the modules after "0"
@@ -36,4 +53,6 @@ enters=$("$STPROF" dump -t marker "$T/f512.stp" | grep -c 'kind=module_enter')
 exits=$("$STPROF" dump -t marker "$T/f512.stp" | grep -c 'kind=module_exit')
 expect_eq "module exits for entries after refusals" "$exits" "$enters"
 expect_eq "module rows after refusals" "$(rows "$T/f512.stp")" "$(rows "$T/f64.stp")"
+"$STPROF" report "$T/f512.stp" | grep -q "^  refused   3 requests for want of memory; the first asked for 256 TiB at .* (iteration 0)$" ||
+	fail "finder: refused line: $("$STPROF" report "$T/f512.stp" | grep -A1 '^  refused')"
 echo ok

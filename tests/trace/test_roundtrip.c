@@ -89,7 +89,8 @@ static void make_event(stp_writer *w, stp_event *ev, uint64_t i, uint64_t t)
 		break;
 	case STP_EV_ALLOC:
 	case STP_EV_SEGMENT_RESERVE:
-	case STP_EV_SEGMENT_RELEASE: {
+	case STP_EV_SEGMENT_RELEASE:
+	case STP_EV_REFUSED: {
 		stp_alloc_info *a = &ev->u.alloc;
 		a->addr = 0x7f0000000000ull + (rnd() % (1u << 30));
 		a->size = rnd() % 3 ? rnd() % 5000 : rnd();
@@ -181,7 +182,8 @@ static int same_event(stp_reader *r, const stp_event *a, const stp_event *b, uin
 				return 0;
 		return 1;
 	}
-	if (a->type == STP_EV_ALLOC || a->type == STP_EV_SEGMENT_RESERVE || a->type == STP_EV_SEGMENT_RELEASE) {
+	if (a->type == STP_EV_ALLOC || a->type == STP_EV_SEGMENT_RESERVE || a->type == STP_EV_SEGMENT_RELEASE ||
+	    a->type == STP_EV_REFUSED) {
 		stp_alloc_info x = a->u.alloc, y = b->u.alloc;
 		if (!same_stack(r, x.stack, i))
 			return 0;

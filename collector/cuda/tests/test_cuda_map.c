@@ -88,8 +88,23 @@ int main(void)
 	CHECK(r.addr == (uint64_t)(uintptr_t)p && r.size == 12345 && r.kind == STP_MEM_DEVICE && r.runtime);
 	d = cbdata(CUPTI_API_ENTER, &mp, &ok, "cudaMalloc", NULL);
 	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &d, &r) == STC_CU_NONE);
-	d = cbdata(CUPTI_API_EXIT, &mp, &oom, "cudaMalloc", NULL);
+	/* refused for want of memory: a REFUSED of the bytes asked for (the
+	 * caching allocator frees its cache and asks again); any other failure
+	 * is nothing */
+	void *none = NULL;
+	cudaMalloc_v3020_params mq = {&none, 12345};
+	d = cbdata(CUPTI_API_EXIT, &mq, &oom, "cudaMalloc", NULL);
+	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &d, &r) == STC_CU_REFUSED);
+	CHECK(r.addr == 0 && r.size == 12345 && r.kind == STP_MEM_DEVICE);
+	cudaError_t inval = cudaErrorInvalidValue;
+	d = cbdata(CUPTI_API_EXIT, &mq, &inval, "cudaMalloc", NULL);
 	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &d, &r) == STC_CU_NONE);
+	d = cbdata(CUPTI_API_EXIT, &mq, &oom, "cudaMalloc", NULL);
+	d.functionParams = NULL;
+	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &d, &r) == STC_CU_NONE);
+	cudaMemcpy_v3020_params cq = {(void *)(uintptr_t)A, (const void *)(uintptr_t)B, 16, cudaMemcpyDeviceToDevice};
+	d = cbdata(CUPTI_API_EXIT, &cq, &oom, "cudaMemcpy", NULL);
+	CHECK(stc_cuda_map(RT, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, &d, &r) == STC_CU_NONE);
 
 	cudaMallocManaged_v6000_params mm = {&p, 64, 1};
 	d = cbdata(CUPTI_API_EXIT, &mm, &ok, "cudaMallocManaged", NULL);
@@ -110,6 +125,25 @@ int main(void)
 	d = cbdata(CUPTI_API_EXIT, &cm, &dok, "cuMemAlloc_v2", NULL);
 	CHECK(stc_cuda_map(DRVD, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &d, &r) == STC_CU_ALLOC && r.addr == dp &&
 	      r.size == 777 && !r.runtime);
+	/* the driver's refusals: cuMemAlloc, and cuMemCreate (the physical
+	 * memory expandable segments grow by) */
+	CUresult doom = CUDA_ERROR_OUT_OF_MEMORY;
+	CUdeviceptr dnone = 0;
+	cuMemAlloc_v2_params cmq = {&dnone, 4096};
+	d = cbdata(CUPTI_API_EXIT, &cmq, &doom, "cuMemAlloc_v2", NULL);
+	CHECK(stc_cuda_map(DRVD, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &d, &r) == STC_CU_REFUSED && r.size == 4096);
+	CUmemGenericAllocationHandle h = 0;
+	CUmemAllocationProp prop;
+	memset(&prop, 0, sizeof prop);
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 1;
+	cuMemCreate_params mc = {&h, 2u << 20, &prop, 0};
+	d = cbdata(CUPTI_API_EXIT, &mc, &doom, "cuMemCreate", NULL);
+	CHECK(stc_cuda_map(DRVD, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, &d, &r) == STC_CU_REFUSED && r.size == (2u << 20) &&
+	      r.device == 1 && r.kind == STP_MEM_DEVICE && r.handle == 0);
+	d = cbdata(CUPTI_API_EXIT, &mc, &dok, "cuMemCreate", NULL);
+	CHECK(stc_cuda_map(DRVD, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, &d, &r) == STC_CU_HANDLE_NEW);
 
 	/* ---- frees at ENTER, nothing at EXIT; cudaFree(0) is nothing */
 	cudaFree_v3020_params fr = {p};
