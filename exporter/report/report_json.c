@@ -123,6 +123,18 @@ static void finding_json(stp_det *d, const stp_det_result *r, FILE *f, const stp
 		fputs("\"other_site\":null,\"other_size\":0}}", f);
 }
 
+/* "frames":[...] of a call path's frames. */
+static void frame_list_json(FILE *f, const stp_det_frame *fr, uint32_t n)
+{
+	fputs("\"frames\":[", f);
+	for (uint32_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		frame_json(f, &fr[i]);
+	}
+	fputc(']', f);
+}
+
 /* "frames":[...] of a site (as the text report shows them), then
  * "user_frame": the first of them when it is the user's own line (a
  * Python frame of the user's code, else a native frame outside the
@@ -133,13 +145,8 @@ static void frames_json(stp_det *d, FILE *f, uint32_t site, unsigned max)
 {
 	stp_det_frame fr[REPORT_MAX_FRAMES];
 	uint32_t n = stp_det_site_frames(d, site, fr, max > REPORT_MAX_FRAMES ? REPORT_MAX_FRAMES : (max ? max : 1));
-	fputs("\"frames\":[", f);
-	for (uint32_t i = 0; i < n; i++) {
-		if (i)
-			fputc(',', f);
-		frame_json(f, &fr[i]);
-	}
-	fputs("],\"user_frame\":", f);
+	frame_list_json(f, fr, n);
+	fputs(",\"user_frame\":", f);
 	if (n && stp_det_frame_is_user(&fr[0]))
 		frame_json(f, &fr[0]);
 	else
@@ -242,14 +249,8 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 			u64(f, "seq", s->refused_seq, 1);
 			u64(f, "ns", s->refused_ns, 1);
 			stp_det_frame fr[8];
-			uint32_t n = s->refused_stack ? stp_det_stack_frames(d, s->refused_stack, fr, 8) : 0;
-			fputs("\"frames\":[", f);
-			for (uint32_t k = 0; k < n; k++) {
-				if (k)
-					fputc(',', f);
-				frame_json(f, &fr[k]);
-			}
-			fputs("]}", f);
+			frame_list_json(f, fr, s->refused_stack ? stp_det_stack_frames(d, s->refused_stack, fr, 8) : 0);
+			fputc('}', f);
 		}
 		fputc('}', f);
 	}
