@@ -406,6 +406,7 @@ int det_scan(stp_det *d)
 			if (!sp->refused++) {
 				sp->refused_bytes = a->requested;
 				sp->refused_live = d->sstate[si].live_bytes;
+				sp->refused_reserved = d->sstate[si].reserved;
 				sp->refused_ns = ns;
 				sp->refused_seq = ev.seq;
 				sp->refused_stack = a->stack;

@@ -6,7 +6,9 @@
  *   ALLOC -> alloc; FREE -> free_requested + free_completed (the size and
  *   frames of the allocation, as PyTorch records them); SEGMENT_RESERVE ->
  *   segment_alloc; SEGMENT_RELEASE -> segment_free; ANNOTATION markers
- *   "oom" / "snapshot" -> oom / snapshot; MODULE_ENTER/EXIT, iterations and
+ *   "oom" / "snapshot" -> oom / snapshot (a REFUSED right after an oom
+ *   gives it its size and frames; one alone is an oom of its own);
+ *   MODULE_ENTER/EXIT, iterations and
  *   phases -> external_annotations START/END.
  * At the end the live segments become `segments`, their blocks the live
  * allocations inside them with `inactive` blocks for the gaps (block sizes
@@ -205,6 +207,21 @@ static int on_event(exporter *x, const stp_event *ev)
 		if (add_obj(&x->objs, &x->nobjs, &x->ocap, &x->live_obj, o) < 0)
 			return -1;
 		return add_ent(x, (ent){A_ALLOC, o.device, o.addr, o.requested, o.stream, t, o.stack, 0, NULL});
+	}
+	case STP_EV_REFUSED: {
+		/* the oom entry's size and frames: an imported snapshot has its
+		 * oom annotation (the device's free bytes) just before; else an
+		 * oom of its own */
+		const stp_alloc_info *a = &ev->u.alloc;
+		if (!(space_of(a) & x->spaces))
+			return 0;
+		ent *last = x->nents ? &x->ents[x->nents - 1] : NULL;
+		if (last && last->action == A_OOM && !last->size && last->time_us == t) {
+			last->size = a->requested, last->stream = a->stream, last->stack = a->stack;
+			last->device = dev_of(a->device);
+			return 0;
+		}
+		return add_ent(x, (ent){A_OOM, dev_of(a->device), 0, a->requested, a->stream, t, a->stack, 0, NULL});
 	}
 	case STP_EV_FREE:
 		if (!u64map_get(&x->live_obj, ev->u.free.addr, &i))

@@ -7,7 +7,8 @@
  *   - every trace entry: alloc -> ALLOC, free_completed -> FREE,
  *     segment_alloc / segment_map -> SEGMENT_RESERVE, segment_free /
  *     segment_unmap -> SEGMENT_RELEASE, oom and snapshot -> ANNOTATION
- *     markers (oom's value: the device's free bytes), free_requested is
+ *     markers (oom's value: the device's free bytes; an oom of a size is
+ *     then also a REFUSED event of it, with its frames), free_requested is
  *     dropped (the block stays allocated until free_completed);
  *   - external annotations START/END -> MODULE_ENTER/EXIT markers.
  * Each distinct frame {filename, line, name} becomes a source frame
@@ -412,7 +413,17 @@ static int entry_in(importer *im, const pk_val *list, const pk_val *en)
 	/* only events that carry a call path convert their frames */
 	if ((e.type == STP_EV_ALLOC || e.type == STP_EV_SEGMENT_RESERVE) && set_stack(im, &e, pk_get(en, "frames")) < 0)
 		return -1;
-	return imp_push(&im->trace, &e) < 0 ? oom(im) : 0;
+	if (imp_push(&im->trace, &e) < 0)
+		return oom(im);
+	if (strcmp(act, "oom") || !size)
+		return 0;
+	/* the refused request itself, after its annotation: the bytes asked
+	 * for, at the line that asked */
+	imp_ev q = {.type = STP_EV_REFUSED, .device = e.device, .size = size, .requested = size, .stream = stream,
+	            .time_ns = e.time_ns, .order = im->order++};
+	if (set_stack(im, &q, pk_get(en, "frames")) < 0)
+		return -1;
+	return imp_push(&im->trace, &q) < 0 ? oom(im) : 0;
 }
 
 /* One external annotation. */
@@ -545,6 +556,7 @@ static int write_trace(importer *im, const char *out, const uint32_t *perm, cons
 		switch (e->type) {
 		case STP_EV_ALLOC:
 		case STP_EV_SEGMENT_RESERVE:
+		case STP_EV_REFUSED:
 			ev.u.alloc = (stp_alloc_info){.addr = e->addr, .size = e->size, .requested = e->requested,
 			                              .stack = stack_id(im, w, e->stack, perm), .kind = STP_MEM_DEVICE,
 			                              .device = e->device, .stream = e->stream};
@@ -640,7 +652,8 @@ static int import_doc(importer *im, const pk_val *root, const char *out)
 	/* only events that carry a call path: frames are interned in the order
 	 * the trace uses them, so an export imported back numbers them alike */
 	for (size_t i = 0; i < im->out.n; i++)
-		if (im->out.v[i].type != STP_EV_ALLOC && im->out.v[i].type != STP_EV_SEGMENT_RESERVE)
+		if (im->out.v[i].type != STP_EV_ALLOC && im->out.v[i].type != STP_EV_SEGMENT_RESERVE &&
+		    im->out.v[i].type != STP_EV_REFUSED)
 			im->out.v[i].stack = 0;
 	uint32_t *perm = calloc(im->nf + 1, sizeof *perm), *order = calloc(im->nf + 1, sizeof *order);
 	int rc = -1;

@@ -246,6 +246,7 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 			u64(f, "count", s->refused, 1);
 			u64(f, "bytes", s->refused_bytes, 1);
 			u64(f, "live_bytes", s->refused_live, 1);
+			u64(f, "reserved_bytes", s->refused_reserved, 1);
 			u64(f, "seq", s->refused_seq, 1);
 			u64(f, "ns", s->refused_ns, 1);
 			stp_det_frame fr[8];

@@ -184,7 +184,11 @@ static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_sp
 	fprintf(f, "  refused   %s request%s for want of memory; the first asked for %s at %s%s\n",
 	        rf_count(s->refused, b[0], 64), s->refused == 1 ? "" : "s", rf_bytes(s->refused_bytes, b[1], 64),
 	        rf_ns(s->refused_ns, b[2], 64), when);
-	fprintf(f, "            with %s live%s\n", rf_bytes(s->refused_live, b[0], 64), at);
+	if (s->refused_reserved) /* the allocator's segments: what it held, free or not */
+		fprintf(f, "            with %s live of %s reserved%s\n", rf_bytes(s->refused_live, b[0], 64),
+		        rf_bytes(s->refused_reserved, b[1], 64), at);
+	else
+		fprintf(f, "            with %s live%s\n", rf_bytes(s->refused_live, b[0], 64), at);
 }
 
 static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)

@@ -269,8 +269,9 @@ typedef struct stp_det_space {
 	/* requests the allocator refused for want of memory (REFUSED events,
 	 * format 1.4: c10's CPU allocator, a cudaMalloc or cuMemCreate that
 	 * failed): how many, and the first: the bytes asked for, the bytes live
-	 * in the space then, when (ns since start, seq) and its call path */
-	uint64_t refused, refused_bytes, refused_live, refused_ns, refused_seq;
+	 * and reserved (segment events; 0 without) in the space then, when (ns
+	 * since start, seq) and its call path */
+	uint64_t refused, refused_bytes, refused_live, refused_reserved, refused_ns, refused_seq;
 	uint32_t refused_stack;
 } stp_det_space;
 

@@ -59,7 +59,7 @@ def v2_snapshot(with_time=True):
         e('segment_free', seg_large, 20 * MiB, F_OPT),
         e('segment_alloc', seg_large, 20 * MiB, F_OPT),
         e('alloc', seg_large, 4 * MiB, F_OPT),
-        e('oom', 0, 64 * MiB, [], device_free=3 * MiB),
+        e('oom', 0, 64 * MiB, F_TRAIN, device_free=3 * MiB),  # the refused request's line
     ]
     segments = [
         {'device': 0, 'address': seg_small, 'total_size': 2 * MiB, 'allocated_size': 1536,

@@ -33,6 +33,7 @@ want_lines=(
   "50000 1 marker kind=annotation name=\"snapshot\""
   "80000 1 segment_release addr=0x7f0000200000 size=20971520 kind=device"
   "110000 1 marker kind=annotation name=\"oom\" value=3145728"
+  "110000 1 refused addr=0x0 size=67108864 kind=device"                  # the oom's request (trace 1.4)
 )
 for w in "${want_lines[@]}"; do
   echo "$d" | grep -qF -- "$w" || fail "v2 dump lacks '$w'"
@@ -55,6 +56,11 @@ echo "$r" | grep -q "reserved  22.0 MiB at most (allocator segments)" || fail "r
 # the user's line first (docs/python.md); the library's Python frames inside
 # it are folded away by default, all there with --all-frames
 echo "$r" | grep -q "at train.py:12 in step" || fail "report: caller frames"
+# the oom entry: the request refused, at its line, with what was live then
+echo "$r" | grep -q "^  refused   1 request for want of memory; the first asked for 64.0 MiB at " ||
+  fail "report: the oom's refused line: $(echo "$r" | grep -A1 '^  refused')"
+echo "$r" | grep -q "^            with 4.00 MiB live of 22.0 MiB reserved, at model.py:42 in forward <- train.py:7 in step$" ||
+  fail "report: the oom's line: $(echo "$r" | grep -A1 '^  refused')"
 # a site whose frames start in PyTorch's C++ (PyTorch 2.x records the
 # unwinder's and the caching allocator's own frames first, file "??") is
 # named by its first Python line, the C++ below it
