@@ -220,6 +220,7 @@ static int export_trace(pf_export *x, uint32_t index, const char *path, int64_t 
 		case STP_EV_API: bad = pf_on_api(&p, &ev, t) < 0; break;
 		case STP_EV_MARKER: bad = pf_on_marker(&p, &ev, t) < 0; break;
 		case STP_EV_FOLD: bad = pf_on_fold(&p, &ev, t) < 0; break;
+		case STP_EV_REFUSED: bad = pf_on_refused(&p, &ev, t) < 0; break;
 		case STP_EV_MODULE: bad = pf_module_add(&p, &ev.u.module) < 0; break;
 		case STP_EV_THREAD: bad = pf_thread_renamed(&p, ev.u.thread.tid, ev.u.thread.name, pf_at(&p, t)) < 0; break;
 		default: break;

@@ -266,6 +266,10 @@ int pf_on_marker(pf_proc *p, const stp_event *ev, uint64_t t);
 /* A folded iteration (FOLD event): an instant on the training track that
  * says what it stands for. */
 int pf_on_fold(pf_proc *p, const stp_event *ev, uint64_t t);
+/* "512 B", "1.50 MiB" (perfetto_memory.c). */
+const char *pf_size_label(uint64_t b, char *buf, size_t len);
+/* A REFUSED event: an instant on the training track (perfetto_markers.c). */
+int pf_on_refused(pf_proc *p, const stp_event *ev, uint64_t t);
 int pf_open_marks(pf_proc *p, pf_mtrack *mt, uint64_t t); /* BEGINs not yet written */
 int pf_mark_pop_to(pf_proc *p, pf_mtrack *mt, size_t i, uint64_t t);
 

@@ -6,7 +6,8 @@
  * everything above it; an end that matches nothing is counted and skipped;
  * what is open at the end is closed there.  Timestamps on a track never go
  * back (a late marker is moved to the last time written), so the stack order
- * is also the time order.
+ * is also the time order.  The training track also has an instant for each
+ * folded iteration and each request an allocator refused (REFUSED).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -143,29 +144,59 @@ int pf_on_marker(pf_proc *p, const stp_event *ev, uint64_t t)
 	return pf_mark_pop_to(p, mt, (size_t)i, t);
 }
 
+/* A memory space in an instant's words. */
+static const char *space_words(uint8_t kind, uint32_t pool)
+{
+	return kind == STP_MEM_HOST ? (pool == STP_POOL_TENSORS ? "cpu tensors" : "host") : stp_mem_kind_name(kind);
+}
+
+/* An instant named name on the training track at t; NULL when there is
+ * nothing to write (*rc 0: outside the window) or on an error (*rc -1). */
+static pf_pkt *training_instant(pf_proc *p, uint64_t t, const char *name, int *rc)
+{
+	*rc = pf_training_track(p, pf_at(p, t)) < 0 ? -1 : 0;
+	if (*rc || p->wstate != 1)
+		return NULL;
+	pf_pkt *k = pf_event(&p->seq, pf_at(p, t), T_INSTANT, p->training.uuid);
+	pf_name(k, name);
+	return k;
+}
+
 int pf_on_fold(pf_proc *p, const stp_event *ev, uint64_t t)
 {
 	const stp_fold_info *f = &ev->u.fold;
-	if (pf_training_track(p, pf_at(p, t)) < 0)
-		return -1;
-	if (p->wstate != 1)
-		return 0;
 	char name[96];
 	snprintf(name, sizeof name, "folded: like iteration %" PRId64, f->like);
-	pf_pkt *k = pf_event(&p->seq, pf_at(p, t), T_INSTANT, p->training.uuid);
-	pf_name(k, name);
+	int rc;
+	pf_pkt *k = training_instant(p, t, name, &rc);
+	if (!k)
+		return rc;
 	pf_arg_uint(k, "events left out", f->elided);
 	pf_arg_uint(k, "API events", f->apis);
 	for (uint32_t i = 0; i < f->nspaces; i++) {
 		const stp_fold_space *x = &f->spaces[i];
 		char key[96];
-		const char *sp = x->kind == STP_MEM_HOST ? (x->pool == STP_POOL_TENSORS ? "cpu tensors" : "host")
-		                                         : stp_mem_kind_name(x->kind);
+		const char *sp = space_words(x->kind, x->pool);
 		snprintf(key, sizeof key, "%s%s allocations left out", sp, x->kind == STP_MEM_HOST ? "" : " device");
 		pf_arg_uint(k, key, x->allocs);
 		snprintf(key, sizeof key, "%s peak above the iteration's start (bytes)", sp);
 		pf_arg_uint(k, key, x->carried_in + x->peak);
 	}
+	return pf_emit(k);
+}
+
+int pf_on_refused(pf_proc *p, const stp_event *ev, uint64_t t)
+{
+	const stp_alloc_info *a = &ev->u.alloc;
+	char name[96], b[32];
+	snprintf(name, sizeof name, "refused: %s of %s", pf_size_label(a->requested, b, sizeof b),
+	         space_words(a->kind, a->pool));
+	int rc;
+	pf_pkt *k = training_instant(p, t, name, &rc);
+	if (!k)
+		return rc;
+	pf_arg_uint(k, "bytes asked for", a->requested);
+	pf_arg_int(k, "device", a->device);
 	return pf_emit(k);
 }
 

@@ -21,7 +21,7 @@
 #define MAX_FLOWS_PER_API 256
 
 /* "512 B", "1.50 MiB": integer arithmetic (this runs once per object). */
-static const char *size_label(uint64_t b, char *buf, size_t len)
+const char *pf_size_label(uint64_t b, char *buf, size_t len)
 {
 	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 	int u = 0;
@@ -160,9 +160,9 @@ int pf_draw_begin(pf_proc *p, uint32_t oi, uint64_t t, const stp_alloc_info *a, 
 	char buf[64];
 	pf_pkt *k = pf_event(&p->seq, t, T_BEGIN, g->lanes[lane].uuid);
 	if (o->size < (1ull << 60))
-		pf_name_key(p, k, PF_KEY_SIZE | o->size, size_label(o->size, buf, sizeof buf));
+		pf_name_key(p, k, PF_KEY_SIZE | o->size, pf_size_label(o->size, buf, sizeof buf));
 	else
-		pf_name(k, size_label(o->size, buf, sizeof buf));
+		pf_name(k, pf_size_label(o->size, buf, sizeof buf));
 	pf_arg_uint(k, "size", o->size);
 	if (o->requested != o->size)
 		pf_arg_uint(k, "requested", o->requested);

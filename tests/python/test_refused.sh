@@ -8,7 +8,8 @@
 #    itself is a REFUSED event (trace format 1.4) of the tensor pool, with
 #    the bytes asked for and the call path; the report says it in the
 #    space's memory lines ("refused   1 request for want of memory ...")
-#    at the line that asked, the JSON report in spaces[].refused.
+#    at the line that asked, the JSON report in spaces[].refused, the
+#    timeline as an instant ("refused: 256.00 TiB of cpu tensors").
 # 2. a batch-size finder (batch 512 refused, 256, 128, then 64 trains):
 #    every module's entry has its exit, and the modules after the one that
 #    raised keep their rows, as when the finder starts at 64.  On PyTorch
@@ -29,6 +30,10 @@ got=$(sed -n '/^Memory (cpu tensors)/,/^  peak/s/^  objects   \([0-9,]*\) alloca
 expect_eq "cpu tensors recorded around a caught refusal" "$got" "40"
 expect_eq "REFUSED events" "$("$STPROF" dump -t refused "$T/c.stp" | sed 's/^[0-9]* [0-9]* [0-9]* //')" \
 	"refused addr=0x0 size=281474976710656 kind=host device=-1 stream=0x0 pool=1"
+# the timeline: an instant on the training track, and a trace the UI takes
+"$STPROF" export -q -o "$T/c.pftrace" "$T/c.stp" || fail "export"
+grep -aq "refused: 256.00 TiB of cpu tensors" "$T/c.pftrace" || fail "no refused instant on the timeline"
+"$STPROF" lint-perfetto "$T/c.pftrace" >/dev/null || fail "lint: $("$STPROF" lint-perfetto "$T/c.pftrace")"
 grep -q "^  refused   1 request for want of memory; the first asked for 256 TiB at " "$T/c.txt" ||
 	fail "report: no refused line: $(sed -n '/^Memory (cpu/,/^$/p' "$T/c.txt")"
 grep -q "^            with [0-9.]* [KM]iB live, at refused_batch.py:18 in refuse (aten::[a-z_]*) <- refused_batch.py:39 in count$" "$T/c.txt" ||
