@@ -397,20 +397,17 @@ int det_scan(stp_det *d)
 				d->sstate[v & 0xff].reserved -= v >> 8;
 			break;
 		}
-		case STP_EV_REFUSED: { /* the first one's moment: what was live then */
+		case STP_EV_REFUSED: { /* the first and last ones' moments: what was live then */
 			const stp_alloc_info *a = &ev.u.alloc;
 			int si = det_space_index(d, a->kind, DET_ALLOC_DEVICE(a));
 			if (si < 0)
 				goto oom;
 			stp_det_space *sp = &d->spaces[si];
-			if (!sp->refused++) {
-				sp->refused_bytes = a->requested;
-				sp->refused_live = d->sstate[si].live_bytes;
-				sp->refused_reserved = d->sstate[si].reserved;
-				sp->refused_ns = ns;
-				sp->refused_seq = ev.seq;
-				sp->refused_stack = a->stack;
-			}
+			sp->refused_last = (stp_det_refusal){.bytes = a->requested, .live = d->sstate[si].live_bytes,
+			                                     .reserved = d->sstate[si].reserved, .ns = ns, .seq = ev.seq,
+			                                     .stack = a->stack};
+			if (!sp->refused++)
+				sp->refused_first = sp->refused_last;
 			break;
 		}
 		case STP_EV_API:

@@ -78,9 +78,10 @@ static void summary(stp_det *d, const stp_det_result *r, FILE *f)
 		if (s->refused) { /* requests refused for want of memory: the first */
 			stp_det_frame fr;
 			fprintf(f, "; <b>%s request%s refused</b> for want of memory, the first of %s at %s with %s live",
-			        rf_count(s->refused, b[1], 96), s->refused == 1 ? "" : "s", rf_bytes(s->refused_bytes, b[2], 96),
-			        rf_ns(s->refused_ns, b[3], 96), rf_bytes(s->refused_live, b[4], 96));
-			if (s->refused_stack && stp_det_stack_frames(d, s->refused_stack, &fr, 1)) {
+			        rf_count(s->refused, b[1], 96), s->refused == 1 ? "" : "s",
+			        rf_bytes(s->refused_first.bytes, b[2], 96), rf_ns(s->refused_first.ns, b[3], 96),
+			        rf_bytes(s->refused_first.live, b[4], 96));
+			if (s->refused_first.stack && stp_det_stack_frames(d, s->refused_first.stack, &fr, 1)) {
 				fputs(", at ", f);
 				rf_html(f, stp_det_frame_text(&fr, e, sizeof e));
 			}

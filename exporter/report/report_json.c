@@ -135,6 +135,20 @@ static void frame_list_json(FILE *f, const stp_det_frame *fr, uint32_t n)
 	fputc(']', f);
 }
 
+/* A refused request: bytes asked for, live and reserved then, when, frames. */
+static void refusal_json(stp_det *d, FILE *f, const stp_det_refusal *x)
+{
+	fputc('{', f);
+	u64(f, "bytes", x->bytes, 1);
+	u64(f, "live_bytes", x->live, 1);
+	u64(f, "reserved_bytes", x->reserved, 1);
+	u64(f, "seq", x->seq, 1);
+	u64(f, "ns", x->ns, 1);
+	stp_det_frame fr[8];
+	frame_list_json(f, fr, x->stack ? stp_det_stack_frames(d, x->stack, fr, 8) : 0);
+	fputc('}', f);
+}
+
 /* "frames":[...] of a site (as the text report shows them), then
  * "user_frame": the first of them when it is the user's own line (a
  * Python frame of the user's code, else a native frame outside the
@@ -241,16 +255,11 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 			u64(f, "other_bytes_allocated", s->other_bytes_allocated, 1);
 			u64(f, "other_peak_bytes", s->other_peak_bytes, 0);
 		}
-		if (s->refused) { /* requests refused for want of memory: the first */
-			fputs(",\"refused\":{", f);
-			u64(f, "count", s->refused, 1);
-			u64(f, "bytes", s->refused_bytes, 1);
-			u64(f, "live_bytes", s->refused_live, 1);
-			u64(f, "reserved_bytes", s->refused_reserved, 1);
-			u64(f, "seq", s->refused_seq, 1);
-			u64(f, "ns", s->refused_ns, 1);
-			stp_det_frame fr[8];
-			frame_list_json(f, fr, s->refused_stack ? stp_det_stack_frames(d, s->refused_stack, fr, 8) : 0);
+		if (s->refused) { /* requests refused for want of memory: the first and the last */
+			fprintf(f, ",\"refused\":{\"count\":%" PRIu64 ",\"first\":", s->refused);
+			refusal_json(d, f, &s->refused_first);
+			fputs(",\"last\":", f);
+			refusal_json(d, f, &s->refused_last);
 			fputc('}', f);
 		}
 		fputc('}', f);

@@ -165,30 +165,43 @@ static void section_trace(stp_det *d, const stp_det_result *r, FILE *f)
 	fputc('\n', f);
 }
 
-/* A space's requests refused for want of memory (REFUSED events): how
- * many, and the first one's size, moment, the bytes live then and its
- * line. */
-static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_space *s, FILE *f)
+/* One refused request: what it asked for, when (and in which iteration),
+ * then what was live (and reserved) and its line, two lines. */
+static void refusal_lines(stp_det *d, const stp_det_result *r, const stp_det_refusal *x, FILE *f)
 {
-	char b[3][64], at[1100] = "", t0[512], t1[512];
+	char b[3][64], at[1100] = "", t0[512], t1[512], when[64] = "";
 	stp_det_frame fr[2];
-	uint32_t n = s->refused_stack ? stp_det_stack_frames(d, s->refused_stack, fr, 2) : 0;
+	uint32_t n = x->stack ? stp_det_stack_frames(d, x->stack, fr, 2) : 0;
 	if (n)
 		snprintf(at, sizeof at, ", at %s%s%s", stp_det_frame_text(&fr[0], t0, sizeof t0), n > 1 ? " <- " : "",
 		         n > 1 ? stp_det_frame_text(&fr[1], t1, sizeof t1) : "");
-	char when[64] = "";
 	const stp_det_timeline *t = &r->timeline;
 	for (uint32_t i = 0; i < t->niterations; i++)
-		if (t->iterations[i].begin_seq <= s->refused_seq && s->refused_seq < t->iterations[i].end_seq)
+		if (t->iterations[i].begin_seq <= x->seq && x->seq < t->iterations[i].end_seq)
 			snprintf(when, sizeof when, " (iteration %" PRId64 ")", t->iterations[i].index);
-	fprintf(f, "  refused   %s request%s for want of memory; the first asked for %s at %s%s\n",
-	        rf_count(s->refused, b[0], 64), s->refused == 1 ? "" : "s", rf_bytes(s->refused_bytes, b[1], 64),
-	        rf_ns(s->refused_ns, b[2], 64), when);
-	if (s->refused_reserved) /* the allocator's segments: what it held, free or not */
-		fprintf(f, "            with %s live of %s reserved%s\n", rf_bytes(s->refused_live, b[0], 64),
-		        rf_bytes(s->refused_reserved, b[1], 64), at);
+	fprintf(f, "asked for %s at %s%s\n", rf_bytes(x->bytes, b[0], 64), rf_ns(x->ns, b[1], 64), when);
+	if (x->reserved) /* the allocator's segments: what it held, free or not */
+		fprintf(f, "            with %s live of %s reserved%s\n", rf_bytes(x->live, b[0], 64),
+		        rf_bytes(x->reserved, b[2], 64), at);
 	else
-		fprintf(f, "            with %s live%s\n", rf_bytes(s->refused_live, b[0], 64), at);
+		fprintf(f, "            with %s live%s\n", rf_bytes(x->live, b[0], 64), at);
+}
+
+/* A space's requests refused for want of memory (REFUSED events): how
+ * many, the first and, when it asked for other bytes or from another
+ * path (a batch-size finder's refusals, then the error that ended the
+ * run), the last. */
+static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_space *s, FILE *f)
+{
+	char b[64];
+	fprintf(f, "  refused   %s request%s for want of memory; the first ", rf_count(s->refused, b, sizeof b),
+	        s->refused == 1 ? "" : "s");
+	refusal_lines(d, r, &s->refused_first, f);
+	if (s->refused > 1 && (s->refused_last.bytes != s->refused_first.bytes ||
+	                       s->refused_last.stack != s->refused_first.stack)) {
+		fputs("            the last ", f);
+		refusal_lines(d, r, &s->refused_last, f);
+	}
 }
 
 static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)

@@ -235,6 +235,14 @@ typedef enum stp_det_expect {
  * events): [0] = 0, [1] 1-9, [2] 10-99, ... [7] >= 10^6; [8] never freed. */
 #define STP_DET_LOGICAL_BUCKETS 9
 
+/* A request refused for want of memory (stp_det_space.refused_first/last):
+ * the bytes asked for, the bytes live and reserved (segment events; 0
+ * without) in its space then, when (ns since start, seq), its call path. */
+typedef struct stp_det_refusal {
+	uint64_t bytes, live, reserved, ns, seq;
+	uint32_t stack;
+} stp_det_refusal;
+
 typedef struct stp_det_space {
 	uint8_t kind;             /* stp_mem_kind */
 	uint8_t tensors;          /* a framework's tensor storages (host pool 1 or 2) */
@@ -268,11 +276,9 @@ typedef struct stp_det_space {
 	uint64_t folded_allocs, folded_bytes;
 	/* requests the allocator refused for want of memory (REFUSED events,
 	 * format 1.4: c10's CPU allocator, a cudaMalloc or cuMemCreate that
-	 * failed): how many, and the first: the bytes asked for, the bytes live
-	 * and reserved (segment events; 0 without) in the space then, when (ns
-	 * since start, seq) and its call path */
-	uint64_t refused, refused_bytes, refused_live, refused_reserved, refused_ns, refused_seq;
-	uint32_t refused_stack;
+	 * failed): how many, the first and the last */
+	uint64_t refused;
+	stp_det_refusal refused_first, refused_last;
 } stp_det_space;
 
 typedef struct stp_det_site {

@@ -7,6 +7,9 @@
                            catch the refusal (here: a batch over 64 stands
                            for a device that cannot hold it), halve, then
                            train 30 steps at the batch found
+  refused_batch.py find B late   the same, then an evaluation at the end
+                           refused (512 TiB, another line): the run's last
+                           refusal is not its first
 """
 import sys
 
@@ -42,7 +45,14 @@ def count():
     print(len(kept), "tensors kept")
 
 
-def find(bs):
+def evaluate():
+    try:
+        torch.empty(1 << 47)  # 512 TiB
+    except RuntimeError:
+        print("evaluation refused")
+
+
+def find(bs, late=False):
     torch.manual_seed(0)
     model = nn.Sequential(Block(256), Block(256), nn.Linear(256, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -60,10 +70,12 @@ def find(bs):
         opt.zero_grad()
         loss.backward()
         opt.step()
+    if late:
+        evaluate()
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "count":
         count()
     else:
-        find(int(sys.argv[2]))
+        find(int(sys.argv[2]), late=sys.argv[3:] == ["late"])
