@@ -144,7 +144,6 @@ static int runs_interpreter(char **argv, int (*is_it)(const char *name))
 	return is_it(b ? b + 1 : interp);
 }
 
-static int shell_name(const char *name) { return is_shell(name); }
 static int python_name(const char *name) { return stp_is_interpreter(name) && !is_shell(name); }
 
 /* Whether argv runs the plan's program itself (key: its program key), as
@@ -222,7 +221,7 @@ int run_with_plan(const char *plan, char **argv, int quiet, const char *stats)
 	const char *nl = strchr(key, '\n');
 	int scripted = nl && nl[1]; /* the plan is of what an interpreter ran */
 	if (!ranks && !lifetimes && key[0] && !runs_planned(key, argv) &&
-	    (runs_interpreter(argv, shell_name) || (scripted && runs_interpreter(argv, python_name)))) {
+	    (runs_interpreter(argv, is_shell) || (scripted && runs_interpreter(argv, python_name)))) {
 		/* a wrapper, or a launcher: the processes of its tree that run
 		 * the program (the first of each line of descent) */
 		unsetenv("STALLOC_PID");

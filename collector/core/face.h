@@ -205,6 +205,10 @@ STC_HIDDEN int stc_py_frames_how(void);
  * frames it was started from.  Returns the new depth (n when there are no
  * Python frames to add). */
 STC_HIDDEN uint32_t stc_py_complete(uint64_t *ips, uint32_t n, uint32_t max, int take_gil);
+/* The caller's path walked now, as a tensor's is: g_cfg.depth native
+ * frames completed with the Python part (stc_py_complete), interned; 0
+ * when paths are off (depth 0) or none was found. */
+STC_HIDDEN uint32_t stc_py_walk(int take_gil);
 /* A hash of the thread's Python frames without a backward site (those a
  * lean iteration's tensors are made under; where the thread has none, the
  * backward's origin): the key of collector/torch/torch_lean.c. */

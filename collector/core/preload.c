@@ -66,17 +66,13 @@ __attribute__((noinline)) void stc_record_free(void *p)
  * of the tensor pool, with the thread's path as a tensor's has it. */
 static __attribute__((noinline)) void record_c10_refused(size_t n)
 {
-	uint64_t ips[STC_DEPTH_MAX];
 	t_busy = 1;
-	uint32_t d = g_cfg.depth ? stc_unwind(ips, g_cfg.depth) : 0;
-	if (g_cfg.depth)
-		d = stc_py_complete(ips, d, STC_DEPTH_MAX, STC_GIL_IF_ALONE);
 	stp_event ev = {.type = STP_EV_REFUSED};
 	ev.u.alloc.size = ev.u.alloc.requested = n;
 	ev.u.alloc.kind = STP_MEM_HOST;
 	ev.u.alloc.device = -1;
 	ev.u.alloc.pool = STP_POOL_TENSORS;
-	ev.u.alloc.stack = d ? stc_intern_stack(ips, d) : 0;
+	ev.u.alloc.stack = stc_py_walk(STC_GIL_IF_ALONE);
 	stc_emit(&ev);
 	t_busy = 0;
 }

@@ -8,6 +8,7 @@
  * as a lean iteration reads them (collector/torch/torch_lean.c): where they
  * are read in place, each frame's code object and offset without naming it
  * (a key only ever compared with keys made the same way in one process).
+ * stc_py_walk is the whole path of a tensor walked now.
  */
 #include "internal.h"
 #include "stprof/trace.h"
@@ -54,6 +55,16 @@ uint64_t stc_py_lean_key(int take_gil)
 	for (uint32_t i = 0; i < n; i++)
 		h = stc_hash_step(h, ips[i]);
 	return h ^ n;
+}
+
+__attribute__((noinline)) uint32_t stc_py_walk(int take_gil)
+{
+	if (!g_cfg.depth)
+		return 0;
+	uint64_t ips[STC_DEPTH_MAX];
+	uint32_t d = stc_unwind(ips, g_cfg.depth);
+	d = stc_py_complete(ips, d, STC_DEPTH_MAX, take_gil);
+	return d ? stc_intern_stack(ips, d) : 0;
 }
 
 void stc_py_atfork_child(void)

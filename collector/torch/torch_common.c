@@ -23,27 +23,19 @@
 
 #include "torch.h"
 
-static __attribute__((noinline)) uint32_t walked(int take_gil)
-{
-	uint64_t ips[STC_DEPTH_MAX];
-	uint32_t d = stc_unwind(ips, g_cfg.depth);
-	d = stc_py_complete(ips, d, STC_DEPTH_MAX, take_gil);
-	return d ? stc_intern_stack(ips, d) : 0;
-}
-
 uint32_t stc_tensor_stack(uint64_t size, int take_gil)
 {
 	if (!g_cfg.depth)
 		return 0;
 	if (!__atomic_load_n(&g_iter_gen, __ATOMIC_RELAXED))
-		return walked(take_gil); /* no loop that may go lean (marker.c) */
+		return stc_py_walk(take_gil); /* no loop that may go lean (marker.c) */
 	/* lean iterations configured: the path the last full iteration had,
 	 * or walked (and noted, in a full one) */
 	uint64_t key = stc_py_lean_key(take_gil);
 	uint32_t s = __atomic_load_n(&g_lean_now, __ATOMIC_RELAXED) ? stc_lean_predict(size, key) : 0;
 	if (s)
 		return s;
-	s = walked(take_gil);
+	s = stc_py_walk(take_gil);
 	stc_lean_note(size, key, s);
 	return s;
 }
