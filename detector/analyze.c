@@ -79,6 +79,7 @@ typedef struct pass2 {
 	uint32_t seg, ib;
 	int32_t primary;
 	uint64_t peak_seq;
+	int peak_before; /* the peak is the state before event peak_seq (a --window's start) */
 	uint64_t *sl, *sr; /* series: max live, max reserved per point */
 	uint32_t npts;
 	uint64_t reserved;
@@ -496,7 +497,7 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 			}
 		}
 		series_note(d, p, ss->live_bytes);
-		if (ev->seq == p->peak_seq)
+		if (ev->seq == p->peak_seq && !p->peak_before)
 			mark_peak(d, (uint32_t)si);
 	}
 	if (d->simc)
@@ -534,7 +535,7 @@ static int on_fold(stp_det *d, pass2 *p, const stp_event *ev)
 		series_note(d, p, peak);
 		/* the peak inside a folded iteration: the objects live then are
 		 * the ones with events (its temporaries are counters) */
-		if (ev->seq == p->peak_seq)
+		if (ev->seq == p->peak_seq && !p->peak_before)
 			mark_peak(d, (uint32_t)si);
 	}
 	for (uint32_t k = 0; k < f->nsites; k++) {
@@ -673,7 +674,7 @@ int det_analyze(stp_det *d)
 	uint64_t fsize = stat(d->path, &st) == 0 ? (uint64_t)st.st_size : 0;
 	pass2 p = {.primary = d->res.primary, .peak_seq = UINT64_MAX};
 	if (p.primary >= 0)
-		p.peak_seq = d->spaces[p.primary].peak_seq;
+		p.peak_seq = d->spaces[p.primary].peak_seq, p.peak_before = d->spaces[p.primary].peak_at_window_begin;
 	d->obj_free = UINT32_MAX;
 	if (det_map_init(&p.segs, 64) < 0 || det_map_init(&d->site_paths, 1024) < 0)
 		return -1;
@@ -713,6 +714,8 @@ int det_analyze(stp_det *d)
 			p.ib++;
 		if ((++nev & 0xfffff) == 0 && d->opt.progress)
 			d->opt.progress(d->opt.progress_ctx, 2, stp_reader_stats(d->rd)->bytes, fsize);
+		if (p.peak_before && ev.seq == p.peak_seq)
+			mark_peak(d, (uint32_t)p.primary);
 		switch (ev.type) {
 		case STP_EV_ALLOC:
 			if (on_alloc(d, &p, &ev) < 0)

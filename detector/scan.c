@@ -212,6 +212,27 @@ static void note_annotation(stp_det *d, const char *name, int64_t v)
 		d->res.acc.kinds = (uint32_t)u;
 }
 
+/* --window: what is live when the window opens is its peak until an
+ * allocation inside it rises above (a window of frees alone, or one that
+ * opens at the step's high-water mark, has the bytes carried into it as
+ * its peak).  Called before the first event at or after the window's
+ * start; the peak is the state just before event `seq` (analyze.c marks
+ * the objects live at it there). */
+static void open_window(stp_det *d, uint64_t seq)
+{
+	for (uint32_t i = 0; i < d->nspaces; i++) {
+		stp_det_space *sp = &d->spaces[i];
+		const det_space_state *ss = &d->sstate[i];
+		if (!ss->live_bytes)
+			continue;
+		sp->peak_bytes = ss->live_bytes;
+		sp->peak_objects = ss->live_objects;
+		sp->peak_seq = seq;
+		sp->peak_ns = d->opt.window_begin_ns;
+		sp->peak_at_window_begin = 1;
+	}
+}
+
 int det_scan(stp_det *d)
 {
 	char err[512];
@@ -231,7 +252,7 @@ int det_scan(stp_det *d)
 	int want_tokens = d->opt.iter_mode == STP_DET_ITER_AUTO || d->opt.iter_mode == STP_DET_ITER_DETECT;
 	int tensor_tokens = 0; /* tokens are the tensor space's only */
 	uint64_t live_total = 0, nev = 0, heap_interval = 0;
-	int have_t0 = 0, rc;
+	int have_t0 = 0, window_open = 0, rc;
 	d->p1_free = UINT32_MAX;
 	stp_event ev;
 	while ((rc = stp_reader_next(r, &ev)) > 0) {
@@ -244,6 +265,10 @@ int det_scan(stp_det *d)
 			d->end_ns = ns;
 		d->last_seq = ev.seq;
 		d->cur_ns = ns;
+		if (d->opt.has_window && !window_open && ns >= d->opt.window_begin_ns) {
+			window_open = 1;
+			open_window(d, ev.seq);
+		}
 		if ((++nev & 0xfffff) == 0 && d->opt.progress)
 			d->opt.progress(d->opt.progress_ctx, 1, stp_reader_stats(r)->bytes, fsize);
 		switch (ev.type) {
@@ -333,6 +358,7 @@ int det_scan(stp_det *d)
 				sp->peak_objects = ss->live_objects;
 				sp->peak_seq = ev.seq;
 				sp->peak_ns = ns;
+				sp->peak_at_window_begin = 0;
 			}
 			/* a PyTorch run: iterations are detected from its tensors
 			 * alone (the interpreter's heap before and around them only
@@ -472,6 +498,7 @@ int det_scan(stp_det *d)
 					sp->peak_objects = fold_peak_objects(f, x, ss);
 					sp->peak_seq = ev.seq;
 					sp->peak_ns = ns;
+					sp->peak_at_window_begin = 0;
 				}
 			}
 			if (d->have_iter_markers)

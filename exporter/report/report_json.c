@@ -241,6 +241,8 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "peak_objects", s->peak_objects, 1);
 		u64(f, "peak_seq", s->peak_seq, 1);
 		u64(f, "peak_ns", s->peak_ns, 1);
+		if (s->peak_at_window_begin)
+			fprintf(f, "\"peak_at_window_begin\":true,");
 		u64(f, "reserved_peak", s->reserved_peak, 1);
 		u64(f, "over_reserved", s->over_reserved, s->pool_allocs > 0 || s->sample_interval);
 		if (s->sample_interval) {

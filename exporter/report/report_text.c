@@ -230,8 +230,9 @@ static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)
 			        rf_count(s->sampled_allocs, b[1], 64), rf_count((uint64_t)(s->est_allocs + 0.5), b[2], 64),
 			        rf_bytes(s->sample_interval, b[3], 64), rf_bytes(s->sample_interval, b[4], 64), 100.0 * se);
 		}
-		fprintf(f, "  peak      %s live in %s %sobjects at %s", rf_bytes(s->peak_bytes, b[1], 64),
-		        rf_count(s->peak_objects, b[2], 64), s->sample_interval ? "recorded " : "", rf_ns(s->peak_ns, b[3], 64));
+		fprintf(f, "  peak      %s live in %s %sobjects at %s%s", rf_bytes(s->peak_bytes, b[1], 64),
+		        rf_count(s->peak_objects, b[2], 64), s->sample_interval ? "recorded " : "", rf_ns(s->peak_ns, b[3], 64),
+		        s->peak_at_window_begin ? ", when the window opened" : "");
 		if ((int32_t)i == r->primary) {
 			char w[256];
 			if (*rf_peak_where(r, w, sizeof w))

@@ -251,6 +251,10 @@ typedef struct stp_det_space {
 	uint64_t allocs, frees, bytes_allocated, bytes_freed;
 	uint64_t live_objects_end, live_bytes_end;
 	uint64_t peak_bytes, peak_objects, peak_seq, peak_ns; /* ns since start */
+	/* --window: nothing allocated inside the window rose above what was
+	 * live as it opened; the peak is that (at the window's start, the
+	 * objects live just before event peak_seq) */
+	uint8_t peak_at_window_begin;
 	uint64_t reserved_peak;   /* from SEGMENT events; 0 when none */
 	/* a device space with a framework's allocator recorded (PyTorch's
 	 * tensors, pool 1): its allocations, and the device memory other
