@@ -40,6 +40,11 @@ typedef struct det_space_state {
 	uint64_t live_bytes, live_objects, reserved;
 	uint64_t iter_begin_live; /* live bytes at the last ITER_BEGIN (a FOLD's peak is above it) */
 	uint64_t pool_live, other_live; /* device: pool 1 and the rest (stp_det_space) */
+	/* an allocator's refused attempts not yet resolved (scan.c's
+	 * attempt_*): the thread, the first attempt's moment */
+	uint8_t attempt_open;
+	uint32_t attempt_tid;
+	stp_det_refusal attempt_first;
 } det_space_state;
 
 /* A live object in pass 2 (56 bytes). */

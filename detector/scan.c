@@ -212,6 +212,32 @@ static void note_annotation(stp_det *d, const char *name, int64_t v)
 		d->res.acc.kinds = (uint32_t)u;
 }
 
+/* An allocator's refused attempt (stp_refused_attempt): the first of a
+ * request's opens it, on its thread; the request is then served (its
+ * ALLOC on that thread: attempt_served, with the request's bytes) or
+ * refused (a REFUSED of it closes it).  An open one of another thread, or
+ * one the trace ends on, is a request whose outcome is not known. */
+static void attempt_note(stp_det_space *sp, det_space_state *ss, uint32_t tid, const stp_det_refusal *x)
+{
+	sp->refused_attempts++;
+	if (ss->attempt_open && ss->attempt_tid == tid)
+		return;
+	if (ss->attempt_open)
+		sp->retry_unknown++;
+	ss->attempt_open = 1;
+	ss->attempt_tid = tid;
+	ss->attempt_first = *x;
+}
+
+static void attempt_served(stp_det_space *sp, det_space_state *ss, uint64_t bytes)
+{
+	if (!sp->retried++) {
+		sp->retried_first = ss->attempt_first;
+		sp->retried_first.bytes = bytes; /* the request's, not the allocator's attempt's */
+	}
+	ss->attempt_open = 0;
+}
+
 /* --window: what is live when the window opens is its peak until an
  * allocation inside it rises above (a window of frees alone, or one that
  * opens at the step's high-water mark, has the bytes carried into it as
@@ -343,6 +369,8 @@ int det_scan(stp_det *d)
 			sp->bytes_allocated += bytes;
 			ss->live_bytes += bytes;
 			ss->live_objects++;
+			if (ss->attempt_open && ss->attempt_tid == ev.tid) /* after refused attempts */
+				attempt_served(sp, ss, a->requested ? a->requested : a->size);
 			live_total += bytes;
 			/* the allocator's blocks lie inside its segments (pool 1's,
 			 * when it is recorded): more than reserved means segment
@@ -429,9 +457,17 @@ int det_scan(stp_det *d)
 			if (si < 0)
 				goto oom;
 			stp_det_space *sp = &d->spaces[si];
-			sp->refused_last = (stp_det_refusal){.bytes = a->requested, .live = d->sstate[si].live_bytes,
-			                                     .reserved = d->sstate[si].reserved, .ns = ns, .seq = ev.seq,
-			                                     .stack = a->stack};
+			det_space_state *ss = &d->sstate[si];
+			stp_det_refusal x = {.bytes = stp_refused_attempt(a) ? a->size : a->requested,
+			                     .live = ss->live_bytes, .reserved = ss->reserved, .ns = ns, .seq = ev.seq,
+			                     .stack = a->stack};
+			if (stp_refused_attempt(a)) {
+				attempt_note(sp, ss, ev.tid, &x);
+				break;
+			}
+			if (ss->attempt_open && ss->attempt_tid == ev.tid) /* the attempts were for this request */
+				ss->attempt_open = 0;
+			sp->refused_last = x;
 			if (!sp->refused++)
 				sp->refused_first = sp->refused_last;
 			break;
@@ -535,6 +571,7 @@ int det_scan(stp_det *d)
 		d->spaces[i].live_objects_end = d->sstate[i].live_objects;
 		if (!d->spaces[i].reserved_peak)
 			d->spaces[i].over_reserved = 0; /* no segments: nothing to be inconsistent with */
+		d->spaces[i].retry_unknown += d->sstate[i].attempt_open;
 		d->sstate[i] = (det_space_state){0};
 	}
 	judge_spaces(d);

@@ -213,7 +213,7 @@ static int on_event(exporter *x, const stp_event *ev)
 		 * oom annotation (the device's free bytes) just before; else an
 		 * oom of its own */
 		const stp_alloc_info *a = &ev->u.alloc;
-		if (!(space_of(a) & x->spaces))
+		if (!(space_of(a) & x->spaces) || stp_refused_attempt(a)) /* a snapshot has only the allocator's oom */
 			return 0;
 		ent *last = x->nents ? &x->ents[x->nents - 1] : NULL;
 		if (last && last->action == A_OOM && !last->size && last->time_us == t) {

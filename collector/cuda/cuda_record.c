@@ -215,16 +215,19 @@ static void do_alloc(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 
 /* An allocation refused for want of memory: a REFUSED event with the path
  * of the call.  PyTorch's caching allocator's (c10_cuda on the path) goes
- * to the tensors' pool, beside the tensors it would have held; the
- * allocator frees its cache and asks again, so a refusal is not yet an
- * out-of-memory error. */
+ * to the tensors' pool, beside the tensors it would have held, as an
+ * attempt (requested 0: the bytes it asked the driver for, not a caller's
+ * request): it frees its cache and asks again, so a refusal is not yet an
+ * out-of-memory error; when it gives up it reports the request itself
+ * (torch_cuda_caching.c's record_oom). */
 static void do_refused(const CUpti_CallbackData *cb, stc_cuda_rec *r, int caching)
 {
 	int c10 = 0, skip;
 	if (caching)
 		call_path(1, &c10, 0, NULL);
 	stp_event ev = {.type = STP_EV_REFUSED};
-	ev.u.alloc.size = ev.u.alloc.requested = r->size;
+	ev.u.alloc.size = r->size;
+	ev.u.alloc.requested = c10 ? 0 : r->size;
 	ev.u.alloc.kind = r->kind;
 	ev.u.alloc.device = r->kind == STP_MEM_PINNED ? -1 : r->device >= 0 ? r->device : ctx_device(cb->context);
 	ev.u.alloc.stream = stream_id(cb->context, r->stream);

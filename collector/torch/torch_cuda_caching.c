@@ -35,6 +35,10 @@
  *     after torch.cuda.empty_cache(); what no segment accounts for is
  *     released with address 0 (counted as unplaced).
  *
+ * When it gives up on a request (torch.OutOfMemoryError), the allocator
+ * calls c10::reportOutOfMemoryToProfiler(size, allocated, reserved,
+ * device) the same way: a REFUSED event of the request (record_oom).
+ *
  * Reports of one device are serialized by the allocator's lock; the state
  * here has its own (taken after the call path is walked, never around a
  * callback).  Events are recorded even while the thread is busy: a free
@@ -49,6 +53,8 @@
 
 #define NAME_V2 "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE"
 #define NAME_V1 "_ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE"
+#define OOM_V2 "_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE"
+#define OOM_V1 "_ZN3c1027reportOutOfMemoryToProfilerElllNS_6DeviceE"
 #define MAX_DEV 128
 #define C10_CUDA 1 /* c10::DeviceType::CUDA */
 
@@ -58,11 +64,14 @@ typedef struct stc_c10_device {
 } stc_c10_device;
 
 typedef void (*report_fn)(void *, int64_t, uint64_t, uint64_t, stc_c10_device);
+typedef void (*oom_fn)(int64_t, uint64_t, uint64_t, stc_c10_device);
 
 STC_EXPORT void stc_c10_report_v2(void *p, int64_t size, uint64_t alloc, uint64_t res, stc_c10_device d)
 	__asm__(NAME_V2);
 STC_EXPORT void stc_c10_report_v1(void *p, int64_t size, int64_t alloc, int64_t res, stc_c10_device d)
 	__asm__(NAME_V1);
+STC_EXPORT void stc_c10_oom_v2(int64_t size, uint64_t alloc, uint64_t res, stc_c10_device d) __asm__(OOM_V2);
+STC_EXPORT void stc_c10_oom_v1(int64_t size, int64_t alloc, int64_t res, stc_c10_device d) __asm__(OOM_V1);
 
 typedef struct seg {
 	uint64_t addr, size;
@@ -79,6 +88,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static dev_state devs[MAX_DEV];
 static uint64_t n_reports, n_unplaced;
 static report_fn real_v1, real_v2;
+static oom_fn real_oom_v1, real_oom_v2;
 static _Atomic int resolved;
 
 void stc_torch_cuda_caching_resolve(void)
@@ -92,6 +102,13 @@ void stc_torch_cuda_caching_resolve(void)
 		b = NULL;
 	*(void **)&real_v2 = a;
 	*(void **)&real_v1 = b;
+	a = stc_c10_sym(OOM_V2), b = stc_c10_sym(OOM_V1);
+	if (a == (void *)stc_c10_oom_v2 || a == (void *)stc_c10_oom_v1)
+		a = NULL;
+	if (b == (void *)stc_c10_oom_v2 || b == (void *)stc_c10_oom_v1)
+		b = NULL;
+	*(void **)&real_oom_v2 = a;
+	*(void **)&real_oom_v1 = b;
 	atomic_store_explicit(&resolved, 1, memory_order_release);
 }
 
@@ -308,6 +325,51 @@ void stc_c10_report_v1(void *p, int64_t size, int64_t alloc, int64_t res, stc_c1
 		real_v1(p, size, (uint64_t)alloc, (uint64_t)res, d);
 	else if (real_v2)
 		real_v2(p, size, (uint64_t)alloc, (uint64_t)res, d);
+}
+
+/* The allocator gave up: after its cudaMalloc was refused and freeing its
+ * cache did not help, it reports the request (rounded as it serves it) and
+ * raises torch.OutOfMemoryError.  A REFUSED event of the device's tensor
+ * pool with the bytes requested: the request refused, where CUPTI's
+ * refused cudaMalloc calls under it (cuda_record.c) are the allocator's
+ * attempts (requested 0).  Recorded in every torch-cuda mode but the
+ * pluggable one (whose allocator is ours), as long as recording is on. */
+static void record_oom(int64_t size, stc_c10_device dv)
+{
+	if (dv.type != C10_CUDA || size <= 0 || dv.index < 0 ||
+	    atomic_load_explicit(&g_state, memory_order_relaxed) != STC_ON ||
+	    atomic_load_explicit(&g_torch_cuda_mode, memory_order_relaxed) == STC_TORCH_CUDA_PLUGGABLE)
+		return;
+	int was = t_busy;
+	t_busy = 1;
+	stp_event ev = {.type = STP_EV_REFUSED};
+	ev.u.alloc.size = ev.u.alloc.requested = (uint64_t)size;
+	ev.u.alloc.kind = STP_MEM_DEVICE;
+	ev.u.alloc.device = dv.index;
+	ev.u.alloc.pool = STP_POOL_TENSORS;
+	ev.u.alloc.stack = stc_tensor_stack((uint64_t)size, STC_GIL_NEVER);
+	stc_emit(&ev);
+	t_busy = was;
+}
+
+void stc_c10_oom_v2(int64_t size, uint64_t alloc, uint64_t res, stc_c10_device d)
+{
+	record_oom(size, d);
+	stc_torch_cuda_caching_resolve();
+	if (real_oom_v2)
+		real_oom_v2(size, alloc, res, d);
+	else if (real_oom_v1)
+		real_oom_v1(size, (int64_t)alloc, (int64_t)res, d);
+}
+
+void stc_c10_oom_v1(int64_t size, int64_t alloc, int64_t res, stc_c10_device d)
+{
+	record_oom(size, d);
+	stc_torch_cuda_caching_resolve();
+	if (real_oom_v1)
+		real_oom_v1(size, alloc, res, d);
+	else if (real_oom_v2)
+		real_oom_v2(size, (uint64_t)alloc, (uint64_t)res, d);
 }
 
 /* ---------------------------------------------------------------- from the shim */

@@ -86,6 +86,9 @@ static void summary(stp_det *d, const stp_det_result *r, FILE *f)
 				rf_html(f, stp_det_frame_text(&fr, e, sizeof e));
 			}
 		}
+		if (s->retried) /* served after the allocator's own request was refused */
+			fprintf(f, "; %s request%s served only after the allocator freed its cache to ask again",
+			        rf_count(s->retried, b[1], 96), s->retried == 1 ? "" : "s");
 		fputs("</td></tr>\n", f);
 	}
 	const stp_det_timeline *t = &r->timeline;

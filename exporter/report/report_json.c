@@ -264,6 +264,16 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 			refusal_json(d, f, &s->refused_last);
 			fputc('}', f);
 		}
+		if (s->refused_attempts) { /* the allocator's own attempts refused, and what came of them */
+			fprintf(f, ",\"retried\":{\"attempts\":%" PRIu64 ",\"served\":%" PRIu64 ",\"unknown\":%" PRIu64
+			        ",\"first\":",
+			        s->refused_attempts, s->retried, s->retry_unknown);
+			if (s->retried)
+				refusal_json(d, f, &s->retried_first);
+			else
+				fputs("null", f);
+			fputc('}', f);
+		}
 		fputc('}', f);
 	}
 	fputs("],\n\"peak\":{", f);

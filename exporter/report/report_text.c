@@ -204,6 +204,26 @@ static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_sp
 	}
 }
 
+/* Requests the allocator served only after its own attempt was refused
+ * (stp_det_space.retried): it freed its cached segments and asked again,
+ * which costs a device synchronization and the cache. */
+static void memory_retried(stp_det *d, const stp_det_result *r, const stp_det_space *s, FILE *f)
+{
+	char b[2][64];
+	if (s->retried) {
+		fprintf(f, "  retried   %s request%s served only after the allocator's own request for memory was\n"
+		           "            refused and it freed its cached segments to ask again (each time it waits for\n"
+		           "            the device and loses its cache); the first ",
+		        rf_count(s->retried, b[0], 64), s->retried == 1 ? "" : "s");
+		refusal_lines(d, r, &s->retried_first, f);
+	}
+	if (s->retry_unknown)
+		fprintf(f, "            (%s more request%s had the allocator's own request refused; the trace ends before\n"
+		           "            it served or refused %s)\n",
+		        rf_count(s->retry_unknown, b[1], 64), s->retry_unknown == 1 ? "" : "s",
+		        s->retry_unknown == 1 ? "it" : "them");
+}
+
 static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)
 {
 	char b[6][64];
@@ -258,6 +278,8 @@ static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)
 			        rf_bytes(s->other_peak_bytes, b[3], 64), rf_bytes(s->pool_peak_bytes, b[4], 64));
 		if (s->refused)
 			memory_refused(d, r, s, f);
+		if (s->retried || s->retry_unknown)
+			memory_retried(d, r, s, f);
 	}
 	fputc('\n', f);
 }

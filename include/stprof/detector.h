@@ -283,6 +283,14 @@ typedef struct stp_det_space {
 	 * failed): how many, the first and the last */
 	uint64_t refused;
 	stp_det_refusal refused_first, refused_last;
+	/* an allocator's own attempts refused (stp_refused_attempt: PyTorch's
+	 * caching allocator's cudaMalloc): how many; the requests they were
+	 * for that it served after freeing its cache (its ALLOC followed on
+	 * the thread), the first of them (the first attempt's moment, the
+	 * bytes the request's); the requests whose outcome the trace does not hold
+	 * (it ended first) */
+	uint64_t refused_attempts, retried, retry_unknown;
+	stp_det_refusal retried_first;
 } stp_det_space;
 
 typedef struct stp_det_site {

@@ -50,7 +50,8 @@ typedef enum stp_event_type {
 	STP_EV_MARKER = 9,   /* iteration / phase / module / annotation */
 	STP_EV_FOLD = 10,    /* a steady iteration folded into counters (1.2) */
 	STP_EV_REFUSED = 11, /* an allocator refused a request (1.4): u.alloc,
-	                      * addr 0, size and requested the bytes asked for */
+	                      * addr 0, size and requested the bytes asked for
+	                      * (requested 0: an attempt, stp_refused_attempt) */
 	STP_EV_TYPE_MAX = 11
 } stp_event_type;
 
@@ -191,6 +192,16 @@ typedef struct stp_free_info {
 
 /* SEGMENT_RESERVE uses all fields; SEGMENT_RELEASE leaves stack 0. */
 typedef stp_alloc_info stp_segment_info;
+
+/* A REFUSED event with requested 0 is an allocator's own attempt refused
+ * (PyTorch's caching allocator's cudaMalloc of `size` bytes for a segment),
+ * not a caller's request: the allocator frees its cache and asks again,
+ * and either serves the request (its ALLOC follows on the same thread) or
+ * gives up (a REFUSED of the request follows). */
+static inline int stp_refused_attempt(const stp_alloc_info *a)
+{
+	return a->requested == 0;
+}
 
 typedef struct stp_api_info {
 	uint8_t kind;        /* stp_api_kind */

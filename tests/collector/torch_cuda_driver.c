@@ -12,6 +12,10 @@
  *                                 the reserved bytes of a real allocator run
  *                                 (below), then torch.cuda.empty_cache() as
  *                                 the shim reports it
+ *   torch_cuda_driver oom         as the caching allocator gives up on a
+ *                                 request: c10::reportOutOfMemoryToProfiler
+ *                                 (2.x's and 1.x's signatures), and a CPU
+ *                                 allocator's (under a profiler)
  *
  * Each entry point is found with dlsym(RTLD_DEFAULT), as PyTorch's
  * dlopen/dlsym and the PLT of libc10_cuda find the preloaded ones.
@@ -74,6 +78,25 @@ static int caching(void)
 	return 0;
 }
 
+typedef void (*oom2_fn)(int64_t, uint64_t, uint64_t, c10_device);
+typedef void (*oom1_fn)(int64_t, int64_t, int64_t, c10_device);
+
+static int oom(void)
+{
+	int (*set_mode)(int) = (int (*)(int))sym("stprof_torch_cuda_v1");
+	report = (report_fn)sym("_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE");
+	oom2_fn o2 = (oom2_fn)sym("_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE");
+	oom1_fn o1 = (oom1_fn)sym("_ZN3c1027reportOutOfMemoryToProfilerElllNS_6DeviceE");
+	if (!set_mode || !report || !o2 || !o1 || set_mode(2))
+		return 1;
+	rep(0, 0x7f0000000000, 8 * MiB, 20 * MiB);
+	o2(64 * MiB, 8 * MiB, 20 * MiB, (c10_device){1, 0}); /* cuda:0 gives up on 64 MiB */
+	o2(1 << 30, 0, 0, (c10_device){0, -1});              /* the CPU allocator's: passed on */
+	o1(3 * MiB, 0, 2 * MiB, (c10_device){1, 1});         /* PyTorch 1.x, cuda:1 */
+	printf("oom: done\n");
+	return 0;
+}
+
 static int pluggable(void)
 {
 	int (*set_mode)(int) = (int (*)(int))sym("stprof_torch_cuda_v1");
@@ -103,6 +126,8 @@ int main(int argc, char **argv)
 		return caching();
 	if (argc == 2 && !strcmp(argv[1], "pluggable"))
 		return pluggable();
-	fprintf(stderr, "usage: torch_cuda_driver caching|pluggable\n");
+	if (argc == 2 && !strcmp(argv[1], "oom"))
+		return oom();
+	fprintf(stderr, "usage: torch_cuda_driver caching|pluggable|oom\n");
 	return 2;
 }

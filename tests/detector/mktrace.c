@@ -23,6 +23,8 @@ int main(int argc, char **argv)
 		scenario_streams(&g);
 	else if (!strcmp(argv[1], "adjacent"))
 		scenario_adjacent(&g);
+	else if (!strcmp(argv[1], "retry"))
+		scenario_retry(&g);
 	else {
 		fprintf(stderr, "mktrace: unknown scenario %s\n", argv[1]);
 		tg_abandon(&g);

@@ -227,4 +227,50 @@ static inline void scenario_residual(tg *g)
 	}
 	tg_close(g);
 }
+/* "retry": PyTorch's caching allocator near the device's limit, as the
+ * collector records it (cuda_record.c's attempts, requested 0; the
+ * allocator's oom report, torch_cuda_caching.c), on cuda:0's tensor pool:
+ *   thread 1: a 20 MiB segment, tensors A and B (8 MiB each), B freed
+ *     (cached); its cudaMalloc of 20 MiB refused (+0x1c0), the cache
+ *     released, a 20 MiB segment, tensor C (12 MiB): served on retry;
+ *   thread 2: a tensor of its own while thread 1's attempt was open
+ *     (it resolves nothing);
+ *   thread 1: a cudaMalloc of 40 MiB refused twice (+0x1c8), then the
+ *     request of 36 MiB refused (the oom report, +0x1c8): one request;
+ *   thread 2: a cudaMalloc of 2 MiB refused, then the trace ends.
+ * Expected: refused 1 request (36 MiB, 21 MiB live of 42 reserved), 4
+ * attempts, retried 1 (first: 12 MiB asked, at the attempt, with 8 MiB
+ * live of 20 reserved), 1 unknown. */
+static inline void tg_dev_ev(tg *g, int type, uint64_t addr, uint64_t size, uint64_t req, uint32_t stack,
+                             uint32_t pool)
+{
+	stp_event ev = {.type = (uint8_t)type};
+	ev.u.alloc = (stp_alloc_info){.addr = addr, .size = size, .requested = req, .stack = stack,
+	                              .kind = STP_MEM_DEVICE, .device = 0, .pool = pool};
+	tg_emit(g, &ev);
+}
+static inline void scenario_retry(tg *g)
+{
+	const uint64_t M = 1 << 20, S1 = 0x7f0000000000, S2 = 0x7f0010000000, S3 = 0x7f0020000000;
+	uint32_t sa = tg_stack(g, 0x1b8, 0x900, 0), sr = tg_stack(g, 0x1c0, 0x900, 0), so = tg_stack(g, 0x1c8, 0x900, 0);
+	tg_dev_ev(g, STP_EV_SEGMENT_RESERVE, S1, 20 * M, 20 * M, sa, 0);
+	tg_dev_ev(g, STP_EV_ALLOC, S1, 8 * M, 8 * M, sa, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_ALLOC, S1 + 8 * M, 8 * M, 8 * M, sa, STP_POOL_TENSORS);
+	stp_event fe = {.type = STP_EV_FREE};
+	fe.u.free = (stp_free_info){.addr = S1 + 8 * M, .kind = STP_MEM_DEVICE, .device = 0, .pool = STP_POOL_TENSORS};
+	tg_emit(g, &fe);
+	tg_dev_ev(g, STP_EV_REFUSED, 0, 20 * M, 0, sr, STP_POOL_TENSORS);
+	g->tid = 2;
+	tg_dev_ev(g, STP_EV_SEGMENT_RESERVE, S3, 2 * M, 2 * M, sa, 0);
+	tg_dev_ev(g, STP_EV_ALLOC, S3, M, M, sa, STP_POOL_TENSORS);
+	g->tid = 1;
+	tg_dev_ev(g, STP_EV_SEGMENT_RESERVE, S2, 20 * M, 20 * M, sr, 0);
+	tg_dev_ev(g, STP_EV_ALLOC, S2, 12 * M, 12 * M, sr, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_REFUSED, 0, 40 * M, 0, so, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_REFUSED, 0, 40 * M, 0, so, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_REFUSED, 0, 36 * M, 36 * M, so, STP_POOL_TENSORS);
+	g->tid = 2;
+	tg_dev_ev(g, STP_EV_REFUSED, 0, 2 * M, 0, sa, STP_POOL_TENSORS);
+	tg_close(g);
+}
 #endif

@@ -5,9 +5,11 @@
 # then trains 5 steps at a batch that fits.  PyTorch's caching allocator's
 # cudaMalloc is refused (CUPTI sees it fail with cudaErrorMemoryAllocation),
 # it frees its cache and asks again, refused again: REFUSED events of the
-# device's tensor pool (pool 1), each of the bytes asked for (the request
-# rounded to the allocator's 2 MiB), with the Python line; the report's
-# "refused" line names it; the run goes on and its 5 steps are recorded.
+# device's tensor pool (pool 1), the allocator's attempts (requested 0,
+# the bytes it asked cudaMalloc for), then its oom report
+# (c10::reportOutOfMemoryToProfiler, interposed): the request refused, with
+# the Python line; the report's "refused" line names one request, not its
+# attempts; the run goes on and its 5 steps are recorded.
 # Run by tests/gpu/run.sh (S, B, T, PY, CUDA set).
 set -eu
 echo "  a refused CUDA allocation, caught: REFUSED events at the line that asked"
@@ -35,4 +37,7 @@ echo "  REFUSED events of cuda:0's tensor pool: $n ($(head -1 "$T/r.txt" | sed '
 "$B/stprof" report "$T/o.stp" >"$T/o.txt"
 grep -A1 '^  refused' "$T/o.txt" | sed 's/^/  /'
 grep -q "^            with .* at oom.py:6 in <module>" "$T/o.txt" || { echo "  the refusal's line is not oom.py:6"; exit 1; }
+grep -q "^  refused   1 request for want of memory" "$T/o.txt" || { echo "  not one request refused"; exit 1; }
+a=$(grep -c 'requested=0 kind=device device=0 .*pool=1' "$T/r.txt" || true)
+echo "  the allocator's attempts: $a (PyTorch's: one, and one more after freeing its cache)"
 grep -q "^Iterations: 5 " "$T/o.txt" || { echo "  $(grep '^Iterations' "$T/o.txt")"; exit 1; }
