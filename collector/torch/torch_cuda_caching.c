@@ -333,8 +333,12 @@ void stc_c10_report_v1(void *p, int64_t size, int64_t alloc, int64_t res, stc_c1
  * pool with the bytes requested: the request refused, where CUPTI's
  * refused cudaMalloc calls under it (cuda_record.c) are the allocator's
  * attempts (requested 0).  Recorded in every torch-cuda mode but the
- * pluggable one (whose allocator is ours), as long as recording is on. */
-static void record_oom(int64_t size, stc_c10_device dv)
+ * pluggable one (whose allocator is ours), as long as recording is on.
+ * In the caching mode the segments its cache flush released go first
+ * (the report's reserved bytes), so what the trace holds reserved at the
+ * refusal is what the allocator held when it gave up: the segments its
+ * live blocks pin. */
+static void record_oom(int64_t size, uint64_t res, stc_c10_device dv)
 {
 	if (dv.type != C10_CUDA || size <= 0 || dv.index < 0 ||
 	    atomic_load_explicit(&g_state, memory_order_relaxed) != STC_ON ||
@@ -342,6 +346,14 @@ static void record_oom(int64_t size, stc_c10_device dv)
 		return;
 	int was = t_busy;
 	t_busy = 1;
+	if (atomic_load_explicit(&g_torch_cuda_mode, memory_order_relaxed) == STC_TORCH_CUDA_CACHING) {
+		pthread_mutex_lock(&mu);
+		dev_state *d = &devs[dv.index];
+		if (res < d->reserved)
+			release(d, dv.index, d->reserved - res, -1);
+		d->reserved = res;
+		pthread_mutex_unlock(&mu);
+	}
 	stp_event ev = {.type = STP_EV_REFUSED};
 	ev.u.alloc.size = ev.u.alloc.requested = (uint64_t)size;
 	ev.u.alloc.kind = STP_MEM_DEVICE;
@@ -354,7 +366,7 @@ static void record_oom(int64_t size, stc_c10_device dv)
 
 void stc_c10_oom_v2(int64_t size, uint64_t alloc, uint64_t res, stc_c10_device d)
 {
-	record_oom(size, d);
+	record_oom(size, res, d);
 	stc_torch_cuda_caching_resolve();
 	if (real_oom_v2)
 		real_oom_v2(size, alloc, res, d);
@@ -364,7 +376,7 @@ void stc_c10_oom_v2(int64_t size, uint64_t alloc, uint64_t res, stc_c10_device d
 
 void stc_c10_oom_v1(int64_t size, int64_t alloc, int64_t res, stc_c10_device d)
 {
-	record_oom(size, d);
+	record_oom(size, (uint64_t)res, d);
 	stc_torch_cuda_caching_resolve();
 	if (real_oom_v1)
 		real_oom_v1(size, alloc, res, d);

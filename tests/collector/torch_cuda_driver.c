@@ -90,7 +90,9 @@ static int oom(void)
 	if (!set_mode || !report || !o2 || !o1 || set_mode(2))
 		return 1;
 	rep(0, 0x7f0000000000, 8 * MiB, 20 * MiB);
-	o2(64 * MiB, 8 * MiB, 20 * MiB, (c10_device){1, 0}); /* cuda:0 gives up on 64 MiB */
+	rep(0, 0x7f0010000000, 30 * MiB, 52 * MiB);            /* a 32 MiB segment, */
+	rep(0, 0x7f0010000000, -30 * (int64_t)MiB, 52 * MiB);  /* cached */
+	o2(64 * MiB, 8 * MiB, 20 * MiB, (c10_device){1, 0}); /* cuda:0 freed its cache, gave up on 64 MiB */
 	o2(1 << 30, 0, 0, (c10_device){0, -1});              /* the CPU allocator's: passed on */
 	o1(3 * MiB, 0, 2 * MiB, (c10_device){1, 1});         /* PyTorch 1.x, cuda:1 */
 	printf("oom: done\n");
