@@ -326,6 +326,32 @@ int allocsim_explain(const allocsim_events *e, const allocsim_config *c, uint64_
 	return rc;
 }
 
+int allocsim_probe_request(const allocsim_events *e, const allocsim_config *c, size_t before, uint64_t size,
+                           uint64_t stream, allocsim_refusal_probe *out, char *err, size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	sim_base *m = sim_new(c, err, errlen);
+	if (!m)
+		return -1;
+	allocsim_run_opts o = {.max_samples = 2};
+	allocsim_result r;
+	sim_replay(m, e, before, &o, &r);
+	allocsim_result_clear(&r);
+	out->ooms_before = r.ooms;
+	out->first_oom_time = r.first_oom_time;
+	out->allocated = m->allocated;
+	out->reserved = m->reserved;
+	uint16_t si = 0; /* the stream's index in the log (0: a stream it never saw) */
+	for (uint32_t i = 0; i < e->streams.n; i++)
+		if (e->streams.handles[i] == stream)
+			si = (uint16_t)i;
+	uint32_t slot = e->ids.nslots; /* one no logged object uses */
+	sim_slots_reserve(m, slot);
+	out->served = size < (1ull << 48) && !m->ops->alloc(m, slot, size, si, 0, NULL);
+	m->ops->destroy(m);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- one model */
 
 struct allocsim_model {

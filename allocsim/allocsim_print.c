@@ -137,6 +137,34 @@ void allocsim_snapshot_print(FILE *f, const allocsim_snapshot *s, uint64_t t0, s
 	}
 }
 
+/* The first request refused at run time, tried on each model within what
+ * the device is known to have given the allocator. */
+static void refusal_print(FILE *f, const allocsim_report *r, const allocsim_device_report *dr)
+{
+	char a[32], b[32];
+	fprintf(f, "The request refused at t=%.6f s (%s), tried on each model within %s\n%s\n",
+	        rel_s(dr->refusal_time, r->start_time), sim_fmt_bytes(dr->refusal_size, a, sizeof a),
+	        sim_fmt_bytes(dr->refusal_capacity, b, sizeof b),
+	        dr->refusal_capacity_given ? "(--capacity):"
+	                                   : "(the most the allocator had reserved before it: the device gave that much):");
+	for (size_t i = 0; i < dr->nresults; i++) {
+		const allocsim_refusal_probe *p = &dr->refusal_probes[i];
+		fprintf(f, "  %-44s ", dr->results[i].label);
+		if (p->ooms_before)
+			fprintf(f, "runs out before it: %" PRIu64 " request%s refused, the first at t=%.6f s\n",
+			        p->ooms_before, p->ooms_before == 1 ? "" : "s", rel_s(p->first_oom_time, r->start_time));
+		else
+			fprintf(f, "%s (%s reserved before it)\n", p->served ? "serves it" : "refuses it too",
+			        sim_fmt_bytes(p->reserved, a, sizeof a));
+	}
+	if (dr->nresults && dr->refusal_probes[0].served)
+		fprintf(f, "  (as run, the model serves it within this: the allocator had less of the device,\n"
+		           "  other libraries or processes holding the rest, or the model misses a rule)\n");
+	char conf[256];
+	if (allocsim_refusal_fix(dr, conf, sizeof conf) >= 0)
+		fprintf(f, "  -> PYTORCH_ALLOC_CONF=%s would have served it\n", conf);
+}
+
 void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_namer namer, void *ctx)
 {
 	char a[32], b[32], c[32];
@@ -214,6 +242,8 @@ void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_nam
 		if (dr->unmatched_frees)
 			fprintf(f, "  (%" PRIu64 " frees of objects not allocated in the trace were ignored)\n",
 			        dr->unmatched_frees);
+		if (dr->has_refusal)
+			refusal_print(f, r, dr);
 		if (dr->has_worst && dr->nresults) {
 			fprintf(f, "Worst moment (%s, at its peak reserved):\n", dr->results[0].label);
 			allocsim_snapshot_print(f, &dr->worst, r->start_time, 5, namer, ctx);

@@ -32,6 +32,11 @@ typedef struct dev_state {
 	int jax;        /* JAX's buffers (pool STP_POOL_JAX): the XLA report */
 	allocsim_xla_probe *probes; /* XLA's statistics, in event order */
 	size_t nprobes, capprobes;
+	/* the first request refused (REFUSED, not an attempt): where in the
+	 * log, its bytes and stream, when, and the most reserved before it */
+	int refused;
+	size_t refused_at;
+	uint64_t refused_size, refused_stream, refused_time, refused_peak_res;
 } dev_state;
 
 struct allocsim_collector {
@@ -188,6 +193,25 @@ static void collect(allocsim_collector *c, const stp_event *ev, int64_t direct)
 			                           : sim_events_free_slot(d->ev, f->addr, ev->time_ns));
 		break;
 	}
+	case STP_EV_REFUSED: { /* the first request a device's allocator refused */
+		const stp_alloc_info *a = &ev->u.alloc;
+		if (a->kind != STP_MEM_DEVICE || stp_refused_attempt(a))
+			break;
+		dev_state *d = dev_get(c, a->device);
+		if (!d || dev_ready(d)) {
+			c->failed = 1;
+			break;
+		}
+		if (!d->refused) {
+			d->refused = 1;
+			d->refused_at = allocsim_events_count(d->ev);
+			d->refused_size = a->requested;
+			d->refused_stream = a->stream;
+			d->refused_time = ev->time_ns;
+			d->refused_peak_res = d->peak_res;
+		}
+		break;
+	}
 	case STP_EV_SEGMENT_RESERVE:
 	case STP_EV_SEGMENT_RELEASE: {
 		const stp_segment_info *s = &ev->u.segment;
@@ -289,6 +313,54 @@ static int parse_cfg(allocsim_config *c, const char *what, const char *text, uin
 	return 0;
 }
 
+/* The first refused request tried on every model, within what the device
+ * is known to have given: --capacity, else the most the allocator had
+ * reserved before it (its segment events; the device had that much, and
+ * less than one more request).  Nothing without either. */
+static int refusal_probes(const dev_state *d, const allocsim_replay_opts *o, const allocsim_config *cfgs,
+                          allocsim_device_report *dr, char *err, size_t errlen)
+{
+	uint64_t cap = o->capacity ? o->capacity : d->refused_peak_res;
+	if (!cap)
+		return 0;
+	dr->refusal_probes = calloc(dr->nresults ? dr->nresults : 1, sizeof *dr->refusal_probes);
+	if (!dr->refusal_probes) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < dr->nresults; i++) {
+		allocsim_config c = cfgs[i];
+		c.capacity = cap;
+		if (c.model == ALLOCSIM_BFC && !c.bfc_allow_growth && c.bfc_memory_limit > cap)
+			c.bfc_memory_limit = cap;
+		if (allocsim_probe_request(d->ev, &c, d->refused_at, d->refused_size, d->refused_stream,
+		                           &dr->refusal_probes[i], err, errlen))
+			return -1;
+	}
+	dr->has_refusal = 1;
+	dr->refusal_time = d->refused_time;
+	dr->refusal_size = d->refused_size;
+	dr->refusal_capacity = cap;
+	dr->refusal_capacity_given = o->capacity != 0;
+	return 0;
+}
+
+int allocsim_refusal_fix(const allocsim_device_report *dr, char *buf, size_t len)
+{
+	if (!dr->has_refusal || !dr->nresults || dr->refusal_probes[0].served || dr->refusal_probes[0].ooms_before ||
+	    dr->results[0].config.model != ALLOCSIM_PYTORCH)
+		return -1;
+	for (size_t i = 1; i < dr->nresults; i++)
+		if (dr->results[i].config.model == ALLOCSIM_PYTORCH && dr->refusal_probes[i].served &&
+		    !dr->refusal_probes[i].ooms_before) {
+			allocsim_config c = dr->results[i].config;
+			c.capacity = 0, c.name[0] = 0; /* the settings alone */
+			allocsim_config_format(&c, buf, len);
+			return (int)i;
+		}
+	return -1;
+}
+
 static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_device_report *dr, char *err,
                          size_t errlen)
 {
@@ -347,6 +419,8 @@ static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_d
 		if (d->peak_res)
 			ac->reserved_error = ((double)r0->peak_reserved - (double)d->peak_res) / (double)d->peak_res;
 	}
+	if (d->refused && refusal_probes(d, o, cfgs, dr, err, errlen))
+		return -1;
 	if (!o->no_recommend && cfgs[0].model == ALLOCSIM_PYTORCH) {
 		size_t max = o->max_recommendations ? o->max_recommendations : 3;
 		dr->recs = calloc(max, sizeof *dr->recs);
@@ -455,6 +529,7 @@ void allocsim_report_clear(allocsim_report *r)
 		allocsim_snapshot_clear(&d->worst);
 		free(d->recs);
 		free(d->probes);
+		free(d->refusal_probes);
 	}
 	free(r->devices);
 	memset(r, 0, sizeof *r);

@@ -742,10 +742,14 @@ int det_analyze(stp_det *d)
 			if (on_fold(d, &p, &ev) < 0)
 				goto oom;
 			break;
+		case STP_EV_REFUSED: /* the models try the first refused request */
+			if (d->simc)
+				det_sim_device_event(d, &ev);
+			break;
 		case STP_EV_SEGMENT_RESERVE:
 		case STP_EV_SEGMENT_RELEASE: {
 			if (d->simc)
-				det_sim_segment(d, &ev);
+				det_sim_device_event(d, &ev);
 			int si = det_space_index(d, ev.u.segment.kind, ev.u.segment.device);
 			uint64_t v;
 			if (ev.type == STP_EV_SEGMENT_RESERVE) {

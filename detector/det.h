@@ -140,13 +140,7 @@ typedef struct det_reuse {
 } det_reuse;
 
 struct det_access;   /* access.c */
-struct det_latefree; /* simfeed.c: only called when d->simc */
-int det_sim_init(stp_det *d);
-void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev);
-void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
-void det_sim_segment(stp_det *d, const stp_event *ev);
-void det_sim_finish(stp_det *d);
-void det_sim_free_all(stp_det *d);
+struct det_latefree; /* latefree.c */
 
 /* objinfo.c: only called when d->opt.keep_objects */
 int det_ko_push(stp_det *d, uint64_t seq);
@@ -386,7 +380,7 @@ uint64_t det_access_napi(const stp_det *d);
 int det_sim_init(stp_det *d);
 void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev);
 void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot);
-void det_sim_segment(stp_det *d, const stp_event *ev);
+void det_sim_device_event(stp_det *d, const stp_event *ev); /* segments, refusals */
 void det_sim_finish(stp_det *d);
 /* xlafeed.c: a JAX run's annotations of XLA's statistics and settings (an
  * ANNOTATION marker) into the allocator models */

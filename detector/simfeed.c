@@ -107,7 +107,9 @@ void det_sim_alloc(stp_det *d, det_obj *o, uint32_t slot, const stp_event *ev)
 
 void det_sim_free(stp_det *d, const stp_event *ev, uint32_t slot) { allocsim_collector_event_slot(d->simc, ev, slot); }
 
-void det_sim_segment(stp_det *d, const stp_event *ev)
+/* The allocator's segment events, and its refused requests (the models
+ * try the first: allocsim_device_report.refusal_probes). */
+void det_sim_device_event(stp_det *d, const stp_event *ev)
 {
 	if (d->sim_device)
 		allocsim_collector_event(d->simc, ev);

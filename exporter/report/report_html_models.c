@@ -113,6 +113,33 @@ static void plot(const stp_det_result *r, const allocsim_device_report *dr, uint
 	fputs("<br>solid: reserved from the device; dashed: allocated (after the model's rounding)</p>\n", f);
 }
 
+/* The first refused request, tried on each model within the capacity. */
+static void refusal(const allocsim_device_report *dr, uint64_t t0, FILE *f)
+{
+	char b[3][64], conf[256];
+	fprintf(f, "<h3>The request refused at %s (%s), tried on each model within %s%s</h3>\n<table>"
+	           "<tr><th>model</th><th>outcome</th><th>reserved before it</th></tr>\n",
+	        rf_ns(dr->refusal_time > t0 ? dr->refusal_time - t0 : 0, b[0], 64), rf_bytes(dr->refusal_size, b[1], 64),
+	        rf_bytes(dr->refusal_capacity, b[2], 64),
+	        dr->refusal_capacity_given ? " (--capacity)" : " (the most the allocator had reserved before it)");
+	for (size_t k = 0; k < dr->nresults; k++) {
+		const allocsim_refusal_probe *p = &dr->refusal_probes[k];
+		fputs("<tr><td class=path>", f);
+		rf_html(f, dr->results[k].label);
+		if (p->ooms_before)
+			fprintf(f, "</td><td>runs out before it (%s requests refused)</td>", rf_count(p->ooms_before, b[0], 64));
+		else
+			fprintf(f, "</td><td>%s</td>", p->served ? "serves it" : "refuses it too");
+		fprintf(f, "<td class=n>%s</td></tr>\n", rf_bytes(p->reserved, b[1], 64));
+	}
+	fputs("</table>\n", f);
+	if (allocsim_refusal_fix(dr, conf, sizeof conf) >= 0) {
+		fputs("<p><b>PYTORCH_ALLOC_CONF=", f);
+		rf_html(f, conf);
+		fputs("</b> would have served it.</p>\n", f);
+	}
+}
+
 static void worst(stp_det *d, const allocsim_device_report *dr, uint64_t t0, FILE *f)
 {
 	const allocsim_snapshot *s = &dr->worst;
@@ -273,5 +300,7 @@ void report_html_models(stp_det *d, FILE *f)
 		} else if (dr->recommend_tried) {
 			fputs("<p>Recommended settings: none of the candidates lowers the peak reserved.</p>\n", f);
 		}
+		if (dr->has_refusal)
+			refusal(dr, sr->start_time, f);
 	}
 }

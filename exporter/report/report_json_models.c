@@ -60,6 +60,28 @@ static void result_json(FILE *f, const allocsim_result *res, uint64_t t0)
 	fputs("]}", f);
 }
 
+/* The first request refused at run time, tried on each model (results'
+ * order) within the capacity. */
+static void refusal_json(FILE *f, const allocsim_device_report *dr, uint64_t t0)
+{
+	fprintf(f, "{\"ns\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"capacity\":%" PRIu64 ",\"capacity_given\":%s,\"models\":[",
+	        rel(dr->refusal_time, t0), dr->refusal_size, dr->refusal_capacity,
+	        dr->refusal_capacity_given ? "true" : "false");
+	for (size_t k = 0; k < dr->nresults; k++) {
+		const allocsim_refusal_probe *p = &dr->refusal_probes[k];
+		fprintf(f, "%s{\"label\":", k ? "," : "");
+		rf_json_str(f, dr->results[k].label);
+		fprintf(f, ",\"served\":%s,\"ooms_before\":%" PRIu64 ",\"first_oom_ns\":", p->served ? "true" : "false",
+		        p->ooms_before);
+		if (p->ooms_before)
+			fprintf(f, "%" PRIu64, rel(p->first_oom_time, t0));
+		else
+			fputs("null", f);
+		fprintf(f, ",\"allocated\":%" PRIu64 ",\"reserved\":%" PRIu64 "}", p->allocated, p->reserved);
+	}
+	fputs("]}", f);
+}
+
 static void worst_json(stp_det *d, FILE *f, const allocsim_device_report *dr, uint64_t t0)
 {
 	const allocsim_snapshot *s = &dr->worst;
@@ -229,7 +251,12 @@ static void json_models(stp_det *d, FILE *f)
 			        rc->peak_allocated, rc->peak_reserved, rc->efficiency, rc->ooms, rc->alloc_retries,
 			        rc->reserved_delta, rc->efficiency_delta);
 		}
-		fputs("]}", f);
+		fputs("],\n\"refusal\":", f);
+		if (dr->has_refusal)
+			refusal_json(f, dr, t0);
+		else
+			fputs("null", f);
+		fputs("}", f);
 	}
 	fputs("]}", f);
 }

@@ -202,6 +202,17 @@ static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_sp
 		fputs("            the last ", f);
 		refusal_lines(d, r, &s->refused_last, f);
 	}
+	/* the models' answer for the first (allocsim_device_report.refusal_probes) */
+	for (size_t i = 0; r->sim && s->kind == STP_MEM_DEVICE && i < r->sim->ndevices; i++) {
+		const allocsim_device_report *dr = &r->sim->devices[i];
+		char conf[256];
+		if (dr->device != s->device || dr->host_fallback || allocsim_refusal_fix(dr, conf, sizeof conf) < 0)
+			continue;
+		fprintf(f, "            the models, within %s%s%s: PyTorch's allocator as run\n"
+		           "            refuses it too, with PYTORCH_ALLOC_CONF=%s it serves it\n",
+		        dr->refusal_capacity_given ? "--capacity " : "the ", rf_bytes(dr->refusal_capacity, b, sizeof b),
+		        dr->refusal_capacity_given ? "" : " the device had given", conf);
+	}
 }
 
 /* Requests the allocator served only after its own attempt was refused

@@ -322,6 +322,22 @@ int allocsim_run_explained(const allocsim_events *e, const allocsim_config *c, c
 int allocsim_explain(const allocsim_events *e, const allocsim_config *c, uint64_t event,
                      allocsim_snapshot *s, char *err, size_t errlen);
 
+/* A request refused at run time, tried on a model: the log replayed up to
+ * it with the config's capacity (what the device is known to have given),
+ * then the request. */
+typedef struct allocsim_refusal_probe {
+	int served;                /* the model served it within the capacity */
+	uint64_t ooms_before;      /* requests before it the model could not serve within it */
+	uint64_t first_oom_time;   /* the first of those (valid when ooms_before) */
+	uint64_t allocated, reserved; /* the model's bytes just before the request */
+} allocsim_refusal_probe;
+
+/* Replays events [0, before) through c (its capacity set: 0 would serve
+ * everything), then asks for `size` bytes on `stream` (a handle, as given
+ * to allocsim_events_alloc).  0, or -1 (bad config: err). */
+int allocsim_probe_request(const allocsim_events *e, const allocsim_config *c, size_t before, uint64_t size,
+                           uint64_t stream, allocsim_refusal_probe *out, char *err, size_t errlen);
+
 /* ------------------------------------------------------------- advice */
 
 typedef struct allocsim_recommendation {
@@ -453,7 +469,21 @@ typedef struct allocsim_device_report {
 	allocsim_xla_settings xla_settings; /* as run */
 	uint64_t xla_capacity;     /* the device memory the advice assumes (0: unknown) */
 	allocsim_xla_probe *probes; size_t nprobes;
+	/* the first request the allocator refused at run time (a REFUSED
+	 * event of the device, not an attempt: stp_refused_attempt), tried on
+	 * each model (refusal_probes[i] for results[i]) with capacity
+	 * refusal_capacity: --capacity, else the most the allocator had
+	 * reserved before it (the device gave that much at least) */
+	int has_refusal, refusal_capacity_given; /* given: --capacity */
+	uint64_t refusal_time, refusal_size, refusal_capacity;
+	allocsim_refusal_probe *refusal_probes;
 } allocsim_device_report;
+
+/* The refused request's fix, when the as-run model refuses it too (it
+ * agrees with the run) and another PyTorch config serves it within the
+ * same capacity: that config's index in results, its PYTORCH_ALLOC_CONF
+ * settings in buf; else -1. */
+int allocsim_refusal_fix(const allocsim_device_report *dr, char *buf, size_t len);
 
 typedef struct allocsim_report {
 	allocsim_device_report *devices; size_t ndevices;

@@ -25,6 +25,8 @@ int main(int argc, char **argv)
 		scenario_adjacent(&g);
 	else if (!strcmp(argv[1], "retry"))
 		scenario_retry(&g);
+	else if (!strcmp(argv[1], "oomfrag"))
+		scenario_oomfrag(&g);
 	else {
 		fprintf(stderr, "mktrace: unknown scenario %s\n", argv[1]);
 		tg_abandon(&g);

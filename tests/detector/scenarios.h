@@ -273,4 +273,33 @@ static inline void scenario_retry(tg *g)
 	tg_dev_ev(g, STP_EV_REFUSED, 0, 2 * M, 0, sa, STP_POOL_TENSORS);
 	tg_close(g);
 }
+/* "oomfrag": an out-of-memory error that fragmentation made, on cuda:0's
+ * tensor pool with the caching allocator's segments: two 100 MiB tensors
+ * (a segment each: 200 MiB reserved), both freed (cached); two 60 MiB
+ * tensors split them (40 MiB free left in each, pinned); a 70 MiB request
+ * then finds no free block that fits and no room for a segment: refused
+ * (two attempts, then the request), though 120 MiB live + 70 fit in the
+ * 200 MiB the device gave.  Expected: the as-run model refuses it too;
+ * expandable segments (one contiguous free range) and raw cudaMalloc serve
+ * it, within 200 MiB. */
+static inline void scenario_oomfrag(tg *g)
+{
+	const uint64_t M = 1 << 20, SX = 0x7f0000000000, SQ = 0x7f0010000000;
+	uint32_t sa = tg_stack(g, 0x1d8, 0x900, 0), sw = tg_stack(g, 0x1e8, 0x900, 0);
+	tg_dev_ev(g, STP_EV_SEGMENT_RESERVE, SX, 100 * M, 100 * M, sa, 0);
+	tg_dev_ev(g, STP_EV_ALLOC, SX, 100 * M, 100 * M, sa, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_SEGMENT_RESERVE, SQ, 100 * M, 100 * M, sa, 0);
+	tg_dev_ev(g, STP_EV_ALLOC, SQ, 100 * M, 100 * M, sa, STP_POOL_TENSORS);
+	stp_event fe = {.type = STP_EV_FREE};
+	fe.u.free = (stp_free_info){.addr = SX, .kind = STP_MEM_DEVICE, .device = 0, .pool = STP_POOL_TENSORS};
+	tg_emit(g, &fe);
+	fe.u.free.addr = SQ;
+	tg_emit(g, &fe);
+	tg_dev_ev(g, STP_EV_ALLOC, SX, 60 * M, 60 * M, sa, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_ALLOC, SQ, 60 * M, 60 * M, sa, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_REFUSED, 0, 70 * M, 0, sw, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_REFUSED, 0, 70 * M, 0, sw, STP_POOL_TENSORS);
+	tg_dev_ev(g, STP_EV_REFUSED, 0, 70 * M, 70 * M, sw, STP_POOL_TENSORS);
+	tg_close(g);
+}
 #endif
