@@ -161,8 +161,14 @@ static void refusal_print(FILE *f, const allocsim_report *r, const allocsim_devi
 		fprintf(f, "  (as run, the model serves it within this: the allocator had less of the device,\n"
 		           "  other libraries or processes holding the rest, or the model misses a rule)\n");
 	char conf[256];
-	if (allocsim_refusal_fix(dr, conf, sizeof conf) >= 0)
+	int fix = allocsim_refusal_fix(dr, conf, sizeof conf);
+	if (fix >= 0)
 		fprintf(f, "  -> PYTORCH_ALLOC_CONF=%s would have served it\n", conf);
+	else if (fix == ALLOCSIM_REFUSAL_NONE && dr->refusal_capacity_given)
+		fprintf(f, "  -> no model serves it: no setting helps; it needs fewer bytes live or a smaller request\n");
+	else if (fix == ALLOCSIM_REFUSAL_NONE)
+		fprintf(f, "  -> no model serves it within this; the device may have had up to the request more\n"
+		           "     (--capacity with the memory the device gives the program decides)\n");
 }
 
 void allocsim_report_print(FILE *f, const allocsim_report *r, allocsim_stack_namer namer, void *ctx)

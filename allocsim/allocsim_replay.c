@@ -358,7 +358,10 @@ int allocsim_refusal_fix(const allocsim_device_report *dr, char *buf, size_t len
 			allocsim_config_format(&c, buf, len);
 			return (int)i;
 		}
-	return -1;
+	for (size_t i = 1; i < dr->nresults; i++)
+		if (dr->refusal_probes[i].served)
+			return -1;
+	return ALLOCSIM_REFUSAL_NONE;
 }
 
 static int device_report(dev_state *d, const allocsim_replay_opts *o, allocsim_device_report *dr, char *err,

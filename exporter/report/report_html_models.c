@@ -133,10 +133,17 @@ static void refusal(const allocsim_device_report *dr, uint64_t t0, FILE *f)
 		fprintf(f, "<td class=n>%s</td></tr>\n", rf_bytes(p->reserved, b[1], 64));
 	}
 	fputs("</table>\n", f);
-	if (allocsim_refusal_fix(dr, conf, sizeof conf) >= 0) {
+	int fix = allocsim_refusal_fix(dr, conf, sizeof conf);
+	if (fix >= 0) {
 		fputs("<p><b>PYTORCH_ALLOC_CONF=", f);
 		rf_html(f, conf);
 		fputs("</b> would have served it.</p>\n", f);
+	} else if (fix == ALLOCSIM_REFUSAL_NONE) {
+		fputs(dr->refusal_capacity_given
+		          ? "<p>No model serves it: no setting helps; it needs fewer bytes live or a smaller request.</p>\n"
+		          : "<p>No model serves it within this; the device may have had up to the request more "
+		            "(<code>--capacity</code> decides).</p>\n",
+		      f);
 	}
 }
 

@@ -206,12 +206,20 @@ static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_sp
 	for (size_t i = 0; r->sim && s->kind == STP_MEM_DEVICE && i < r->sim->ndevices; i++) {
 		const allocsim_device_report *dr = &r->sim->devices[i];
 		char conf[256];
-		if (dr->device != s->device || dr->host_fallback || allocsim_refusal_fix(dr, conf, sizeof conf) < 0)
+		int fix = dr->device == s->device && !dr->host_fallback ? allocsim_refusal_fix(dr, conf, sizeof conf) : -1;
+		if (fix == -1)
 			continue;
-		fprintf(f, "            the models, within %s%s%s: PyTorch's allocator as run\n"
-		           "            refuses it too, with PYTORCH_ALLOC_CONF=%s it serves it\n",
-		        dr->refusal_capacity_given ? "--capacity " : "the ", rf_bytes(dr->refusal_capacity, b, sizeof b),
-		        dr->refusal_capacity_given ? "" : " the device had given", conf);
+		fprintf(f, "            the models, within %s%s%s: ", dr->refusal_capacity_given ? "--capacity " : "the ",
+		        rf_bytes(dr->refusal_capacity, b, sizeof b), dr->refusal_capacity_given ? "" : " the device had given");
+		if (fix >= 0)
+			fprintf(f, "PyTorch's allocator as run\n"
+			           "            refuses it too, with PYTORCH_ALLOC_CONF=%s it serves it\n", conf);
+		else if (dr->refusal_capacity_given)
+			fprintf(f, "none serves it: no setting\n"
+			           "            helps; it needs fewer bytes live or a smaller request\n");
+		else
+			fprintf(f, "none serves it\n"
+			           "            (the device may have had up to the request more: --capacity decides)\n");
 	}
 }
 

@@ -482,7 +482,11 @@ typedef struct allocsim_device_report {
 /* The refused request's fix, when the as-run model refuses it too (it
  * agrees with the run) and another PyTorch config serves it within the
  * same capacity: that config's index in results, its PYTORCH_ALLOC_CONF
- * settings in buf; else -1. */
+ * settings in buf.  -2 when no model serves it (within --capacity: no
+ * setting helps, the live bytes and the request need more; within what
+ * the device had given: the device may have had up to the request more),
+ * else -1. */
+#define ALLOCSIM_REFUSAL_NONE (-2)
 int allocsim_refusal_fix(const allocsim_device_report *dr, char *buf, size_t len);
 
 typedef struct allocsim_report {

@@ -61,6 +61,10 @@ echo "$r" | grep -q "^  refused   1 request for want of memory; the first asked 
   fail "report: the oom's refused line: $(echo "$r" | grep -A1 '^  refused')"
 echo "$r" | grep -q "^            with 4.00 MiB live of 22.0 MiB reserved, at model.py:42 in forward <- train.py:7 in step$" ||
   fail "report: the oom's line: $(echo "$r" | grep -A1 '^  refused')"
+# the models try it within the 22 MiB the allocator held: 4 MiB live and
+# 64 MiB asked for fit in none (docs/allocator-models.md)
+echo "$r" | grep -q "^            the models, within the 22.0 MiB the device had given: none serves it$" ||
+  fail "report: the models at the oom: $(echo "$r" | grep -A3 '^  refused')"
 # a site whose frames start in PyTorch's C++ (PyTorch 2.x records the
 # unwinder's and the caching allocator's own frames first, file "??") is
 # named by its first Python line, the C++ below it
