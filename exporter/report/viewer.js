@@ -35,6 +35,7 @@
 (function () {
   const LEFT = 64;          /* y axis margin, CSS px */
   const BAND_H = 14;        /* one band row */
+  const POINT_HIT = 4;      /* px either side of a moment in a band (a refused request) */
   const AXIS_H = 16;        /* x axis labels */
   const MAIN_H = 260;       /* a rank's timeline when it is alone */
   const CLASS_COLOR = ['#4e79a7', '#f28e2b', '#59a14f', '#bab0ac', '#e15759', '#b07aa1', '#9c755f'];
@@ -666,6 +667,9 @@
         return {b: p[3], e: p[4], text: name + (p[1] ? ` mb ${p[1]}` : ''),
           color: PHASE_COLOR[base] || PALETTE[hashStr(base) % PALETTE.length], what: 'phase'};
       })});
+    if (m.refused && m.refused.length) /* requests refused for want of memory: moments */
+      rows.push({name: 'refused', items: m.refused.map(x => ({b: x[0], e: x[0], text: x[2], color: '#c62828',
+        what: 'refused', point: true}))});
     if (m.modules && m.modules.length) {
       const depth = Math.min(3, 1 + m.modules.reduce((d, x) => Math.max(d, x[1]), 0));
       for (let d = 0; d < depth; d++)
@@ -700,6 +704,10 @@
         const x1 = LEFT + unitToX(R, timeToUnit(R, it.e), P.cssW);
         if (x1 < LEFT || x0 > LEFT + P.cssW) continue;
         ctx.fillStyle = it.color;
+        if (it.point) { /* a moment: a mark, hit within POINT_HIT px */
+          ctx.fillRect(x0 - 1.5, y + 1, 3, BAND_H - 2);
+          continue;
+        }
         ctx.fillRect(x0, y + 1, Math.max(1, x1 - x0 - 0.5), BAND_H - 2);
         if (x1 - x0 > 40) {
           ctx.fillStyle = '#222';
@@ -1416,7 +1424,7 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
     const u = xToUnit(P.R, x - LEFT, P.cssW);
     for (const it of row.items) {
       const a = timeToUnit(P.R, it.b), b = timeToUnit(P.R, it.e);
-      if (a <= u && u < b) return it;
+      if (it.point ? Math.abs(LEFT + unitToX(P.R, a, P.cssW) - x) <= POINT_HIT : a <= u && u < b) return it;
     }
     return null;
   }
@@ -1520,7 +1528,8 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
       P.bands.addEventListener('mousemove', ev => {
         const r = P.bands.getBoundingClientRect();
         const it = bandAt(P, ev.clientX - r.left, ev.clientY - r.top);
-        showTip(ev, it ? `${esc(it.text)}<br>${fmtNs(it.b)} – ${fmtNs(it.e)} (${fmtNs(it.e - it.b)})<br>` +
+        showTip(ev, it ? `${esc(it.text)}<br>` + (it.point ? `at ${fmtNs(it.b)}<br>` :
+          `${fmtNs(it.b)} – ${fmtNs(it.e)} (${fmtNs(it.e - it.b)})<br>`) +
           '<span class=stpv-hint>click to zoom to it</span>' : null);
       });
       P.bands.addEventListener('mouseleave', () => showTip(null, null));
@@ -1529,7 +1538,7 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
         const it = bandAt(P, ev.clientX - r.left, ev.clientY - r.top);
         if (!it) return;
         const d = domain(P.R), a = timeToUnit(P.R, it.b), b = timeToUnit(P.R, it.e);
-        const pad = (b - a) * 0.02;
+        const pad = it.point ? d * 0.02 : (b - a) * 0.02; /* a moment: 4% of the run around it */
         setView((a - pad) / d, (b + pad) / d);
       });
     });
@@ -1736,9 +1745,11 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
       });
       V.cursor = {r, e: V.ranks[r].peakEv};
       /* start on the stretch where the space has events (a PyTorch run's
-       * tensors come after `import torch`) */
+       * tensors come after `import torch`), and its refused requests (an
+       * out-of-memory error ends many a run after the last allocation) */
       const first = Math.min(...V.ranks.map(R => (R.ne ? R.et[0] : 0)));
-      const last = Math.max(...V.ranks.map(R => (R.ne ? R.et[R.ne - 1] : V.tmax)));
+      const last = Math.max(...V.ranks.map(R => Math.max(R.ne ? R.et[R.ne - 1] : V.tmax,
+        ...(R.m.refused || []).map(x => x[0]))));
       const pad = (last - first) * 0.02;
       V.f0 = Math.max(0, (first - pad) / V.tmax);
       V.f1 = Math.min(1, (last + pad) / V.tmax);
@@ -1784,6 +1795,14 @@ tr[data-stp-finding],tr[data-stp-site]{cursor:pointer}`;
     },
     view() {
       return {f0: V.f0, f1: V.f1, xmode: V.xmode, labels: V.panels.map(P => P.axisLabels)};
+    },
+    /* where rank r's band items of a row are drawn (client px): for tests */
+    bandPoints(r, name) {
+      const P = V.panels[r], k = P.rows.findIndex(row => row.name === name);
+      if (k < 0) return [];
+      const rect = P.bands.getBoundingClientRect();
+      return P.rows[k].items.map(it => ({text: it.text, x: rect.left + LEFT + unitToX(P.R, timeToUnit(P.R, it.b), P.cssW),
+        y: rect.top + k * BAND_H + BAND_H / 2}));
     },
     segments() {
       const s = V.segLast;

@@ -28,6 +28,37 @@ static void state_column(vw_bytes *blob, vw_bytes *cols, const vw_state *st, cha
 	vw_column(blob, cols, name, a->v, a->n, codec, type);
 }
 
+/* One refused request for the viewer's "refused" band: [ns, bytes, text]. */
+static void refusal_json(stp_det *d, const stp_det_refusal *x, vw_bytes *m)
+{
+	char b[3][64], line[600] = "", t[512];
+	stp_det_frame fr;
+	if (x->stack && stp_det_stack_frames(d, x->stack, &fr, 1))
+		snprintf(line, sizeof line, " at %s", stp_det_frame_text(&fr, t, sizeof t));
+	char text[900];
+	snprintf(text, sizeof text, "refused: %s asked for with %s live%s%s%s", rf_bytes(x->bytes, b[0], 64),
+	         rf_bytes(x->live, b[1], 64), x->reserved ? " of " : "", x->reserved ? rf_bytes(x->reserved, b[2], 64) : "",
+	         x->reserved ? " reserved" : "");
+	strncat(text, line, sizeof text - strlen(text) - 1);
+	vw_printf(m, "[%" PRIu64 ",%" PRIu64 ",", x->ns, x->bytes);
+	vw_json_str(m, text);
+	vw_puts(m, "]");
+}
+
+/* "refused": the primary space's first and last refused requests (one
+ * when they are the same request) */
+static void refused_json(stp_det *d, const stp_det_space *sp, vw_bytes *m)
+{
+	vw_puts(m, ",\"refused\":[");
+	if (sp->refused)
+		refusal_json(d, &sp->refused_first, m);
+	if (sp->refused > 1 && sp->refused_last.seq != sp->refused_first.seq) {
+		vw_puts(m, ",");
+		refusal_json(d, &sp->refused_last, m);
+	}
+	vw_puts(m, "]");
+}
+
 /* The JSON description of trace k (its columns appended to blob). */
 static void describe(vw_rank *k, const stp_report_options *o, vw_bytes *m, vw_bytes *blob)
 {
@@ -75,6 +106,7 @@ static void describe(vw_rank *k, const stp_report_options *o, vw_bytes *m, vw_by
 	          r->duration_ns, k->nobj, k->nev, k->objects_total, k->selected, k->frames_cut, k->modules_dropped);
 	vw_printf(m, ",\"peak\":{\"bytes\":%" PRIu64 ",\"ns\":%" PRIu64 ",\"objects\":%" PRIu64 "}", sp->peak_bytes,
 	          sp->peak_ns, sp->peak_objects);
+	refused_json(d, sp, m);
 	vw_puts(m, ",\n\"iters\":[");
 	for (uint32_t i = 0; i < t->niterations; i++)
 		vw_printf(m, "%s[%" PRId64 ",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", t->iterations[i].index,

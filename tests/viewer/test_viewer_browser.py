@@ -115,6 +115,21 @@ def gpu_trace(b, tmp):
     check(page.errors == [], 'no console errors on load: %s' % page.errors)
     check(js(page, 'stprofViewer.V.ranks[0].n') == 10, 'the 10 device objects are embedded')
 
+    # the refused request: a mark in the "refused" band, its tip names it
+    pts = js(page, 'stprofViewer.bandPoints(0, "refused")')
+    check(len(pts) == 1, 'one refused request in the bands: %s' % pts)
+    if pts:
+        page.eval('(() => { const t = document.querySelector(".stpv-tip"); if (t) t.style.display = "none"; })()')
+        page.mouse('mouseMoved', pts[0]['x'] - 1, pts[0]['y'])
+        try:
+            page.wait('(() => { const t = document.querySelector(".stpv-tip"); '
+                      'return t && t.style.display === "block"; })()', 20)
+        except TimeoutError:
+            pass
+        tip = page.eval('document.querySelector(".stpv-tip").innerText')
+        check('refused: 64.0 MiB asked for' in tip and 'model.py:77 in evaluate' in tip,
+              'hovering the mark names the request and its line: %r' % tip)
+
     # hover the second iteration's activation
     a = [i for i in range(10) if page.eval('stprofViewer.V.ranks[0].userLine(%d)' % i) == 'model.py:42 in forward']
     check(len(a) == 3, 'three activations made at model.py:42')

@@ -13,8 +13,10 @@
  *     backward, right after A) written by "backward_kernel" with A; a leaked 1 MiB buffer
  *     L at +24 MiB + i MiB (model.py:99 in leak); then A and G are freed.
  *     The peak (17 MiB) is the third iteration's backward: W, A, G and the
- *     three L, in the one segment.  RANK (optional) sets the process's
- *     rank and scales A by (1 + RANK) so the ranks differ.
+ *     three L, in the one segment.  After the loop an evaluation's 64 MiB
+ *     is refused (model.py:77 in evaluate: PyTorch's oom report, a
+ *     REFUSED event).  RANK (optional) sets the process's rank and scales
+ *     A by (1 + RANK) so the ranks differ.
  *
  * Times step by 1 ms per event.
  */
@@ -119,6 +121,10 @@ static int gpu(const char *path, int rank)
 		mark(STP_MARK_PHASE_END, "backward", 0);
 		mark(STP_MARK_ITER_END, NULL, i);
 	}
+	stp_event no = {.type = STP_EV_REFUSED};
+	no.u.alloc = (stp_alloc_info){.size = 64 * MIB, .requested = 64 * MIB, .stack = py_stack("model.py:77 in evaluate"),
+	                              .kind = STP_MEM_DEVICE, .device = 0, .pool = STP_POOL_TENSORS};
+	emit(&no);
 	return stp_writer_close(w, STP_END_EXIT, 0) ? 1 : 0;
 }
 
