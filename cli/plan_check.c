@@ -111,10 +111,14 @@ static void print_advice(FILE *f, const stp_reqs *r, const stalloc_replay_result
 		       "                largest: --varying off was given?)\n",
 		       res->steady_unmatched);
 	}
-	if (r->shapes_vary)
+	if (r->sizes_vary)
 		ADVISE("shapes vary from step to step (see input:): the plan is of the largest iteration seen; pad or\n"
 		       "                bucket the varying dimension (sequence length, batch) to a few sizes, or record more\n"
 		       "                steps so that the largest is among them; --min-size 4k or more keeps the many\n"
+		       "                small per-step tensors out of the plan\n");
+	else if (r->shapes_vary)
+		ADVISE("the number of requests varies from step to step (see input:), their sizes do not: the plan\n"
+		       "                is of the iteration with the most bytes live; --min-size 4k or more keeps the many\n"
 		       "                small per-step tensors out of the plan\n");
 	/* in steps unlike the others (above), ranges found in use are theirs too */
 	if (unlike && res->steady_occupied > res->occupied_alone)
@@ -168,10 +172,15 @@ void plan_check_print(FILE *f, const stp_reqs *r, const stp_plan *p, const stall
 		        stprof_fmt_bytes(res->total_peak, b2, sizeof b2));
 	if (!plan_check_followed(res))
 		print_advice(f, r, res);
-	else if (r->shapes_vary)
+	else if (r->sizes_vary)
 		fprintf(f, "note:           shapes vary: each varying request is planned at the largest size recorded at its\n"
 		           "                place; a run with longer sequences or larger batches than the recording's sends\n"
 		           "                those to the fallback: record a run that reaches the largest you will run\n");
+	else if (r->shapes_vary)
+		fprintf(f, "note:           the number of requests varies from step to step, their sizes do not (steps that\n"
+		           "                log, evaluate or save every few steps?): steps without some of the planned\n"
+		           "                iteration's requests leave their ranges free; those the plan does not place take\n"
+		           "                free pool space first\n");
 }
 
 static const uint64_t min_candidates[] = {512, 1024, 2048, 4096, 8192, 16384, 65536};

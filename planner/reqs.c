@@ -241,6 +241,7 @@ int stp_reqs_raise_min(const stp_reqs *src, uint64_t min_size, stp_reqs *dst)
 	dst->device = src->device;
 	dst->tensors = src->tensors;
 	dst->shapes_vary = src->shapes_vary;
+	dst->sizes_vary = src->sizes_vary;
 	dst->iterations = src->iterations;
 	dst->min_size = min_size > src->min_size ? min_size : src->min_size;
 	uint32_t *rank = NULL, *ords = NULL;

@@ -928,8 +928,8 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 	}
 	if (absent) {
 		nl = strlen(notes);
-		snprintf(notes + nl, sizeof notes - nl,
-		         "; %" PRIu64 " are not made in every iteration (the number of operations varies)", absent);
+		snprintf(notes + nl, sizeof notes - nl, "; %" PRIu64 " %s not made in every iteration (the number of operations varies)",
+		         absent, absent == 1 ? "is" : "are");
 	}
 	if (varying) {
 		nl = strlen(notes);
@@ -937,6 +937,7 @@ int stp_reqs_from_trace(const char *path, const stp_window *w, stp_reqs *r, char
 		         w->detect_varying == STP_VARYING_DYNAMIC ? "dynamic" : "planned at the largest seen");
 	}
 	r->shapes_vary = varying + absent > 0;
+	r->sizes_vary = varying > 0;
 	r->iterations = nits;
 	r->notes = stp_reqs_string(r, notes);
 	r->source = stp_reqs_string(r, path);

@@ -90,6 +90,8 @@ typedef struct stp_reqs {
 	 * persistent (a persistent request's ordinal is its index here); the
 	 * runtime allocator follows it to tell persistent requests from the
 	 * temporaries around them (plan 1.3; none in older files). */
+	int sizes_vary;                /* of shapes_vary, sizes at a place (not just counts): a
+	                                * trace's; 0 from a plan file */
 	int shapes_vary;               /* sizes or counts of requests vary from one iteration to the
 	                                * next: the runtime lends free pool space (plan 1.3) */
 	uint64_t iterations;           /* complete iterations in the trace, folded ones included
