@@ -260,6 +260,13 @@ static void say_enforce_child(const char *plan, const char *trace, char *const *
 		        argv[0], (int)n, shown);
 }
 
+/* The peak of a trace's space analyzed in depth (0 when none). */
+static uint64_t rank_peak(stp_det *d)
+{
+	const stp_det_result *r = stp_det_result_of(d);
+	return r->primary >= 0 ? r->spaces[r->primary].peak_bytes : 0;
+}
+
 /* The one-shot mode's outputs for a run with rank traces (a torchrun job):
  * the report on every rank (the launcher listed, not compared), a plan per
  * rank (NAME.rank<R>.plan), one timeline of the ranks (NAME.pftrace). */
@@ -294,6 +301,24 @@ static void outputs_of_ranks(const traceset *ts, const char *trace, const record
 	size_t tl = strlen(trace);
 	int stem = (int)(tl > 4 && !strcmp(trace + tl - 4, ".stp") ? tl - 4 : tl);
 	char out[PATH_MAX + 48], first[PATH_MAX + 48] = "";
+	/* ranks learnt late (torch.multiprocessing.spawn's workers) start with
+	 * no RANK to pick a rank's plan by: one plan, the largest rank's, that
+	 * each worker enforces as the program it runs */
+	size_t late = SIZE_MAX;
+	for (size_t i = 0; i < ts->nranks && ok == ts->n; i++)
+		if (stp_det_result_of(det[i])->rank_late && (late == SIZE_MAX || rank_peak(det[i]) > rank_peak(det[late])))
+			late = i;
+	if (plan && late != SIZE_MAX) {
+		snprintf(out, sizeof out, "%.*s.plan", stem, trace);
+		if (!o->quiet)
+			fprintf(stderr, "\nAllocation plan (stprof plan; docs/planner.md): the ranks learnt their rank in\n"
+			                "init_process_group (torch.multiprocessing.spawn), after they started, so one plan\n"
+			                "serves them all: the one of the rank that needs the most, %s\n",
+			        ts->path[late]);
+		if (sidecar_ok(out, OUTNAME_PLAN, "plan") && write_plan(ts->path[late], out, o->quiet, 0) == 0 && !o->quiet)
+			say_enforce_child(out, ts->path[late], argv, 3);
+		plan = 0;
+	}
 	if (plan && !o->quiet)
 		fputs("\nAllocation plans (stprof plan; docs/planner.md), one per rank: a fixed offset in one\n"
 		      "pool for every allocation of the last iteration that repeats; pool / bound near 1\n"

@@ -541,7 +541,7 @@ int record_summary(const char *trace, const char *program, int status, int quiet
 		           "(a file-size limit, RLIMIT_FSIZE, a full disk, or an exit stprof did not see); what was written is read",
 		           trace, WEXITSTATUS(status));
 	if (s.ranks)
-		stprof_err("%d trace%s of ranks' processes (RANK set), e.g. %s; `stprof report %s` compares them",
+		stprof_err("%d trace%s of ranks' processes (RANK set, or init_process_group's rank), e.g. %s; `stprof report %s` compares them",
 		           s.ranks, s.ranks > 1 ? "s" : "", s.first_rank, trace);
 	int others = s.n - 1 - s.ranks + (access(trace, F_OK) != 0);
 	if (others > 0)

@@ -190,6 +190,21 @@ static void note_annotation(stp_det *d, const char *name, int64_t v)
 		d->res.segments_dropped = v > 0 ? (uint64_t)v : 0; /* snap_import.c */
 		return;
 	}
+	/* a rank learnt after the start (collector/core/rank_late.c: a
+	 * torch.multiprocessing.spawn worker), its PROCESS event's rank -1 */
+	if (name && !strcmp(name, "stprof.rank") && d->res.rank < 0 && v >= 0 && v <= INT32_MAX) {
+		d->res.rank = (int32_t)v;
+		d->res.rank_late = 1;
+		return;
+	}
+	if (name && !strcmp(name, "stprof.world_size") && d->res.world_size < 0 && v > 0 && v <= INT32_MAX) {
+		d->res.world_size = (int32_t)v;
+		return;
+	}
+	if (name && !strcmp(name, "stprof.local_rank") && d->res.local_rank < 0 && v >= 0 && v <= INT32_MAX) {
+		d->res.local_rank = (int32_t)v;
+		return;
+	}
 	if (!name || strncmp(name, pre, sizeof pre - 1))
 		return;
 	const char *k = name + sizeof pre - 1;

@@ -228,6 +228,10 @@ STC_HIDDEN long long stc_out_end_locked(uint32_t reason, int32_t value);
 /* Undoes an END written before an execve that failed. */
 STC_HIDDEN void stc_out_undo_end(long long offset);
 STC_HIDDEN void stc_out_atfork_child(void);
+/* This process is rank R, learnt after it started (rank_late.c): its trace
+ * is renamed <output>.rank<R>[.<n>] unless it is a launcher's rank already
+ * or holds the configured path.  0 when renamed. */
+STC_HIDDEN int stc_out_take_rank(long rank);
 
 /* ---------------------------------------------------------------- defs (defs.c) */
 STC_HIDDEN void stc_defs_init(void);

@@ -13,7 +13,11 @@
  * taken, and claims the rank for its descendants by setting
  * STPROF_RANK_PID=R:<pid> in its environment.  A descendant with another pid
  * (a DataLoader worker, a compiler run by the rank) inherits both variables
- * and keeps the <pid> naming above, so it is never taken for the rank.  Every write goes
+ * and keeps the <pid> naming above, so it is never taken for the rank.  A
+ * process that learns its rank later (torch.multiprocessing.spawn's worker:
+ * init_process_group(rank=R), the shim tells us) renames its <path>.<pid>
+ * to <path>.rank<R> then (stc_out_take_rank: link, never over another
+ * file, then unlink) and claims the rank the same way.  Every write goes
  * through one lock; chunks are written whole with write(2), so a SIGKILL
  * leaves the file ending at a chunk boundary.
  *
@@ -269,6 +273,35 @@ void stc_out_undo_end(long long offset)
 		out_offset = offset;
 	else
 		out_failed = 1;
+}
+
+int stc_out_take_rank(long rank)
+{
+	int pid = (int)getpid(), rc = -1;
+	const char *base = g_cfg.output;
+	if (rank < 0 || rank_process(pid) >= 0) /* a launcher's rank already (torchrun's RANK) */
+		return -1;
+	char cand[sizeof out_path];
+	stc_out_lock();
+	/* a process started by another (torch.multiprocessing.spawn's worker,
+	 * named <path>.<pid>), not the one holding the configured path */
+	for (int n = 0; out_have() && !out_failed && strcmp(out_path, base) && n < 1000; n++) {
+		if (n == 0)
+			snprintf(cand, sizeof cand, "%s.rank%ld", base, rank);
+		else
+			snprintf(cand, sizeof cand, "%s.rank%ld.%d", base, rank, n);
+		if (link(out_path, cand) == 0) { /* never over another trace */
+			unlink(out_path);
+			snprintf(out_path, sizeof out_path, "%s", cand);
+			claim_rank(rank, pid);
+			rc = 0;
+			break;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	stc_out_unlock();
+	return rc;
 }
 
 void stc_out_atfork_child(void)

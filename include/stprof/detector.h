@@ -356,6 +356,8 @@ typedef struct stp_det_result {
 	const char *command;      /* cmdline of the process, "" when unknown */
 	uint32_t pid;
 	int32_t rank, local_rank, world_size; /* from RANK, LOCAL_RANK, WORLD_SIZE; -1 unknown */
+	int rank_late;            /* the rank was learnt after the start (torch.multiprocessing.spawn's
+	                           * worker: init_process_group; the stprof.rank annotation) */
 	uint64_t events, api_events, marker_events, lost_events;
 	uint64_t by_type[STP_EV_TYPE_MAX + 1];
 	uint64_t duration_ns;

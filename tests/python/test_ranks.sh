@@ -9,7 +9,13 @@
 # 2. ddp_other.py (a conv net, Adam, a DataLoader worker forked from each
 #    rank, all_reduce) through the one-shot mode: a trace per rank, the
 #    workers' traces not taken for ranks, the merged report, a plan per rank
-#    and one timeline, and the command that enforces the plans.
+#    and one timeline, and the command that enforces the plans;
+# 3. spawn_batch.py, started with torch.multiprocessing.spawn (no RANK in
+#    the workers' environment; init_process_group(rank=R) says it): each
+#    worker's trace becomes FILE.rank<R> then (the shim tells the
+#    collector), the merged report compares them as torchrun's, and one
+#    plan (the larger rank's) is enforced in each worker, as the ranks
+#    cannot pick theirs.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch.distributed' 2>/dev/null || skip "no torch.distributed for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -76,4 +82,23 @@ grep -q "timeline of the 2 ranks written" "$T/err2.txt" || fail "no timeline mes
 # and the command that enforces the ranks' plans (test_stalloc_ranks.sh runs one)
 grep -qxF "enforce:        stprof run --plan $T/ddp_other.plan -- $PY ${RUN[*]} $S/ddp_other.py" "$T/err2.txt" ||
 	fail "no enforce line: $(grep -A1 '^written:' "$T/err2.txt")"
+
+# 3. torch.multiprocessing.spawn: ranks learnt in init_process_group
+port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$STPROF" -o "$T/s.stp" "$PY" "$S/spawn_batch.py" "$port" >"$T/out3.txt" 2>"$T/err3.txt" ||
+	fail "one-shot, spawn: $(tail -5 "$T/err3.txt")"
+grep -q "rank 0 done" "$T/out3.txt" && grep -q "rank 1 done" "$T/out3.txt" || fail "output: $(cat "$T/out3.txt")"
+for f in s.stp s.stp.rank0 s.stp.rank1 s.plan; do [ -f "$T/$f" ] || fail "spawn: no $f: $(ls "$T")"; done
+for r in 0 1; do
+	"$STPROF" dump "$T/s.stp.rank$r" | grep -q "marker kind=annotation name=\"stprof.rank\" value=$r" ||
+		fail "spawn: no rank annotation in s.stp.rank$r"
+done
+grep -q "^stprof report: [0-9]* traces, 2 ranks (world size 2)" "$T/err3.txt" || fail "spawn report: $(cat "$T/err3.txt")"
+grep -q "rank 1 peaks" "$T/err3.txt" || fail "spawn: rank 1 does not peak: $(grep -A2 '^Merged' "$T/err3.txt")"
+grep -q "spawn_batch.py:[0-9]* in make_batch" "$T/err3.txt" || fail "spawn: make_batch's line not named"
+grep -q "one plan$" "$T/err3.txt" && grep -q "serves them all: the one of the rank that needs the most, $T/s.stp.rank1" "$T/err3.txt" ||
+	fail "spawn: the plan: $(grep -A3 '^Allocation plan' "$T/err3.txt")"
+grep -q "in each worker .* starts with python -c, as torch.multiprocessing.spawn does" "$T/err3.txt" ||
+	fail "spawn: enforce line: $(grep -A1 '^enforce' "$T/err3.txt")"
+ls "$T" | grep -q '^s\.rank[0-9]*\.plan$' && fail "spawn: rank plans no worker can pick: $(ls "$T")"
 echo ok

@@ -990,6 +990,11 @@ def install(torch):
         accesses.install(torch)
 
     _mark_worker_batches(torch)
+    from . import ranks
+    try:  # torch.multiprocessing.spawn's workers learn their rank late
+        ranks.install(torch)
+    except Exception as e:  # never break the program
+        sys.stderr.write("stprof: late ranks disabled: %s\n" % (e,))
 
     ag = torch.autograd
     for name in ("backward", "grad"):
