@@ -54,6 +54,7 @@ static atomic_int out_ready;
 static int out_failed;
 static long long out_offset;
 static int out_low; /* opened for each write: see above */
+static long out_rank = -1; /* the rank the file was opened as (rank_process), or taken as later */
 
 static int out_have(void) { return out_fd >= 0 || out_low; }
 
@@ -213,6 +214,7 @@ int stc_out_open(void)
 	}
 	if (rank >= 0)
 		claim_rank(rank, pid);
+	out_rank = rank;
 	struct stat sb;
 	fstat(fd, &sb);
 	out_fd = fd;
@@ -279,7 +281,10 @@ int stc_out_take_rank(long rank)
 {
 	int pid = (int)getpid(), rc = -1;
 	const char *base = g_cfg.output;
-	if (rank < 0 || rank_process(pid) >= 0) /* a launcher's rank already (torchrun's RANK) */
+	/* a rank's trace already (torchrun's RANK at start; RANK the program
+	 * set itself before init_process_group does not count: the file was
+	 * named without it) */
+	if (rank < 0 || out_rank >= 0)
 		return -1;
 	char cand[sizeof out_path];
 	stc_out_lock();
@@ -294,6 +299,7 @@ int stc_out_take_rank(long rank)
 			unlink(out_path);
 			snprintf(out_path, sizeof out_path, "%s", cand);
 			claim_rank(rank, pid);
+			out_rank = rank;
 			rc = 0;
 			break;
 		}
@@ -312,5 +318,6 @@ void stc_out_atfork_child(void)
 	out_fd = -1;
 	out_low = 0;
 	out_failed = 0;
+	out_rank = -1;
 	atomic_store(&out_ready, 0);
 }

@@ -18,6 +18,7 @@ def make_batch(n):
 def worker(rank, world, port):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = port
+    os.environ["RANK"] = str(rank)  # as many scripts do: set late, it names no trace
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))

@@ -5,7 +5,9 @@ environment; each passes its rank to torch.distributed.init_process_group.
 After that returns, the wrapper tells the collector the rank
 (stprof_rank_v1, collector/core/rank_late.c): the worker's trace becomes
 <path>.rank<R>, and the report compares the ranks as it does torchrun's.
-A process that had RANK from the start (torchrun) is left as it is."""
+The collector leaves a process that had RANK from the start (torchrun) as
+it is; RANK that the worker sets itself before init_process_group does not
+count (its trace was named without it)."""
 import ctypes
 import functools
 import os
@@ -16,7 +18,7 @@ def install(torch):
     if dist is None or not dist.is_available():
         return
     real = getattr(dist, "init_process_group", None)
-    if real is None or getattr(real, "_stprof", False) or "RANK" in os.environ:
+    if real is None or getattr(real, "_stprof", False):
         return
     try:
         tell = ctypes.CDLL(None).stprof_rank_v1
