@@ -15,7 +15,7 @@
 #    worker's trace becomes FILE.rank<R> then (the shim tells the
 #    collector), the merged report compares them as torchrun's, and one
 #    plan (the larger rank's) is enforced in each worker, as the ranks
-#    cannot pick theirs.
+#    cannot pick theirs (ddp_batch.py's loop).
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch.distributed' 2>/dev/null || skip "no torch.distributed for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -95,7 +95,7 @@ for r in 0 1; do
 done
 grep -q "^stprof report: [0-9]* traces, 2 ranks (world size 2)" "$T/err3.txt" || fail "spawn report: $(cat "$T/err3.txt")"
 grep -q "rank 1 peaks" "$T/err3.txt" || fail "spawn: rank 1 does not peak: $(grep -A2 '^Merged' "$T/err3.txt")"
-grep -q "spawn_batch.py:[0-9]* in make_batch" "$T/err3.txt" || fail "spawn: make_batch's line not named"
+grep -q "ddp_batch.py:[0-9]* in make_batch" "$T/err3.txt" || fail "spawn: make_batch's line not named"
 grep -q "one plan$" "$T/err3.txt" && grep -q "serves them all: the one of the rank that needs the most, $T/s.stp.rank1" "$T/err3.txt" ||
 	fail "spawn: the plan: $(grep -A3 '^Allocation plan' "$T/err3.txt")"
 grep -q "in each worker .* starts with python -c, as torch.multiprocessing.spawn does" "$T/err3.txt" ||
