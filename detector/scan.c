@@ -192,17 +192,16 @@ static void note_annotation(stp_det *d, const char *name, int64_t v)
 	}
 	/* a rank learnt after the start (collector/core/rank_late.c: a
 	 * torch.multiprocessing.spawn worker), its PROCESS event's rank -1 */
-	if (name && !strcmp(name, "stprof.rank") && d->res.rank < 0 && v >= 0 && v <= INT32_MAX) {
-		d->res.rank = (int32_t)v;
-		d->res.rank_late = 1;
-		return;
-	}
-	if (name && !strcmp(name, "stprof.world_size") && d->res.world_size < 0 && v > 0 && v <= INT32_MAX) {
-		d->res.world_size = (int32_t)v;
-		return;
-	}
-	if (name && !strcmp(name, "stprof.local_rank") && d->res.local_rank < 0 && v >= 0 && v <= INT32_MAX) {
-		d->res.local_rank = (int32_t)v;
+	int32_t *late = !name                                ? NULL
+	                : !strcmp(name, "stprof.rank")       ? &d->res.rank
+	                : !strcmp(name, "stprof.world_size") ? &d->res.world_size
+	                : !strcmp(name, "stprof.local_rank") ? &d->res.local_rank
+	                                                     : NULL;
+	if (late) {
+		if (*late < 0 && v >= 0 && v <= INT32_MAX) {
+			*late = (int32_t)v;
+			d->res.rank_late |= late == &d->res.rank;
+		}
 		return;
 	}
 	if (!name || strncmp(name, pre, sizeof pre - 1))

@@ -91,24 +91,23 @@ static report_fn real_v1, real_v2;
 static oom_fn real_oom_v1, real_oom_v2;
 static _Atomic int resolved;
 
+/* libc10's definition of name, NULL when it is one of ours (mine1, mine2). */
+static void *real_sym(const char *name, void *mine1, void *mine2)
+{
+	void *s = stc_c10_sym(name);
+	return s == mine1 || s == mine2 ? NULL : s;
+}
+
 void stc_torch_cuda_caching_resolve(void)
 {
 	if (atomic_load_explicit(&resolved, memory_order_acquire))
 		return;
-	void *a = stc_c10_sym(NAME_V2), *b = stc_c10_sym(NAME_V1);
-	if (a == (void *)stc_c10_report_v2 || a == (void *)stc_c10_report_v1)
-		a = NULL;
-	if (b == (void *)stc_c10_report_v2 || b == (void *)stc_c10_report_v1)
-		b = NULL;
-	*(void **)&real_v2 = a;
-	*(void **)&real_v1 = b;
-	a = stc_c10_sym(OOM_V2), b = stc_c10_sym(OOM_V1);
-	if (a == (void *)stc_c10_oom_v2 || a == (void *)stc_c10_oom_v1)
-		a = NULL;
-	if (b == (void *)stc_c10_oom_v2 || b == (void *)stc_c10_oom_v1)
-		b = NULL;
-	*(void **)&real_oom_v2 = a;
-	*(void **)&real_oom_v1 = b;
+	void *r2 = (void *)stc_c10_report_v2, *r1 = (void *)stc_c10_report_v1;
+	void *o2 = (void *)stc_c10_oom_v2, *o1 = (void *)stc_c10_oom_v1;
+	*(void **)&real_v2 = real_sym(NAME_V2, r2, r1);
+	*(void **)&real_v1 = real_sym(NAME_V1, r2, r1);
+	*(void **)&real_oom_v2 = real_sym(OOM_V2, o2, o1);
+	*(void **)&real_oom_v1 = real_sym(OOM_V1, o2, o1);
 	atomic_store_explicit(&resolved, 1, memory_order_release);
 }
 
