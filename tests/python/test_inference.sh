@@ -5,14 +5,16 @@
 # shim makes each one an iteration with its phase "forward"
 # (collector/torch/python/stprof/torch_markers.py, inference_forward).
 # 1. 600 batches: the output is the native one; 567 iterations from
-#    markers (forwards 33 to 600; the last one is never ended), phase
+#    markers (forwards 33 to 600, numbered 32 to 598: iteration k is the
+#    k-th forward from 0, the script's own request number; the last one
+#    is never ended), phase
 #    "forward" only (the detector, without markers, split each batch at its
 #    peak into a "forward" and a "backward"); steady ones fold; a batch adds
 #    at most 1 KiB to the trace (600 batches against 300; 171 bytes before,
 #    when nothing folded).
 # 2. 100 batches, then 50 training steps: the training steps still end
-#    iterations (67 of inference, 50 of training), and the report's steady
-#    iteration is a training one.
+#    iterations (67 of inference, 32 to 98; 50 of training, 99 on), and
+#    the report's steady iteration is a training one.
 . "$(dirname "$0")/../collector/lib.sh"
 "$PY" -c 'import torch' 2>/dev/null || skip "no torch for $PY"
 [ "${STPROF_SANITIZE:-0}" = 1 ] && skip "too slow under sanitizers"
@@ -25,6 +27,10 @@ cd "$T"
 expect_eq "output under stprof" "$(cat i.out)" "$("$PY" "$P" 600)"
 "$STPROF" report i.stp >i.txt || fail "report failed"
 grep -q "^Iterations: 567 from markers" i.txt || fail "iterations: $(grep -A2 '^Iterations' i.txt)"
+"$STPROF" report -f json i.stp | "$PY" -c '
+import json, sys
+it = json.load(sys.stdin)["timeline"]["iterations"]
+assert (it[0]["index"], it[-1]["index"]) == (32, 598), (it[0], it[-1])' || fail "iterations not numbered by forward"
 grep -q "^  phases    forward (markers)" i.txt || fail "phases: $(grep '^  phases' i.txt)"
 folded=$("$STPROF" dump -t fold i.stp | wc -l)
 [ "$folded" -ge 560 ] || fail "$folded iterations folded (at least 560)"
@@ -41,5 +47,5 @@ expect_eq "train: output under stprof" "$(cat t.out)" "$("$PY" "$P" 100 train 50
 grep -q "^Iterations: 117 from markers" t.txt || fail "train: iterations: $(grep -A2 '^Iterations' t.txt)"
 grep -q "^  phases    forward backward optimizer (markers)" t.txt || fail "train: phases: $(grep '^  phases' t.txt)"
 steady=$(sed -n 's/^  steady    iteration \([0-9]*\):.*/\1/p' t.txt)
-[ -n "$steady" ] && [ "$steady" -ge 67 ] || fail "train: the steady iteration is $steady, not a training one (67 on)"
+[ -n "$steady" ] && [ "$steady" -ge 99 ] || fail "train: the steady iteration is $steady, not a training one (99 on)"
 echo ok

@@ -58,7 +58,8 @@ the backward):
                             no step), once INFER_AFTER root forwards have
                             run under no_grad or in eval() mode, each one
                             begins an iteration (ITER_END k, ITER_BEGIN
-                            k+1) with its phase "forward" 0: a batch
+                            k+1) with its phase "forward" 0, numbered by
+                            forward from 0 (the first is INFER_AFTER): a batch
                             inference or evaluation script gets
                             iterations, and with them folding.  Once it
                             trains, forwards under no_grad are evaluation
@@ -245,6 +246,10 @@ class _State:
         begins an iteration of its own (see the top)."""
         self.infer_forwards += 1
         if self.infer_forwards > INFER_AFTER:
+            if not self.in_iter and self.iteration == 0:
+                # numbered by forward, from 0: iteration k is the program's
+                # k-th request (a finding "from iteration 100" is request 100)
+                self.iteration = self.infer_forwards - 1
             self.next_iteration("forward")
 
     def step_end(self, opt):
