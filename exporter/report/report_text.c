@@ -269,10 +269,13 @@ static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)
 			        rf_count(s->sampled_allocs, b[1], 64), rf_count((uint64_t)(s->est_allocs + 0.5), b[2], 64),
 			        rf_bytes(s->sample_interval, b[3], 64), rf_bytes(s->sample_interval, b[4], 64), 100.0 * se);
 		}
-		fprintf(f, "  peak      %s live in %s %sobjects at %s%s", rf_bytes(s->peak_bytes, b[1], 64),
-		        rf_count(s->peak_objects, b[2], 64), s->sample_interval ? "recorded " : "", rf_ns(s->peak_ns, b[3], 64),
-		        s->peak_at_window_begin ? ", when the window opened" : "");
-		if ((int32_t)i == r->primary) {
+		if (r->has_window && !s->peak_bytes) /* not "0 B live in 0 objects at 0 ns" */
+			fprintf(f, "  peak      none: nothing of this space was live in the window");
+		else
+			fprintf(f, "  peak      %s live in %s %sobjects at %s%s", rf_bytes(s->peak_bytes, b[1], 64),
+			        rf_count(s->peak_objects, b[2], 64), s->sample_interval ? "recorded " : "",
+			        rf_ns(s->peak_ns, b[3], 64), s->peak_at_window_begin ? ", when the window opened" : "");
+		if ((int32_t)i == r->primary && s->peak_bytes) {
 			char w[256];
 			if (*rf_peak_where(r, w, sizeof w))
 				fprintf(f, " (%s)", w);

@@ -30,6 +30,10 @@ PY
 "$B/stprof" report --window 134us:141us "$T/train.stp" >"$T/w.txt"
 grep -q "peak      1.16 MiB live in 11 objects at 134.0 us, when the window opened (iteration 4)" "$T/w.txt" ||
 	fail "a window of frees: $(grep 'peak  ' "$T/w.txt")"
+# a window before the first allocation: nothing live, said so
+"$B/stprof" report --window 0us:0.5us "$T/train.stp" >"$T/w0.txt"
+grep -q "^  peak      none: nothing of this space was live in the window$" "$T/w0.txt" ||
+	fail "an empty window: $(grep 'peak  ' "$T/w0.txt")"
 for w in 134us:141us 137us:146us 130us:146us; do
 	"$B/stprof" report --format json --top 0 --window $w "$T/train.stp" >"$T/w.json"
 	python3 - "$T/w.json" $w <<'PY'
