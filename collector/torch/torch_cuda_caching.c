@@ -348,9 +348,10 @@ static void record_oom(int64_t size, uint64_t res, stc_c10_device dv)
 	if (atomic_load_explicit(&g_torch_cuda_mode, memory_order_relaxed) == STC_TORCH_CUDA_CACHING) {
 		pthread_mutex_lock(&mu);
 		dev_state *d = &devs[dv.index];
-		if (res < d->reserved)
+		if (res < d->reserved) { /* reserved grows only in a malloc that succeeds */
 			release(d, dv.index, d->reserved - res, -1);
-		d->reserved = res;
+			d->reserved = res;
+		}
 		pthread_mutex_unlock(&mu);
 	}
 	stp_event ev = {.type = STP_EV_REFUSED};
