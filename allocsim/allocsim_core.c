@@ -341,6 +341,12 @@ int allocsim_probe_request(const allocsim_events *e, const allocsim_config *c, s
 	out->first_oom_time = r.first_oom_time;
 	out->allocated = m->allocated;
 	out->reserved = m->reserved;
+	allocsim_snapshot s;
+	if (sim_snapshot(m, &s) == 0) {
+		out->free_bytes = s.free_bytes;
+		out->largest_free = s.largest_free;
+	}
+	allocsim_snapshot_clear(&s);
 	uint16_t si = 0; /* the stream's index in the log (0: a stream it never saw) */
 	for (uint32_t i = 0; i < e->streams.n; i++)
 		if (e->streams.handles[i] == stream)

@@ -141,22 +141,25 @@ void allocsim_snapshot_print(FILE *f, const allocsim_snapshot *s, uint64_t t0, s
  * the device is known to have given the allocator. */
 static void refusal_print(FILE *f, const allocsim_report *r, const allocsim_device_report *dr)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 	fprintf(f, "The request refused at t=%.6f s (%s), tried on each model within %s\n%s\n",
 	        rel_s(dr->refusal_time, r->start_time), sim_fmt_bytes(dr->refusal_size, a, sizeof a),
 	        sim_fmt_bytes(dr->refusal_capacity, b, sizeof b),
 	        dr->refusal_capacity_given ? "(--capacity):"
 	                                   : "(the most the allocator had reserved before it: the device gave that much):");
+	fprintf(f, "  %-44s %-15s %10s %10s %10s\n", "model", "the request", "reserved", "free", "largest");
 	for (size_t i = 0; i < dr->nresults; i++) {
 		const allocsim_refusal_probe *p = &dr->refusal_probes[i];
 		fprintf(f, "  %-44s ", dr->results[i].label);
-		if (p->ooms_before)
+		if (p->ooms_before) /* its figures before the request describe a bigger device */
 			fprintf(f, "runs out before it: %" PRIu64 " request%s refused, the first at t=%.6f s\n",
 			        p->ooms_before, p->ooms_before == 1 ? "" : "s", rel_s(p->first_oom_time, r->start_time));
 		else
-			fprintf(f, "%s (%s reserved before it)\n", p->served ? "serves it" : "refuses it too",
-			        sim_fmt_bytes(p->reserved, a, sizeof a));
+			fprintf(f, "%-15s %10s %10s %10s\n", p->served ? "serves it" : "refuses it too",
+			        sim_fmt_bytes(p->reserved, a, sizeof a), sim_fmt_bytes(p->free_bytes, b, sizeof b),
+			        sim_fmt_bytes(p->largest_free, c, sizeof c));
 	}
+	fprintf(f, "  (reserved, free and the largest free block: the model's just before the request)\n");
 	if (dr->nresults && dr->refusal_probes[0].served)
 		fprintf(f, "  (as run, the model serves it within this: the allocator had less of the device,\n"
 		           "  other libraries or processes holding the rest, or the model misses a rule)\n");

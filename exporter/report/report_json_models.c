@@ -77,7 +77,9 @@ static void refusal_json(FILE *f, const allocsim_device_report *dr, uint64_t t0)
 			fprintf(f, "%" PRIu64, rel(p->first_oom_time, t0));
 		else
 			fputs("null", f);
-		fprintf(f, ",\"allocated\":%" PRIu64 ",\"reserved\":%" PRIu64 "}", p->allocated, p->reserved);
+		fprintf(f, ",\"allocated\":%" PRIu64 ",\"reserved\":%" PRIu64 ",\"free_bytes\":%" PRIu64
+		        ",\"largest_free\":%" PRIu64 "}",
+		        p->allocated, p->reserved, p->free_bytes, p->largest_free);
 	}
 	fputs("]}", f);
 }

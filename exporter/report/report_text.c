@@ -211,9 +211,13 @@ static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_sp
 			continue;
 		fprintf(f, "            the models, within %s%s%s: ", dr->refusal_capacity_given ? "--capacity " : "the ",
 		        rf_bytes(dr->refusal_capacity, b, sizeof b), dr->refusal_capacity_given ? "" : " the device had given");
+		const allocsim_refusal_probe *p0 = &dr->refusal_probes[0];
+		char b2[2][64];
 		if (fix >= 0)
 			fprintf(f, "PyTorch's allocator as run\n"
-			           "            refuses it too, with PYTORCH_ALLOC_CONF=%s it serves it\n", conf);
+			           "            refuses it too (%s free in its segments, the largest block %s),\n"
+			           "            with PYTORCH_ALLOC_CONF=%s it serves it\n",
+			        rf_bytes(p0->free_bytes, b2[0], 64), rf_bytes(p0->largest_free, b2[1], 64), conf);
 		else if (dr->refusal_capacity_given)
 			fprintf(f, "none serves it: no setting\n"
 			           "            helps; it needs fewer bytes live or a smaller request\n");

@@ -330,6 +330,9 @@ typedef struct allocsim_refusal_probe {
 	uint64_t ooms_before;      /* requests before it the model could not serve within it */
 	uint64_t first_oom_time;   /* the first of those (valid when ooms_before) */
 	uint64_t allocated, reserved; /* the model's bytes just before the request */
+	uint64_t free_bytes, largest_free; /* free in its segments then, and the largest free block:
+	                                    * fragmentation when the request is above the one and
+	                                    * below the other */
 } allocsim_refusal_probe;
 
 /* Replays events [0, before) through c (its capacity set: 0 would serve

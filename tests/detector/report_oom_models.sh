@@ -15,15 +15,16 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 "$B/det_mktrace" oomfrag "$T/f.stp"
 "$B/stprof" report "$T/f.stp" >"$T/f.txt"
-grep -A3 "^  refused   1 request for want of memory; the first asked for 70.0 MiB" "$T/f.txt" >"$T/r.txt"
+grep -A4 "^  refused   1 request for want of memory; the first asked for 70.0 MiB" "$T/f.txt" >"$T/r.txt"
 grep -q "with 120 MiB live of 200 MiB reserved" "$T/r.txt" &&
 	grep -q "the models, within the 200 MiB the device had given: PyTorch's allocator as run" "$T/r.txt" &&
-	grep -q "refuses it too, with PYTORCH_ALLOC_CONF=expandable_segments:True it serves it" "$T/r.txt" ||
+	grep -q "refuses it too (80.0 MiB free in its segments, the largest block 40.0 MiB)," "$T/r.txt" &&
+	grep -q "with PYTORCH_ALLOC_CONF=expandable_segments:True it serves it" "$T/r.txt" ||
 	fail "memory: $(cat "$T/r.txt")"
 sed -n '/^The request refused/,/^Worst/p' "$T/f.txt" >"$T/m.txt"
-grep -q "^  pytorch  *refuses it too (200 MiB reserved before it)" "$T/m.txt" &&
-	grep -q "^  pytorch expandable_segments:True  *serves it" "$T/m.txt" &&
-	grep -q "^  raw cudaMalloc  *serves it (120 MiB reserved before it)" "$T/m.txt" &&
+grep -q "^  pytorch  *refuses it too  *200 MiB   80.0 MiB   40.0 MiB$" "$T/m.txt" &&
+	grep -q "^  pytorch expandable_segments:True  *serves it  *200 MiB   80.0 MiB   80.0 MiB$" "$T/m.txt" &&
+	grep -q "^  raw cudaMalloc  *serves it  *120 MiB" "$T/m.txt" &&
 	grep -q "^  -> PYTORCH_ALLOC_CONF=expandable_segments:True would have served it" "$T/m.txt" ||
 	fail "models: $(cat "$T/m.txt")"
 "$B/stprof" report --format json "$T/f.stp" >"$T/f.json"
@@ -35,6 +36,8 @@ assert (r['bytes'], r['capacity'], r['capacity_given']) == (70 * M, 200 * M, Fal
 got = {m['label']: (m['served'], m['ooms_before']) for m in r['models']}
 assert got['pytorch'] == (False, 0) and got['pytorch expandable_segments:True'] == (True, 0), got
 assert got['raw cudaMalloc'] == (True, 0), got
+m0 = r['models'][0]
+assert (m0['reserved'], m0['free_bytes'], m0['largest_free']) == (200 * M, 80 * M, 40 * M), m0
 PY
 "$B/stprof" report --format html -o "$T/f.html" "$T/f.stp"
 grep -q "<p><b>PYTORCH_ALLOC_CONF=expandable_segments:True</b> would have served it" "$T/f.html" || fail "html"
