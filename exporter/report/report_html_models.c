@@ -118,7 +118,7 @@ static void refusal(const allocsim_device_report *dr, uint64_t t0, FILE *f)
 {
 	char b[3][64], conf[256];
 	fprintf(f, "<h3>The request refused at %s (%s), tried on each model within %s%s</h3>\n<table>"
-	           "<tr><th>model</th><th>outcome</th><th>reserved before it</th></tr>\n",
+	           "<tr><th>model</th><th>the request</th><th>reserved</th><th>free</th><th>largest free block</th></tr>\n",
 	        rf_ns(dr->refusal_time > t0 ? dr->refusal_time - t0 : 0, b[0], 64), rf_bytes(dr->refusal_size, b[1], 64),
 	        rf_bytes(dr->refusal_capacity, b[2], 64),
 	        dr->refusal_capacity_given ? " (--capacity)" : " (the most the allocator had reserved before it)");
@@ -126,11 +126,14 @@ static void refusal(const allocsim_device_report *dr, uint64_t t0, FILE *f)
 		const allocsim_refusal_probe *p = &dr->refusal_probes[k];
 		fputs("<tr><td class=path>", f);
 		rf_html(f, dr->results[k].label);
-		if (p->ooms_before)
-			fprintf(f, "</td><td>runs out before it (%s requests refused)</td>", rf_count(p->ooms_before, b[0], 64));
-		else
-			fprintf(f, "</td><td>%s</td>", p->served ? "serves it" : "refuses it too");
-		fprintf(f, "<td class=n>%s</td></tr>\n", rf_bytes(p->reserved, b[1], 64));
+		if (p->ooms_before) {
+			fprintf(f, "</td><td colspan=4>runs out before it (%s request%s refused)</td></tr>\n",
+			        rf_count(p->ooms_before, b[0], 64), p->ooms_before == 1 ? "" : "s");
+			continue;
+		}
+		fprintf(f, "</td><td>%s</td><td class=n>%s</td><td class=n>%s</td><td class=n>%s</td></tr>\n",
+		        p->served ? "serves it" : "refuses it too", rf_bytes(p->reserved, b[0], 64),
+		        rf_bytes(p->free_bytes, b[1], 64), rf_bytes(p->largest_free, b[2], 64));
 	}
 	fputs("</table>\n", f);
 	int fix = allocsim_refusal_fix(dr, conf, sizeof conf);
