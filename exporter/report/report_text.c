@@ -187,6 +187,34 @@ static void refusal_lines(stp_det *d, const stp_det_result *r, const stp_det_ref
 		fprintf(f, "            with %s live%s\n", rf_bytes(x->live, b[0], 64), at);
 }
 
+/* The allocator models' answer for a device's first refused request
+ * (allocsim_device_report.refusal_probes), when it names a setting or no
+ * model serves it. */
+static void refused_models(const stp_det_result *r, const stp_det_space *s, FILE *f)
+{
+	char b[3][64], conf[256];
+	for (size_t i = 0; i < r->sim->ndevices; i++) {
+		const allocsim_device_report *dr = &r->sim->devices[i];
+		int fix = dr->device == s->device && !dr->host_fallback ? allocsim_refusal_fix(dr, conf, sizeof conf) : -1;
+		if (fix == -1)
+			continue;
+		fprintf(f, "            the models, within %s%s%s: ", dr->refusal_capacity_given ? "--capacity " : "the ",
+		        rf_bytes(dr->refusal_capacity, b[0], 64), dr->refusal_capacity_given ? "" : " the device had given");
+		const allocsim_refusal_probe *as_run = &dr->refusal_probes[0];
+		if (fix >= 0)
+			fprintf(f, "PyTorch's allocator as run\n"
+			           "            refuses it too (%s free in its segments, the largest block %s),\n"
+			           "            with PYTORCH_ALLOC_CONF=%s it serves it\n",
+			        rf_bytes(as_run->free_bytes, b[1], 64), rf_bytes(as_run->largest_free, b[2], 64), conf);
+		else if (dr->refusal_capacity_given)
+			fprintf(f, "none serves it: no setting\n"
+			           "            helps; it needs fewer bytes live or a smaller request\n");
+		else
+			fprintf(f, "none serves it\n"
+			           "            (the device may have had up to the request more: --capacity decides)\n");
+	}
+}
+
 /* A space's requests refused for want of memory (REFUSED events): how
  * many, the first and, when it asked for other bytes or from another
  * path (a batch-size finder's refusals, then the error that ended the
@@ -202,29 +230,8 @@ static void memory_refused(stp_det *d, const stp_det_result *r, const stp_det_sp
 		fputs("            the last ", f);
 		refusal_lines(d, r, &s->refused_last, f);
 	}
-	/* the models' answer for the first (allocsim_device_report.refusal_probes) */
-	for (size_t i = 0; r->sim && s->kind == STP_MEM_DEVICE && i < r->sim->ndevices; i++) {
-		const allocsim_device_report *dr = &r->sim->devices[i];
-		char conf[256];
-		int fix = dr->device == s->device && !dr->host_fallback ? allocsim_refusal_fix(dr, conf, sizeof conf) : -1;
-		if (fix == -1)
-			continue;
-		fprintf(f, "            the models, within %s%s%s: ", dr->refusal_capacity_given ? "--capacity " : "the ",
-		        rf_bytes(dr->refusal_capacity, b, sizeof b), dr->refusal_capacity_given ? "" : " the device had given");
-		const allocsim_refusal_probe *p0 = &dr->refusal_probes[0];
-		char b2[2][64];
-		if (fix >= 0)
-			fprintf(f, "PyTorch's allocator as run\n"
-			           "            refuses it too (%s free in its segments, the largest block %s),\n"
-			           "            with PYTORCH_ALLOC_CONF=%s it serves it\n",
-			        rf_bytes(p0->free_bytes, b2[0], 64), rf_bytes(p0->largest_free, b2[1], 64), conf);
-		else if (dr->refusal_capacity_given)
-			fprintf(f, "none serves it: no setting\n"
-			           "            helps; it needs fewer bytes live or a smaller request\n");
-		else
-			fprintf(f, "none serves it\n"
-			           "            (the device may have had up to the request more: --capacity decides)\n");
-	}
+	if (r->sim && s->kind == STP_MEM_DEVICE)
+		refused_models(r, s, f);
 }
 
 /* Requests the allocator served only after its own attempt was refused
@@ -241,10 +248,11 @@ static void memory_retried(stp_det *d, const stp_det_result *r, const stp_det_sp
 		refusal_lines(d, r, &s->retried_first, f);
 	}
 	if (s->retry_unknown)
-		fprintf(f, "            (%s more request%s had the allocator's own request refused; the trace ends before\n"
-		           "            it served or refused %s)\n",
-		        rf_count(s->retry_unknown, b[1], 64), s->retry_unknown == 1 ? "" : "s",
-		        s->retry_unknown == 1 ? "it" : "them");
+		fprintf(f, "%s%s %srequest%s had the allocator's own request refused; the trace ends before\n"
+		           "            it served or refused %s%s\n",
+		        s->retried ? "            (" : "  retried   ", rf_count(s->retry_unknown, b[1], 64),
+		        s->retried ? "more " : "", s->retry_unknown == 1 ? "" : "s", s->retry_unknown == 1 ? "it" : "them",
+		        s->retried ? ")" : "");
 }
 
 static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)
