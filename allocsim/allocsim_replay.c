@@ -316,7 +316,8 @@ static int parse_cfg(allocsim_config *c, const char *what, const char *text, uin
 /* The first refused request tried on every model, within what the device
  * is known to have given: --capacity, else the most the allocator had
  * reserved before it (its segment events: the device had at least that,
- * and less than that plus the segment the allocator was refused).
+ * and less than what the allocator held when refused plus the segment it
+ * asked for).
  * Nothing without either. */
 static int refusal_probes(const dev_state *d, const allocsim_replay_opts *o, const allocsim_config *cfgs,
                           allocsim_device_report *dr, char *err, size_t errlen)
