@@ -472,9 +472,8 @@ int det_scan(stp_det *d)
 				goto oom;
 			stp_det_space *sp = &d->spaces[si];
 			det_space_state *ss = &d->sstate[si];
-			stp_det_refusal x = {.bytes = stp_refused_attempt(a) ? a->size : a->requested,
-			                     .live = ss->live_bytes, .reserved = ss->reserved, .ns = ns, .seq = ev.seq,
-			                     .stack = a->stack};
+			stp_det_refusal x = {.bytes = stp_refused_bytes(a), .live = ss->live_bytes, .reserved = ss->reserved,
+			                     .ns = ns, .seq = ev.seq, .stack = a->stack};
 			if (stp_refused_attempt(a)) {
 				attempt_note(sp, ss, ev.tid, &x);
 				break;

@@ -189,14 +189,13 @@ int pf_on_refused(pf_proc *p, const stp_event *ev, uint64_t t)
 {
 	const stp_alloc_info *a = &ev->u.alloc;
 	char name[96], b[32];
-	int attempt = stp_refused_attempt(a); /* the allocator's own, which it retries */
-	snprintf(name, sizeof name, "%s: %s of %s", attempt ? "refused, retried" : "refused",
-	         pf_size_label(attempt ? a->size : a->requested, b, sizeof b), space_words(a->kind, a->pool));
+	snprintf(name, sizeof name, "%s: %s of %s", stp_refused_attempt(a) ? "refused, retried" : "refused",
+	         pf_size_label(stp_refused_bytes(a), b, sizeof b), space_words(a->kind, a->pool));
 	int rc;
 	pf_pkt *k = training_instant(p, t, name, &rc);
 	if (!k)
 		return rc;
-	pf_arg_uint(k, "bytes asked for", attempt ? a->size : a->requested);
+	pf_arg_uint(k, "bytes asked for", stp_refused_bytes(a)); /* an attempt's: the allocator retries it */
 	pf_arg_int(k, "device", a->device);
 	return pf_emit(k);
 }

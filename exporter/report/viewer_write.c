@@ -31,15 +31,12 @@ static void state_column(vw_bytes *blob, vw_bytes *cols, const vw_state *st, cha
 /* One refused request for the viewer's "refused" band: [ns, bytes, text]. */
 static void refusal_json(stp_det *d, const stp_det_refusal *x, vw_bytes *m)
 {
-	char b[3][64], line[600] = "", t[512];
+	char b[3][64], t[512] = "", text[900];
 	stp_det_frame fr;
-	if (x->stack && stp_det_stack_frames(d, x->stack, &fr, 1))
-		snprintf(line, sizeof line, " at %s", stp_det_frame_text(&fr, t, sizeof t));
-	char text[900];
-	snprintf(text, sizeof text, "refused: %s asked for with %s live%s%s%s", rf_bytes(x->bytes, b[0], 64),
+	int at = x->stack && stp_det_stack_frames(d, x->stack, &fr, 1);
+	snprintf(text, sizeof text, "refused: %s asked for with %s live%s%s%s%s%s", rf_bytes(x->bytes, b[0], 64),
 	         rf_bytes(x->live, b[1], 64), x->reserved ? " of " : "", x->reserved ? rf_bytes(x->reserved, b[2], 64) : "",
-	         x->reserved ? " reserved" : "");
-	strncat(text, line, sizeof text - strlen(text) - 1);
+	         x->reserved ? " reserved" : "", at ? " at " : "", at ? stp_det_frame_text(&fr, t, sizeof t) : "");
 	vw_printf(m, "[%" PRIu64 ",%" PRIu64 ",", x->ns, x->bytes);
 	vw_json_str(m, text);
 	vw_puts(m, "]");

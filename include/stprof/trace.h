@@ -203,6 +203,12 @@ static inline int stp_refused_attempt(const stp_alloc_info *a)
 	return a->requested == 0;
 }
 
+/* The bytes a REFUSED event asked for: the request's, or an attempt's own. */
+static inline uint64_t stp_refused_bytes(const stp_alloc_info *a)
+{
+	return stp_refused_attempt(a) ? a->size : a->requested;
+}
+
 typedef struct stp_api_info {
 	uint8_t kind;        /* stp_api_kind */
 	uint32_t name;       /* string id: kernel / op name */
