@@ -14,7 +14,10 @@
 #    one idle thread (idle_thread.py: glibc's multi-threaded paths, which
 #    the collector's flusher thread brings), the default,
 #    STPROF_LEAN_HOOKS=1 (lean iterations that keep the module hooks) and
-#    STPROF_LEAN=0.
+#    STPROF_LEAN=0.  The same loop's overhead as work (loop_work.py: the
+#    stepping thread's perf samples per sample of the BLAS library within
+#    the loop, which the machine's drifting speed does not move): native,
+#    native with one idle thread and the default.
 # 2. Trace bytes per steady iteration: tests/python/fold_loop.py (an MLP)
 #    recorded for 200 and 1,000 steps, the difference over 800; the same
 #    with --full.
@@ -48,6 +51,10 @@ OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/step_series.py" -n "${RU
   "stprof=$B/stprof record -q -o $T/g{i}.stp -- $PY $W $G" \
   "stprof-hooks=env STPROF_LEAN_HOOKS=1 $B/stprof record -q -o $T/h{i}.stp -- $PY $W $G" \
   "stprof-nolean=env STPROF_LEAN=0 $B/stprof record -q -o $T/l{i}.stp -- $PY $W $G"
+echo "python loop: small_gpt.py 300 as work (perf samples); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/loop_work.py" -n "${RUNS:-5}" --cwd "$T" \
+  "native=$PY $W $G" "native-thread=$PY $S/bench/python/idle_thread.py $W $G" \
+  "stprof=$B/stprof record -q -o $T/g{i}.stp -- $PY $W $G"
 P="$S/tests/python/fold_loop.py"
 for v in default full; do
   o=; [ $v = default ] || o=--full
