@@ -80,6 +80,8 @@ typedef struct pass2 {
 	int32_t primary;
 	uint64_t peak_seq;
 	int peak_before; /* the peak is the state before event peak_seq (a --window's start) */
+	uint64_t mark_seq; /* where its objects are marked: peak_seq, or a folded
+	                    * peak's reference's own (stp_det_space.peak_like) */
 	uint64_t *sl, *sr; /* series: max live, max reserved per point */
 	uint32_t npts;
 	uint64_t reserved;
@@ -497,7 +499,7 @@ static int on_alloc(stp_det *d, pass2 *p, const stp_event *ev)
 			}
 		}
 		series_note(d, p, ss->live_bytes);
-		if (ev->seq == p->peak_seq && !p->peak_before)
+		if (ev->seq == p->mark_seq && !p->peak_before)
 			mark_peak(d, (uint32_t)si);
 	}
 	if (d->simc)
@@ -533,9 +535,10 @@ static int on_fold(stp_det *d, pass2 *p, const stp_event *ev)
 				it->peak_bytes = peak;
 		}
 		series_note(d, p, peak);
-		/* the peak inside a folded iteration: the objects live then are
-		 * the ones with events (its temporaries are counters) */
-		if (ev->seq == p->peak_seq && !p->peak_before)
+		/* the peak inside a folded iteration whose reference's highest
+		 * moment is not known: the objects live then are the ones with
+		 * events (its temporaries are counters) */
+		if (ev->seq == p->mark_seq && !p->peak_before)
 			mark_peak(d, (uint32_t)si);
 	}
 	for (uint32_t k = 0; k < f->nsites; k++) {
@@ -672,9 +675,12 @@ int det_analyze(stp_det *d)
 	det_frames_set_reader(d->frames, d->rd);
 	struct stat st;
 	uint64_t fsize = stat(d->path, &st) == 0 ? (uint64_t)st.st_size : 0;
-	pass2 p = {.primary = d->res.primary, .peak_seq = UINT64_MAX};
-	if (p.primary >= 0)
-		p.peak_seq = d->spaces[p.primary].peak_seq, p.peak_before = d->spaces[p.primary].peak_at_window_begin;
+	pass2 p = {.primary = d->res.primary, .peak_seq = UINT64_MAX, .mark_seq = UINT64_MAX};
+	if (p.primary >= 0) {
+		const stp_det_space *ps = &d->spaces[p.primary];
+		p.peak_seq = ps->peak_seq, p.peak_before = ps->peak_at_window_begin;
+		p.mark_seq = ps->peak_like >= 0 ? ps->peak_like_seq : ps->peak_seq;
+	}
 	d->obj_free = UINT32_MAX;
 	if (det_map_init(&p.segs, 64) < 0 || det_map_init(&d->site_paths, 1024) < 0)
 		return -1;

@@ -206,6 +206,7 @@ void stp_det_free(stp_det *d)
 	free(d->turn_seq);
 	free(d->turn_ns);
 	free(d->ipeak_seq);
+	free(d->ipeaks);
 	free(d->objs);
 	free(d->p1_size);
 	free(d->p1_space);

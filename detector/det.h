@@ -39,6 +39,10 @@
 typedef struct det_space_state {
 	uint64_t live_bytes, live_objects, reserved;
 	uint64_t iter_begin_live; /* live bytes at the last ITER_BEGIN (a FOLD's peak is above it) */
+	/* the open iteration's highest moment (pass 1; seq UINT64_MAX: none
+	 * above its start), kept for each iteration written in full
+	 * (det_iter_peak) so that a folded peak can stand on its reference's */
+	uint64_t it_peak_live, it_peak_seq, it_peak_objects;
 	uint64_t pool_live, other_live; /* device: pool 1 and the rest (stp_det_space) */
 	/* an allocator's refused attempts not yet resolved (scan.c's
 	 * attempt_*): the thread, the first attempt's moment */
@@ -180,6 +184,16 @@ struct stp_det {
 	stp_det_space *spaces;
 	det_space_state *sstate;
 	uint32_t nspaces, spaces_cap;
+
+	/* the highest moment of each space in each iteration written in full
+	 * (scan.c): a folded peak's objects are its reference's at its own
+	 * (32 bytes a space an iteration, about a third of an iters[] entry) */
+	struct det_iter_peak {
+		int64_t iter;
+		uint64_t seq, bytes;
+		uint32_t objects, space;
+	} *ipeaks;
+	uint32_t nipeaks, ipeaks_cap;
 
 	/* timeline */
 	stp_det_iteration *iters;

@@ -119,6 +119,56 @@ static uint64_t fold_peak_objects(const stp_fold_info *f, const stp_fold_space *
 	return n ? n : 1;
 }
 
+/* An iteration written in full ends: each space's highest moment in it
+ * (above its start), for a later folded iteration that repeats it. */
+static int keep_iter_peaks(stp_det *d)
+{
+	if (!d->iter_open || d->iters[d->iter_open - 1].folded)
+		return 0;
+	for (uint32_t i = 0; i < d->nspaces; i++) {
+		det_space_state *ss = &d->sstate[i];
+		if (ss->it_peak_seq == UINT64_MAX)
+			continue;
+		if (d->nipeaks == d->ipeaks_cap) {
+			uint32_t nc = d->ipeaks_cap ? d->ipeaks_cap * 2 : 64;
+			struct det_iter_peak *n = realloc(d->ipeaks, nc * sizeof *n);
+			if (!n)
+				return -1;
+			d->ipeaks = n;
+			d->ipeaks_cap = nc;
+		}
+		d->ipeaks[d->nipeaks++] = (struct det_iter_peak){.iter = d->iters[d->iter_open - 1].index, .space = i,
+		                                                 .seq = ss->it_peak_seq, .bytes = ss->it_peak_live,
+		                                                 .objects = (uint32_t)(ss->it_peak_objects < UINT32_MAX
+		                                                                                ? ss->it_peak_objects
+		                                                                                : UINT32_MAX)};
+		ss->it_peak_seq = UINT64_MAX;
+	}
+	return 0;
+}
+
+/* The space's peak is a folded iteration's, which repeats iteration like:
+ * its objects are those live at like's highest moment (the latest
+ * iteration of that number written in full, of this space), which held no
+ * more bytes (it came before: the peak then was at least as high).  Not
+ * with a --window, which that moment may lie outside. */
+static void fold_peak_like(stp_det *d, stp_det_space *sp, uint32_t si, int64_t like)
+{
+	sp->peak_like = -1;
+	if (d->opt.has_window)
+		return;
+	for (uint32_t k = d->nipeaks; k-- > 0;) {
+		const struct det_iter_peak *p = &d->ipeaks[k];
+		if (p->iter != like || p->space != si)
+			continue;
+		sp->peak_like = like;
+		sp->peak_like_seq = p->seq;
+		sp->peak_like_bytes = p->bytes;
+		sp->peak_objects = p->objects;
+		return;
+	}
+}
+
 static void judge_spaces(stp_det *d)
 {
 	int other = 0;
@@ -270,6 +320,7 @@ static void open_window(stp_det *d, uint64_t seq)
 		sp->peak_seq = seq;
 		sp->peak_ns = d->opt.window_begin_ns;
 		sp->peak_at_window_begin = 1;
+		sp->peak_like = -1;
 	}
 }
 
@@ -401,6 +452,12 @@ int det_scan(stp_det *d)
 				sp->peak_seq = ev.seq;
 				sp->peak_ns = ns;
 				sp->peak_at_window_begin = 0;
+				sp->peak_like = -1;
+			}
+			if (d->iter_open && ss->live_bytes > ss->it_peak_live) {
+				ss->it_peak_live = ss->live_bytes;
+				ss->it_peak_seq = ev.seq;
+				ss->it_peak_objects = ss->live_objects;
 			}
 			/* a PyTorch run: iterations are detected from its tensors
 			 * alone (the interpreter's heap before and around them only
@@ -497,9 +554,14 @@ int det_scan(stp_det *d)
 			break;
 		case STP_EV_MARKER:
 			det_heap_sample_note(r, &ev, &heap_interval);
+			if (ev.u.marker.kind == STP_MARK_ITER_END && keep_iter_peaks(d) < 0)
+				goto oom;
 			if (ev.u.marker.kind == STP_MARK_ITER_BEGIN)
-				for (uint32_t i = 0; i < d->nspaces; i++)
-					d->sstate[i].iter_begin_live = d->sstate[i].live_bytes;
+				for (uint32_t i = 0; i < d->nspaces; i++) {
+					det_space_state *ss = &d->sstate[i];
+					ss->iter_begin_live = ss->it_peak_live = ss->live_bytes;
+					ss->it_peak_seq = UINT64_MAX;
+				}
 			if (ev.u.marker.kind == STP_MARK_ANNOTATION)
 				note_annotation(d, stp_reader_string(r, ev.u.marker.name), ev.u.marker.value);
 			det_marker(d, r, &ev, live_total);
@@ -548,6 +610,7 @@ int det_scan(stp_det *d)
 					sp->peak_seq = ev.seq;
 					sp->peak_ns = ns;
 					sp->peak_at_window_begin = 0;
+					fold_peak_like(d, sp, (uint32_t)si, f->like);
 				}
 			}
 			if (d->have_iter_markers)

@@ -37,7 +37,8 @@ int det_space_index(stp_det *d, uint8_t kind, int32_t device)
 		d->sstate = nst;
 		d->spaces_cap = nc;
 	}
-	d->spaces[d->nspaces] = (stp_det_space){.kind = kind, .device = device, .tensors = device == DET_DEV_TENSORS};
+	d->spaces[d->nspaces] =
+	        (stp_det_space){.kind = kind, .device = device, .tensors = device == DET_DEV_TENSORS, .peak_like = -1};
 	d->sstate[d->nspaces] = (det_space_state){0};
 	return (int)d->nspaces++;
 }

@@ -17,6 +17,7 @@
  * has phase markers but no iteration markers, an iteration starts at each
  * repeat of the first phase (same name, same micro-batch).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,10 +344,27 @@ static int trains(const stp_det *d, uint32_t k)
 /* Steady state: the first iteration after the first whose allocation count
  * equals its predecessor's and whose peak is within 1% of it; in a folded
  * trace (FOLD events) only iterations written in full count, and one that
- * the next, folded one repeats (its `like`) and agrees with is steady; else
+ * the next, folded one repeats (its `like`) and agrees with is steady (the
+ * next or, where lengths vary, any: the first folded one's reference); else
  * the last complete iteration written in full.  Where some iterations train
  * (a backward phase), only those: a script that evaluates before it trains
  * has iterations of inference first (the PyTorch shim marks them). */
+/* The iteration written in full that folded iteration k repeats, when it
+ * agrees with k (allocation count, peak within 1%); -1 if none. */
+static int64_t like_of(const stp_det *d, uint32_t k)
+{
+	const stp_det_iteration *b = &d->iters[k];
+	for (uint32_t j = k; j-- > 0;) {
+		const stp_det_iteration *a = &d->iters[j];
+		if (a->index != b->like)
+			continue;
+		uint64_t hi = a->peak_bytes > b->peak_bytes ? a->peak_bytes : b->peak_bytes;
+		uint64_t diff = a->peak_bytes > b->peak_bytes ? a->peak_bytes - b->peak_bytes : b->peak_bytes - a->peak_bytes;
+		return !a->folded && a->allocs == b->allocs && diff * 100 <= hi ? (int64_t)j : -1;
+	}
+	return -1;
+}
+
 void det_choose_steady(stp_det *d)
 {
 	stp_det_timeline *t = &d->res.timeline;
@@ -375,6 +393,17 @@ void det_choose_steady(stp_det *d)
 				snprintf(d->steady_why, sizeof d->steady_why,
 				         "the iteration the next ones repeat (folded by the collector; same allocation "
 				         "count and peak within 1%%)");
+				return;
+			}
+			/* a loop whose lengths vary: the first folded iteration
+			 * repeats an earlier one of its length */
+			int64_t r = like_of(d, k);
+			if (r >= 0 && (!training || trains(d, (uint32_t)r))) {
+				t->steady = (int32_t)r;
+				snprintf(d->steady_why, sizeof d->steady_why,
+				         "the first iteration a later one repeats (iteration %" PRId64 ", folded by the "
+				         "collector; same allocation count and peak within 1%%)",
+				         d->iters[k].index);
 				return;
 			}
 			continue;

@@ -243,6 +243,10 @@ int stp_report_json(stp_det *d, const stp_report_options *o, FILE *f)
 		u64(f, "peak_ns", s->peak_ns, 1);
 		if (s->peak_at_window_begin)
 			fprintf(f, "\"peak_at_window_begin\":true,");
+		if (s->peak_like >= 0) {
+			fprintf(f, "\"peak_like\":%" PRId64 ",", s->peak_like);
+			u64(f, "peak_like_bytes", s->peak_like_bytes, 1);
+		}
 		u64(f, "reserved_peak", s->reserved_peak, 1);
 		u64(f, "over_reserved", s->over_reserved, s->pool_allocs > 0 || s->sample_interval);
 		if (s->sample_interval) {

@@ -293,6 +293,10 @@ static void section_memory(stp_det *d, const stp_det_result *r, FILE *f)
 				fprintf(f, " (%s)", w);
 		}
 		fprintf(f, "\n");
+		if (s->peak_like >= 0 && s->peak_bytes)
+			fprintf(f, "            in an iteration kept as counters: its objects are those of iteration %" PRId64
+			           ", which it repeats,\n            at that one's highest (%s)\n",
+			        s->peak_like, rf_bytes(s->peak_like_bytes, b[1], 64));
 		/* PyTorch's allocator recorded: its segments hold its tensors, not
 		 * what other libraries took with cudaMalloc themselves */
 		int split = s->pool_allocs && s->other_allocs;

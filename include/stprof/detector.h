@@ -255,6 +255,14 @@ typedef struct stp_det_space {
 	 * live as it opened; the peak is that (at the window's start, the
 	 * objects live just before event peak_seq) */
 	uint8_t peak_at_window_begin;
+	/* the peak is inside a folded iteration (a FOLD event: its own objects
+	 * are counters): the objects at the peak (peak_objects, the sites' and
+	 * classes' live@peak) are those live at the highest moment of the
+	 * iteration written in full that it repeats, peak_like (-1: none, or
+	 * the FOLD's own count), which held peak_like_bytes then; peak_bytes
+	 * is the folded iteration's own */
+	int64_t peak_like;
+	uint64_t peak_like_bytes, peak_like_seq;
 	uint64_t reserved_peak;   /* from SEGMENT events; 0 when none */
 	/* a device space with a framework's allocator recorded (PyTorch's
 	 * tensors, pool 1): its allocations, and the device memory other

@@ -5,9 +5,12 @@
  * that it repeats.  Between steps a DataLoader loop has no object recorded
  * live, so counting only recorded objects said "a peak of N bytes in no
  * object" and the self-check failed the report (seen once on
- * tests/python/test_loader_fold.sh).  A 1.3 FOLD counts the objects at its
- * peak; a 1.2 one (no counts) holds at least one more than were live at
- * its start.
+ * tests/python/test_loader_fold.sh).  The objects at such a peak are those
+ * of the iteration it repeats (its `like`), at that one's highest moment
+ * (stp_det_space.peak_like), so its call sites and classes are the step's,
+ * not only what outlived the step.  Where that iteration is not in the
+ * trace, a 1.3 FOLD counts the objects at its peak; a 1.2 one (no counts)
+ * holds at least one more than were live at its start.
  */
 #include <string.h>
 #include <unistd.h>
@@ -36,14 +39,14 @@ static void full_iteration(tg *g, int64_t it, uint32_t st)
 /* One like it, folded: its four events stand in one FOLD (taking the first
  * one's seq; its ITER_END comes 4 later) whose peak is a few bytes higher,
  * within the collector's 1%. */
-static void folded_iteration(tg *g, int64_t it, int counted)
+static void folded_iteration(tg *g, int64_t it, int counted, int64_t like)
 {
 	tg_mark(g, STP_MARK_ITER_BEGIN, 0, it);
 	next++;
 	stp_fold_space sp = {.kind = STP_MEM_HOST, .device = -1, .pool = 0, .allocs = 2, .bytes = 1500,
 	                     .peak = 1500 + 5 * (uint64_t)it, .peak_objects = counted ? 2 : 0};
 	stp_event ev = {.type = STP_EV_FOLD, .tid = g->tid, .seq = next};
-	ev.u.fold = (stp_fold_info){.iteration = it, .like = 0, .last_seq = next + 4, .elided = 4, .digest = 1,
+	ev.u.fold = (stp_fold_info){.iteration = it, .like = like, .last_seq = next + 4, .elided = 4, .digest = 1,
 	                            .nspaces = 1, .counted = (uint8_t)counted, .spaces = &sp};
 	g->now += g->step_ns;
 	ev.time_ns = g->now;
@@ -56,9 +59,9 @@ static void folded_iteration(tg *g, int64_t it, int counted)
 	next += 5;
 }
 
-/* A loop of 4 iterations, the middle two folded; with `persistent`, one
- * object live throughout. */
-static void write_trace(const char *p, int persistent, int counted)
+/* A loop of 4 iterations, the middle two folded, repeating iteration like;
+ * with `persistent`, one object live throughout. */
+static void write_trace(const char *p, int persistent, int counted, int64_t like)
 {
 	tg g;
 	next = 2;
@@ -70,7 +73,7 @@ static void write_trace(const char *p, int persistent, int counted)
 	}
 	for (int64_t it = 0; it < 4; it++)
 		if (it == 1 || it == 2)
-			folded_iteration(&g, it, counted);
+			folded_iteration(&g, it, counted, like);
 		else
 			full_iteration(&g, it, st);
 	if (persistent)
@@ -78,12 +81,14 @@ static void write_trace(const char *p, int persistent, int counted)
 	CHECK(tg_close(&g) == 0);
 }
 
-/* The heap's peak is iteration 2's folded one, with `objects` in it. */
-static void expect(int persistent, int counted, uint64_t objects)
+/* The heap's peak is iteration 2's folded one, with `objects` in it: the
+ * two of iteration 0, which it repeats (like 0), at its highest, or (like
+ * 9: no such iteration) the FOLD's own count. */
+static void expect(int persistent, int counted, int64_t like, uint64_t objects)
 {
 	char err[512];
 	const char *p = check_tmp("fold-peak.stp");
-	write_trace(p, persistent, counted);
+	write_trace(p, persistent, counted, like);
 	stp_det *d = checked_det_run(p, NULL, err, sizeof err); /* the self-check passes */
 	CHECK(d != NULL);
 	if (!d) {
@@ -103,6 +108,18 @@ static void expect(int persistent, int counted, uint64_t objects)
 		CHECK(s->peak_bytes == peak);
 		CHECK(s->peak_objects == objects);
 		CHECK(s->folded_allocs == 4);
+		CHECK(s->peak_like == (like == 0 ? 0 : -1));
+		if (like == 0) /* the sites hold what iteration 0 held at its highest */
+			CHECK(s->peak_like_bytes == (persistent ? 4096 : 0) + 1500);
+		uint64_t at_peak = 0, objs = 0;
+		for (uint32_t i = 0; i < r->nsites; i++) {
+			stp_det_site x;
+			stp_det_site_get(d, i, &x);
+			at_peak += x.peak_bytes;
+			objs += x.peak_objects;
+		}
+		CHECK(objs == (like == 0 ? objects : (uint64_t)persistent));
+		CHECK(at_peak == (like == 0 ? (persistent ? 4096 : 0) + 1500 : (persistent ? 4096u : 0u)));
 	}
 	stp_det_free(d);
 	unlink(p);
@@ -110,9 +127,13 @@ static void expect(int persistent, int counted, uint64_t objects)
 
 int main(void)
 {
-	expect(0, 1, 2); /* nothing live between steps: the FOLD's own two */
-	expect(1, 1, 3); /* and the one live throughout */
-	expect(0, 0, 1); /* a 1.2 FOLD: at least one */
-	expect(1, 0, 2);
+	expect(0, 1, 0, 2); /* nothing live between steps: iteration 0's two */
+	expect(1, 1, 0, 3); /* and the one live throughout */
+	expect(0, 0, 0, 2); /* a 1.2 FOLD alike */
+	expect(1, 0, 0, 3);
+	expect(0, 1, 9, 2); /* no iteration 9: the FOLD's own two */
+	expect(1, 1, 9, 3);
+	expect(0, 0, 9, 1); /* a 1.2 FOLD: at least one */
+	expect(1, 0, 9, 2);
 	return check_done();
 }
