@@ -30,12 +30,22 @@
  *     a step's logits until the next step's forward has a peak that
  *     depends on the step before, and the planner's replay needs such
  *     iterations: tests/allocator/test_stalloc_loops.sh, the LSTM);
+ *   - its loose digest, the one folding compares: the digest with the
+ *     allocations and frees that come ahead of its first phase marker
+ *     counted without their sizes, when a phase begins in it.  That part
+ *     is the data pipeline's, and a loader that fetches ahead (accelerate's,
+ *     under Hugging Face's Trainer: it collates batch i+1 before it hands
+ *     out batch i) makes there the next step's sizes: a loop whose lengths
+ *     vary would then repeat only the pairs of lengths it has seen.  Its
+ *     counts, the peaks and all from the forward on must still repeat, the
+ *     FOLD's totals are the iteration's own, and the batch it keeps past
+ *     the iteration is written (below); lean_judge compares the digest;
  *   - it is folded when it is not among the first K (g_cfg.fold_keep) nor
  *     the last K of the loop, and an iteration written in full had the same
- *     digest and peaks within 1% (+4 KiB) (the table keeps 512
+ *     loose digest and peaks within 1% (+4 KiB) (the table keeps 512
  *     digests, the one found longest ago making room: a loop whose lengths
  *     vary has one per length); otherwise it is written in full, and its
- *     digest joins the table.
+ *     digests join the table.
  *   - The last K: iteration i is decided once K+1 complete iterations
  *     follow it (so whether i+1 is folded is known too); at the end of the
  *     recording the ones left are decided with the same rule, the last K
@@ -134,6 +144,10 @@ typedef struct unit {             /* an iteration being held */
 	int streamed;             /* too large: written as it came, full */
 	uint64_t digest;
 	uint64_t shape;           /* the digest without sizes (lean_judge) */
+	uint64_t loose;           /* the digest with what comes ahead of its first
+	                           * phase unsized (folding; at ITER_END) */
+	uint64_t ahead, ahead_unsized; /* that part of digest, and unsized */
+	int phased;               /* a phase has begun in it */
 	int recorded_lean;        /* as its stprof.lean annotations say */
 	int64_t like;
 	uint64_t peak[FOLD_SPACES];
@@ -143,7 +157,7 @@ typedef struct unit {             /* an iteration being held */
 } unit;
 
 typedef struct sig {
-	uint64_t digest;
+	uint64_t digest, loose;
 	int64_t value;
 	int64_t used;             /* serial of the last iteration it was found for */
 	uint64_t peak[FOLD_SPACES];
@@ -667,12 +681,20 @@ static void scan(void)
 			break;
 		}
 		if (u && in_digest(h)) {
-			u->digest += hash_event(h, sized);
-			u->shape += hash_event(h, 0);
+			uint64_t x = hash_event(h, sized), y = hash_event(h, 0);
+			u->digest += x;
+			u->shape += y;
+			if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_PHASE_BEGIN)
+				u->phased = 1;
+			else if (!u->phased && (e->type == STP_EV_ALLOC || e->type == STP_EV_FREE)) {
+				u->ahead += x;
+				u->ahead_unsized += y;
+			}
 		}
 		if (e->type == STP_EV_MARKER && e->u.marker.kind == STP_MARK_ITER_END && u) {
 			u->last = g;
 			u->complete = 1;
+			u->loose = u->phased ? u->digest - u->ahead + u->ahead_unsized : u->digest;
 			memcpy(u->peak, F.runpeak, sizeof u->peak);
 			memcpy(u->peak_at, F.runpeak_at, sizeof u->peak_at);
 			F.open = -1;
@@ -695,10 +717,14 @@ static int peaks_match(const uint64_t *a, const uint64_t *b)
 	return 1;
 }
 
-static sig *find_sig(const unit *u)
+/* An iteration written in full that u repeats: by the digest (loose 0:
+ * lean_judge, whose lean iterations compare each tensor's size), or by
+ * the loose digest (loose 1: folding). */
+static sig *find_sig(const unit *u, int loose)
 {
 	for (unsigned i = 0; i < F.nsigs; i++)
-		if (F.sigs[i].digest == u->digest && peaks_match(u->peak, F.sigs[i].peak)) {
+		if ((loose ? F.sigs[i].loose == u->loose : F.sigs[i].digest == u->digest) &&
+		    peaks_match(u->peak, F.sigs[i].peak)) {
 			F.sigs[i].used = u->serial;
 			return &F.sigs[i];
 		}
@@ -720,7 +746,7 @@ static int has_content(const unit *u)
  * lean ones have a reference like them and their modules. */
 static void lean_judge(const unit *u)
 {
-	int same = has_content(u) && find_sig(u) != NULL, shaped = 0;
+	int same = has_content(u) && find_sig(u, 0) != NULL, shaped = 0;
 	for (unsigned i = 0; !same && has_content(u) && i < F.nshapes && i < FOLD_SHAPES; i++)
 		shaped |= F.shapes[i] == u->shape;
 	if (!u->recorded_lean)
@@ -750,7 +776,7 @@ static int would_fold(unit *u)
 {
 	if (!u->complete || u->streamed || u->serial < (int64_t)g_cfg.fold_keep || !has_content(u))
 		return 0;
-	const sig *s = find_sig(u);
+	const sig *s = find_sig(u, 1);
 	if (!s)
 		return 0;
 	u->like = s->value;
@@ -761,7 +787,7 @@ static void add_sig(const unit *u)
 {
 	if (!u->complete || u->streamed)
 		return;
-	if (find_sig(u))
+	if (find_sig(u, 0))
 		return;
 	unsigned k = F.nsigs;
 	if (k == FOLD_SIGS) { /* full: the one found longest ago makes room */
@@ -772,6 +798,7 @@ static void add_sig(const unit *u)
 		F.nsigs++;
 	}
 	F.sigs[k].digest = u->digest;
+	F.sigs[k].loose = u->loose;
 	F.sigs[k].value = u->value;
 	F.sigs[k].used = u->serial;
 	memcpy(F.sigs[k].peak, u->peak, sizeof u->peak);
@@ -845,7 +872,7 @@ static void write_fold_event(const unit *u, const hev *first, uint64_t elided, u
 	f->elided = elided;
 	f->apis = apis;
 	f->markers = markers;
-	f->digest = u->digest;
+	f->digest = u->loose;
 	f->nspaces = nsp;
 	f->counted = 1;
 	f->spaces = sp;

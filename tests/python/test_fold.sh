@@ -23,6 +23,12 @@
 #    whose length an earlier one had is folded, but for at most one more
 #    of each length first drawn as the largest so far (its first step may
 #    grow a library's buffers: MKL's); a steady iteration adds at most 1 KiB.
+# 5. The same lengths through a loader that fetches one batch ahead
+#    (varlen_loop.py ahead, as accelerate's under Hugging Face's Trainer):
+#    each step makes the next step's batch before its own forward, so its
+#    tensors have two lengths; what comes ahead of the forward counts
+#    without its sizes (the loose digest), so the same iterations fold as
+#    in 4 (before: 27 of 600, 2,447 bytes a step), at most 1 KiB each.
 . "$(dirname "$0")/../collector/lib.sh"
 cd "$T"
 json_spaces() { # TRACE: per space, the totals the report gives, one line each
@@ -198,4 +204,18 @@ a=$(stat -c %s v300.stp) b=$(stat -c %s v600.stp)
 per=$(((b - a) / 300))
 echo "  varlen: 300 steps $a bytes, 600 steps $b bytes: $per bytes per iteration"
 [ "$per" -le 1024 ] || fail "varlen: an iteration adds $per bytes (at most 1 KiB)"
+
+# 5. fetched one batch ahead
+"$STPROF" record -q -o w300.stp -- "$PY" "$V" 300 ahead >/dev/null
+"$STPROF" record -q -o w600.stp -- "$PY" "$V" 600 ahead >/dev/null
+got=$("$STPROF" dump -t fold w600.stp | wc -l)
+echo "  varlen ahead: $got of 600 iterations folded ($seen have a length an earlier one had)"
+[ "$got" -ge $((seen - grew)) ] && [ "$got" -le "$seen" ] ||
+	fail "varlen ahead: $got iterations folded, not $seen (or up to $grew fewer)"
+a=$(stat -c %s w300.stp) b=$(stat -c %s w600.stp)
+per=$(((b - a) / 300))
+echo "  varlen ahead: 300 steps $a bytes, 600 steps $b bytes: $per bytes per iteration"
+[ "$per" -le 1024 ] || fail "varlen ahead: an iteration adds $per bytes (at most 1 KiB)"
+"$STPROF" report w600.stp >w.txt || fail "varlen ahead: report failed"
+grep -q "no two consecutive iterations agree" w.txt && fail "varlen ahead: $(grep steady w.txt)"
 echo ok
