@@ -39,7 +39,7 @@ int det_space_index(stp_det *d, uint8_t kind, int32_t device)
 	}
 	d->spaces[d->nspaces] =
 	        (stp_det_space){.kind = kind, .device = device, .tensors = device == DET_DEV_TENSORS, .peak_like = -1};
-	d->sstate[d->nspaces] = (det_space_state){0};
+	d->sstate[d->nspaces] = (det_space_state){.it_peak_seq = UINT64_MAX};
 	return (int)d->nspaces++;
 }
 

@@ -341,6 +341,25 @@ static int trains(const stp_det *d, uint32_t k)
 	return 0;
 }
 
+/* Two iterations agree: the same allocation count, peaks within 1%. */
+static int agree(const stp_det_iteration *a, const stp_det_iteration *b)
+{
+	uint64_t hi = a->peak_bytes > b->peak_bytes ? a->peak_bytes : b->peak_bytes;
+	uint64_t diff = a->peak_bytes > b->peak_bytes ? a->peak_bytes - b->peak_bytes : b->peak_bytes - a->peak_bytes;
+	return a->allocs == b->allocs && diff * 100 <= hi;
+}
+
+/* The iteration written in full that folded iteration k repeats, when the
+ * two agree; -1 if none. */
+static int64_t like_of(const stp_det *d, uint32_t k)
+{
+	const stp_det_iteration *b = &d->iters[k];
+	for (uint32_t j = k; j-- > 0;)
+		if (d->iters[j].index == b->like)
+			return !d->iters[j].folded && agree(&d->iters[j], b) ? (int64_t)j : -1;
+	return -1;
+}
+
 /* Steady state: the first iteration after the first whose allocation count
  * equals its predecessor's and whose peak is within 1% of it; in a folded
  * trace (FOLD events) only iterations written in full count, and one that
@@ -349,22 +368,6 @@ static int trains(const stp_det *d, uint32_t k)
  * the last complete iteration written in full.  Where some iterations train
  * (a backward phase), only those: a script that evaluates before it trains
  * has iterations of inference first (the PyTorch shim marks them). */
-/* The iteration written in full that folded iteration k repeats, when it
- * agrees with k (allocation count, peak within 1%); -1 if none. */
-static int64_t like_of(const stp_det *d, uint32_t k)
-{
-	const stp_det_iteration *b = &d->iters[k];
-	for (uint32_t j = k; j-- > 0;) {
-		const stp_det_iteration *a = &d->iters[j];
-		if (a->index != b->like)
-			continue;
-		uint64_t hi = a->peak_bytes > b->peak_bytes ? a->peak_bytes : b->peak_bytes;
-		uint64_t diff = a->peak_bytes > b->peak_bytes ? a->peak_bytes - b->peak_bytes : b->peak_bytes - a->peak_bytes;
-		return !a->folded && a->allocs == b->allocs && diff * 100 <= hi ? (int64_t)j : -1;
-	}
-	return -1;
-}
-
 void det_choose_steady(stp_det *d)
 {
 	stp_det_timeline *t = &d->res.timeline;
@@ -382,13 +385,10 @@ void det_choose_steady(stp_det *d)
 			continue; /* the steady iteration is one with its events (plans need them) */
 		if (training && !trains(d, k - 1))
 			continue;
-		uint64_t hi = a->peak_bytes > b->peak_bytes ? a->peak_bytes : b->peak_bytes;
-		uint64_t diff = a->peak_bytes > b->peak_bytes ? a->peak_bytes - b->peak_bytes : b->peak_bytes - a->peak_bytes;
-		int agree = a->allocs == b->allocs && diff * 100 <= hi;
 		if (b->folded) {
 			/* the next one folded as a repeat of this one: this one is
 			 * the steady iteration, with its events */
-			if (agree && b->like == a->index) {
+			if (b->like == a->index && agree(a, b)) {
 				t->steady = (int32_t)(k - 1);
 				snprintf(d->steady_why, sizeof d->steady_why,
 				         "the iteration the next ones repeat (folded by the collector; same allocation "
@@ -408,7 +408,7 @@ void det_choose_steady(stp_det *d)
 			}
 			continue;
 		}
-		if (agree && (!training || trains(d, k))) {
+		if (agree(a, b) && (!training || trains(d, k))) {
 			t->steady = (int32_t)k;
 			snprintf(d->steady_why, sizeof d->steady_why,
 			         "first iteration with the same allocation count and peak (within 1%%) as the one before");
