@@ -174,10 +174,8 @@ per=$(((b - a) / 800))
 echo "  python: 200 steps $a bytes, 1,000 steps $b bytes: $per bytes per steady iteration; --full $(stat -c %s f.stp) bytes"
 [ "$per" -le 1024 ] || fail "python: a steady iteration adds $per bytes (at most 1 KiB)"
 
-# 4. lengths that vary
+# 4. lengths that vary; 5. the same, fetched one batch ahead
 V="$STPROF_SRC/tests/python/varlen_loop.py"
-"$STPROF" record -q -o v300.stp -- "$PY" "$V" 300 step >/dev/null
-"$STPROF" record -q -o v600.stp -- "$PY" "$V" 600 step >/dev/null
 # (the next step of a length first drawn as the largest so far may be
 # written in full too: that step may grow a library's buffers, which the
 # next one of its length does not repeat.  Unfolded, by the length's first
@@ -196,26 +194,21 @@ for i in range(n):
     seen.add(t)
 print(it, len(tops))')
 seen=$1 grew=$2
-got=$("$STPROF" dump -t fold v600.stp | wc -l)
-echo "  varlen: $got of 600 iterations folded; $seen have a length an earlier one had ($grew first drawn as the largest)"
-[ "$got" -ge $((seen - grew)) ] && [ "$got" -le "$seen" ] ||
-	fail "varlen: $got iterations folded, not $seen (or up to $grew fewer)"
-a=$(stat -c %s v300.stp) b=$(stat -c %s v600.stp)
-per=$(((b - a) / 300))
-echo "  varlen: 300 steps $a bytes, 600 steps $b bytes: $per bytes per iteration"
-[ "$per" -le 1024 ] || fail "varlen: an iteration adds $per bytes (at most 1 KiB)"
-
-# 5. fetched one batch ahead
-"$STPROF" record -q -o w300.stp -- "$PY" "$V" 300 ahead >/dev/null
-"$STPROF" record -q -o w600.stp -- "$PY" "$V" 600 ahead >/dev/null
-got=$("$STPROF" dump -t fold w600.stp | wc -l)
-echo "  varlen ahead: $got of 600 iterations folded ($seen have a length an earlier one had)"
-[ "$got" -ge $((seen - grew)) ] && [ "$got" -le "$seen" ] ||
-	fail "varlen ahead: $got iterations folded, not $seen (or up to $grew fewer)"
-a=$(stat -c %s w300.stp) b=$(stat -c %s w600.stp)
-per=$(((b - a) / 300))
-echo "  varlen ahead: 300 steps $a bytes, 600 steps $b bytes: $per bytes per iteration"
-[ "$per" -le 1024 ] || fail "varlen ahead: an iteration adds $per bytes (at most 1 KiB)"
-"$STPROF" report w600.stp >w.txt || fail "varlen ahead: report failed"
-grep -q "no two consecutive iterations agree" w.txt && fail "varlen ahead: $(grep steady w.txt)"
+varlen() { # MODE NAME: 300 and 600 steps of varlen_loop.py MODE, folded as their lengths allow
+	"$STPROF" record -q -o "$2"300.stp -- "$PY" "$V" 300 "$1" >/dev/null
+	"$STPROF" record -q -o "$2"600.stp -- "$PY" "$V" 600 "$1" >/dev/null
+	local got a b per
+	got=$("$STPROF" dump -t fold "$2"600.stp | wc -l)
+	echo "  varlen $1: $got of 600 iterations folded; $seen have a length an earlier one had ($grew first drawn as the largest)"
+	[ "$got" -ge $((seen - grew)) ] && [ "$got" -le "$seen" ] ||
+		fail "varlen $1: $got iterations folded, not $seen (or up to $grew fewer)"
+	a=$(stat -c %s "$2"300.stp) b=$(stat -c %s "$2"600.stp)
+	per=$(((b - a) / 300))
+	echo "  varlen $1: 300 steps $a bytes, 600 steps $b bytes: $per bytes per iteration"
+	[ "$per" -le 1024 ] || fail "varlen $1: an iteration adds $per bytes (at most 1 KiB)"
+	"$STPROF" report "$2"600.stp >"$2".txt || fail "varlen $1: report failed"
+	! grep -q "no two consecutive iterations agree" "$2".txt || fail "varlen $1: $(grep steady "$2".txt)"
+}
+varlen step v
+varlen ahead w
 echo ok
