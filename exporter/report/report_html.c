@@ -69,6 +69,10 @@ static void summary(stp_det *d, const stp_det_result *r, FILE *f)
 			rf_html(f, e);
 			fputc(')', f);
 		}
+		if (s->peak_like >= 0 && s->peak_bytes)
+			fprintf(f, ", in an iteration kept as counters: its objects are those of iteration %" PRId64
+			           ", which it repeats, at that one's highest (%s)",
+			        s->peak_like, rf_bytes(s->peak_like_bytes, b[1], 96));
 		if (s->reserved_peak)
 			fprintf(f, "; reserved at most %s", rf_bytes(s->reserved_peak, b[1], 96));
 		if (s->reserved_peak && s->over_reserved)

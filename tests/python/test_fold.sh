@@ -208,6 +208,25 @@ varlen() { # MODE NAME: 300 and 600 steps of varlen_loop.py MODE, folded as thei
 	[ "$per" -le 1024 ] || fail "varlen $1: an iteration adds $per bytes (at most 1 KiB)"
 	"$STPROF" report "$2"600.stp >"$2".txt || fail "varlen $1: report failed"
 	! grep -q "no two consecutive iterations agree" "$2".txt || fail "varlen $1: $(grep steady "$2".txt)"
+	# a peak inside a folded step: the objects, sites and classes of the
+	# step it repeats at that one's highest moment, in text, HTML and JSON
+	"$STPROF" report --format json "$2"600.stp >"$2".json || fail "varlen $1: JSON report failed"
+	"$STPROF" report --format html --no-viewer "$2"600.stp >"$2".html || fail "varlen $1: HTML report failed"
+	like=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = [x for x in r["spaces"] if x["primary"]][0]
+if "peak_like" in s:
+    classes = sum(c["bytes_at_peak"] for c in r["classes"].values())
+    assert classes == s["peak_like_bytes"] <= s["peak_bytes"], (classes, s)
+    print(s["peak_like"])' "$2".json) || fail "varlen $1: the folded peak's objects: $like"
+	if [ -n "$like" ]; then
+		echo "  varlen $1: the peak is in a folded step, its objects those of iteration $like"
+		for f in "$2".txt "$2".html; do
+			grep -q "its objects are those of iteration $like, which it repeats" "$f" ||
+				fail "varlen $1: $f does not say whose objects the folded peak has"
+		done
+	fi
 }
 varlen step v
 varlen ahead w
