@@ -14,8 +14,8 @@ the end of the last step); loop_cpu: the calling thread's CPU time over
 the same steps; proc_cpu: the whole process's CPU time (every thread:
 the collector's too); wall: start to exit; loop_from and loop_to: the
 loop's ends on CLOCK_MONOTONIC and tid the thread that steps, for
-loop_work.py to find the loop's samples in a perf recording.  bench/python/loop.sh runs it
-under each variant."""
+loop_work.py to find the loop's samples in a perf recording.
+bench/python/loop.sh runs it under each variant."""
 import atexit
 import functools
 import resource
