@@ -14,10 +14,11 @@
 #    one idle thread (idle_thread.py: glibc's multi-threaded paths, which
 #    the collector's flusher thread brings), the default,
 #    STPROF_LEAN_HOOKS=1 (lean iterations that keep the module hooks) and
-#    STPROF_LEAN=0.  The same loop's overhead as work (loop_work.py: the
+#    STPROF_LEAN=0.  Each loop's overhead as work too (loop_work.py: the
 #    stepping thread's perf samples per sample of the BLAS library within
 #    the loop, which the machine's drifting speed does not move): native,
-#    native with one idle thread and the default.
+#    the default and --full for torch_transformer.py; native, native with
+#    one idle thread and the default for small_gpt.py.
 # 2. Trace bytes per steady iteration: tests/python/fold_loop.py (an MLP)
 #    recorded for 200 and 1,000 steps, the difference over 800; the same
 #    with --full.
@@ -41,6 +42,10 @@ fi
 echo "python loop: torch_transformer.py --iters 20 (/usr/bin/python3, CPU, 1 thread); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/step_series.py" -n "${RUNS:-5}" --cwd "$T" "$@"
 echo "  load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "python loop: torch_transformer.py --iters 20 as work (perf samples); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+OMP_NUM_THREADS=1 PYTHONHASHSEED=0 $PY "$S/bench/python/loop_work.py" -n "${RUNS:-5}" --cwd "$T" \
+  "native=$PY $W $X" "stprof=$B/stprof record -q -o $T/d{i}.stp -- $PY $W $X" \
+  "stprof-full=$B/stprof record --full -q -o $T/f{i}.stp -- $PY $W $X"
 # the same with a loop of small operations (what a GPU's host side runs):
 # the default (lean iterations) against STPROF_LEAN=0 (docs/record.md,
 # "Lean iterations")
