@@ -42,7 +42,7 @@ typedef struct det_space_state {
 	/* the open iteration's highest moment (pass 1; seq UINT64_MAX: none
 	 * above its start), kept for each iteration written in full
 	 * (det_iter_peak) so that a folded peak can stand on its reference's */
-	uint64_t it_peak_live, it_peak_seq, it_peak_objects;
+	uint64_t it_peak_live, it_peak_seq, it_peak_ns, it_peak_objects;
 	uint64_t pool_live, other_live; /* device: pool 1 and the rest (stp_det_space) */
 	/* an allocator's refused attempts not yet resolved (scan.c's
 	 * attempt_*): the thread, the first attempt's moment */
@@ -187,10 +187,10 @@ struct stp_det {
 
 	/* the highest moment of each space in each iteration written in full
 	 * (scan.c): a folded peak's objects are its reference's at its own
-	 * (32 bytes a space an iteration, about a third of an iters[] entry) */
+	 * (40 bytes a space an iteration, about half an iters[] entry) */
 	struct det_iter_peak {
 		int64_t iter;
-		uint64_t seq, bytes;
+		uint64_t seq, ns, bytes;
 		uint32_t objects, space;
 	} *ipeaks;
 	uint32_t nipeaks, ipeaks_cap;

@@ -138,7 +138,8 @@ static int keep_iter_peaks(stp_det *d)
 			d->ipeaks_cap = nc;
 		}
 		d->ipeaks[d->nipeaks++] = (struct det_iter_peak){.iter = d->iters[d->iter_open - 1].index, .space = i,
-		                                                 .seq = ss->it_peak_seq, .bytes = ss->it_peak_live,
+		                                                 .seq = ss->it_peak_seq, .ns = ss->it_peak_ns,
+		                                                 .bytes = ss->it_peak_live,
 		                                                 .objects = (uint32_t)(ss->it_peak_objects < UINT32_MAX
 		                                                                                ? ss->it_peak_objects
 		                                                                                : UINT32_MAX)};
@@ -150,17 +151,17 @@ static int keep_iter_peaks(stp_det *d)
 /* The space's peak is a folded iteration's, which repeats iteration like:
  * its objects are those live at like's highest moment (the latest
  * iteration of that number written in full, of this space), which held no
- * more bytes (it came before: the peak then was at least as high).  Not
- * with a --window, which that moment may lie outside. */
+ * more bytes (it came before: the peak then was at least as high, the
+ * window too when that moment lies in a --window, which it must). */
 static void fold_peak_like(stp_det *d, stp_det_space *sp, uint32_t si, int64_t like)
 {
 	sp->peak_like = -1;
-	if (d->opt.has_window)
-		return;
 	for (uint32_t k = d->nipeaks; k-- > 0;) {
 		const struct det_iter_peak *p = &d->ipeaks[k];
 		if (p->iter != like || p->space != si)
 			continue;
+		if (d->opt.has_window && (p->ns < d->opt.window_begin_ns || p->ns >= d->opt.window_end_ns))
+			return;
 		sp->peak_like = like;
 		sp->peak_like_seq = p->seq;
 		sp->peak_like_bytes = p->bytes;
@@ -457,6 +458,7 @@ int det_scan(stp_det *d)
 			if (d->iter_open && ss->live_bytes > ss->it_peak_live) {
 				ss->it_peak_live = ss->live_bytes;
 				ss->it_peak_seq = ev.seq;
+				ss->it_peak_ns = ns;
 				ss->it_peak_objects = ss->live_objects;
 			}
 			/* a PyTorch run: iterations are detected from its tensors

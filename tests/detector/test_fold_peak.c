@@ -9,8 +9,9 @@
  * of the iteration it repeats (its `like`), at that one's highest moment
  * (stp_det_space.peak_like), so its call sites and classes are the step's,
  * not only what outlived the step.  Where that iteration is not in the
- * trace, a 1.3 FOLD counts the objects at its peak; a 1.2 one (no counts)
- * holds at least one more than were live at its start.
+ * trace (or, under --window, its highest moment lies outside the window),
+ * a 1.3 FOLD counts the objects at its peak; a 1.2 one (no counts) holds
+ * at least one more than were live at its start.
  */
 #include <string.h>
 #include <unistd.h>
@@ -125,6 +126,42 @@ static void expect(int persistent, int counted, int64_t like, uint64_t objects)
 	unlink(p);
 }
 
+/* Under a window from b_us (microseconds from the trace's start) on: the
+ * peak is still iteration 2's folded one; iteration 0's highest moment
+ * (about 3 us in) stands for it only when the window holds it. */
+static void expect_window(uint64_t b_us, int64_t like_want)
+{
+	char err[512];
+	const char *p = check_tmp("fold-peak-window.stp");
+	write_trace(p, 0, 1, 0);
+	stp_det_options o;
+	stp_det_options_default(&o);
+	o.has_window = 1;
+	o.window_begin_ns = b_us * 1000;
+	o.window_end_ns = UINT64_MAX;
+	stp_det *d = checked_det_run(p, &o, err, sizeof err);
+	CHECK(d != NULL);
+	if (!d) {
+		fprintf(stderr, "%s\n", err);
+		return;
+	}
+	const stp_det_result *r = stp_det_result_of(d);
+	CHECK(r->primary >= 0);
+	if (r->primary >= 0) {
+		const stp_det_space *s = &r->spaces[r->primary];
+		if (s->peak_bytes != 1510 || s->peak_objects != 2 || s->peak_like != like_want)
+			fprintf(stderr,
+			        "window from %llu us: peak %llu bytes in %llu objects, like %lld; want 1510 in 2, like %lld\n",
+			        (unsigned long long)b_us, (unsigned long long)s->peak_bytes,
+			        (unsigned long long)s->peak_objects, (long long)s->peak_like, (long long)like_want);
+		CHECK(s->peak_bytes == 1510);
+		CHECK(s->peak_objects == 2);
+		CHECK(s->peak_like == like_want);
+	}
+	stp_det_free(d);
+	unlink(p);
+}
+
 int main(void)
 {
 	expect(0, 1, 0, 2); /* nothing live between steps: iteration 0's two */
@@ -135,5 +172,7 @@ int main(void)
 	expect(1, 1, 9, 3);
 	expect(0, 0, 9, 1); /* a 1.2 FOLD: at least one */
 	expect(1, 0, 9, 2);
+	expect_window(0, 0);  /* the window holds iteration 0's highest moment */
+	expect_window(8, -1); /* it opens after iteration 0: the FOLD's own count */
 	return check_done();
 }
