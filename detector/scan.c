@@ -148,25 +148,34 @@ static int keep_iter_peaks(stp_det *d)
 	return 0;
 }
 
-/* The space's peak is a folded iteration's, which repeats iteration like:
- * its objects are those live at like's highest moment (the latest
- * iteration of that number written in full, of this space), which held no
+/* After pass 1, each space whose peak is a folded iteration's, which
+ * repeats iteration peak_like (set at the FOLD): its objects are those
+ * live at that iteration's highest moment (the latest iteration of that
+ * number written in full before the FOLD, of this space), which held no
  * more bytes (it came before: the peak then was at least as high, the
- * window too when that moment lies in a --window, which it must). */
-static void fold_peak_like(stp_det *d, stp_det_space *sp, uint32_t si, int64_t like)
+ * window too when that moment lies in a --window, which it must).  Once
+ * at the end, not at each FOLD that raises the peak (a slow leak raises
+ * it every step): one walk of the kept moments. */
+static void resolve_peak_likes(stp_det *d)
 {
-	sp->peak_like = -1;
-	for (uint32_t k = d->nipeaks; k-- > 0;) {
-		const struct det_iter_peak *p = &d->ipeaks[k];
-		if (p->iter != like || p->space != si)
+	for (uint32_t si = 0; si < d->nspaces; si++) {
+		stp_det_space *sp = &d->spaces[si];
+		if (sp->peak_like < 0)
 			continue;
-		if (d->opt.has_window && (p->ns < d->opt.window_begin_ns || p->ns >= d->opt.window_end_ns))
-			return;
-		sp->peak_like = like;
-		sp->peak_like_seq = p->seq;
-		sp->peak_like_bytes = p->bytes;
-		sp->peak_objects = p->objects;
-		return;
+		int64_t like = sp->peak_like;
+		sp->peak_like = -1;
+		for (uint32_t k = d->nipeaks; k-- > 0;) {
+			const struct det_iter_peak *p = &d->ipeaks[k];
+			if (p->iter != like || p->space != si || p->seq >= sp->peak_seq)
+				continue;
+			if (d->opt.has_window && (p->ns < d->opt.window_begin_ns || p->ns >= d->opt.window_end_ns))
+				break;
+			sp->peak_like = like;
+			sp->peak_like_seq = p->seq;
+			sp->peak_like_bytes = p->bytes;
+			sp->peak_objects = p->objects;
+			break;
+		}
 	}
 }
 
@@ -612,7 +621,7 @@ int det_scan(stp_det *d)
 					sp->peak_seq = ev.seq;
 					sp->peak_ns = ns;
 					sp->peak_at_window_begin = 0;
-					fold_peak_like(d, sp, (uint32_t)si, f->like);
+					sp->peak_like = f->like; /* resolve_peak_likes */
 				}
 			}
 			if (d->have_iter_markers)
@@ -644,6 +653,7 @@ int det_scan(stp_det *d)
 	d->stats = *stp_reader_stats(r);
 	/* a snapshot (or a detach) is a moment of a program that went on */
 	d->snapshot = d->stats.whole && d->stats.end_reason == STP_END_SNAPSHOT;
+	resolve_peak_likes(d);
 	for (uint32_t i = 0; i < d->nspaces; i++) {
 		d->spaces[i].live_bytes_end = d->sstate[i].live_bytes;
 		d->spaces[i].live_objects_end = d->sstate[i].live_objects;
