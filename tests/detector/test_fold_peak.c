@@ -82,24 +82,34 @@ static void write_trace(const char *p, int persistent, int counted, int64_t like
 	CHECK(tg_close(&g) == 0);
 }
 
+/* A checked run of trace p (options o, or the defaults): the detector in
+ * *out and its primary space, or NULL (a failed check) when there is none;
+ * the caller stp_det_frees *out either way. */
+static const stp_det_space *primary_of(const char *p, const stp_det_options *o, stp_det **out)
+{
+	char err[512];
+	*out = checked_det_run(p, o, err, sizeof err); /* the self-check passes */
+	CHECK(*out != NULL);
+	if (!*out) {
+		fprintf(stderr, "%s\n", err);
+		return NULL;
+	}
+	const stp_det_result *r = stp_det_result_of(*out);
+	CHECK(r->primary >= 0);
+	return r->primary >= 0 ? &r->spaces[r->primary] : NULL;
+}
+
 /* The heap's peak is iteration 2's folded one, with `objects` in it: the
  * two of iteration 0, which it repeats (like 0), at its highest, or (like
  * 9: no such iteration) the FOLD's own count. */
 static void expect(int persistent, int counted, int64_t like, uint64_t objects)
 {
-	char err[512];
 	const char *p = check_tmp("fold-peak.stp");
 	write_trace(p, persistent, counted, like);
-	stp_det *d = checked_det_run(p, NULL, err, sizeof err); /* the self-check passes */
-	CHECK(d != NULL);
-	if (!d) {
-		fprintf(stderr, "%s\n", err);
-		return;
-	}
-	const stp_det_result *r = stp_det_result_of(d);
-	CHECK(r->primary >= 0);
-	if (r->primary >= 0) {
-		const stp_det_space *s = &r->spaces[r->primary];
+	stp_det *d;
+	const stp_det_space *s = primary_of(p, NULL, &d);
+	if (s) {
+		const stp_det_result *r = stp_det_result_of(d);
 		uint64_t peak = (persistent ? 4096 : 0) + 1510;
 		if (s->peak_bytes != peak || s->peak_objects != objects)
 			fprintf(stderr, "persistent %d counted %d: peak %llu bytes in %llu objects, want %llu in %llu\n",
@@ -131,7 +141,6 @@ static void expect(int persistent, int counted, int64_t like, uint64_t objects)
  * (about 3 us in) stands for it only when the window holds it. */
 static void expect_window(uint64_t b_us, int64_t like_want)
 {
-	char err[512];
 	const char *p = check_tmp("fold-peak-window.stp");
 	write_trace(p, 0, 1, 0);
 	stp_det_options o;
@@ -139,16 +148,9 @@ static void expect_window(uint64_t b_us, int64_t like_want)
 	o.has_window = 1;
 	o.window_begin_ns = b_us * 1000;
 	o.window_end_ns = UINT64_MAX;
-	stp_det *d = checked_det_run(p, &o, err, sizeof err);
-	CHECK(d != NULL);
-	if (!d) {
-		fprintf(stderr, "%s\n", err);
-		return;
-	}
-	const stp_det_result *r = stp_det_result_of(d);
-	CHECK(r->primary >= 0);
-	if (r->primary >= 0) {
-		const stp_det_space *s = &r->spaces[r->primary];
+	stp_det *d;
+	const stp_det_space *s = primary_of(p, &o, &d);
+	if (s) {
 		if (s->peak_bytes != 1510 || s->peak_objects != 2 || s->peak_like != like_want)
 			fprintf(stderr,
 			        "window from %llu us: peak %llu bytes in %llu objects, like %lld; want 1510 in 2, like %lld\n",
